@@ -1,0 +1,100 @@
+"""NVIDIA GPU instance types offered by Amazon EC2, as data.
+
+Single source of truth for validating users' ``instanceTypes``, sizing Karpenter NodeOverlays
+(``nvidia.com/gpu`` capacity = slices x ``gpus``) and choosing NodePool CPU-architecture requirements.
+
+Values mirror the labels Karpenter puts on the node, so they can be compared one to one:
+
+- ``gpus`` is ``karpenter.k8s.aws/instance-gpu-count`` (whole physical GPUs).
+- ``gpu_model`` is ``karpenter.k8s.aws/instance-gpu-name`` verbatim: EC2's GPU name in lower kebab case,
+  e.g. ``"t4"``, ``"a10g"``, ``"l40s"``, ``"rtx-pro-server-6000"``.
+- ``gpu_memory_gib`` is ``karpenter.k8s.aws/instance-gpu-memory`` (MiB per GPU, as EC2's API reports it)
+  floored to GiB. EC2 reports usable memory, so A10G/L4 show 22 and L40S 44 rather than the 24/48 GB on
+  the datasheet; flooring keeps the figure from ever overstating what a workload can allocate.
+- ``architecture`` is ``kubernetes.io/arch``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal, get_args
+
+Architecture = Literal["amd64", "arm64"]
+
+
+@dataclass(frozen=True)
+class GpuInstanceType:
+    gpus: int
+    gpu_model: str
+    gpu_memory_gib: int
+    architecture: Architecture
+
+    def __post_init__(self) -> None:
+        # A zero or fractional count would size NodeOverlays to no GPUs at all, so refuse it at import time.
+        if not isinstance(self.gpus, int) or self.gpus < 1:
+            raise ValueError(f"gpus must be a whole number >= 1, got {self.gpus!r}")
+        if self.architecture not in get_args(Architecture):
+            raise ValueError(f"architecture must be one of {get_args(Architecture)}, got {self.architecture!r}")
+
+
+# Source: Karpenter's generated instance-type reference (aws/karpenter-provider-aws@1d927085dd81,
+# website/content/en/v1.14/reference/instance-types.md), which is built from EC2 DescribeInstanceTypes in
+# us-east-1, us-east-2 and us-west-2 -- the same data behind the EC2 "Accelerated computing instances" spec
+# pages. Checked 2026-11-30.
+#
+# Deliberately absent:
+# - g6f, gr6f: fractional L4 slices; Karpenter reports instance-gpu-count 0 and no nvidia.com/gpu capacity.
+# - g4ad (AMD), inf1/inf2, trn1/trn2, dl1 and other non-NVIDIA accelerators.
+# - p3 (.2xlarge/.8xlarge/.16xlarge, V100): dropped from DescribeInstanceTypes in all three regions between
+#   Karpenter v1.12 and v1.13 (mid 2026), alongside the retired f1, so treated as no longer offered.
+# - p6e-gb200: sold only as UltraServer capacity blocks and absent from Karpenter's data, so its
+#   instance-gpu-name cannot be confirmed.
+#
+# fmt: off
+# family: (instance-gpu-name, instance-gpu-memory in MiB per GPU, kubernetes.io/arch, {size: instance-gpu-count})
+_FAMILIES: dict[str, tuple[str, int, Architecture, dict[str, int]]] = {
+    "g4dn": ("t4", 16384, "amd64", {
+        "xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "metal": 8,
+    }),
+    "g5": ("a10g", 22888, "amd64", {
+        "xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "24xlarge": 4,
+        "48xlarge": 8,
+    }),
+    "g5g": ("t4g", 16384, "arm64", {
+        "xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 2, "metal": 2,
+    }),
+    "g6": ("l4", 22888, "amd64", {
+        "xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "24xlarge": 4,
+        "48xlarge": 8,
+    }),
+    "g6e": ("l40s", 45776, "amd64", {
+        "xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "24xlarge": 4,
+        "48xlarge": 8,
+    }),
+    "gr6": ("l4", 22888, "amd64", {"4xlarge": 1, "8xlarge": 1}),
+    "g7": ("rtx-pro-4500", 32768, "amd64", {
+        "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "12xlarge": 2, "24xlarge": 4, "48xlarge": 8,
+    }),
+    "g7e": ("rtx-pro-server-6000", 98304, "amd64", {
+        "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "12xlarge": 2, "24xlarge": 4, "48xlarge": 8,
+    }),
+    "p3dn": ("v100", 32768, "amd64", {"24xlarge": 8}),
+    "p4d": ("a100", 40960, "amd64", {"24xlarge": 8}),
+    "p4de": ("a100", 81920, "amd64", {"24xlarge": 8}),
+    "p5": ("h100", 81920, "amd64", {"4xlarge": 1, "48xlarge": 8}),
+    "p5e": ("h200", 144384, "amd64", {"48xlarge": 8}),
+    "p5en": ("h200", 144384, "amd64", {"48xlarge": 8}),
+    "p6-b200": ("b200", 183359, "amd64", {"48xlarge": 8}),
+    "p6-b300": ("b300", 275040, "amd64", {"48xlarge": 8}),
+}
+# fmt: on
+
+GPU_INSTANCE_TYPES: Mapping[str, GpuInstanceType] = MappingProxyType(
+    {
+        f"{family}.{size}": GpuInstanceType(gpus, model, memory_mib // 1024, arch)
+        for family, (model, memory_mib, arch, sizes) in _FAMILIES.items()
+        for size, gpus in sizes.items()
+    }
+)

@@ -1,0 +1,140 @@
+"""Reads the stack configuration, the only place in gpulab that touches pulumi.Config, and reports every problem.
+
+Problems come back as one line each, `gpulab:<key path>: <message>`, so a user can fix a stack file in one pass.
+"""
+
+import difflib
+import json
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+from pydantic import BaseModel, ValidationError
+
+from config.model import Settings
+
+NAMESPACE = "gpulab"
+
+
+class ConfigError(Exception):
+    """The stack file has problems; `lines` holds one `gpulab:<key path>: <message>` line per problem."""
+
+    def __init__(self, lines: list[str]):
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """What the program needs from a stack file: gpulab's settings and the AWS region the stack deploys to."""
+
+    settings: Settings
+    region: str
+
+
+def parse(values: Mapping[str, Any], region: str | None) -> StackConfig:
+    """Validates the `gpulab:` keys (without their namespace prefix) and the region; raises ConfigError."""
+    lines = []
+    if not region:
+        lines.append("aws:region: required; the AWS region this stack deploys to, e.g. eu-west-1")
+    try:
+        settings = Settings.model_validate(dict(values))
+    except ValidationError as error:
+        lines[:0] = [f"{NAMESPACE}:{_path(e['loc'])}: {_message(e)}" for e in error.errors()]
+    if lines:
+        raise ConfigError(lines)
+    assert region is not None
+    return StackConfig(settings=settings, region=region)
+
+
+def load() -> StackConfig:
+    """Reads this stack's configuration from the Pulumi runtime; raises ConfigError."""
+    # pulumi.Config reads one key at a time and cannot list keys; unknown keys must be errors, so list them here.
+    prefix = f"{NAMESPACE}:"
+    values = {key[len(prefix) :]: _decode(raw) for key, raw in _all_config().items() if key.startswith(prefix)}
+    return parse(values, pulumi.Config("aws").get("region"))
+
+
+def _all_config() -> dict[str, Any]:
+    return {**pulumi.runtime.config.get_config_env(), **pulumi.runtime.config.CONFIG.get()}
+
+
+def _decode(raw: Any) -> Any:
+    # The engine hands structured values over as JSON text and plain strings as they are.
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _path(loc: tuple) -> str:
+    # Pydantic marks a failing dict key with a trailing "[key]": the key itself is the path.
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part != "[key]":
+            path += f".{part}" if path else part
+    return path
+
+
+_KINDS = {"int_type": "a whole number", "string_type": "a string", "list_type": "a list", "bool_type": "true or false"}
+_MAPPING = "a mapping of keys to values"
+
+
+def _message(error: Mapping[str, Any]) -> str:
+    kind, ctx, value = error["type"], error.get("ctx", {}), error.get("input")
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "extra_forbidden":
+        return _unknown_key(error["loc"])
+    if kind == "value_error":
+        return str(ctx["error"])
+    if kind in _KINDS:
+        return f"must be {_KINDS[kind]}, got {_describe(value)}"
+    if kind in ("dict_type", "model_type"):
+        return f"must be {_MAPPING}, got {_describe(value)}"
+    if kind == "literal_error":
+        return f"must be one of {ctx['expected']}, got {_describe(value)}"
+    if kind == "too_short":
+        return "must not be empty"
+    return error["msg"]
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return repr(value)
+
+
+def _unknown_key(loc: tuple) -> str:
+    allowed = _allowed_keys(loc[:-1])
+    close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    return f"unknown key; {hint}allowed keys: {', '.join(allowed)}"
+
+
+def _allowed_keys(loc: tuple) -> list[str]:
+    """The camelCase keys the model accepts at `loc`, found by walking the model the way pydantic walked the input."""
+    node: Any = Settings
+    for part in loc:
+        if isinstance(node, type) and issubclass(node, BaseModel):
+            field = next(f for name, f in node.model_fields.items() if (f.alias or name) == part)
+            node = _unwrap(field.annotation)
+        else:  # a dict of labs: `part` is a key, and its values have the dict's value type
+            node = _unwrap(typing.get_args(node)[1])
+    assert isinstance(node, type) and issubclass(node, BaseModel)
+    return sorted(f.alias or name for name, f in node.model_fields.items())
+
+
+def _unwrap(annotation: Any) -> Any:
+    while typing.get_origin(annotation) in (typing.Annotated, types.UnionType):
+        annotation = typing.get_args(annotation)[0]
+    return annotation

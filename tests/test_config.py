@@ -1,0 +1,142 @@
+"""The stack configuration contract: what users may write, and the one-line messages for what they may not."""
+
+import pulumi
+import pytest
+import yaml
+
+import config
+from tests.conftest import BASE, STACK_FILES, as_cli_config, stack_values
+
+
+def parsed(values: dict) -> config.StackConfig:
+    """Loads the values the way the program does: from the Pulumi runtime's configuration."""
+    pulumi.runtime.set_all_config(as_cli_config(values))
+    return config.load()
+
+
+def problems(values: dict) -> list[str]:
+    with pytest.raises(config.ConfigError) as caught:
+        parsed(values)
+    return caught.value.lines
+
+
+def with_cluster(**changes) -> dict:
+    return stack_values(**{"gpulab:cluster": {**BASE["gpulab:cluster"], **changes}})
+
+
+def with_lab(**changes) -> dict:
+    lab = {**BASE["gpulab:labs"]["intro"], **changes}
+    return stack_values(**{"gpulab:labs": {"intro": {k: v for k, v in lab.items() if v is not None}}})
+
+
+@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
+def test_every_stack_file_in_the_repo_validates(path):
+    document = yaml.safe_load(path.read_text())
+    assert parsed(document["config"]).settings.cluster.name
+
+
+def test_lab_defaults_are_no_sharing_one_gpu_and_on_demand():
+    lab = parsed(with_lab(slicesPerGpu=None, maxGpus=None)).settings.labs["intro"]
+    assert (lab.capacity_types, lab.slices_per_gpu, lab.max_gpus) == (["on-demand"], 1, 1)
+
+
+def test_an_environment_without_labs_is_valid():
+    assert parsed(stack_values(**{"gpulab:labs": {}})).settings.labs == {}
+    values = stack_values()
+    del values["gpulab:labs"]
+    assert parsed(values).settings.labs == {}
+
+
+def test_learner_seats_are_max_gpus_times_slices():
+    assert parsed(with_lab(maxGpus=4, slicesPerGpu=3)).settings.labs["intro"].learner_seats == 12
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (with_lab(slicesPerGpu=0), "gpulab:labs.intro.slicesPerGpu: must be between 1 and 48, got 0"),
+        (with_lab(slicesPerGpu=49), "gpulab:labs.intro.slicesPerGpu: must be between 1 and 48, got 49"),
+        (with_lab(maxGpus=0), "gpulab:labs.intro.maxGpus: must be at least 1, got 0"),
+        (with_lab(slicesPerGpu="3"), "gpulab:labs.intro.slicesPerGpu: must be a whole number, got '3'"),
+        (with_lab(slicesPerGpu=2.5), "gpulab:labs.intro.slicesPerGpu: must be a whole number, got 2.5"),
+        (
+            with_lab(slicesPerGPU=2),
+            "gpulab:labs.intro.slicesPerGPU: unknown key; did you mean slicesPerGpu? allowed keys: ami, "
+            "capacityTypes, instanceTypes, maxGpus, slicesPerGpu",
+        ),
+        (
+            with_lab(instanceTypes=["m5.large"]),
+            "gpulab:labs.intro.instanceTypes[0]: 'm5.large' is not an NVIDIA GPU instance type",
+        ),
+        (
+            with_lab(instanceTypes=["g4ad.xlarge"]),
+            "gpulab:labs.intro.instanceTypes[0]: 'g4ad.xlarge' is not an NVIDIA GPU instance type",
+        ),
+        (with_lab(instanceTypes=[]), "gpulab:labs.intro.instanceTypes: must not be empty"),
+        (with_lab(instanceTypes="g4dn.xlarge"), "gpulab:labs.intro.instanceTypes: must be a list, got 'g4dn.xlarge'"),
+        (
+            with_lab(capacityTypes=["spots"]),
+            "gpulab:labs.intro.capacityTypes[0]: must be one of 'on-demand', 'spot' or 'reserved', got 'spots'",
+        ),
+        (with_lab(capacityTypes=["spot", "spot"]), "gpulab:labs.intro.capacityTypes: must not repeat spot"),
+        (with_lab(ami=None), "gpulab:labs.intro.ami: required key is missing"),
+        (with_lab(ami="al2023"), "gpulab:labs.intro.ami: must be an AL2023 AMI alias"),
+        (with_lab(ami="al2023@20251117"), "gpulab:labs.intro.ami: must be an AL2023 AMI alias"),
+        (with_lab(ami="al2@v20251117"), "gpulab:labs.intro.ami: must be an AL2023 AMI alias"),
+        (with_lab(ami="bottlerocket@latest"), "gpulab:labs.intro.ami: must be an AL2023 AMI alias"),
+        (
+            stack_values(**{"gpulab:labs": {"Intro_Lab": BASE["gpulab:labs"]["intro"]}}),
+            "gpulab:labs.Intro_Lab: must be a DNS-1123 label",
+        ),
+        (
+            stack_values(**{"gpulab:labs": ["intro"]}),
+            "gpulab:labs: must be a mapping of keys to values, got a list",
+        ),
+        (stack_values(**{"gpulab:labs": {"intro": None}}), "gpulab:labs.intro: must be a mapping of keys to values"),
+        (with_cluster(name="Learning_Lab"), "gpulab:cluster.name: must be lowercase letters, digits and '-'"),
+        (with_cluster(name="-lab"), "gpulab:cluster.name: must be lowercase letters, digits and '-'"),
+        (with_cluster(name="a" * 101), "gpulab:cluster.name: must be lowercase letters, digits and '-'"),
+        (
+            with_cluster(kubernetesVersion=1.3),
+            'gpulab:cluster.kubernetesVersion: must be a quoted string such as "1.34"',
+        ),
+        (
+            with_cluster(kubernetesVersion="v1.34"),
+            "gpulab:cluster.kubernetesVersion: must be a Kubernetes minor version",
+        ),
+        (with_cluster(vpcId="vpc-1"), "gpulab:cluster.vpcId: must be a VPC ID"),
+        (
+            with_cluster(privateSubnetIds=["subnet-0a1b2c3d4e5f60001"]),
+            "gpulab:cluster.privateSubnetIds: needs at least two subnets in different availability zones, got 1",
+        ),
+        (
+            with_cluster(privateSubnetIds=["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60001"]),
+            "gpulab:cluster.privateSubnetIds: must not repeat subnet-0a1b2c3d4e5f60001",
+        ),
+        (with_cluster(privateSubnetIds=["sub-1", "sub-2"]), "gpulab:cluster.privateSubnetIds[0]: must be a subnet ID"),
+        (with_cluster(systemNodes={"size": 1}), "gpulab:cluster.systemNodes.size: must be between 2 and 10, got 1"),
+        (with_cluster(endpoint="public"), "gpulab:cluster.endpoint: unknown key; allowed keys: kubernetesVersion"),
+        (stack_values(**{"gpulab:lab": {}}), "gpulab:lab: unknown key; did you mean labs? allowed keys: cluster, labs"),
+        (stack_values(**{"aws:region": ""}), "aws:region: required"),
+    ],
+)
+def test_a_bad_key_is_reported_on_one_line_naming_it(values, expected):
+    assert any(line.startswith(expected) for line in problems(values)), problems(values)
+
+
+def test_a_missing_cluster_is_reported():
+    values = stack_values()
+    del values["gpulab:cluster"]
+    assert problems(values) == ["gpulab:cluster: required key is missing"]
+
+
+def test_every_problem_is_reported_at_once_one_line_each():
+    values = stack_values(
+        **{
+            "gpulab:cluster": {**BASE["gpulab:cluster"], "vpcId": "vpc-1"},
+            "gpulab:labs": {"intro": {**BASE["gpulab:labs"]["intro"], "slicesPerGpu": 0, "maxGpus": 0}},
+        }
+    )
+    lines = problems(values)
+    assert len(lines) == 3
+    assert all(line.startswith("gpulab:") and "\n" not in line for line in lines)
