@@ -1,0 +1,81 @@
+"""gpulab:eks:Cluster, the EKS control plane, its system node group and the Kubernetes provider that follows."""
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+import pulumi_kubernetes as k8s
+
+from components.labels import SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
+from components.node_role import NodeRole
+from config.model import Cluster as ClusterConfig
+
+CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+
+
+class Cluster(pulumi.ComponentResource):
+    """An EKS cluster in API authentication mode (access entries, no aws-auth ConfigMap), with no default node group.
+
+    Karpenter must not run on nodes it manages, so a small managed node group across the private subnets carries it
+    and CoreDNS; every GPU node comes from Karpenter.
+    """
+
+    def __init__(self, name: str, config: ClusterConfig, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpulab:eks:Cluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        secrets_key = aws.kms.Key(
+            f"{name}-secrets",
+            description=f"Envelope encryption of Kubernetes secrets in EKS cluster {config.name}",
+            enable_key_rotation=True,
+            opts=child,
+        )
+        cluster = eks.Cluster(
+            f"{name}-eks",
+            name=config.name,
+            version=config.kubernetes_version,
+            vpc_id=config.vpc_id,
+            private_subnet_ids=config.private_subnet_ids,
+            authentication_mode=eks.AuthenticationMode.API,
+            skip_default_node_group=True,
+            # Without pulumi-eks' own security groups, nodes and the control plane share the one EKS creates, which
+            # is what managed node groups use and what Karpenter's nodes find through the discovery tag.
+            skip_default_security_groups=True,
+            enabled_cluster_log_types=CONTROL_PLANE_LOGS,
+            encryption_config_key_arn=secrets_key.arn,
+            # Pod Identity replaces IRSA for Karpenter, so no OIDC provider is needed.
+            create_oidc_provider=False,
+            opts=child,
+        )
+        self.cluster_name: pulumi.Output[str] = cluster.eks_cluster.name
+        self.security_group_id: pulumi.Output[str] = cluster.cluster_security_group_id
+        self.kubeconfig: pulumi.Output[str] = pulumi.Output.secret(cluster.kubeconfig_json)
+
+        # Karpenter authenticates with EKS Pod Identity, which needs this agent on every node.
+        aws.eks.Addon(
+            f"{name}-pod-identity-agent",
+            cluster_name=self.cluster_name,
+            addon_name="eks-pod-identity-agent",
+            opts=child,
+        )
+
+        system_role = NodeRole(f"{name}-system-nodes", cluster_name=self.cluster_name, access_entry=False, opts=child)
+        size = config.system_nodes.size
+        aws.eks.NodeGroup(
+            f"{name}-system",
+            cluster_name=self.cluster_name,
+            node_role_arn=system_role.role_arn,
+            subnet_ids=config.private_subnet_ids,
+            instance_types=config.system_nodes.instance_types,
+            ami_type="AL2023_x86_64_STANDARD",
+            capacity_type="ON_DEMAND",
+            version=config.kubernetes_version,
+            scaling_config={"desired_size": size, "min_size": size, "max_size": size + 1},
+            update_config={"max_unavailable": 1},
+            labels={SYSTEM_NODE_LABEL: SYSTEM_NODE_VALUE},
+            # Nodes that start before their role has its policies cannot join the cluster.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[system_role]),
+        )
+
+        self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, opts=child)
+        self.register_outputs(
+            {"clusterName": self.cluster_name, "securityGroupId": self.security_group_id, "kubeconfig": self.kubeconfig}
+        )

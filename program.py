@@ -1,0 +1,37 @@
+"""The gpulab program: builds the components in dependency order and exports the stack outputs.
+
+It is a function so that the offline render and the tests can run it more than once per process.
+"""
+
+import pulumi
+
+import config
+from components.cluster import Cluster
+from components.discovery_tags import DiscoveryTags
+from components.node_role import NodeRole
+
+
+def build(stack: config.StackConfig) -> None:
+    settings = stack.settings
+    cluster = Cluster("cluster", settings.cluster)
+    node_role = NodeRole("karpenter-nodes", cluster_name=cluster.cluster_name)
+    DiscoveryTags(
+        "discovery",
+        cluster_name=cluster.cluster_name,
+        subnet_ids=settings.cluster.private_subnet_ids,
+        security_group_id=cluster.security_group_id,
+    )
+
+    pulumi.export("clusterName", cluster.cluster_name)
+    pulumi.export("kubeconfig", cluster.kubeconfig)
+    pulumi.export("nodeRoleName", node_role.role_name)
+    pulumi.export("nodeRoleArn", node_role.role_arn)
+
+
+def main() -> None:
+    try:
+        stack = config.load()
+    except config.ConfigError as error:
+        # RunError ends the program with its message and no traceback.
+        raise pulumi.RunError(f"the stack configuration has problems:\n{error}") from None
+    build(stack)

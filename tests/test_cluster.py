@@ -1,0 +1,101 @@
+"""gpulab:eks:Cluster, gpulab:iam:NodeRole and gpulab:network:DiscoveryTags: the inputs the program passes to AWS."""
+
+import json
+
+from components.node_role import NODE_POLICIES
+from tests.conftest import BASE
+
+SUBNETS = BASE["gpulab:cluster"]["privateSubnetIds"]
+
+
+def test_eks_cluster_uses_access_entries_the_given_vpc_and_no_default_node_group(base_run):
+    eks = base_run.one("eks:index:Cluster", "cluster-eks").inputs
+    assert eks["authenticationMode"] == "API"
+    assert eks["skipDefaultNodeGroup"] is True
+    assert eks["name"] == "lab-test"
+    assert eks["version"] == "1.34"
+    assert eks["vpcId"] == BASE["gpulab:cluster"]["vpcId"]
+    assert eks["privateSubnetIds"] == SUBNETS
+    assert set(eks["enabledClusterLogTypes"]) == {"api", "audit", "authenticator", "controllerManager", "scheduler"}
+
+
+def test_kubernetes_secrets_are_encrypted_with_a_rotating_kms_key(base_run):
+    key = base_run.one("aws:kms/key:Key", "cluster-secrets").inputs
+    eks = base_run.one("eks:index:Cluster", "cluster-eks").inputs
+    assert key["enableKeyRotation"] is True
+    assert eks["encryptionConfigKeyArn"].startswith("arn:aws:kms:eu-west-1:")
+
+
+def test_pod_identity_agent_addon_is_installed_on_the_cluster(base_run):
+    addon = base_run.one("aws:eks/addon:Addon", "cluster-pod-identity-agent").inputs
+    assert addon == {"addonName": "eks-pod-identity-agent", "clusterName": "lab-test"}
+
+
+def test_system_node_group_spans_the_subnets_with_two_labelled_nodes(base_run):
+    group = base_run.one("aws:eks/nodeGroup:NodeGroup", "cluster-system").inputs
+    assert group["subnetIds"] == SUBNETS
+    assert group["scalingConfig"]["minSize"] == 2
+    assert group["labels"] == {"gpulab.dev/node-role": "system"}
+    assert group["version"] == "1.34"
+    assert group["nodeRoleArn"].startswith("arn:aws:iam::123456789012:role/cluster-system-nodes-role-")
+
+
+def test_node_role_is_trusted_by_ec2_and_has_the_four_node_policies_keyed_by_name(base_run):
+    role = base_run.one("aws:iam/role:Role", "karpenter-nodes-role").inputs
+    trust = json.loads(role["assumeRolePolicy"])
+    assert trust["Statement"] == [
+        {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
+    ]
+    attached = {
+        r.name: r.inputs["policyArn"]
+        for r in base_run.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        if r.parent == "gpulab:iam:NodeRole::karpenter-nodes"
+    }
+    assert attached == {
+        "karpenter-nodes-worker": "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+        "karpenter-nodes-cni": "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+        "karpenter-nodes-ecr": "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
+        "karpenter-nodes-ssm": "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
+    }
+    assert len(NODE_POLICIES) == 4
+
+
+def test_karpenter_node_role_joins_through_an_ec2_linux_access_entry(base_run):
+    entry = base_run.one("aws:eks/accessEntry:AccessEntry", "karpenter-nodes-access").inputs
+    assert entry["type"] == "EC2_LINUX"
+    assert entry["clusterName"] == "lab-test"
+    assert entry["principalArn"] == base_run.outputs["nodeRoleArn"]
+
+
+def test_system_node_role_gets_no_access_entry_because_eks_makes_one_for_managed_groups(base_run):
+    entries = base_run.of_type("aws:eks/accessEntry:AccessEntry")
+    assert [e.name for e in entries] == ["karpenter-nodes-access"]
+
+
+def test_discovery_tag_is_on_every_private_subnet_and_the_cluster_security_group(base_run):
+    tags = {r.name: r.inputs for r in base_run.of_type("aws:ec2/tag:Tag")}
+    targets = {name: tag.pop("resourceId") for name, tag in tags.items()}
+    assert targets == {f"discovery-{s}": s for s in SUBNETS} | {"discovery-cluster-sg": targets["discovery-cluster-sg"]}
+    assert targets["discovery-cluster-sg"].startswith("sg-")
+    assert all(tag == {"key": "karpenter.sh/discovery", "value": "lab-test"} for tag in tags.values())
+
+
+def test_components_own_their_children(base_run):
+    parents = {(r.type, r.name): r.parent for r in base_run.resources}
+    assert parents[("eks:index:Cluster", "cluster-eks")] == "gpulab:eks:Cluster::cluster"
+    assert parents[("gpulab:iam:NodeRole", "cluster-system-nodes")] == "gpulab:eks:Cluster::cluster"
+    assert parents[("pulumi:providers:kubernetes", "cluster-k8s")] == "gpulab:eks:Cluster::cluster"
+    assert parents[("aws:iam/role:Role", "karpenter-nodes-role")] == "gpulab:iam:NodeRole::karpenter-nodes"
+    assert parents[("gpulab:eks:Cluster", "cluster")] is None
+    assert all(r.parent is not None for r in base_run.resources if not r.type.startswith("gpulab:"))
+
+
+def test_kubernetes_provider_gets_the_kubeconfig_as_a_secret(base_run):
+    assert base_run.one("pulumi:providers:kubernetes", "cluster-k8s").inputs["kubeconfig"] == "[secret]"
+
+
+def test_stack_exports_cluster_name_secret_kubeconfig_and_node_role(base_run):
+    outputs = base_run.outputs
+    assert outputs["clusterName"] == "lab-test"
+    assert outputs["kubeconfig"] == "[secret]"
+    assert outputs["nodeRoleArn"] == f"arn:aws:iam::123456789012:role/{outputs['nodeRoleName']}"

@@ -1,0 +1,197 @@
+"""The one mock harness of the offline render and the tests: runs the real program under Pulumi mocks and records it.
+
+Every resource the program registers is recorded with the inputs the program passed (normalised the way Pulumi sends
+them: camelCase keys, whole numbers as integers, secrets as "[secret]"), its parent and its logical name. The mocks
+answer with realistic outputs (ARNs, names, a kubeconfig) so that values derived from them look like a real preview.
+"""
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import rpc
+
+import config
+import program
+
+PROJECT = "gpulab"
+ACCOUNT_ID = "123456789012"
+SECRET = "[secret]"
+
+
+@dataclass(frozen=True)
+class Registration:
+    type: str
+    name: str
+    parent: str | None  # "<parent type token>::<parent name>", None for children of the stack
+    inputs: dict[str, Any]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"type": self.type, "name": self.name, "parent": self.parent, "inputs": self.inputs}
+
+
+@dataclass
+class Run:
+    """What one run of the program registered and exported."""
+
+    stack: config.StackConfig
+    resources: list[Registration] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    def of_type(self, type_token: str) -> list[Registration]:
+        return [r for r in self.resources if r.type == type_token]
+
+    def one(self, type_token: str, name: str) -> Registration:
+        matches = [r for r in self.of_type(type_token) if r.name == name]
+        assert len(matches) == 1, f"expected one {type_token} named {name}, found {len(matches)}"
+        return matches[0]
+
+
+def normalise(value: Any) -> Any:
+    """Inputs as the program passed them, in a form that compares and serialises stably."""
+    if isinstance(value, Mapping):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            return SECRET
+        return {str(k): normalise(v) for k, v in sorted(value.items())}
+    if isinstance(value, list | tuple):
+        return [normalise(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, pulumi.Resource):
+        return f"[resource {value._name}]"
+    return value
+
+
+def _suffix(name: str) -> str:
+    # Stands in for the random suffix of Pulumi's auto-naming, but stable, so that renders are byte-identical.
+    return hashlib.sha256(name.encode()).hexdigest()[:7]
+
+
+def _type_name(urn: str) -> tuple[str, str]:
+    # urn:pulumi:<stack>::<project>::<parent types joined by $>$<type>::<name>
+    qualified_type, name = urn.split("::")[2:4]
+    return qualified_type.split("$")[-1], name
+
+
+class _Mocks(pulumi.runtime.Mocks):
+    def __init__(self, region: str):
+        self.region = region
+        self.monitor: _Monitor | None = None
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
+        answers: dict[str, Callable[[], dict]] = {
+            "aws:index/getPartition:getPartition": lambda: {
+                "id": "aws",
+                "partition": "aws",
+                "dnsSuffix": "amazonaws.com",
+            },
+            "aws:index/getCallerIdentity:getCallerIdentity": lambda: {
+                "id": ACCOUNT_ID,
+                "accountId": ACCOUNT_ID,
+                "arn": f"arn:aws:iam::{ACCOUNT_ID}:role/ci",
+                "userId": "AROAEXAMPLE:ci",
+            },
+        }
+        if args.token not in answers:
+            raise NotImplementedError(f"the mock harness has no answer for {args.token}; add one in tools/harness.py")
+        return answers[args.token]()
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
+        outputs = dict(args.inputs)
+        name = outputs.get("name") or f"{args.name}-{_suffix(args.name)}"
+        arn_of = {
+            "aws:iam/role:Role": f"arn:aws:iam::{ACCOUNT_ID}:role/{name}",
+            "aws:iam/policy:Policy": f"arn:aws:iam::{ACCOUNT_ID}:policy/{name}",
+            "aws:kms/key:Key": f"arn:aws:kms:{self.region}:{ACCOUNT_ID}:key/{_suffix(name)}",
+            "aws:sqs/queue:Queue": f"arn:aws:sqs:{self.region}:{ACCOUNT_ID}:{name}",
+            "aws:cloudwatch/eventRule:EventRule": f"arn:aws:events:{self.region}:{ACCOUNT_ID}:rule/{name}",
+        }
+        if args.typ in arn_of:
+            outputs |= {"name": name, "arn": arn_of[args.typ]}
+        if args.typ == "aws:sqs/queue:Queue":
+            outputs["url"] = f"https://sqs.{self.region}.amazonaws.com/{ACCOUNT_ID}/{name}"
+        if args.typ == "eks:index:Cluster":
+            outputs |= self._eks_cluster(args)
+        return f"{args.name}-id", outputs
+
+    def _eks_cluster(self, args: pulumi.runtime.MockResourceArgs) -> dict:
+        # pulumi-eks is a remote component: its children are not built under mocks, so the aws.eks.Cluster it would
+        # return is registered here by hand and handed back as a resource reference.
+        assert self.monitor is not None
+        cluster_name = args.inputs["name"]
+        endpoint = f"https://{_suffix(cluster_name).upper()}.gr7.{self.region}.eks.amazonaws.com"
+        state = {
+            "name": cluster_name,
+            "arn": f"arn:aws:eks:{self.region}:{ACCOUNT_ID}:cluster/{cluster_name}",
+            "endpoint": endpoint,
+        }
+        urn = self.monitor.make_urn("", "aws:eks/cluster:Cluster", f"{args.name}-eksCluster")
+        self.monitor.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(urn, cluster_name, state)
+        kubeconfig = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": cluster_name, "cluster": {"server": endpoint}}],
+            "contexts": [{"name": "aws", "context": {"cluster": cluster_name, "user": "aws"}}],
+            "current-context": "aws",
+            "users": [{"name": "aws", "user": {"exec": {"command": "aws", "args": ["eks", "get-token"]}}}],
+        }
+        return {
+            "eksCluster": {rpc._special_sig_key: rpc._special_resource_sig, "urn": urn, "id": cluster_name},
+            "kubeconfigJson": json.dumps(kubeconfig),
+            "clusterSecurityGroupId": f"sg-0{_suffix(cluster_name)}0000000",
+        }
+
+
+class _Monitor(pulumi_mocks.MockMonitor):
+    """Records each registration with its parent, which the mocks' new_resource does not see."""
+
+    def __init__(self, mocks: _Mocks):
+        super().__init__(mocks)
+        self.registrations: list[Registration] = []
+
+    def RegisterResource(self, request):
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            parent = None
+            if request.parent and _type_name(request.parent)[0] != "pulumi:pulumi:Stack":
+                parent = "::".join(_type_name(request.parent))
+            inputs = normalise(rpc.deserialize_properties(request.object))
+            self.registrations.append(Registration(request.type, request.name, parent, inputs))
+        return response
+
+
+def config_from_stack_file(document: Mapping[str, Any]) -> dict[str, str]:
+    """The `config:` block of a stack file as the Pulumi CLI hands it to a program: structured values as JSON text."""
+    values = document.get("config") or {}
+    return {key: value if isinstance(value, str) else json.dumps(value) for key, value in values.items()}
+
+
+def run(stack_name: str, stack_config: Mapping[str, str]) -> Run:
+    """Validates the configuration, then runs the program under mocks; raises config.ConfigError before registering."""
+    pulumi.runtime.set_all_config(dict(stack_config))
+    stack = config.load()
+    mocks = _Mocks(stack.region)
+    monitor = _Monitor(mocks)
+    mocks.monitor = monitor
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack_name, preview=False, monitor=monitor)
+    result = Run(stack=stack)
+
+    async def exports() -> None:
+        root = pulumi.runtime.get_root_resource()
+        for key, output in sorted(getattr(root, "outputs", {}).items()):
+            output = pulumi.Output.from_input(output)
+            result.outputs[key] = SECRET if await output.is_secret() else normalise(await output.future())
+
+    @pulumi.runtime.test
+    def program_run() -> Any:
+        program.build(stack)
+        return asyncio.ensure_future(exports())
+
+    program_run()
+    result.resources = sorted(monitor.registrations, key=lambda r: (r.type, r.name, r.parent or ""))
+    return result

@@ -1,0 +1,127 @@
+"""Offline render: runs the real program for one stack under Pulumi mocks and writes what it would create.
+
+    python -m tools.render <stack name or stack file> --out <dir>
+
+Writes <dir>/resources.json, <dir>/manifests/<kind>-<name>.yaml and <dir>/helm/<release>.yaml, and prints a summary.
+A stack file with problems exits with status 2, prints one `gpulab:` line per problem and writes nothing.
+"""
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+import config
+from tools import harness
+
+ROOT = Path(__file__).resolve().parent.parent
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+# Kubernetes objects the stack creates directly: everything of the kubernetes provider but providers and Helm releases.
+_NOT_MANIFESTS = {HELM_RELEASE}
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A YAML loader that rejects duplicate keys, which PyYAML would otherwise merge silently (last one wins)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def stack_file(stack: str) -> tuple[str, Path]:
+    """A stack name (Pulumi.<stack>.yaml beside Pulumi.yaml) or the path of a stack file, with its stack name."""
+    path = Path(stack)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        name = path.name.removeprefix("Pulumi.").rsplit(".", 1)[0]
+        return name, path
+    return stack, ROOT / f"Pulumi.{stack}.yaml"
+
+
+def read_stack_file(path: Path) -> dict[str, str]:
+    """The stack file's config as the Pulumi CLI passes it; raises config.ConfigError for an unreadable file."""
+    try:
+        document = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
+    except OSError as error:
+        raise config.ConfigError([f"gpulab: cannot read {path}: {error.strerror}"]) from None
+    except yaml.YAMLError as error:
+        raise config.ConfigError([f"gpulab: {path.name} is not valid YAML: {_yaml_problem(error)}"]) from None
+    if document is None:
+        document = {}
+    if not isinstance(document, dict) or not isinstance(document.get("config", {}), dict):
+        raise config.ConfigError([f"gpulab: {path.name} must be a mapping with a `config:` mapping in it"])
+    return harness.config_from_stack_file(document)
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error)
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark else problem
+
+
+def write(run: harness.Run, out: Path) -> None:
+    for owned in ("resources.json", "manifests", "helm"):
+        target = out / owned
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+    resources = [r.as_json() for r in run.resources]
+    (out / "resources.json").write_text(json.dumps(resources, indent=2, ensure_ascii=False) + "\n")
+    for r in run.resources:
+        if r.type.startswith("kubernetes:") and r.type not in _NOT_MANIFESTS and "kind" in r.inputs:
+            _write_yaml(out / "manifests" / f"{r.inputs['kind'].lower()}-{r.inputs['metadata']['name']}.yaml", r.inputs)
+        if r.type == HELM_RELEASE:
+            release = {
+                k: r.inputs.get(k) for k in ("name", "chart", "repositoryOpts", "version", "namespace", "values")
+            }
+            _write_yaml(out / "helm" / f"{r.inputs['name']}.yaml", release)
+
+
+def _write_yaml(path: Path, document: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(document, sort_keys=False, default_flow_style=False))
+
+
+def summary(run: harness.Run) -> list[str]:
+    settings = run.stack.settings
+    cluster = settings.cluster
+    lines = [
+        f"cluster {cluster.name}: Kubernetes {cluster.kubernetes_version} in {run.stack.region}, "
+        f"{len(cluster.private_subnet_ids)} private subnets, {len(run.resources)} resources"
+    ]
+    for name, lab in settings.labs.items():
+        lines.append(
+            f"lab {name}: {', '.join(lab.instance_types)}; up to {lab.max_gpus} GPUs x {lab.slices_per_gpu} slices "
+            f"= {lab.learner_seats} learner seats"
+        )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.render", description=__doc__.splitlines()[0])
+    parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml beside Pulumi.yaml) or path of a stack file")
+    parser.add_argument("--out", required=True, type=Path, help="directory to write the render into")
+    args = parser.parse_args(argv)
+    name, path = stack_file(args.stack)
+    try:
+        run = harness.run(name, read_stack_file(path))
+    except config.ConfigError as error:
+        print("\n".join(error.lines), file=sys.stderr)
+        return 2
+    write(run, args.out)
+    print("\n".join(summary(run)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
