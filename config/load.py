@@ -14,7 +14,7 @@ from typing import Any
 import pulumi
 from pydantic import BaseModel, ValidationError
 
-from config.model import Settings
+from config.model import FieldProblem, Settings
 
 NAMESPACE = "gpulab"
 
@@ -43,7 +43,7 @@ def parse(values: Mapping[str, Any], region: str | None) -> StackConfig:
     try:
         settings = Settings.model_validate(dict(values))
     except ValidationError as error:
-        lines[:0] = [f"{NAMESPACE}:{_path(e['loc'])}: {_message(e)}" for e in error.errors()]
+        lines[:0] = [f"{NAMESPACE}:{_path(e)}: {_message(e)}" for e in error.errors()]
     if lines:
         raise ConfigError(lines)
     assert region is not None
@@ -72,10 +72,11 @@ def _decode(raw: Any) -> Any:
         return raw
 
 
-def _path(loc: tuple) -> str:
+def _path(error: Mapping[str, Any]) -> str:
     # Pydantic marks a failing dict key with a trailing "[key]": the key itself is the path.
     path = ""
-    for part in loc:
+    cross_field = error.get("ctx", {}).get("error")
+    for part in (*error["loc"], *([cross_field.key] if isinstance(cross_field, FieldProblem) else [])):
         if isinstance(part, int):
             path += f"[{part}]"
         elif part != "[key]":

@@ -7,14 +7,24 @@ Every model forbids unknown keys so that a typo fails loudly instead of silently
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from components.versions import KARPENTER_CHART_VERSION
+from config.images import qualify_image
 from config.instance_types import GPU_INSTANCE_TYPES
 
 
 class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, alias_generator=to_camel)
+
+
+class FieldProblem(ValueError):
+    """A problem a cross-field check finds with one key of the model, reported under that key's path."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
 
 
 def _between(low: int, high: int):
@@ -95,6 +105,16 @@ AmiAlias = Annotated[
     str, _matching(r"al2023@(v[0-9]{8}|latest)", "an AL2023 AMI alias, al2023@v<YYYYMMDD> or al2023@latest")
 ]
 CapacityType = Literal["on-demand", "spot", "reserved"]
+ImageReference = Annotated[str, AfterValidator(qualify_image)]
+# Karpenter's duration grammar (NodePool CRD): e.g. 30m, 1h30m, 720h.
+Duration = Annotated[str, _matching(r"([0-9]+(s|m|h))+", "a duration such as 10m, 1h30m or 720h")]
+# A Kubernetes resource quantity, e.g. 1, 500m, 1Gi.
+Quantity = Annotated[
+    str, _matching(r"([0-9]+(\.[0-9]+)?)([KMGTPE]i|[mkMGTPE])?", "a Kubernetes quantity such as 1, 500m or 1Gi")
+]
+ReservationId = Annotated[str, _matching(r"cr-[0-9a-f]{17}", "a capacity reservation ID such as cr-0123456789abcdef0")]
+Version = Annotated[str, _matching(r"[0-9]+\.[0-9]+\.[0-9]+", "a chart version such as 1.14.1")]
+Namespace = Annotated[str, _matching(DNS_LABEL, "a Kubernetes namespace name (a DNS-1123 label)")]
 
 
 class SystemNodes(Model):
@@ -118,6 +138,69 @@ class Cluster(Model):
     system_nodes: SystemNodes = Field(default_factory=SystemNodes, description="The system node group.")
 
 
+class RootVolume(Model):
+    """The gp3 root volume of a lab's nodes; images, including pre-pulled ones, live on it."""
+
+    size_gib: Annotated[int, _between(20, 16384)] = Field(default=100, description="Size in GiB.")
+    iops: Annotated[int, _between(3000, 80000)] = Field(default=10000, description="Provisioned IOPS.")
+    throughput_mibps: Annotated[int, _between(125, 2000)] = Field(default=125, description="Throughput in MiB/s.")
+    encrypted: bool = Field(default=True, description="Encrypt the volume (with the account's default EBS key).")
+
+    @model_validator(mode="after")
+    def _gp3_ratios(self) -> "RootVolume":
+        # EBS rejects gp3 volumes above 500 IOPS per GiB or 0.25 MiB/s per provisioned IOPS.
+        if self.iops > 500 * self.size_gib:
+            raise FieldProblem("iops", f"must be at most 500 per GiB, so {500 * self.size_gib} for {self.size_gib} GiB")
+        if self.throughput_mibps * 4 > self.iops:
+            raise FieldProblem("throughputMibps", f"must be at most iops / 4, so {self.iops // 4} for {self.iops} IOPS")
+        return self
+
+
+class Budget(Model):
+    """A Karpenter disruption budget: how many of the lab's nodes may be disrupted at once, and when."""
+
+    nodes: Annotated[str, _matching(r"(100|[0-9]{1,2})%|[0-9]+", "a node count or percentage such as 1 or 10%")]
+    reasons: list[Literal["Underutilized", "Empty", "Drifted"]] | None = Field(
+        default=None, description="Disruption reasons the budget applies to; all when omitted."
+    )
+    schedule: (
+        Annotated[
+            str,
+            _matching(
+                r"@(annually|yearly|monthly|weekly|daily|midnight|hourly)|\S+ \S+ \S+ \S+ \S+",
+                "a five-field cron schedule such as '0 9 * * mon-fri', or a macro such as @daily",
+            ),
+        ]
+        | None
+    ) = Field(default=None, description="Cron schedule when the budget is active (UTC).")
+    duration: (
+        Annotated[str, _matching(r"([0-9]+h)?([0-9]+m)?", "a duration in hours and minutes such as 8h")] | None
+    ) = Field(default=None, description="How long the budget is active from each schedule.")
+
+    @model_validator(mode="after")
+    def _schedule_with_duration(self) -> "Budget":
+        if (self.schedule is None) != (self.duration is None):
+            raise FieldProblem("duration" if self.duration is None else "schedule", "schedule and duration go together")
+        return self
+
+
+class Disruption(Model):
+    """When Karpenter may take a lab's nodes away. The defaults never evict a learner to save money."""
+
+    # WhenEmpty removes a node only once its last learner pod is gone; WhenEmptyOrUnderutilized would also move
+    # running learners to pack nodes tighter, which ends their sessions.
+    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"] = Field(
+        default="WhenEmpty", description="Which nodes Karpenter may consolidate."
+    )
+    consolidate_after: Duration = Field(
+        default="10m", description="How long a node stays empty before it goes, so a returning learner finds it."
+    )
+    budgets: list[Budget] = Field(
+        default_factory=lambda: [Budget(nodes="1")],
+        description="Disruption budgets; by default one node at a time (drift or expiry never takes a whole lab).",
+    )
+
+
 class Lab(Model):
     instance_types: Annotated[list[GpuInstanceType], Field(min_length=1), AfterValidator(_unique)] = Field(
         description="NVIDIA GPU instance types Karpenter may launch for this lab."
@@ -132,6 +215,36 @@ class Lab(Model):
         default=1, description="Cap on the physical GPUs this lab may run at once."
     )
     ami: AmiAlias = Field(description="Karpenter AMI alias of the lab's nodes.")
+    capacity_reservation_ids: Annotated[list[ReservationId], AfterValidator(_unique)] = Field(
+        default_factory=list, description="On-demand capacity reservations the lab may use; needed for 'reserved'."
+    )
+    root_volume: RootVolume = Field(default_factory=RootVolume, description="Root volume of the lab's nodes.")
+    prepull_images: Annotated[list[ImageReference], AfterValidator(_unique)] = Field(
+        default_factory=list, description="Images pulled onto each node as it boots, before learners' pods need them."
+    )
+    pod_pids_limit: Annotated[int, _between(1024, 4194304)] = Field(
+        default=32768, description="Most processes one pod may run (kubelet podPidsLimit)."
+    )
+    max_pods: Annotated[int, _between(1, 737)] = Field(default=110, description="Most pods per node (kubelet maxPods).")
+    cpu_limit: Annotated[int, _at_least(1)] = Field(
+        default=1000, description="Most vCPUs the lab's nodes may have in total, a backstop to maxGpus."
+    )
+    expire_after: Annotated[str, _matching(r"([0-9]+(s|m|h))+|Never", "a duration such as 720h, or Never")] = Field(
+        default="720h", description="Age at which Karpenter replaces a node (it waits for the budget)."
+    )
+    disruption: Disruption = Field(default_factory=Disruption, description="Consolidation and disruption budgets.")
+
+    @model_validator(mode="after")
+    def _reserved_needs_reservations(self) -> "Lab":
+        # Karpenter only offers reserved capacity from reservations the EC2NodeClass selects.
+        if ("reserved" in self.capacity_types) != bool(self.capacity_reservation_ids):
+            raise FieldProblem(
+                "capacityReservationIds",
+                "required with capacity type 'reserved', and only then"
+                if "reserved" in self.capacity_types
+                else "only used with capacity type 'reserved'; add it to capacityTypes",
+            )
+        return self
 
     @property
     def learner_seats(self) -> int:
@@ -139,8 +252,31 @@ class Lab(Model):
         return self.max_gpus * self.slices_per_gpu
 
 
+class ControllerResources(Model):
+    """CPU and memory of each Karpenter controller replica, as both requests and limits (guaranteed QoS)."""
+
+    cpu: Quantity = Field(default="1", description="CPU per replica.")
+    memory: Quantity = Field(default="1Gi", description="Memory per replica.")
+
+
+class Karpenter(Model):
+    chart_version: Version = Field(
+        default=KARPENTER_CHART_VERSION, description="Version of the karpenter and karpenter-crd charts."
+    )
+    namespace: Namespace = Field(default="kube-system", description="Namespace of the Karpenter controller.")
+    controller_resources: ControllerResources = Field(
+        default_factory=ControllerResources, description="Resources of each controller replica."
+    )
+
+
 class Settings(Model):
     """Everything under `gpulab:` in one stack file."""
 
     cluster: Cluster
     labs: dict[LabName, Lab] = Field(default_factory=dict, description="One entry per lab, keyed by lab name.")
+    karpenter: Karpenter = Field(default_factory=Karpenter, description="The Karpenter controller.")
+
+    @property
+    def shares_gpus(self) -> bool:
+        """Whether any lab time-slices its GPUs, which is what Karpenter's NodeOverlays are for."""
+        return any(lab.slices_per_gpu > 1 for lab in self.labs.values())

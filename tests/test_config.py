@@ -47,6 +47,30 @@ def test_an_environment_without_labs_is_valid():
     assert parsed(values).settings.labs == {}
 
 
+def test_lab_defaults_reproduce_the_origin_node_settings():
+    lab = parsed(stack_values()).settings.labs["intro"]
+    volume = lab.root_volume
+    assert (volume.size_gib, volume.iops, volume.throughput_mibps, volume.encrypted) == (100, 10000, 125, True)
+    assert (lab.pod_pids_limit, lab.max_pods, lab.cpu_limit) == (32768, 110, 1000)
+
+
+def test_default_disruption_never_evicts_a_running_learner_and_takes_one_node_at_a_time():
+    disruption = parsed(stack_values()).settings.labs["intro"].disruption
+    assert disruption.consolidation_policy == "WhenEmpty"
+    assert [budget.nodes for budget in disruption.budgets] == ["1"]
+
+
+def test_prepull_images_are_stored_fully_qualified():
+    lab = parsed(with_lab(prepullImages=["tensorflow/tensorflow:2.12.0-gpu"])).settings.labs["intro"]
+    assert lab.prepull_images == ["docker.io/tensorflow/tensorflow:2.12.0-gpu"]
+
+
+def test_karpenter_defaults_are_the_pinned_chart_in_kube_system_with_one_cpu_and_one_gib():
+    karpenter = parsed(stack_values()).settings.karpenter
+    assert (karpenter.chart_version, karpenter.namespace) == ("1.14.1", "kube-system")
+    assert (karpenter.controller_resources.cpu, karpenter.controller_resources.memory) == ("1", "1Gi")
+
+
 def test_learner_seats_are_max_gpus_times_slices():
     assert parsed(with_lab(maxGpus=4, slicesPerGpu=3)).settings.labs["intro"].learner_seats == 12
 
@@ -62,7 +86,8 @@ def test_learner_seats_are_max_gpus_times_slices():
         (
             with_lab(slicesPerGPU=2),
             "gpulab:labs.intro.slicesPerGPU: unknown key; did you mean slicesPerGpu? allowed keys: ami, "
-            "capacityTypes, instanceTypes, maxGpus, slicesPerGpu",
+            "capacityReservationIds, capacityTypes, cpuLimit, disruption, expireAfter, instanceTypes, maxGpus, "
+            "maxPods, podPidsLimit, prepullImages, rootVolume, slicesPerGpu",
         ),
         (
             with_lab(instanceTypes=["m5.large"]),
@@ -116,8 +141,54 @@ def test_learner_seats_are_max_gpus_times_slices():
         (with_cluster(privateSubnetIds=["sub-1", "sub-2"]), "gpulab:cluster.privateSubnetIds[0]: must be a subnet ID"),
         (with_cluster(systemNodes={"size": 1}), "gpulab:cluster.systemNodes.size: must be between 2 and 10, got 1"),
         (with_cluster(endpoint="public"), "gpulab:cluster.endpoint: unknown key; allowed keys: kubernetesVersion"),
-        (stack_values(**{"gpulab:lab": {}}), "gpulab:lab: unknown key; did you mean labs? allowed keys: cluster, labs"),
+        (
+            stack_values(**{"gpulab:lab": {}}),
+            "gpulab:lab: unknown key; did you mean labs? allowed keys: cluster, karpenter, labs",
+        ),
         (stack_values(**{"aws:region": ""}), "aws:region: required"),
+        (
+            with_lab(rootVolume={"sizeGiB": 100, "iops": 60000}),
+            "gpulab:labs.intro.rootVolume.sizeGiB: unknown key; did you mean sizeGib?",
+        ),
+        (
+            with_lab(rootVolume={"sizeGib": 20, "iops": 16000}),
+            "gpulab:labs.intro.rootVolume.iops: must be at most 500 per GiB, so 10000 for 20 GiB",
+        ),
+        (
+            with_lab(rootVolume={"iops": 3000, "throughputMibps": 1000}),
+            "gpulab:labs.intro.rootVolume.throughputMibps: must be at most iops / 4, so 750 for 3000 IOPS",
+        ),
+        (with_lab(rootVolume={"encrypted": "yes"}), "gpulab:labs.intro.rootVolume.encrypted: must be true or false"),
+        (
+            with_lab(prepullImages=["tensorflow/tensorflow"]),
+            "gpulab:labs.intro.prepullImages[0]: image reference 'tensorflow/tensorflow' needs an explicit tag",
+        ),
+        (with_lab(podPidsLimit=100), "gpulab:labs.intro.podPidsLimit: must be between 1024 and 4194304, got 100"),
+        (with_lab(maxPods=0), "gpulab:labs.intro.maxPods: must be between 1 and 737, got 0"),
+        (with_lab(expireAfter="30d"), "gpulab:labs.intro.expireAfter: must be a duration such as 720h, or Never"),
+        (
+            with_lab(disruption={"consolidationPolicy": "WhenUnderutilized"}),
+            "gpulab:labs.intro.disruption.consolidationPolicy: must be one of 'WhenEmpty' or "
+            "'WhenEmptyOrUnderutilized'",
+        ),
+        (
+            with_lab(disruption={"budgets": [{"nodes": "10%", "schedule": "0 9 * * mon-fri"}]}),
+            "gpulab:labs.intro.disruption.budgets[0].duration: schedule and duration go together",
+        ),
+        (
+            with_lab(capacityTypes=["reserved"]),
+            "gpulab:labs.intro.capacityReservationIds: required with capacity type 'reserved'",
+        ),
+        (
+            with_lab(capacityReservationIds=["cr-0123456789abcdef0"]),
+            "gpulab:labs.intro.capacityReservationIds: only used with capacity type 'reserved'",
+        ),
+        (
+            stack_values(**{"gpulab:karpenter": {"controllerResources": {"cpu": "one"}}}),
+            "gpulab:karpenter.controllerResources.cpu: must be a Kubernetes quantity",
+        ),
+        (stack_values(**{"gpulab:karpenter": {"chartVersion": "v1.14"}}), "gpulab:karpenter.chartVersion: must be a"),
+        (stack_values(**{"gpulab:karpenter": {"namespace": "Kube"}}), "gpulab:karpenter.namespace: must be a"),
     ],
 )
 def test_a_bad_key_is_reported_on_one_line_naming_it(values, expected):
