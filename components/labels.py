@@ -9,3 +9,11 @@ SYSTEM_NODE_VALUE = "system"
 
 # Names the lab that a Karpenter node, NodeOverlay or AWS resource belongs to.
 LAB_LABEL = "gpulab.dev/lab"
+
+# NVIDIA: the device plugin's chart schedules only on nodes with this label; GPU NodePools put it on their nodes.
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+# The device plugin reads its named time-slicing profile for a node from this label (hot-reloaded).
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+# The extended resource a learner's pod asks for, and the key of the taint that keeps other pods off GPU nodes.
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
