@@ -8,6 +8,8 @@ import pulumi
 import config
 from components.cluster import Cluster
 from components.discovery_tags import DiscoveryTags
+from components.karpenter.controller import Controller
+from components.karpenter.gpu_node_pool import GpuNodePool
 from components.node_role import NodeRole
 
 
@@ -22,10 +24,30 @@ def build(stack: config.StackConfig) -> None:
         security_group_id=cluster.security_group_id,
     )
 
+    karpenter = Controller(
+        "karpenter",
+        settings.karpenter,
+        cluster=cluster,
+        cluster_name=settings.cluster.name,
+        region=stack.region,
+        node_role_arn=node_role.role_arn,
+        node_overlays=settings.shares_gpus,
+    )
+    for lab_name, lab in settings.labs.items():
+        GpuNodePool(
+            lab_name,
+            lab,
+            cluster_name=settings.cluster.name,
+            node_role_name=node_role.role_name,
+            crds=karpenter.crds,
+            provider=cluster.provider,
+        )
+
     pulumi.export("clusterName", cluster.cluster_name)
     pulumi.export("kubeconfig", cluster.kubeconfig)
     pulumi.export("nodeRoleName", node_role.role_name)
     pulumi.export("nodeRoleArn", node_role.role_arn)
+    pulumi.export("interruptionQueueName", karpenter.queue_name)
 
 
 def main() -> None:

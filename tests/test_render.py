@@ -36,14 +36,28 @@ def test_staging_render_lists_cluster_node_role_attachments_access_entry_and_dis
         by_type.setdefault(r["type"], []).append(r["name"])
     assert by_type["eks:index:Cluster"] == ["cluster-eks"]
     assert by_type["aws:eks/accessEntry:AccessEntry"] == ["karpenter-nodes-access"]
-    karpenter_attachments = [
-        n for n in by_type["aws:iam/rolePolicyAttachment:RolePolicyAttachment"] if "karpenter" in n
+    node_role = [r["name"] for r in resources if r["parent"] == "gpulab:iam:NodeRole::karpenter-nodes"]
+    expected = ["karpenter-nodes-access", "karpenter-nodes-role"] + [
+        f"karpenter-nodes-{k}" for k in ("cni", "ecr", "ssm", "worker")
     ]
-    assert sorted(karpenter_attachments) == [f"karpenter-nodes-{k}" for k in ("cni", "ecr", "ssm", "worker")]
+    assert sorted(node_role) == sorted(expected)
     staging_subnets = yaml.safe_load((ROOT / "Pulumi.staging.yaml").read_text())["config"]["gpulab:cluster"]
     assert sorted(by_type["aws:ec2/tag:Tag"]) == sorted(
         ["discovery-cluster-sg"] + [f"discovery-{s}" for s in staging_subnets["privateSubnetIds"]]
     )
+
+
+def test_staging_render_writes_the_labs_karpenter_objects_and_both_karpenter_releases(staging):
+    manifests = sorted(p.name for p in (staging / "manifests").iterdir())
+    assert {"ec2nodeclass-intro.yaml", "nodepool-intro.yaml", "nodeoverlay-intro-1gpu.yaml"} <= set(manifests)
+    helm = sorted(p.name for p in (staging / "helm").iterdir())
+    assert {"karpenter-crd.yaml", "karpenter.yaml"} <= set(helm)
+    pool = yaml.safe_load((staging / "manifests" / "nodepool-intro.yaml").read_text())
+    assert (pool["apiVersion"], pool["kind"], pool["metadata"]["name"]) == ("karpenter.sh/v1", "NodePool", "intro")
+    release = yaml.safe_load((staging / "helm" / "karpenter.yaml").read_text())
+    assert release["chart"] == "oci://public.ecr.aws/karpenter/karpenter"
+    assert release["version"] == "1.14.1"
+    assert release["values"]["settings"]["clusterName"] == "learninglab-staging"
 
 
 def test_resources_json_is_sorted_by_type_then_name_with_parent_and_inputs(staging):

@@ -30,6 +30,8 @@ class Registration:
     name: str
     parent: str | None  # "<parent type token>::<parent name>", None for children of the stack
     inputs: dict[str, Any]
+    # Every resource this one waits for, explicitly or through its inputs, as "<type token>::<name>"; not rendered.
+    dependencies: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {"type": self.type, "name": self.name, "parent": self.parent, "inputs": self.inputs}
@@ -161,7 +163,8 @@ class _Monitor(pulumi_mocks.MockMonitor):
             if request.parent and _type_name(request.parent)[0] != "pulumi:pulumi:Stack":
                 parent = "::".join(_type_name(request.parent))
             inputs = normalise(rpc.deserialize_properties(request.object))
-            self.registrations.append(Registration(request.type, request.name, parent, inputs))
+            dependencies = tuple(sorted("::".join(_type_name(urn)) for urn in request.dependencies))
+            self.registrations.append(Registration(request.type, request.name, parent, inputs, dependencies))
         return response
 
 

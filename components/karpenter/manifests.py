@@ -1,0 +1,134 @@
+"""Pure builders of one lab's Karpenter objects (EC2NodeClass, NodePool, NodeOverlays) as plain dicts.
+
+Karpenter 1.14.1 v1 APIs; tests validate every object against the upstream CRDs, CEL rules included.
+"""
+
+from typing import Any
+
+from components.karpenter.user_data import node_user_data
+from components.labels import (
+    DEVICE_PLUGIN_CONFIG_LABEL,
+    DISCOVERY_TAG,
+    GPU_PRESENT_LABEL,
+    GPU_RESOURCE,
+    GPU_TAINT,
+    LAB_LABEL,
+)
+from config.instance_types import GPU_INSTANCE_TYPES
+from config.model import Lab
+
+NODE_POOL_API = "karpenter.sh/v1"
+NODE_OVERLAY_API = "karpenter.sh/v1alpha1"
+NODE_CLASS_GROUP = "karpenter.k8s.aws"
+NODE_CLASS_API = f"{NODE_CLASS_GROUP}/v1"
+NODE_CLASS_KIND = "EC2NodeClass"
+GPU_COUNT_LABEL = "karpenter.k8s.aws/instance-gpu-count"
+ROOT_DEVICE = "/dev/xvda"  # the root device of AL2023 AMIs
+
+
+def node_labels(lab_name: str) -> dict[str, str]:
+    """Labels every node of the lab carries: they select the device plugin and its profile, and name the lab."""
+    return {GPU_PRESENT_LABEL: "true", DEVICE_PLUGIN_CONFIG_LABEL: lab_name, LAB_LABEL: lab_name}
+
+
+def ec2_node_class(lab_name: str, lab: Lab, cluster_name: str, node_role: Any) -> dict:
+    """`node_role` is the node role's name: a string, or a Pulumi output of one."""
+    discovery = [{"tags": {DISCOVERY_TAG: cluster_name}}]
+    volume = lab.root_volume
+    spec: dict[str, Any] = {
+        # For GPU instance types the alias resolves to the NVIDIA variant of the AMI (driver and toolkit included).
+        "amiSelectorTerms": [{"alias": lab.ami}],
+        "role": node_role,
+        "subnetSelectorTerms": discovery,
+        "securityGroupSelectorTerms": discovery,
+        "blockDeviceMappings": [
+            {
+                "deviceName": ROOT_DEVICE,
+                "rootVolume": True,
+                "ebs": {
+                    "volumeSize": f"{volume.size_gib}Gi",
+                    "volumeType": "gp3",
+                    "iops": volume.iops,
+                    "throughput": volume.throughput_mibps,
+                    "encrypted": volume.encrypted,
+                    "deleteOnTermination": True,
+                },
+            }
+        ],
+        # A hop limit of 1 keeps pods (one hop further than the node) from reaching the node role's credentials.
+        "metadataOptions": {
+            "httpEndpoint": "enabled",
+            "httpProtocolIPv6": "disabled",
+            "httpPutResponseHopLimit": 1,
+            "httpTokens": "required",
+        },
+        "kubelet": {"maxPods": lab.max_pods},
+        "userData": node_user_data(pod_pids_limit=lab.pod_pids_limit, prepull_images=lab.prepull_images),
+        "tags": {LAB_LABEL: lab_name},
+    }
+    if lab.capacity_reservation_ids:
+        spec["capacityReservationSelectorTerms"] = [{"id": rid} for rid in lab.capacity_reservation_ids]
+    return {"apiVersion": NODE_CLASS_API, "kind": NODE_CLASS_KIND, "metadata": {"name": lab_name}, "spec": spec}
+
+
+def node_pool(lab_name: str, lab: Lab) -> dict:
+    instance_types = [GPU_INSTANCE_TYPES[t] for t in lab.instance_types]
+    requirements = [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(lab.instance_types)},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(lab.capacity_types)},
+        {"key": "kubernetes.io/arch", "operator": "In", "values": sorted({t.architecture for t in instance_types})},
+        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+        {"key": "karpenter.k8s.aws/instance-gpu-manufacturer", "operator": "In", "values": ["nvidia"]},
+    ]
+    disruption = lab.disruption
+    return {
+        "apiVersion": NODE_POOL_API,
+        "kind": "NodePool",
+        "metadata": {"name": lab_name},
+        "spec": {
+            "template": {
+                "metadata": {"labels": node_labels(lab_name)},
+                "spec": {
+                    "nodeClassRef": {"group": NODE_CLASS_GROUP, "kind": NODE_CLASS_KIND, "name": lab_name},
+                    "taints": [dict(GPU_TAINT)],
+                    "requirements": requirements,
+                    "expireAfter": lab.expire_after,
+                },
+            },
+            "disruption": {
+                "consolidationPolicy": disruption.consolidation_policy,
+                "consolidateAfter": disruption.consolidate_after,
+                "budgets": [budget.model_dump(by_alias=True, exclude_none=True) for budget in disruption.budgets],
+            },
+            # Karpenter counts nvidia.com/gpu as the nodes advertise it: in slices once the NodeOverlays apply.
+            "limits": {GPU_RESOURCE: str(lab.learner_seats), "cpu": str(lab.cpu_limit)},
+        },
+    }
+
+
+def node_overlays(lab_name: str, lab: Lab) -> dict[str, dict]:
+    """One NodeOverlay per GPU count among the lab's instance types, keyed by its name; none without sharing.
+
+    Karpenter models nvidia.com/gpu from EC2 data (1 for g4dn.xlarge), so with time-slicing and no overlay it would
+    launch one node per pending learner (kubernetes-sigs/karpenter#729). The overlay tells it how many slices a node
+    of that GPU count will advertise once the device plugin applies the lab's profile.
+    """
+    if lab.slices_per_gpu == 1:
+        return {}
+    gpu_counts = sorted({GPU_INSTANCE_TYPES[t].gpus for t in lab.instance_types})
+    overlays = {}
+    for gpus in gpu_counts:
+        name = f"{lab_name}-{gpus}gpu"
+        overlays[name] = {
+            "apiVersion": NODE_OVERLAY_API,
+            "kind": "NodeOverlay",
+            "metadata": {"name": name},
+            "spec": {
+                "requirements": [
+                    {"key": LAB_LABEL, "operator": "In", "values": [lab_name]},
+                    {"key": GPU_COUNT_LABEL, "operator": "In", "values": [str(gpus)]},
+                ],
+                "capacity": {GPU_RESOURCE: str(lab.slices_per_gpu * gpus)},
+            },
+        }
+    return overlays

@@ -1,0 +1,122 @@
+"""EC2NodeClass `userData` for AL2023 GPU nodes: the pod PID limit and image pre-pulling.
+
+The v1 EC2NodeClass `kubelet` block has no `podPidsLimit`, so the limit travels as a nodeadm NodeConfig part.
+Karpenter 1.14.1 (pkg/providers/amifamily/bootstrap/nodeadm.go, `parseUserData`) keeps every part of a document that
+starts with `MIME-Version:` and appends its own NodeConfig last; nodeadm merges NodeConfig parts in order with later
+parts winning per field, and Karpenter's kubelet config never sets `podPidsLimit`, so ours survives the merge.
+Karpenter re-serialises each part with its Content-Type header only (bootstrap/mime/mime.go), which is why the parts
+are plain 7-bit text: a Content-Transfer-Encoding such as base64 would be dropped and the body passed on still encoded.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+import yaml
+
+MIME_BOUNDARY = "GPULAB"
+NODECONFIG_CONTENT_TYPE = "application/node.eks.aws"  # the media type nodeadm looks for in a multipart document
+SHELL_SCRIPT_CONTENT_TYPE = 'text/x-shellscript; charset="us-ascii"'
+
+PREPULL_UNIT = "gpulab-prepull.service"
+PREPULL_SCRIPT_PATH = "/usr/local/sbin/gpulab-prepull"
+# kubelet only sees images in the namespace the CRI plugin serves.
+CONTAINERD_NAMESPACE = "k8s.io"
+PULL_ATTEMPTS = 5
+PREPULL_TIMEOUT_SECONDS = 3600
+
+
+def node_config(*, pod_pids_limit: int) -> dict:
+    """The nodeadm NodeConfig that carries the settings Karpenter's EC2NodeClass cannot express."""
+    return {
+        "apiVersion": "node.eks.aws/v1alpha1",
+        "kind": "NodeConfig",
+        "spec": {"kubelet": {"config": {"podPidsLimit": pod_pids_limit}}},
+    }
+
+
+# How we know the ordering works (amazon-eks-ami v20260724, templates/al2023/runtime/rootfs/etc/systemd/system/; the
+# Before/After lines are unchanged since AL2023 landed in 6c054415):
+# - nodeadm-config.service is `Before=cloud-init.service` and writes /etc/containerd/config.toml without starting
+#   containerd; the AMI build never enables containerd.service (templates/al2023/provisioners/install-worker.sh).
+# - This script is an x-shellscript part, which cloud-init runs in cloud-final.service (scripts-user module). Here
+#   containerd is not running yet, so a `ctr pull` would fail, and waiting for containerd would hang the boot, because
+# - nodeadm-run.service is `After=... cloud-final.service`; it restarts containerd and waits until systemd reports it
+#   active (nodeadm/internal/containerd/daemon.go, daemon/systemd.go RestartDaemon), then starts kubelet.
+# So the script only installs a oneshot unit ordered `After=nodeadm-run.service containerd.service` and queues it with
+# `--no-block`: its job waits behind nodeadm-run's, which waits behind the cloud-final run this script is part of. It
+# deliberately has no Wants=/Requires= on containerd: that would start containerd before nodeadm-run restarts it and
+# cut off a pull in flight. The pull loop still waits for containerd to answer, in case nodeadm-run failed.
+# Pulled images are not pinned: kubelet's image GC may remove them once unused and the disk passes its high threshold.
+def _prepull_script(images: Sequence[str]) -> str:
+    image_words = " ".join(shlex.quote(image) for image in images)
+    ctr = f"ctr --namespace {CONTAINERD_NAMESPACE}"
+    runner = f"""\
+#!/bin/bash
+set -uo pipefail
+images=({image_words})
+for _ in $(seq 1 60); do
+  {ctr} version >/dev/null 2>&1 && break
+  sleep 5
+done
+failed=0
+for image in "${{images[@]}}"; do
+  for attempt in $(seq 1 {PULL_ATTEMPTS}); do
+    if {ctr} images pull "$image" >/dev/null; then
+      echo "gpulab-prepull: pulled $image"
+      continue 2
+    fi
+    echo "gpulab-prepull: attempt $attempt/{PULL_ATTEMPTS} to pull $image failed" >&2
+    sleep $((attempt * 20))
+  done
+  failed=1
+done
+exit "$failed"
+"""
+    unit = f"""\
+[Unit]
+Description=gpulab: pre-pull lab images into containerd ({CONTAINERD_NAMESPACE} namespace)
+After=nodeadm-run.service containerd.service
+
+[Service]
+Type=oneshot
+ExecStart={PREPULL_SCRIPT_PATH}
+TimeoutStartSec={PREPULL_TIMEOUT_SECONDS}
+"""
+    return f"""\
+#!/bin/bash
+set -euo pipefail
+cat > {PREPULL_SCRIPT_PATH} <<'GPULAB_PREPULL_SCRIPT'
+{runner}GPULAB_PREPULL_SCRIPT
+chmod 0755 {PREPULL_SCRIPT_PATH}
+cat > /etc/systemd/system/{PREPULL_UNIT} <<'GPULAB_PREPULL_UNIT'
+{unit}GPULAB_PREPULL_UNIT
+systemctl daemon-reload
+systemctl start --no-block {PREPULL_UNIT}
+"""
+
+
+def node_user_data(*, pod_pids_limit: int, prepull_images: Sequence[str]) -> str:
+    """MIME multi-part user data for AL2023: a NodeConfig part, then (only with images) the pre-pull script part.
+
+    `prepull_images` are fully qualified references (config/images.py). The output is deterministic (a fixed
+    boundary, images in the given order) so that an unchanged lab never shows a userData diff, which would make
+    Karpenter treat its nodes as drifted.
+    """
+    images = list(prepull_images)
+
+    parts = [(NODECONFIG_CONTENT_TYPE, yaml.safe_dump(node_config(pod_pids_limit=pod_pids_limit), sort_keys=False))]
+    if images:
+        parts.append((SHELL_SCRIPT_CONTENT_TYPE, _prepull_script(images)))
+
+    delimiter = f"--{MIME_BOUNDARY}"
+    lines = ["MIME-Version: 1.0", f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"', ""]
+    for content_type, body in parts:
+        if any(line.startswith(delimiter) for line in body.splitlines()):
+            raise ValueError(f"a user data part contains the MIME boundary {delimiter!r}")
+        if not body.isascii():
+            raise ValueError("user data parts must be 7-bit ASCII: Karpenter drops Content-Transfer-Encoding")
+        lines += [delimiter, f"Content-Type: {content_type}", "", body.rstrip("\n")]
+    lines.append(f"{delimiter}--")
+    return "\n".join(lines) + "\n"

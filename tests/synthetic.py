@@ -1,0 +1,37 @@
+"""Synthetic stacks that exercise what the repo's own stack files may not: many labs, every GPU count, arm64."""
+
+from typing import Any
+
+from tests.conftest import stack_values
+
+
+def lab(instance_types: list[str], slices: int, max_gpus: int = 2, **extra: Any) -> dict[str, Any]:
+    return {
+        "instanceTypes": instance_types,
+        "slicesPerGpu": slices,
+        "maxGpus": max_gpus,
+        "ami": "al2023@latest",
+    } | extra
+
+
+SYNTHETIC: dict[str, dict[str, Any]] = {
+    "mixed": stack_values(
+        **{
+            "gpulab:labs": {
+                "solo": lab(["g4dn.xlarge"], 1),
+                "one-four-eight": lab(["g5.xlarge", "g5.12xlarge", "g5.48xlarge"], 2, max_gpus=16),
+                "graviton": lab(["g5g.xlarge", "g5g.16xlarge"], 7, capacityTypes=["spot", "on-demand"]),
+                "both-arches": lab(["g4dn.xlarge", "g5g.xlarge"], 4, prepullImages=["ubuntu:24.04"]),
+                "big": lab(
+                    ["p4d.24xlarge"],
+                    48,
+                    max_gpus=8,
+                    capacityTypes=["reserved"],
+                    capacityReservationIds=["cr-0123456789abcdef0"],
+                ),
+            }
+        }
+    ),
+    "no-sharing": stack_values(**{"gpulab:labs": {"a": lab(["g6.xlarge"], 1), "b": lab(["g6e.12xlarge"], 1)}}),
+    "no-labs": stack_values(**{"gpulab:labs": {}}),
+}

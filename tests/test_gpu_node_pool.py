@@ -1,0 +1,181 @@
+"""gpulab:karpenter:GpuNodePool: the EC2NodeClass, NodePool and NodeOverlays each lab gets."""
+
+import email
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT, STACK_FILES, run_stack_file, run_values
+from tests.crd_schema import crd_problems, requires_upstream
+from tests.synthetic import SYNTHETIC
+
+NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+NODE_OVERLAY = "kubernetes:karpenter.sh/v1alpha1:NodeOverlay"
+KARPENTER_KINDS = (NODE_POOL, NODE_CLASS, NODE_OVERLAY)
+
+
+def spec(run, type_token, name):
+    return run.one(type_token, name).inputs["spec"]
+
+
+def requirement(pool_spec, key):
+    (found,) = [r for r in pool_spec["template"]["spec"]["requirements"] if r["key"] == key]
+    return found
+
+
+def test_staging_node_class_reproduces_the_origin_node(staging_run):
+    node_class = spec(staging_run, NODE_CLASS, "intro-nodeclass")
+    assert node_class["amiSelectorTerms"] == [{"alias": "al2023@v20251117"}]
+    assert node_class["role"] == staging_run.outputs["nodeRoleName"]
+    discovery = [{"tags": {"karpenter.sh/discovery": "learninglab-staging"}}]
+    assert node_class["subnetSelectorTerms"] == node_class["securityGroupSelectorTerms"] == discovery
+    assert node_class["blockDeviceMappings"] == [
+        {
+            "deviceName": "/dev/xvda",
+            "rootVolume": True,
+            "ebs": {
+                "volumeSize": "100Gi",
+                "volumeType": "gp3",
+                "iops": 10000,
+                "throughput": 125,
+                "encrypted": True,
+                "deleteOnTermination": True,
+            },
+        }
+    ]
+    assert node_class["metadataOptions"]["httpTokens"] == "required"
+    assert node_class["metadataOptions"]["httpPutResponseHopLimit"] == 1
+    assert node_class["kubelet"] == {"maxPods": 110}
+    assert node_class["tags"] == {"gpulab.dev/lab": "intro"}
+
+
+def test_staging_user_data_sets_the_pod_pid_limit_and_prepulls_tensorflow(staging_run):
+    parts = email.message_from_string(spec(staging_run, NODE_CLASS, "intro-nodeclass")["userData"]).get_payload()
+    node_config = yaml.safe_load(parts[0].get_payload())
+    assert node_config["spec"]["kubelet"]["config"]["podPidsLimit"] == 32768
+    assert "docker.io/tensorflow/tensorflow:2.12.0-gpu" in parts[1].get_payload()
+
+
+def test_node_pool_labels_select_the_device_plugin_profile_and_name_the_lab(staging_run):
+    labels = spec(staging_run, NODE_POOL, "intro-nodepool")["template"]["metadata"]["labels"]
+    assert labels == {
+        "nvidia.com/gpu.present": "true",
+        "nvidia.com/device-plugin.config": "intro",
+        "gpulab.dev/lab": "intro",
+    }
+
+
+def test_node_pool_taints_gpu_nodes_and_refers_to_its_node_class_by_group_kind_name(staging_run):
+    template = spec(staging_run, NODE_POOL, "intro-nodepool")["template"]["spec"]
+    assert template["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
+    assert template["nodeClassRef"] == {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "intro"}
+    assert staging_run.one(NODE_CLASS, "intro-nodeclass").inputs["metadata"]["name"] == "intro"
+
+
+def test_node_pool_requires_the_labs_instance_and_capacity_types_linux_and_nvidia(staging_run):
+    pool = spec(staging_run, NODE_POOL, "intro-nodepool")
+    assert requirement(pool, "node.kubernetes.io/instance-type")["values"] == ["g4dn.xlarge"]
+    assert requirement(pool, "karpenter.sh/capacity-type")["values"] == ["on-demand"]
+    assert requirement(pool, "kubernetes.io/arch")["values"] == ["amd64"]
+    assert requirement(pool, "kubernetes.io/os")["values"] == ["linux"]
+    assert requirement(pool, "karpenter.k8s.aws/instance-gpu-manufacturer")["values"] == ["nvidia"]
+
+
+def test_node_pool_limits_count_slices_and_cpus(staging_run):
+    assert spec(staging_run, NODE_POOL, "intro-nodepool")["limits"] == {"nvidia.com/gpu": "12", "cpu": "1000"}
+
+
+def test_node_pool_disruption_defaults_keep_learners_sessions(staging_run):
+    pool = spec(staging_run, NODE_POOL, "intro-nodepool")
+    assert pool["disruption"] == {
+        "consolidationPolicy": "WhenEmpty",
+        "consolidateAfter": "10m",
+        "budgets": [{"nodes": "1"}],
+    }
+    assert pool["template"]["spec"]["expireAfter"] == "720h"
+
+
+def test_prod_budgets_and_consolidation_come_from_config():
+    run = run_stack_file(ROOT / "Pulumi.prod.yaml")
+    disruption = spec(run, NODE_POOL, "vision-nodepool")["disruption"]
+    assert disruption["consolidateAfter"] == "30m"
+    assert disruption["budgets"][1] == {"nodes": "0", "schedule": "0 13 * * mon-fri", "duration": "9h"}
+
+
+def test_architectures_follow_the_instance_types():
+    run = run_values(SYNTHETIC["mixed"])
+    assert requirement(spec(run, NODE_POOL, "graviton-nodepool"), "kubernetes.io/arch")["values"] == ["arm64"]
+    both = requirement(spec(run, NODE_POOL, "both-arches-nodepool"), "kubernetes.io/arch")["values"]
+    assert both == ["amd64", "arm64"]
+
+
+def test_one_overlay_per_gpu_count_matching_only_its_labs_nodes():
+    run = run_values(SYNTHETIC["mixed"])
+    overlays = {r.name: r.inputs["spec"] for r in run.of_type(NODE_OVERLAY) if r.parent.endswith("::one-four-eight")}
+    assert sorted(overlays) == [
+        "one-four-eight-overlay-1gpu",
+        "one-four-eight-overlay-4gpu",
+        "one-four-eight-overlay-8gpu",
+    ]
+    eight = overlays["one-four-eight-overlay-8gpu"]
+    assert eight["requirements"] == [
+        {"key": "gpulab.dev/lab", "operator": "In", "values": ["one-four-eight"]},
+        {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "In", "values": ["8"]},
+    ]
+    assert eight["capacity"] == {"nvidia.com/gpu": "16"}
+
+
+def test_a_lab_without_sharing_gets_no_overlay():
+    run = run_values(SYNTHETIC["mixed"])
+    assert not [r for r in run.of_type(NODE_OVERLAY) if r.parent.endswith("::solo")]
+
+
+def test_reserved_capacity_selects_the_labs_reservations():
+    run = run_values(SYNTHETIC["mixed"])
+    node_class = spec(run, NODE_CLASS, "big-nodeclass")
+    assert node_class["capacityReservationSelectorTerms"] == [{"id": "cr-0123456789abcdef0"}]
+    assert requirement(spec(run, NODE_POOL, "big-nodepool"), "karpenter.sh/capacity-type")["values"] == ["reserved"]
+
+
+def test_custom_resources_use_the_clusters_provider_and_wait_for_the_crds(staging_run):
+    objects = [r for r in staging_run.resources if r.type in KARPENTER_KINDS]
+    assert len(objects) == 3
+    for r in objects:
+        assert "kubernetes:helm.sh/v3:Release::karpenter-crd" in r.dependencies
+        assert r.parent == "gpulab:karpenter:GpuNodePool::intro"
+    provider_of = {r.name: r for r in staging_run.of_type("pulumi:providers:kubernetes")}
+    assert list(provider_of) == ["cluster-k8s"]  # the only Kubernetes provider, so every object uses it
+
+
+def all_runs():
+    runs = [(path.name, run_stack_file(path)) for path in STACK_FILES]
+    return runs + [(f"synthetic-{name}", run_values(values)) for name, values in SYNTHETIC.items()]
+
+
+@requires_upstream
+def test_every_karpenter_object_any_stack_renders_passes_the_upstream_crds():
+    checked = 0
+    for stack, run in all_runs():
+        for r in run.resources:
+            if r.type in KARPENTER_KINDS:
+                assert crd_problems(r.inputs) == [], f"{stack}: {r.name}"
+                checked += 1
+    assert checked >= 20
+
+
+@requires_upstream
+@pytest.mark.parametrize(
+    ("path", "value", "problem"),
+    [
+        (("spec", "disruption", "consolidationPolicy"), "WhenUnderutilized", "consolidationPolicy"),
+        (("spec", "template", "spec", "nodeClassRef", "apiVersion"), "karpenter.k8s.aws/v1", "unknown field"),
+    ],
+)
+def test_the_crd_check_catches_v1beta1_mistakes_in_a_rendered_node_pool(staging_run, path, value, problem):
+    manifest = yaml.safe_load(yaml.safe_dump(staging_run.one(NODE_POOL, "intro-nodepool").inputs))
+    target = manifest
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    assert any(problem in p for p in crd_problems(manifest))

@@ -1,0 +1,102 @@
+"""The AL2023 user data must be a MIME document Karpenter and nodeadm both accept, carrying the pod PID limit."""
+
+from __future__ import annotations
+
+import email
+import shlex
+
+import yaml
+
+from components.karpenter.user_data import (
+    MIME_BOUNDARY,
+    PREPULL_SCRIPT_PATH,
+    PREPULL_UNIT,
+    node_user_data,
+)
+
+TENSORFLOW = "docker.io/tensorflow/tensorflow:2.12.0-gpu"
+UBUNTU = "docker.io/library/ubuntu:22.04"
+
+
+def _parts(user_data: str) -> list[email.message.Message]:
+    message = email.message_from_string(user_data)
+    assert message.get_content_type() == "multipart/mixed"
+    assert message.get_boundary() == MIME_BOUNDARY
+    return message.get_payload()
+
+
+def _script(user_data: str) -> str:
+    scripts = [part.get_payload() for part in _parts(user_data) if part.get_content_type() == "text/x-shellscript"]
+    assert len(scripts) == 1
+    return scripts[0]
+
+
+def _unit_section(script: str) -> list[str]:
+    start = script.index("[Unit]")
+    return script[start : script.index("[Service]", start)].splitlines()
+
+
+def test_user_data_starts_with_a_header_karpenter_recognises_as_mime():
+    # Karpenter only keeps the parts of user data that starts with MIME-Version: or Content-Type:; anything else it
+    # wraps whole as a single NodeConfig or shell-script part.
+    assert node_user_data(pod_pids_limit=4096, prepull_images=[]).startswith("MIME-Version: 1.0\n")
+
+
+def test_nodeconfig_part_carries_pod_pids_limit():
+    (part,) = _parts(node_user_data(pod_pids_limit=4096, prepull_images=[]))
+    assert part.get_content_type() == "application/node.eks.aws"
+    config = yaml.safe_load(part.get_payload())
+    assert config["apiVersion"] == "node.eks.aws/v1alpha1"
+    assert config["kind"] == "NodeConfig"
+    assert config["spec"]["kubelet"]["config"]["podPidsLimit"] == 4096
+
+
+def test_no_script_part_without_images():
+    types = [part.get_content_type() for part in _parts(node_user_data(pod_pids_limit=1024, prepull_images=()))]
+    assert types == ["application/node.eks.aws"]
+
+
+def test_nodeconfig_part_comes_before_the_script_part():
+    types = [
+        part.get_content_type() for part in _parts(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW]))
+    ]
+    assert types == ["application/node.eks.aws", "text/x-shellscript"]
+
+
+def test_parts_use_no_transfer_encoding_karpenter_would_drop():
+    for part in _parts(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW])):
+        assert part["Content-Transfer-Encoding"] is None
+        assert part.get_payload().isascii()
+
+
+def test_script_pulls_each_quoted_image_into_the_cri_namespace():
+    script = _script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW]))
+    assert f"images=({shlex.quote(TENSORFLOW)})" in script
+    assert 'ctr --namespace k8s.io images pull "$image"' in script
+
+
+def test_prepull_unit_runs_after_nodeadm_run_and_containerd():
+    unit = _unit_section(_script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW])))
+    after = next(line for line in unit if line.startswith("After="))
+    assert set(after.removeprefix("After=").split()) >= {"nodeadm-run.service", "containerd.service"}
+
+
+def test_prepull_unit_never_pulls_containerd_in_early():
+    # A Wants=/Requires= on containerd would start it before nodeadm-run restarts it, cutting off a pull in flight.
+    unit = _unit_section(_script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW])))
+    assert not [line for line in unit if line.startswith(("Wants=", "Requires=", "BindsTo=", "Requisite="))]
+
+
+def test_script_queues_the_unit_without_blocking_cloud_final():
+    # nodeadm-run waits for cloud-final; a blocking start would wait for nodeadm-run in turn and deadlock the boot.
+    script = _script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW]))
+    assert f"cat > /etc/systemd/system/{PREPULL_UNIT} <<'" in script
+    assert f"cat > {PREPULL_SCRIPT_PATH} <<'" in script
+    assert script.rstrip().splitlines()[-1] == f"systemctl start --no-block {PREPULL_UNIT}"
+    assert "systemctl daemon-reload" in script
+
+
+def test_user_data_is_deterministic():
+    first = node_user_data(pod_pids_limit=2048, prepull_images=[TENSORFLOW, UBUNTU])
+    second = node_user_data(pod_pids_limit=2048, prepull_images=[TENSORFLOW, UBUNTU])
+    assert first == second
