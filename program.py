@@ -11,6 +11,7 @@ from components.discovery_tags import DiscoveryTags
 from components.karpenter.controller import Controller
 from components.karpenter.gpu_node_pool import GpuNodePool
 from components.node_role import NodeRole
+from components.nvidia.device_plugin import DevicePlugin
 
 
 def build(stack: config.StackConfig) -> None:
@@ -33,7 +34,8 @@ def build(stack: config.StackConfig) -> None:
         node_role_arn=node_role.role_arn,
         node_overlays=settings.shares_gpus,
     )
-    for lab_name, lab in settings.labs.items():
+    DevicePlugin("nvidia-device-plugin", settings.nvidia_device_plugin, settings.labs, provider=cluster.provider)
+    pools = [
         GpuNodePool(
             lab_name,
             lab,
@@ -42,12 +44,25 @@ def build(stack: config.StackConfig) -> None:
             crds=karpenter.crds,
             provider=cluster.provider,
         )
+        for lab_name, lab in settings.labs.items()
+    ]
 
     pulumi.export("clusterName", cluster.cluster_name)
     pulumi.export("kubeconfig", cluster.kubeconfig)
     pulumi.export("nodeRoleName", node_role.role_name)
     pulumi.export("nodeRoleArn", node_role.role_arn)
     pulumi.export("interruptionQueueName", karpenter.queue_name)
+    pulumi.export(
+        "labs",
+        {
+            name: {
+                "nodePool": pool.node_pool_name,
+                "slicesPerGpu": lab.slices_per_gpu,
+                "learnerSeats": lab.learner_seats,
+            }
+            for (name, lab), pool in zip(settings.labs.items(), pools, strict=True)
+        },
+    )
 
 
 def main() -> None:

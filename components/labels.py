@@ -17,3 +17,5 @@ DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 # The extended resource a learner's pod asks for, and the key of the taint that keeps other pods off GPU nodes.
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
+# Tolerates the GPU taint whatever its value: for the device plugin and for pods that use a slice.
+GPU_TOLERATION = {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}

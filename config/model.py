@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from components.versions import KARPENTER_CHART_VERSION
+from components.versions import KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
 from config.images import qualify_image
 from config.instance_types import GPU_INSTANCE_TYPES
 
@@ -86,7 +86,20 @@ def _gpu_instance_type(value: str) -> str:
 
 
 DNS_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
-LabName = Annotated[str, _matching(DNS_LABEL, "a DNS-1123 label (lowercase letters, digits and '-', at most 63)")]
+
+
+def _not_reserved(name: str) -> str:
+    # Each lab names a device plugin profile; "default" is the profile of GPU nodes outside any lab.
+    if name == "default":
+        raise ValueError("'default' is reserved for the device plugin's default profile; choose another lab name")
+    return name
+
+
+LabName = Annotated[
+    str,
+    _matching(DNS_LABEL, "a DNS-1123 label (lowercase letters, digits and '-', at most 63)"),
+    AfterValidator(_not_reserved),
+]
 ClusterName = Annotated[
     str,
     _matching(
@@ -233,6 +246,10 @@ class Lab(Model):
         default="720h", description="Age at which Karpenter replaces a node (it waits for the budget)."
     )
     disruption: Disruption = Field(default_factory=Disruption, description="Consolidation and disruption budgets.")
+    smoke_test: bool = Field(
+        default=False,
+        description="Run slicesPerGpu + 1 pods that each take one slice and run nvidia-smi, to watch the lab scale.",
+    )
 
     @model_validator(mode="after")
     def _reserved_needs_reservations(self) -> "Lab":
@@ -269,12 +286,40 @@ class Karpenter(Model):
     )
 
 
+def _not_default(namespace: str) -> str:
+    if namespace == "default":
+        raise ValueError("must not be 'default': the device plugin's chart refuses to install there")
+    return namespace
+
+
+class DevicePluginResources(Model):
+    """Requests of each device plugin pod; the memory request is its limit too."""
+
+    cpu: Quantity = Field(default="50m", description="CPU request.")
+    memory: Quantity = Field(default="128Mi", description="Memory request and limit.")
+
+
+class NvidiaDevicePlugin(Model):
+    chart_version: Version = Field(
+        default=NVIDIA_DEVICE_PLUGIN_CHART_VERSION, description="Version of the nvidia-device-plugin chart."
+    )
+    namespace: Annotated[Namespace, AfterValidator(_not_default)] = Field(
+        default="nvidia-device-plugin", description="Namespace of the device plugin (and of smoke workloads)."
+    )
+    resources: DevicePluginResources = Field(
+        default_factory=DevicePluginResources, description="Resources of each device plugin pod."
+    )
+
+
 class Settings(Model):
     """Everything under `gpulab:` in one stack file."""
 
     cluster: Cluster
     labs: dict[LabName, Lab] = Field(default_factory=dict, description="One entry per lab, keyed by lab name.")
     karpenter: Karpenter = Field(default_factory=Karpenter, description="The Karpenter controller.")
+    nvidia_device_plugin: NvidiaDevicePlugin = Field(
+        default_factory=NvidiaDevicePlugin, description="The NVIDIA device plugin."
+    )
 
     @property
     def shares_gpus(self) -> bool:

@@ -87,9 +87,21 @@ def write(run: harness.Run, out: Path) -> None:
             _write_yaml(out / "helm" / f"{r.inputs['name']}.yaml", release)
 
 
+class _Dumper(yaml.SafeDumper):
+    """Writes multi-line strings (user data, device plugin profiles) as literal blocks a reviewer can read."""
+
+
+def _string(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _string)
+
+
 def _write_yaml(path: Path, document: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(document, sort_keys=False, default_flow_style=False))
+    path.write_text(yaml.dump(document, Dumper=_Dumper, sort_keys=False, default_flow_style=False))
 
 
 def summary(run: harness.Run) -> list[str]:

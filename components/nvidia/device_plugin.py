@@ -1,0 +1,71 @@
+"""gpulab:nvidia:DevicePlugin, the NVIDIA device plugin with one time-slicing profile per lab."""
+
+from collections.abc import Mapping
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.labels import GPU_PRESENT_LABEL, GPU_TOLERATION
+from components.nvidia.profiles import DEFAULT_PROFILE, config_map
+from components.nvidia.smoke_test import smoke_deployment
+from components.versions import NVIDIA_DEVICE_PLUGIN_CHART_REPOSITORY
+from config.model import Lab, NvidiaDevicePlugin
+
+# Pinned so that the DaemonSet's name stays put across upgrades (an auto-named release gets a random suffix).
+RELEASE = "nvidia-device-plugin"
+
+
+def helm_values(settings: NvidiaDevicePlugin, labs: Mapping[str, Lab]) -> dict:
+    resources = settings.resources
+    return {
+        "config": {"map": config_map(labs), "default": DEFAULT_PROFILE},
+        # Exactly the nodes of the GPU NodePools: the chart's default also matches nodes labelled by NFD.
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": GPU_PRESENT_LABEL, "operator": "In", "values": ["true"]}]}
+                    ]
+                }
+            }
+        },
+        "tolerations": [dict(GPU_TOLERATION)],
+        # No CPU limit: a throttled device plugin answers kubelet late; memory is bounded.
+        "resources": {
+            "requests": {"cpu": resources.cpu, "memory": resources.memory},
+            "limits": {"memory": resources.memory},
+        },
+    }
+
+
+class DevicePlugin(pulumi.ComponentResource):
+    def __init__(
+        self,
+        name: str,
+        settings: NvidiaDevicePlugin,
+        labs: Mapping[str, Lab],
+        provider: k8s.Provider,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("gpulab:nvidia:DevicePlugin", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self, provider=provider)
+        # The chart refuses the default namespace, so the plugin gets its own.
+        namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": settings.namespace}, opts=child)
+        in_namespace = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace]))
+        k8s.helm.v3.Release(
+            name,
+            name=RELEASE,
+            chart="nvidia-device-plugin",
+            repository_opts={"repo": NVIDIA_DEVICE_PLUGIN_CHART_REPOSITORY},
+            version=settings.chart_version,
+            namespace=settings.namespace,
+            values=helm_values(settings, labs),
+            opts=in_namespace,
+        )
+        for lab_name, lab in labs.items():
+            if lab.smoke_test:
+                manifest = smoke_deployment(lab_name, lab, settings.namespace)
+                k8s.apps.v1.Deployment(
+                    f"{name}-{lab_name}-smoke", metadata=manifest["metadata"], spec=manifest["spec"], opts=in_namespace
+                )
+        self.register_outputs({})

@@ -1,0 +1,40 @@
+"""Pure builder of the NVIDIA device plugin's named configuration profiles: one per lab, and a default.
+
+A node picks its profile by its `nvidia.com/device-plugin.config` label, which each lab's NodePool sets to the lab's
+name; the profile's replicas are the lab's slicesPerGpu, so that each physical GPU is advertised as that many
+`nvidia.com/gpu`.
+"""
+
+from collections.abc import Mapping
+
+import yaml
+
+from components.labels import GPU_RESOURCE
+from config.model import Lab
+
+DEFAULT_PROFILE = "default"
+
+
+def profile(slices_per_gpu: int) -> dict:
+    """One device plugin configuration (config file version v1) that shares each GPU `slices_per_gpu` ways."""
+    config: dict = {"version": "v1", "flags": {"migStrategy": "none"}}
+    # The plugin refuses time-slicing with fewer than 2 replicas (api/config/v1/replicas.go at v0.20.0), so a lab
+    # that does not share gets the plain profile.
+    if slices_per_gpu > 1:
+        config["sharing"] = {
+            "timeSlicing": {
+                # Without renaming, learners keep asking for nvidia.com/gpu (not nvidia.com/gpu.shared).
+                "renameByDefault": False,
+                # A pod asking for two slices would get two slices of one GPU, not more GPU: refuse it (upstream's
+                # recommendation with time-slicing).
+                "failRequestsGreaterThanOne": True,
+                "resources": [{"name": GPU_RESOURCE, "replicas": slices_per_gpu}],
+            }
+        }
+    return config
+
+
+def config_map(labs: Mapping[str, Lab]) -> dict[str, str]:
+    """The chart's `config.map`: profile name to the profile serialised as YAML."""
+    profiles = {DEFAULT_PROFILE: profile(1)} | {name: profile(lab.slices_per_gpu) for name, lab in labs.items()}
+    return {name: yaml.safe_dump(config, sort_keys=False) for name, config in profiles.items()}

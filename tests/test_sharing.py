@@ -1,0 +1,96 @@
+"""One source of truth: everything about a lab's GPU sharing agrees with its slicesPerGpu, in every stack."""
+
+import pytest
+import yaml
+
+from config.instance_types import GPU_INSTANCE_TYPES
+from tests.conftest import STACK_FILES, run_stack_file, run_values
+from tests.synthetic import SYNTHETIC
+
+CASES = [(path.name, lambda path=path: run_stack_file(path)) for path in STACK_FILES] + [
+    (f"synthetic-{name}", lambda values=values: run_values(values)) for name, values in SYNTHETIC.items()
+]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=[name for name, _ in CASES])
+def run(request):
+    return request.param[1]()
+
+
+def manifests(run, kind):
+    return [r.inputs for r in run.resources if r.type.startswith("kubernetes:") and r.inputs.get("kind") == kind]
+
+
+def matches(term, labels):
+    """Whether a node with `labels` satisfies one nodeSelectorTerm (the operators the plugin's affinity may use)."""
+    for expression in term["matchExpressions"]:
+        value = labels.get(expression["key"])
+        operator = expression["operator"]
+        if operator == "In" and value not in expression["values"]:
+            return False
+        if operator == "Exists" and value is None:
+            return False
+        if operator not in ("In", "Exists"):
+            raise AssertionError(f"unexpected operator {operator}")
+    return True
+
+
+def tolerates(tolerations, taint):
+    return any(
+        t["key"] == taint["key"]
+        and t.get("effect") in (None, taint["effect"])
+        and (t["operator"] == "Exists" or t.get("value") == taint.get("value"))
+        for t in tolerations
+    )
+
+
+def test_every_lab_agrees_with_its_slices_per_gpu(run):
+    labs = run.stack.settings.labs
+    plugin = run.one("kubernetes:helm.sh/v3:Release", "nvidia-device-plugin").inputs["values"]
+    profiles = {name: yaml.safe_load(text) for name, text in plugin["config"]["map"].items()}
+    assert plugin["config"]["default"] in profiles
+    pools = {pool["metadata"]["name"]: pool["spec"] for pool in manifests(run, "NodePool")}
+    overlays = manifests(run, "NodeOverlay")
+    assert sorted(pools) == sorted(labs)
+
+    for name, lab in labs.items():
+        pool = pools[name]
+        labels = pool["template"]["metadata"]["labels"]
+
+        profile = profiles[labels["nvidia.com/device-plugin.config"]]
+        slicing = profile.get("sharing", {}).get("timeSlicing", {"resources": [{"replicas": 1}]})
+        assert [r["replicas"] for r in slicing["resources"]] == [lab.slices_per_gpu], name
+
+        assert pool["limits"]["nvidia.com/gpu"] == str(lab.max_gpus * lab.slices_per_gpu), name
+
+        lab_overlays = {
+            int(req["values"][0]): overlay["spec"]["capacity"]["nvidia.com/gpu"]
+            for overlay in overlays
+            if {"key": "gpulab.dev/lab", "operator": "In", "values": [name]} in overlay["spec"]["requirements"]
+            for req in overlay["spec"]["requirements"]
+            if req["key"] == "karpenter.k8s.aws/instance-gpu-count"
+        }
+        gpu_counts = {GPU_INSTANCE_TYPES[t].gpus for t in lab.instance_types}
+        if lab.slices_per_gpu == 1:
+            assert lab_overlays == {}, name
+        else:
+            assert lab_overlays == {n: str(lab.slices_per_gpu * n) for n in gpu_counts}, name
+
+        terms = plugin["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert any(matches(term, labels) for term in terms["nodeSelectorTerms"]), name
+        for taint in pool["template"]["spec"]["taints"]:
+            assert tolerates(plugin["tolerations"], taint), name
+
+
+def test_node_overlay_gate_is_on_exactly_when_some_lab_shares(run):
+    values = run.one("kubernetes:helm.sh/v3:Release", "karpenter").inputs["values"]
+    sharing = any(lab.slices_per_gpu > 1 for lab in run.stack.settings.labs.values())
+    assert values["settings"]["featureGates"]["nodeOverlay"] is sharing
+
+
+def test_synthetic_stacks_cover_one_four_and_eight_gpus_both_architectures_and_no_sharing():
+    labs = [lab for values in SYNTHETIC.values() for lab in values["gpulab:labs"].values()]
+    types = [GPU_INSTANCE_TYPES[t] for lab in labs for t in lab["instanceTypes"]]
+    assert {1, 4, 8} <= {t.gpus for t in types}
+    assert {t.architecture for t in types} == {"amd64", "arm64"}
+    assert {lab["slicesPerGpu"] == 1 for lab in labs} == {True, False}
