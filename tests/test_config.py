@@ -5,6 +5,7 @@ import pytest
 import yaml
 
 import config
+import program
 from tests.conftest import BASE, STACK_FILES, as_cli_config, stack_values
 
 
@@ -211,3 +212,10 @@ def test_every_problem_is_reported_at_once_one_line_each():
     lines = problems(values)
     assert len(lines) == 3
     assert all(line.startswith("gpulab:") and "\n" not in line for line in lines)
+
+
+def test_pulumi_up_with_a_bad_stack_stops_with_the_problems_and_no_traceback():
+    # RunError is the exception the Pulumi language host prints as a plain message, without a stack trace.
+    pulumi.runtime.set_all_config(as_cli_config(with_lab(slicesPerGpu=0)))
+    with pytest.raises(pulumi.RunError, match=r"gpulab:labs\.intro\.slicesPerGpu: must be between 1 and 48, got 0"):
+        program.main()

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from components.karpenter.iam_policies import INTERRUPTION_EVENTS, Scope, controller_policies
+from components.karpenter.iam_policies import CONTROLLER_POLICY_KEYS, INTERRUPTION_EVENTS, Scope, controller_policies
 from tests.conftest import run_values, stack_values
 
 QUEUE_ARN = "arn:aws:sqs:eu-west-1:123456789012:lab-test"
@@ -50,8 +50,8 @@ def test_every_controller_policy_is_attached_to_the_controller_role(base_run):
         for r in base_run.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
         if r.parent == "gpulab:karpenter:Controller::karpenter"
     }
-    keys = ("node-lifecycle", "iam-integration", "eks-integration", "interruption", "zonal-shift", "resource-discovery")
-    assert attachments == {f"karpenter-{key}" for key in keys}
+    assert attachments == {f"karpenter-{key}" for key in CONTROLLER_POLICY_KEYS}
+    assert len(attachments) == 6
     for name in attachments:
         attachment = base_run.one("aws:iam/rolePolicyAttachment:RolePolicyAttachment", name)
         assert attachment.inputs["role"].startswith("karpenter-controller-")

@@ -64,8 +64,6 @@ def normalise(value: Any) -> Any:
         return [normalise(v) for v in value]
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, pulumi.Resource):
-        return f"[resource {value._name}]"
     return value
 
 
@@ -85,7 +83,7 @@ class _Mocks(pulumi.runtime.Mocks):
         self.region = region
         self.monitor: _Monitor | None = None
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
         answers: dict[str, Callable[[], dict]] = {
             "aws:index/getPartition:getPartition": lambda: {
                 "id": "aws",
@@ -101,7 +99,7 @@ class _Mocks(pulumi.runtime.Mocks):
         }
         if args.token not in answers:
             raise NotImplementedError(f"the mock harness has no answer for {args.token}; add one in tools/harness.py")
-        return answers[args.token]()
+        return answers[args.token](), []  # no check failures
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
         outputs = dict(args.inputs)

@@ -8,6 +8,7 @@ import pulumi_kubernetes as k8s
 
 from components.cluster import Cluster
 from components.karpenter.iam_policies import (
+    CONTROLLER_POLICY_KEYS,
     INTERRUPTION_EVENTS,
     Scope,
     controller_policies,
@@ -88,18 +89,11 @@ class Controller(pulumi.ComponentResource):
             queue_arn=queue.arn,
         ).apply(lambda values: Scope(region=region, cluster_name=cluster_name, **values))
         policies = scope.apply(controller_policies)
-        for key in (
-            "node-lifecycle",
-            "iam-integration",
-            "eks-integration",
-            "interruption",
-            "zonal-shift",
-            "resource-discovery",
-        ):
+        for key in CONTROLLER_POLICY_KEYS:
             policy = aws.iam.Policy(
                 f"{name}-{key}",
                 description=f"Karpenter controller of EKS cluster {cluster_name}: {key}",
-                policy=policies.apply(lambda documents, key=key: json.dumps(documents[key])),
+                policy=pulumi.Output.json_dumps(policies[key]),
                 opts=child,
             )
             aws.iam.RolePolicyAttachment(f"{name}-{key}", role=role.name, policy_arn=policy.arn, opts=child)

@@ -307,6 +307,10 @@ _CONTROLLER_POLICIES = {
 }
 
 
+# Stable keys of the six policies; resource names derive from them, so they must never change.
+CONTROLLER_POLICY_KEYS = tuple(_CONTROLLER_POLICIES)
+
+
 def controller_policies(scope: Scope) -> dict[str, dict]:
     """The six controller policy documents of the upstream template, keyed by a stable name.
 
