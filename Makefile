@@ -1,16 +1,28 @@
-# Both targets create .venv from requirements.txt when it is missing or older than requirements.txt.
+# Each target creates .venv from the requirements files when it is missing or older than they are.
 VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= staging
 
-.PHONY: render test
+.PHONY: render test check
 render: $(VENV)/.installed
 	$(PY) -m tools.render $(STACK) --out out/$(STACK)
 
 test: $(VENV)/.installed
 	$(PY) -m pytest
 
+# Lint and format (ruff), types (mypy), YAML (yamllint: duplicate keys among others), GitHub workflows.
+check: $(VENV)/.dev-installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy components config tools policy
+	$(VENV)/bin/yamllint Pulumi.yaml Pulumi.*.yaml policy/PulumiPolicy.yaml .github/workflows
+	.ci/workflows-check $(VENV)
+
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.dev-installed: $(VENV)/.installed requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
