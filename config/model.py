@@ -100,11 +100,12 @@ LabName = Annotated[
     _matching(DNS_LABEL, "a DNS-1123 label (lowercase letters, digits and '-', at most 63)"),
     AfterValidator(_not_reserved),
 ]
+# EKS allows 100 characters, but the interruption queue is named after the cluster and SQS allows 80.
 ClusterName = Annotated[
     str,
     _matching(
-        r"[a-z][a-z0-9-]{0,98}[a-z0-9]",
-        "lowercase letters, digits and '-', starting with a letter and at most 100 long",
+        r"[a-z][a-z0-9-]{0,78}[a-z0-9]",
+        "lowercase letters, digits and '-', starting with a letter and at most 80 long",
     ),
 ]
 KubernetesVersion = Annotated[
@@ -187,7 +188,7 @@ class Budget(Model):
         | None
     ) = Field(default=None, description="Cron schedule when the budget is active (UTC).")
     duration: (
-        Annotated[str, _matching(r"([0-9]+h)?([0-9]+m)?", "a duration in hours and minutes such as 8h")] | None
+        Annotated[str, _matching(r"[0-9]+(h|m)|[0-9]+h[0-9]+m", "hours and minutes such as 8h or 1h30m")] | None
     ) = Field(default=None, description="How long the budget is active from each schedule.")
 
     @model_validator(mode="after")
@@ -215,6 +216,8 @@ class Disruption(Model):
 
 
 class Lab(Model):
+    """One lab: the GPU nodes Karpenter may launch for its learners, and how they share each GPU."""
+
     instance_types: Annotated[list[GpuInstanceType], Field(min_length=1), AfterValidator(_unique)] = Field(
         description="NVIDIA GPU instance types Karpenter may launch for this lab."
     )

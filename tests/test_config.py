@@ -121,7 +121,7 @@ def test_learner_seats_are_max_gpus_times_slices():
         (stack_values(**{"gpulab:labs": {"intro": None}}), "gpulab:labs.intro: must be a mapping of keys to values"),
         (with_cluster(name="Learning_Lab"), "gpulab:cluster.name: must be lowercase letters, digits and '-'"),
         (with_cluster(name="-lab"), "gpulab:cluster.name: must be lowercase letters, digits and '-'"),
-        (with_cluster(name="a" * 101), "gpulab:cluster.name: must be lowercase letters, digits and '-'"),
+        (with_cluster(name="a" * 81), "gpulab:cluster.name: must be lowercase letters, digits and '-'"),
         (
             with_cluster(kubernetesVersion=1.3),
             'gpulab:cluster.kubernetesVersion: must be a quoted string such as "1.34"',
@@ -166,6 +166,10 @@ def test_learner_seats_are_max_gpus_times_slices():
         ),
         (with_lab(podPidsLimit=100), "gpulab:labs.intro.podPidsLimit: must be between 1024 and 4194304, got 100"),
         (with_lab(maxPods=0), "gpulab:labs.intro.maxPods: must be between 1 and 737, got 0"),
+        (
+            with_lab(disruption={"budgets": [{"nodes": "0", "schedule": "@daily", "duration": ""}]}),
+            "gpulab:labs.intro.disruption.budgets[0].duration: must be hours and minutes such as 8h or 1h30m",
+        ),
         (with_lab(expireAfter="30d"), "gpulab:labs.intro.expireAfter: must be a duration such as 720h, or Never"),
         (
             with_lab(disruption={"consolidationPolicy": "WhenUnderutilized"}),

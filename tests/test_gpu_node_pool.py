@@ -25,7 +25,7 @@ def requirement(pool_spec, key):
 
 
 def test_staging_node_class_reproduces_the_origin_node(staging_run):
-    node_class = spec(staging_run, NODE_CLASS, "intro-nodeclass")
+    node_class = spec(staging_run, NODE_CLASS, "ec2nodeclass-intro")
     assert node_class["amiSelectorTerms"] == [{"alias": "al2023@v20251117"}]
     assert node_class["role"] == staging_run.outputs["nodeRoleName"]
     discovery = [{"tags": {"karpenter.sh/discovery": "learninglab-staging"}}]
@@ -51,14 +51,14 @@ def test_staging_node_class_reproduces_the_origin_node(staging_run):
 
 
 def test_staging_user_data_sets_the_pod_pid_limit_and_prepulls_tensorflow(staging_run):
-    parts = email.message_from_string(spec(staging_run, NODE_CLASS, "intro-nodeclass")["userData"]).get_payload()
+    parts = email.message_from_string(spec(staging_run, NODE_CLASS, "ec2nodeclass-intro")["userData"]).get_payload()
     node_config = yaml.safe_load(parts[0].get_payload())
     assert node_config["spec"]["kubelet"]["config"]["podPidsLimit"] == 32768
     assert "docker.io/tensorflow/tensorflow:2.12.0-gpu" in parts[1].get_payload()
 
 
 def test_node_pool_labels_select_the_device_plugin_profile_and_name_the_lab(staging_run):
-    labels = spec(staging_run, NODE_POOL, "intro-nodepool")["template"]["metadata"]["labels"]
+    labels = spec(staging_run, NODE_POOL, "nodepool-intro")["template"]["metadata"]["labels"]
     assert labels == {
         "nvidia.com/gpu.present": "true",
         "nvidia.com/device-plugin.config": "intro",
@@ -67,14 +67,14 @@ def test_node_pool_labels_select_the_device_plugin_profile_and_name_the_lab(stag
 
 
 def test_node_pool_taints_gpu_nodes_and_refers_to_its_node_class_by_group_kind_name(staging_run):
-    template = spec(staging_run, NODE_POOL, "intro-nodepool")["template"]["spec"]
+    template = spec(staging_run, NODE_POOL, "nodepool-intro")["template"]["spec"]
     assert template["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
     assert template["nodeClassRef"] == {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "intro"}
-    assert staging_run.one(NODE_CLASS, "intro-nodeclass").inputs["metadata"]["name"] == "intro"
+    assert staging_run.one(NODE_CLASS, "ec2nodeclass-intro").inputs["metadata"]["name"] == "intro"
 
 
 def test_node_pool_requires_the_labs_instance_and_capacity_types_linux_and_nvidia(staging_run):
-    pool = spec(staging_run, NODE_POOL, "intro-nodepool")
+    pool = spec(staging_run, NODE_POOL, "nodepool-intro")
     assert requirement(pool, "node.kubernetes.io/instance-type")["values"] == ["g4dn.xlarge"]
     assert requirement(pool, "karpenter.sh/capacity-type")["values"] == ["on-demand"]
     assert requirement(pool, "kubernetes.io/arch")["values"] == ["amd64"]
@@ -83,11 +83,11 @@ def test_node_pool_requires_the_labs_instance_and_capacity_types_linux_and_nvidi
 
 
 def test_node_pool_limits_count_slices_and_cpus(staging_run):
-    assert spec(staging_run, NODE_POOL, "intro-nodepool")["limits"] == {"nvidia.com/gpu": "12", "cpu": "1000"}
+    assert spec(staging_run, NODE_POOL, "nodepool-intro")["limits"] == {"nvidia.com/gpu": "12", "cpu": "1000"}
 
 
 def test_node_pool_disruption_defaults_keep_learners_sessions(staging_run):
-    pool = spec(staging_run, NODE_POOL, "intro-nodepool")
+    pool = spec(staging_run, NODE_POOL, "nodepool-intro")
     assert pool["disruption"] == {
         "consolidationPolicy": "WhenEmpty",
         "consolidateAfter": "10m",
@@ -98,15 +98,15 @@ def test_node_pool_disruption_defaults_keep_learners_sessions(staging_run):
 
 def test_prod_budgets_and_consolidation_come_from_config():
     run = run_stack_file(ROOT / "Pulumi.prod.yaml")
-    disruption = spec(run, NODE_POOL, "vision-nodepool")["disruption"]
+    disruption = spec(run, NODE_POOL, "nodepool-vision")["disruption"]
     assert disruption["consolidateAfter"] == "30m"
     assert disruption["budgets"][1] == {"nodes": "0", "schedule": "0 13 * * mon-fri", "duration": "9h"}
 
 
 def test_architectures_follow_the_instance_types():
     run = run_values(SYNTHETIC["mixed"])
-    assert requirement(spec(run, NODE_POOL, "graviton-nodepool"), "kubernetes.io/arch")["values"] == ["arm64"]
-    both = requirement(spec(run, NODE_POOL, "both-arches-nodepool"), "kubernetes.io/arch")["values"]
+    assert requirement(spec(run, NODE_POOL, "nodepool-graviton"), "kubernetes.io/arch")["values"] == ["arm64"]
+    both = requirement(spec(run, NODE_POOL, "nodepool-both-arches"), "kubernetes.io/arch")["values"]
     assert both == ["amd64", "arm64"]
 
 
@@ -114,11 +114,11 @@ def test_one_overlay_per_gpu_count_matching_only_its_labs_nodes():
     run = run_values(SYNTHETIC["mixed"])
     overlays = {r.name: r.inputs["spec"] for r in run.of_type(NODE_OVERLAY) if r.parent.endswith("::one-four-eight")}
     assert sorted(overlays) == [
-        "one-four-eight-overlay-1gpu",
-        "one-four-eight-overlay-4gpu",
-        "one-four-eight-overlay-8gpu",
+        "nodeoverlay-one-four-eight-1gpu",
+        "nodeoverlay-one-four-eight-4gpu",
+        "nodeoverlay-one-four-eight-8gpu",
     ]
-    eight = overlays["one-four-eight-overlay-8gpu"]
+    eight = overlays["nodeoverlay-one-four-eight-8gpu"]
     assert eight["requirements"] == [
         {"key": "gpulab.dev/lab", "operator": "In", "values": ["one-four-eight"]},
         {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "In", "values": ["8"]},
@@ -133,9 +133,9 @@ def test_a_lab_without_sharing_gets_no_overlay():
 
 def test_reserved_capacity_selects_the_labs_reservations():
     run = run_values(SYNTHETIC["mixed"])
-    node_class = spec(run, NODE_CLASS, "big-nodeclass")
+    node_class = spec(run, NODE_CLASS, "ec2nodeclass-big")
     assert node_class["capacityReservationSelectorTerms"] == [{"id": "cr-0123456789abcdef0"}]
-    assert requirement(spec(run, NODE_POOL, "big-nodepool"), "karpenter.sh/capacity-type")["values"] == ["reserved"]
+    assert requirement(spec(run, NODE_POOL, "nodepool-big"), "karpenter.sh/capacity-type")["values"] == ["reserved"]
 
 
 def test_custom_resources_use_the_clusters_provider_and_wait_for_the_crds(staging_run):
@@ -173,7 +173,7 @@ def test_every_karpenter_object_any_stack_renders_passes_the_upstream_crds():
     ],
 )
 def test_the_crd_check_catches_v1beta1_mistakes_in_a_rendered_node_pool(staging_run, path, value, problem):
-    manifest = yaml.safe_load(yaml.safe_dump(staging_run.one(NODE_POOL, "intro-nodepool").inputs))
+    manifest = yaml.safe_load(yaml.safe_dump(staging_run.one(NODE_POOL, "nodepool-intro").inputs))
     target = manifest
     for key in path[:-1]:
         target = target[key]

@@ -98,8 +98,8 @@ def test_staging_registers_a_resource_of_a_type_each_rule_judges(staging_run: Ru
 
 # --- (b) each rule fires on a bad resource, starting from the staging run's real one ------------------------------
 
-NODE_POOL_NAME = "intro-nodepool"
-NODE_CLASS_NAME = "intro-nodeclass"
+NODE_POOL_NAME = "nodepool-intro"
+NODE_CLASS_NAME = "ec2nodeclass-intro"
 
 
 def test_gpu_nodepool_without_the_gpu_taint_fires(staging_run: Run) -> None:

@@ -23,13 +23,15 @@ class GpuNodePool(pulumi.ComponentResource):
         super().__init__("gpulab:karpenter:GpuNodePool", name, None, opts)
         # Custom resources cannot be created before their CRDs exist.
         child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[crds])
-        objects = {
-            "nodeclass": ec2_node_class(name, lab, cluster_name, node_role_name),
-            "nodepool": node_pool(name, lab),
-        } | {f"overlay-{key.removeprefix(name + '-')}": overlay for key, overlay in node_overlays(name, lab).items()}
-        for key, manifest in objects.items():
+        manifests = [
+            ec2_node_class(name, lab, cluster_name, node_role_name),
+            node_pool(name, lab),
+            *node_overlays(name, lab),
+        ]
+        for manifest in manifests:
+            # Named like the render's manifest files, e.g. nodepool-intro, nodeoverlay-intro-1gpu.
             k8s.apiextensions.CustomResource(
-                f"{name}-{key}",
+                f"{manifest['kind'].lower()}-{manifest['metadata']['name']}",
                 api_version=manifest["apiVersion"],
                 kind=manifest["kind"],
                 metadata=manifest["metadata"],

@@ -106,23 +106,24 @@ def node_pool(lab_name: str, lab: Lab) -> dict:
     }
 
 
-def node_overlays(lab_name: str, lab: Lab) -> dict[str, dict]:
-    """One NodeOverlay per GPU count among the lab's instance types, keyed by its name; none without sharing.
+def node_overlays(lab_name: str, lab: Lab) -> list[dict]:
+    """One NodeOverlay per GPU count among the lab's instance types; none for a lab that does not share.
 
     Karpenter models nvidia.com/gpu from EC2 data (1 for g4dn.xlarge), so with time-slicing and no overlay it would
     launch one node per pending learner (kubernetes-sigs/karpenter#729). The overlay tells it how many slices a node
-    of that GPU count will advertise once the device plugin applies the lab's profile.
+    of that GPU count will advertise once the device plugin applies the lab's profile. The CRD's description says
+    capacity only adds resources, but Karpenter merges it over the instance type's own (lo.Assign in
+    InstanceType.ApplyCapacityOverlay, kubernetes-sigs/karpenter v1.14.1 pkg/cloudprovider/types.go), so it replaces the
+    EC2-derived nvidia.com/gpu.
     """
     if lab.slices_per_gpu == 1:
-        return {}
+        return []
     gpu_counts = sorted({GPU_INSTANCE_TYPES[t].gpus for t in lab.instance_types})
-    overlays = {}
-    for gpus in gpu_counts:
-        name = f"{lab_name}-{gpus}gpu"
-        overlays[name] = {
+    return [
+        {
             "apiVersion": NODE_OVERLAY_API,
             "kind": "NodeOverlay",
-            "metadata": {"name": name},
+            "metadata": {"name": f"{lab_name}-{gpus}gpu"},
             "spec": {
                 "requirements": [
                     {"key": LAB_LABEL, "operator": "In", "values": [lab_name]},
@@ -131,4 +132,5 @@ def node_overlays(lab_name: str, lab: Lab) -> dict[str, dict]:
                 "capacity": {GPU_RESOURCE: str(lab.slices_per_gpu * gpus)},
             },
         }
-    return overlays
+        for gpus in gpu_counts
+    ]
