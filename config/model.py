@@ -104,7 +104,7 @@ LabName = Annotated[
 ClusterName = Annotated[
     str,
     _matching(
-        r"[a-z][a-z0-9-]{0,78}[a-z0-9]",
+        r"[a-z]([a-z0-9-]{0,78}[a-z0-9])?",
         "lowercase letters, digits and '-', starting with a letter and at most 80 long",
     ),
 ]

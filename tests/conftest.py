@@ -1,7 +1,6 @@
 """Shared fixtures: stack configurations as the Pulumi CLI would hand them over, and runs of the program under mocks."""
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +54,3 @@ def base_run() -> harness.Run:
 @pytest.fixture(scope="session")
 def staging_run() -> harness.Run:
     return run_stack_file(ROOT / "Pulumi.staging.yaml")
-
-
-def policy(document: str) -> dict:
-    return json.loads(document)

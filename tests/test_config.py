@@ -41,6 +41,11 @@ def test_lab_defaults_are_no_sharing_one_gpu_and_on_demand():
     assert (lab.capacity_types, lab.slices_per_gpu, lab.max_gpus) == (["on-demand"], 1, 1)
 
 
+@pytest.mark.parametrize("name", ["a", "lab-1", "a" * 80])
+def test_cluster_names_eks_and_sqs_both_accept_are_valid(name):
+    assert parsed(with_cluster(name=name)).settings.cluster.name == name
+
+
 def test_an_environment_without_labs_is_valid():
     assert parsed(stack_values(**{"gpulab:labs": {}})).settings.labs == {}
     values = stack_values()

@@ -20,8 +20,6 @@ from tools import harness
 
 ROOT = Path(__file__).resolve().parent.parent
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
-# Kubernetes objects the stack creates directly: everything of the kubernetes provider but providers and Helm releases.
-_NOT_MANIFESTS = {HELM_RELEASE}
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -78,13 +76,13 @@ def write(run: harness.Run, out: Path) -> None:
     resources = [r.as_json() for r in run.resources]
     (out / "resources.json").write_text(json.dumps(resources, indent=2, ensure_ascii=False) + "\n")
     for r in run.resources:
-        if r.type.startswith("kubernetes:") and r.type not in _NOT_MANIFESTS and "kind" in r.inputs:
-            _write_yaml(out / "manifests" / f"{r.inputs['kind'].lower()}-{r.inputs['metadata']['name']}.yaml", r.inputs)
         if r.type == HELM_RELEASE:
             release = {
                 k: r.inputs.get(k) for k in ("name", "chart", "repositoryOpts", "version", "namespace", "values")
             }
             _write_yaml(out / "helm" / f"{r.inputs['name']}.yaml", release)
+        elif r.type.startswith("kubernetes:"):  # an object the stack creates directly
+            _write_yaml(out / "manifests" / f"{r.inputs['kind'].lower()}-{r.inputs['metadata']['name']}.yaml", r.inputs)
 
 
 class _Dumper(yaml.SafeDumper):
@@ -113,8 +111,8 @@ def summary(run: harness.Run) -> list[str]:
     ]
     for name, lab in settings.labs.items():
         lines.append(
-            f"lab {name}: {', '.join(lab.instance_types)}; up to {lab.max_gpus} GPUs x {lab.slices_per_gpu} slices "
-            f"= {lab.learner_seats} learner seats"
+            f"lab {name}: {', '.join(lab.instance_types)}; up to {lab.max_gpus} GPU{'s' * (lab.max_gpus != 1)} x "
+            f"{lab.slices_per_gpu} slices = {lab.learner_seats} learner seats"
         )
     return lines
 
