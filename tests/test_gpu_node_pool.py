@@ -144,8 +144,7 @@ def test_custom_resources_use_the_clusters_provider_and_wait_for_the_crds(stagin
     for r in objects:
         assert "kubernetes:helm.sh/v3:Release::karpenter-crd" in r.dependencies
         assert r.parent == "gpulab:karpenter:GpuNodePool::intro"
-    provider_of = {r.name: r for r in staging_run.of_type("pulumi:providers:kubernetes")}
-    assert list(provider_of) == ["cluster-k8s"]  # the only Kubernetes provider, so every object uses it
+        assert r.provider == "pulumi:providers:kubernetes::cluster-k8s"
 
 
 def all_runs():

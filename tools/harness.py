@@ -32,6 +32,8 @@ class Registration:
     inputs: dict[str, Any]
     # Every resource this one waits for, explicitly or through its inputs, as "<type token>::<name>"; not rendered.
     dependencies: tuple[str, ...] = ()
+    # The provider the resource uses when it is not its package's default, as "<type token>::<name>"; not rendered.
+    provider: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"type": self.type, "name": self.name, "parent": self.parent, "inputs": self.inputs}
@@ -162,7 +164,9 @@ class _Monitor(pulumi_mocks.MockMonitor):
                 parent = "::".join(_type_name(request.parent))
             inputs = normalise(rpc.deserialize_properties(request.object))
             dependencies = tuple(sorted("::".join(_type_name(urn)) for urn in request.dependencies))
-            self.registrations.append(Registration(request.type, request.name, parent, inputs, dependencies))
+            # A provider reference is "<provider URN>::<provider ID>".
+            provider = "::".join(_type_name(request.provider.rsplit("::", 1)[0])) if request.provider else None
+            self.registrations.append(Registration(request.type, request.name, parent, inputs, dependencies, provider))
         return response
 
 
