@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime
 import functools
 import json
-import os
 import pathlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -33,18 +32,9 @@ from celpy import celtypes
 from celpy.evaluation import base_functions
 from jsonschema.protocols import Validator
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
-_KARPENTER_CRDS = pathlib.Path("karpenter-1.14.1", "crds")
+from tests import upstream
 
-
-def _upstream_crds() -> pathlib.Path:
-    # CI or a second checkout may keep the reference data elsewhere; the default is the sibling shared/ folder.
-    override = os.environ.get("GPULAB_UPSTREAM")
-    upstream = pathlib.Path(override).expanduser() if override else REPO_ROOT.parent / "shared" / "upstream"
-    return (upstream / _KARPENTER_CRDS).resolve()
-
-
-UPSTREAM: pathlib.Path = _upstream_crds()
+UPSTREAM: pathlib.Path = upstream.KARPENTER / "crds"
 
 
 def upstream_available() -> bool:
@@ -53,7 +43,7 @@ def upstream_available() -> bool:
 
 requires_upstream = pytest.mark.skipif(
     not upstream_available(),
-    reason="../shared/upstream (Karpenter 1.14.1 CRDs) not found beside the repo; CRD checks need it",
+    reason=f"Karpenter CRDs not found at {UPSTREAM} (../shared/upstream beside the repo, or $GPULAB_UPSTREAM)",
 )
 
 

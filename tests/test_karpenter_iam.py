@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
-from pathlib import Path
 
 import pytest
 import yaml
@@ -18,6 +16,7 @@ from components.karpenter.iam_policies import (
     controller_trust_policy,
     queue_policy,
 )
+from tests import upstream
 
 SCOPE = Scope(
     partition="aws",
@@ -57,13 +56,7 @@ UPSTREAM_RULES = {
 }
 
 
-def _upstream_template_path() -> Path:
-    override = os.environ.get("GPULAB_UPSTREAM")
-    upstream = Path(override) if override else Path(__file__).resolve().parents[1].parent / "shared" / "upstream"
-    return upstream / "karpenter-1.14.1" / "cloudformation.yaml"
-
-
-UPSTREAM_TEMPLATE = _upstream_template_path()
+UPSTREAM_TEMPLATE = upstream.KARPENTER / "cloudformation.yaml"
 requires_upstream = pytest.mark.skipif(
     not UPSTREAM_TEMPLATE.is_file(),
     reason=f"upstream Karpenter template not found at {UPSTREAM_TEMPLATE} (set GPULAB_UPSTREAM to the upstream folder)",

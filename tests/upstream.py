@@ -1,0 +1,14 @@
+"""Where the tests find the upstream reference data (../shared/upstream, or $GPULAB_UPSTREAM), for the pinned versions.
+
+The folder belongs beside the repository, never in it; tests that need it skip with a reason when it is absent.
+"""
+
+import os
+from pathlib import Path
+
+from components.versions import KARPENTER_CHART_VERSION
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+UPSTREAM = Path(os.environ.get("GPULAB_UPSTREAM") or REPO_ROOT.parent / "shared" / "upstream").expanduser().resolve()
+# The Karpenter data of the version the stack deploys, so that a version bump without new data skips, not passes.
+KARPENTER = UPSTREAM / f"karpenter-{KARPENTER_CHART_VERSION}"
