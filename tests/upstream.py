@@ -6,7 +6,7 @@ The folder belongs beside the repository, never in it; tests that need it skip w
 import os
 from pathlib import Path
 
-from components.versions import KARPENTER_CHART_VERSION
+from config.versions import KARPENTER_CHART_VERSION
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 UPSTREAM = Path(os.environ.get("GPULAB_UPSTREAM") or REPO_ROOT.parent / "shared" / "upstream").expanduser().resolve()

@@ -16,8 +16,8 @@ from components.karpenter.iam_policies import (
     queue_policy,
 )
 from components.labels import SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
-from components.versions import KARPENTER_CHART_REPOSITORY
 from config.model import Karpenter
+from config.versions import KARPENTER_CHART_REPOSITORY
 
 # Pinned: an auto-named release gets a random suffix, and the chart names the service account after the release,
 # which the Pod Identity association must name exactly.
