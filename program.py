@@ -40,8 +40,10 @@ def build(stack: config.StackConfig) -> None:
             lab_name,
             lab,
             cluster_name=settings.cluster.name,
+            kubernetes_version=settings.cluster.kubernetes_version,
             node_role_name=node_role.role_name,
-            crds=karpenter.crds,
+            # The controller and the node role's access entry must outlive every lab's nodes (see GpuNodePool).
+            runtime=[karpenter, node_role],
             provider=cluster.provider,
         )
         for lab_name, lab in settings.labs.items()

@@ -1,15 +1,18 @@
 """gpulab:eks:Cluster, the EKS control plane, its system node group and the Kubernetes provider that follows."""
 
+import json
+
 import pulumi
 import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
-from components.labels import SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
+from components.labels import GPU_TOLERATION, SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
 from components.node_role import NodeRole
 from config.model import Cluster as ClusterConfig
 
 CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 
 
 class Cluster(pulumi.ComponentResource):
@@ -54,6 +57,36 @@ class Cluster(pulumi.ComponentResource):
             f"{name}-pod-identity-agent",
             cluster_name=self.cluster_name,
             addon_name="eks-pod-identity-agent",
+            opts=child,
+        )
+
+        for role_arn in config.admin_role_arns:
+            # Keyed by account and role name, unique per account, so reordering the list replaces nothing.
+            _, partition, _, _, account, _ = role_arn.split(":")
+            role_name = role_arn.rsplit("/", 1)[1]
+            key = f"{name}-admin-{account}-{role_name}"
+            entry = aws.eks.AccessEntry(key, cluster_name=self.cluster_name, principal_arn=role_arn, opts=child)
+            aws.eks.AccessPolicyAssociation(
+                key,
+                cluster_name=self.cluster_name,
+                principal_arn=entry.principal_arn,
+                policy_arn=f"arn:{partition}:eks::aws:cluster-access-policy/{CLUSTER_ADMIN_POLICY}",
+                access_scope={"type": "cluster"},
+                opts=child,
+            )
+
+        # Reports GPU health as the node condition AcceleratedHardwareReady, which Karpenter's node repair acts on.
+        # Its agent DaemonSet tolerates every taint, but the dcgm-server DaemonSet it reads GPU health from tolerates
+        # none by default; without it on a tainted GPU node the agent reports DCGMError, the condition turns False and
+        # Karpenter would replace healthy nodes every 10 minutes (aws/eks-node-monitoring-agent v1.7.0,
+        # charts/eks-node-monitoring-agent/values.yaml: nodeAgent.tolerations, dcgmAgent.tolerations; the add-on
+        # accepts dcgmAgent.tolerations, charts/configuration.schema.json). Its dcgm-server affinity lists every
+        # amd64 type in config/instance_types.py; on arm64 the agent does not monitor NVIDIA GPUs.
+        aws.eks.Addon(
+            f"{name}-node-monitoring-agent",
+            cluster_name=self.cluster_name,
+            addon_name="eks-node-monitoring-agent",
+            configuration_values=json.dumps({"dcgmAgent": {"tolerations": [GPU_TOLERATION]}}),
             opts=child,
         )
 

@@ -126,9 +126,19 @@ Duration = Annotated[str, _matching(r"([0-9]+(s|m|h))+", "a duration such as 10m
 Quantity = Annotated[
     str, _matching(r"([0-9]+(\.[0-9]+)?)([KMGTPE]i|[mkMGTPE])?", "a Kubernetes quantity such as 1, 500m or 1Gi")
 ]
+# An IAM role ARN, e.g. of an operators' role or a CI deploy role: EKS access entries name roles, not sessions.
+RoleArn = Annotated[
+    str,
+    _matching(
+        r"arn:aws(-[a-z]+)*:iam::[0-9]{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}",
+        "an IAM role ARN such as arn:aws:iam::123456789012:role/platform-admins",
+    ),
+]
 ReservationId = Annotated[str, _matching(r"cr-[0-9a-f]{17}", "a capacity reservation ID such as cr-0123456789abcdef0")]
 Version = Annotated[str, _matching(r"[0-9]+\.[0-9]+\.[0-9]+", "a chart version such as 1.14.1")]
 Namespace = Annotated[str, _matching(DNS_LABEL, "a Kubernetes namespace name (a DNS-1123 label)")]
+# Namespaces every cluster has: gpulab installs into them as they are and creates any other it is given.
+BUILT_IN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 
 
 class SystemNodes(Model):
@@ -150,6 +160,11 @@ class Cluster(Model):
         description="Private subnets of the cluster and of every node, in at least two availability zones."
     )
     system_nodes: SystemNodes = Field(default_factory=SystemNodes, description="The system node group.")
+    admin_role_arns: Annotated[list[RoleArn], AfterValidator(_unique)] = Field(
+        default_factory=list,
+        description="IAM roles (operators, CI preview and deploy roles) given cluster-admin access through EKS access "
+        "entries; the identity that creates the cluster has it anyway.",
+    )
 
 
 class RootVolume(Model):
@@ -211,7 +226,8 @@ class Disruption(Model):
     )
     budgets: list[Budget] = Field(
         default_factory=lambda: [Budget(nodes="1")],
-        description="Disruption budgets; by default one node at a time (drift or expiry never takes a whole lab).",
+        description="Disruption budgets for consolidation and drift; by default one node at a time. Expiry, "
+        "interruption and node repair ignore them.",
     )
 
 
@@ -241,12 +257,25 @@ class Lab(Model):
     pod_pids_limit: Annotated[int, _between(1024, 4194304)] = Field(
         default=32768, description="Most processes one pod may run (kubelet podPidsLimit)."
     )
-    max_pods: Annotated[int, _between(1, 737)] = Field(default=110, description="Most pods per node (kubelet maxPods).")
+    max_pods: Annotated[int, _at_least(1)] | None = Field(
+        default=None,
+        description="Most pods per node (kubelet maxPods). Unset, Karpenter uses each instance type's ENI-limited "
+        "count: the pods the VPC CNI can give an IP address without prefix delegation.",
+    )
     cpu_limit: Annotated[int, _at_least(1)] = Field(
         default=1000, description="Most vCPUs the lab's nodes may have in total, a backstop to maxGpus."
     )
     expire_after: Annotated[str, _matching(r"([0-9]+(s|m|h))+|Never", "a duration such as 720h, or Never")] = Field(
-        default="720h", description="Age at which Karpenter replaces a node (it waits for the budget)."
+        default="720h",
+        description="Age at which Karpenter replaces a node. Expiry ignores disruption budgets and "
+        "karpenter.sh/do-not-disrupt; terminationGracePeriod bounds how long the node then waits for its pods.",
+    )
+    # Without a bound, a draining node (expired, drifted, or of a removed lab) whose pods carry do-not-disrupt stays
+    # cordoned and billed indefinitely. An hour lets a learner save their work; it also bounds `pulumi destroy`.
+    termination_grace_period: Duration = Field(
+        default="1h",
+        description="Longest a draining node waits for its pods (do-not-disrupt ones included) before Karpenter "
+        "deletes them and terminates the node.",
     )
     disruption: Disruption = Field(default_factory=Disruption, description="Consolidation and disruption budgets.")
     smoke_test: bool = Field(
@@ -264,6 +293,32 @@ class Lab(Model):
                 if "reserved" in self.capacity_types
                 else "only used with capacity type 'reserved'; add it to capacityTypes",
             )
+        return self
+
+    @model_validator(mode="after")
+    def _every_instance_type_can_launch(self) -> "Lab":
+        # Karpenter never launches a node whose capacity alone would exceed what is left of the NodePool's limits,
+        # and a pod beyond the VPC CNI's IP addresses never starts: refuse a lab with a type that could never work.
+        for name in self.instance_types:
+            instance_type = GPU_INSTANCE_TYPES[name]
+            if instance_type.gpus > self.max_gpus:
+                raise FieldProblem(
+                    "maxGpus",
+                    f"must be at least {instance_type.gpus}: {name} has {instance_type.gpus} GPUs, and Karpenter never "
+                    "launches a node that exceeds the NodePool's nvidia.com/gpu limit (maxGpus x slicesPerGpu)",
+                )
+            if instance_type.vcpus > self.cpu_limit:
+                raise FieldProblem(
+                    "cpuLimit",
+                    f"must be at least {instance_type.vcpus}: {name} has {instance_type.vcpus} vCPUs, and Karpenter "
+                    "never launches a node that exceeds the NodePool's cpu limit",
+                )
+            if self.max_pods is not None and self.max_pods > instance_type.max_pods:
+                raise FieldProblem(
+                    "maxPods",
+                    f"must be at most {instance_type.max_pods}: the VPC CNI has IP addresses for "
+                    f"{instance_type.max_pods} pods on {name} (no prefix delegation); unset, each type gets its own",
+                )
         return self
 
     @property
@@ -323,6 +378,14 @@ class Settings(Model):
     nvidia_device_plugin: NvidiaDevicePlugin = Field(
         default_factory=NvidiaDevicePlugin, description="The NVIDIA device plugin."
     )
+
+    @model_validator(mode="after")
+    def _own_namespaces(self) -> "Settings":
+        # Each component creates the namespace it installs into; two Namespace objects of one name cannot coexist.
+        namespace = self.karpenter.namespace
+        if namespace == self.nvidia_device_plugin.namespace and namespace not in BUILT_IN_NAMESPACES:
+            raise FieldProblem("karpenter.namespace", "must differ from nvidiaDevicePlugin.namespace")
+        return self
 
     @property
     def shares_gpus(self) -> bool:

@@ -22,7 +22,7 @@ BASE: dict[str, Any] = {
         "privateSubnetIds": ["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"],
     },
     "gpulab:labs": {
-        "intro": {"instanceTypes": ["g4dn.xlarge"], "slicesPerGpu": 3, "maxGpus": 4, "ami": "al2023@v20251117"},
+        "intro": {"instanceTypes": ["g4dn.xlarge"], "slicesPerGpu": 3, "maxGpus": 4, "ami": "al2023@v20260714"},
     },
 }
 

@@ -32,6 +32,8 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
             }
         }
     ),
-    "no-sharing": stack_values(**{"gpulab:labs": {"a": lab(["g6.xlarge"], 1), "b": lab(["g6e.12xlarge"], 1)}}),
+    "no-sharing": stack_values(
+        **{"gpulab:labs": {"a": lab(["g6.xlarge"], 1), "b": lab(["g6e.12xlarge"], 1, max_gpus=4)}}
+    ),
     "no-labs": stack_values(**{"gpulab:labs": {}}),
 }

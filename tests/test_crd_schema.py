@@ -55,7 +55,7 @@ def ec2nodeclass() -> Manifest:
         "kind": "EC2NodeClass",
         "metadata": {"name": "gpu"},
         "spec": {
-            "amiSelectorTerms": [{"alias": "al2023@v20251117"}],
+            "amiSelectorTerms": [{"alias": "al2023@v20260714"}],
             "role": "KarpenterNodeRole-gpulab",
             "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "gpulab"}}],
             "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "gpulab"}}],

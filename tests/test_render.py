@@ -62,7 +62,7 @@ def test_staging_render_writes_the_labs_karpenter_objects_and_both_karpenter_rel
 
 def test_resources_json_is_sorted_by_type_then_name_with_parent_and_inputs(staging):
     resources = json.loads((staging / "resources.json").read_text())
-    assert [list(r) for r in resources] == [["type", "name", "parent", "inputs"]] * len(resources)
+    assert [list(r) for r in resources] == [["type", "name", "parent", "dependsOn", "inputs"]] * len(resources)
     assert resources == sorted(resources, key=lambda r: (r["type"], r["name"]))
 
 

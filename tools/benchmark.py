@@ -20,7 +20,7 @@ from tools.render import ROOT
 
 SIZES = (0, 1, 10, 50)
 REPEATS = 3
-LAB = {"instanceTypes": ["g4dn.xlarge", "g4dn.12xlarge"], "slicesPerGpu": 3, "maxGpus": 4, "ami": "al2023@v20251117"}
+LAB = {"instanceTypes": ["g4dn.xlarge", "g4dn.12xlarge"], "slicesPerGpu": 3, "maxGpus": 4, "ami": "al2023@v20260714"}
 CLUSTER = {
     "name": "bench",
     "kubernetesVersion": "1.34",

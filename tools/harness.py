@@ -30,21 +30,41 @@ class Registration:
     name: str
     parent: str | None  # "<parent type token>::<parent name>", None for children of the stack
     inputs: dict[str, Any]
-    # Every resource this one waits for, explicitly or through its inputs, as "<type token>::<name>"; not rendered.
+    # Every resource this one waits for, explicitly or through its inputs, as "<type token>::<name>".
     dependencies: tuple[str, ...] = ()
     # The provider the resource uses when it is not its package's default, as "<type token>::<name>"; not rendered.
     provider: str | None = None
+    # How long Pulumi waits for the resource to be deleted, when the program sets it; not rendered.
+    delete_timeout: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {"type": self.type, "name": self.name, "parent": self.parent, "inputs": self.inputs}
+        return {
+            "type": self.type,
+            "name": self.name,
+            "parent": self.parent,
+            "dependsOn": list(self.dependencies),
+            "inputs": self.inputs,
+        }
+
+
+@dataclass(frozen=True)
+class Invoke:
+    """A data-source call the program made, e.g. an SSM parameter look-up."""
+
+    token: str
+    args: dict[str, Any]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"token": self.token, "args": self.args}
 
 
 @dataclass
 class Run:
-    """What one run of the program registered and exported."""
+    """What one run of the program registered, looked up and exported."""
 
     stack: config.StackConfig
     resources: list[Registration] = field(default_factory=list)
+    invokes: list[Invoke] = field(default_factory=list)  # deduplicated, sorted
     outputs: dict[str, Any] = field(default_factory=dict)
 
     def of_type(self, type_token: str) -> list[Registration]:
@@ -84,8 +104,10 @@ class _Mocks(pulumi.runtime.Mocks):
     def __init__(self, region: str):
         self.region = region
         self.monitor: _Monitor | None = None
+        self.invokes: list[Invoke] = []
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
+        self.invokes.append(Invoke(args.token, normalise(args.args)))
         answers: dict[str, Callable[[], dict]] = {
             "aws:index/getPartition:getPartition": lambda: {
                 "id": "aws",
@@ -97,6 +119,14 @@ class _Mocks(pulumi.runtime.Mocks):
                 "accountId": ACCOUNT_ID,
                 "arn": f"arn:aws:iam::{ACCOUNT_ID}:role/ci",
                 "userId": "AROAEXAMPLE:ci",
+            },
+            # An AMI ID is "ami-" and 17 hex digits; a stable stand-in per parameter, as AWS has one per release.
+            "aws:ssm/getParameter:getParameter": lambda: {
+                "id": args.args["name"],
+                "name": args.args["name"],
+                "type": "String",
+                "value": f"ami-0{hashlib.sha256(args.args['name'].encode()).hexdigest()[:16]}",
+                "version": 1,
             },
         }
         if args.token not in answers:
@@ -166,7 +196,10 @@ class _Monitor(pulumi_mocks.MockMonitor):
             dependencies = tuple(sorted("::".join(_type_name(urn)) for urn in request.dependencies))
             # A provider reference is "<provider URN>::<provider ID>".
             provider = "::".join(_type_name(request.provider.rsplit("::", 1)[0])) if request.provider else None
-            self.registrations.append(Registration(request.type, request.name, parent, inputs, dependencies, provider))
+            delete_timeout = request.customTimeouts.delete or None
+            self.registrations.append(
+                Registration(request.type, request.name, parent, inputs, dependencies, provider, delete_timeout)
+            )
         return response
 
 
@@ -199,4 +232,6 @@ def run(stack_name: str, stack_config: Mapping[str, str]) -> Run:
 
     program_run()
     result.resources = sorted(monitor.registrations, key=lambda r: (r.type, r.name, r.parent or ""))
+    unique = {json.dumps(i.as_json(), sort_keys=True): i for i in mocks.invokes}
+    result.invokes = [unique[key] for key in sorted(unique)]
     return result

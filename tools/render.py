@@ -2,8 +2,9 @@
 
     python -m tools.render <stack name or stack file> --out <dir>
 
-Writes <dir>/resources.json, <dir>/manifests/<kind>-<name>.yaml and <dir>/helm/<release>.yaml, and prints a summary.
-A stack file with problems exits with status 2, prints one `gpulab:` line per problem and writes nothing.
+Writes <dir>/resources.json, <dir>/invokes.json, <dir>/manifests/<kind>-<name>.yaml and <dir>/helm/<release>.yaml, and
+prints a summary. A stack file with problems, or a lab whose AMI release does not exist, exits with status 2, prints one
+`gpulab:` line per problem and writes nothing.
 """
 
 import argparse
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import yaml
 
 import config
@@ -66,7 +68,7 @@ def _yaml_problem(error: yaml.YAMLError) -> str:
 
 
 def write(run: harness.Run, out: Path) -> None:
-    for owned in ("resources.json", "manifests", "helm"):
+    for owned in ("resources.json", "invokes.json", "manifests", "helm"):
         target = out / owned
         if target.is_dir():
             shutil.rmtree(target)
@@ -75,6 +77,8 @@ def write(run: harness.Run, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     resources = [r.as_json() for r in run.resources]
     (out / "resources.json").write_text(json.dumps(resources, indent=2, ensure_ascii=False) + "\n")
+    invokes = [i.as_json() for i in run.invokes]
+    (out / "invokes.json").write_text(json.dumps(invokes, indent=2, ensure_ascii=False) + "\n")
     for r in run.resources:
         if r.type == HELM_RELEASE:
             release = {
@@ -127,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
         run = harness.run(name, read_stack_file(path))
     except config.ConfigError as error:
         print("\n".join(error.lines), file=sys.stderr)
+        return 2
+    except pulumi.RunError as error:  # the program's own refusals, e.g. an AMI release that does not exist
+        print(error, file=sys.stderr)
         return 2
     write(run, args.out)
     print("\n".join(summary(run)))

@@ -16,6 +16,7 @@ from components.karpenter.iam_policies import (
     queue_policy,
 )
 from components.labels import SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
+from components.namespace import namespace_dependencies
 from config.model import Karpenter
 from config.versions import KARPENTER_CHART_REPOSITORY
 
@@ -34,8 +35,13 @@ def helm_values(settings: Karpenter, cluster_name: str, queue_name: pulumi.Input
         "settings": {
             "clusterName": cluster_name,
             "interruptionQueue": queue_name,
-            # NodeOverlays are ignored unless this gate is on; gpulab writes them only for labs that share GPUs.
-            "featureGates": {"nodeOverlay": node_overlays},
+            "featureGates": {
+                # NodeOverlays are ignored unless this gate is on; gpulab writes them only for labs that share GPUs.
+                "nodeOverlay": node_overlays,
+                # Replaces a node whose GPU the EKS node monitoring agent reports unhealthy (AcceleratedHardwareReady
+                # False for 10 minutes: RepairPolicies, aws/karpenter-provider-aws v1.14.1 pkg/cloudprovider).
+                "nodeRepair": True,
+            },
         },
         "serviceAccount": {"name": SERVICE_ACCOUNT},
         # Requests equal to limits: the controller gets guaranteed QoS and is the last pod evicted under pressure.
@@ -89,6 +95,7 @@ class Controller(pulumi.ComponentResource):
             queue_arn=queue.arn,
         ).apply(lambda values: Scope(region=region, cluster_name=cluster_name, **values))
         policies = scope.apply(controller_policies)
+        permissions: list[pulumi.Resource] = []
         for key in CONTROLLER_POLICY_KEYS:
             policy = aws.iam.Policy(
                 f"{name}-{key}",
@@ -96,7 +103,9 @@ class Controller(pulumi.ComponentResource):
                 policy=pulumi.Output.json_dumps(policies[key]),
                 opts=child,
             )
-            aws.iam.RolePolicyAttachment(f"{name}-{key}", role=role.name, policy_arn=policy.arn, opts=child)
+            permissions.append(
+                aws.iam.RolePolicyAttachment(f"{name}-{key}", role=role.name, policy_arn=policy.arn, opts=child)
+            )
         association = aws.eks.PodIdentityAssociation(
             f"{name}-pod-identity",
             cluster_name=cluster.cluster_name,
@@ -106,10 +115,12 @@ class Controller(pulumi.ComponentResource):
             opts=child,
         )
 
+        k8s_child = pulumi.ResourceOptions(parent=self, provider=cluster.provider, depends_on=[cluster])
+        namespace = namespace_dependencies(f"{name}-namespace", settings.namespace, k8s_child)
+        k8s_opts = pulumi.ResourceOptions.merge(k8s_child, pulumi.ResourceOptions(depends_on=namespace))
         # Helm installs a chart's CRDs only on first install and never upgrades them, so they come from their own
         # chart, installed first; the controller chart then skips its copy.
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.provider, depends_on=[cluster])
-        self.crds = k8s.helm.v3.Release(
+        crds = k8s.helm.v3.Release(
             f"{name}-crd",
             name=CRD_RELEASE,
             chart=f"{KARPENTER_CHART_REPOSITORY}/karpenter-crd",
@@ -125,7 +136,11 @@ class Controller(pulumi.ComponentResource):
             namespace=settings.namespace,
             skip_crds=True,
             values=helm_values(settings, cluster_name, queue.name, node_overlays),
-            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.crds, association])),
+            # The controller lives only as long as its permissions: on delete, it still has them while it drains
+            # and terminates the labs' nodes.
+            opts=pulumi.ResourceOptions.merge(
+                k8s_opts, pulumi.ResourceOptions(depends_on=[crds, association, *permissions])
+            ),
         )
         self.queue_name = queue.name
         self.register_outputs({"queueName": queue.name, "roleArn": role.arn})

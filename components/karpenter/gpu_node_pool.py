@@ -1,42 +1,71 @@
 """gpulab:karpenter:GpuNodePool, one lab's EC2NodeClass, NodePool and NodeOverlays."""
 
+from collections.abc import Sequence
+
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.karpenter.ami import check_ami_release
 from components.karpenter.manifests import ec2_node_class, node_overlays, node_pool
+from config.durations import seconds
 from config.model import Lab
+
+# pulumi-kubernetes waits for this condition before it reports the object created: a lab whose EC2NodeClass cannot
+# resolve its AMI, subnets or security groups fails `pulumi up` instead of succeeding with no way to launch a node.
+WAIT_FOR_READY = {"pulumi.com/waitFor": "condition=Ready"}
+# Deleting a NodePool or EC2NodeClass waits for Karpenter to drain and terminate the lab's nodes (finalizers); on top of
+# the lab's terminationGracePeriod, this is the time to start the drain and for EC2 to terminate the instances.
+DELETE_MARGIN_SECONDS = 15 * 60
 
 
 class GpuNodePool(pulumi.ComponentResource):
-    """The GPU nodes of one lab: Karpenter launches them when its learners' pods are pending and removes them after."""
+    """The GPU nodes of one lab: Karpenter launches them when its learners' pods are pending and removes them after.
+
+    `runtime` is what the lab's objects need to exist and, above all, to be deleted: the Karpenter controller (its
+    CRDs, release, IAM permissions and Pod Identity association) and the node role with its access entry. Only the
+    running controller can clear the termination finalizers of the lab's nodes, so Pulumi must delete the lab first.
+    """
 
     def __init__(
         self,
         name: str,
         lab: Lab,
         cluster_name: str,
+        kubernetes_version: str,
         node_role_name: pulumi.Input[str],
-        crds: pulumi.Resource,
+        runtime: Sequence[pulumi.Resource],
         provider: k8s.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("gpulab:karpenter:GpuNodePool", name, None, opts)
-        # Custom resources cannot be created before their CRDs exist.
-        child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[crds])
-        manifests = [
-            ec2_node_class(name, lab, cluster_name, node_role_name),
-            node_pool(name, lab),
-            *node_overlays(name, lab),
-        ]
-        for manifest in manifests:
+        check_ami_release(name, lab, kubernetes_version, parent=self)
+        delete_after = f"{(seconds(lab.termination_grace_period) + DELETE_MARGIN_SECONDS) // 60}m"
+        child = pulumi.ResourceOptions(
+            parent=self,
+            provider=provider,
+            depends_on=list(runtime),
+            custom_timeouts=pulumi.CustomTimeouts(delete=delete_after),
+        )
+
+        def custom_resource(manifest: dict, opts: pulumi.ResourceOptions) -> k8s.apiextensions.CustomResource:
+            metadata = manifest["metadata"]
+            if manifest["kind"] != "NodeOverlay":  # NodeOverlays have no Ready condition
+                metadata = {**metadata, "annotations": WAIT_FOR_READY}
             # Named like the render's manifest files, e.g. nodepool-intro, nodeoverlay-intro-1gpu.
-            k8s.apiextensions.CustomResource(
+            return k8s.apiextensions.CustomResource(
                 f"{manifest['kind'].lower()}-{manifest['metadata']['name']}",
                 api_version=manifest["apiVersion"],
                 kind=manifest["kind"],
-                metadata=manifest["metadata"],
+                metadata=metadata,
                 spec=manifest["spec"],
-                opts=child,
+                opts=opts,
             )
+
+        node_class = custom_resource(ec2_node_class(name, lab, cluster_name, node_role_name), child)
+        # The NodePool goes first on delete: its nodes drain while their EC2NodeClass still exists.
+        after_node_class = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[node_class]))
+        custom_resource(node_pool(name, lab), after_node_class)
+        for overlay in node_overlays(name, lab):
+            custom_resource(overlay, child)
         self.node_pool_name = name
         self.register_outputs({"nodePoolName": name})

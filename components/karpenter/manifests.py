@@ -62,10 +62,11 @@ def ec2_node_class(lab_name: str, lab: Lab, cluster_name: str, node_role: Any) -
             "httpPutResponseHopLimit": 1,
             "httpTokens": "required",
         },
-        "kubelet": {"maxPods": lab.max_pods},
         "userData": node_user_data(pod_pids_limit=lab.pod_pids_limit, prepull_images=lab.prepull_images),
         "tags": {LAB_LABEL: lab_name},
     }
+    if lab.max_pods is not None:
+        spec["kubelet"] = {"maxPods": lab.max_pods}
     if lab.capacity_reservation_ids:
         spec["capacityReservationSelectorTerms"] = [{"id": rid} for rid in lab.capacity_reservation_ids]
     return {"apiVersion": NODE_CLASS_API, "kind": NODE_CLASS_KIND, "metadata": {"name": lab_name}, "spec": spec}
@@ -93,6 +94,7 @@ def node_pool(lab_name: str, lab: Lab) -> dict:
                     "taints": [dict(GPU_TAINT)],
                     "requirements": requirements,
                     "expireAfter": lab.expire_after,
+                    "terminationGracePeriod": lab.termination_grace_period,
                 },
             },
             "disruption": {

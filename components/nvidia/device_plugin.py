@@ -6,6 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.labels import GPU_PRESENT_LABEL, GPU_TOLERATION
+from components.namespace import namespace_dependencies
 from components.nvidia.profiles import DEFAULT_PROFILE, config_map
 from components.nvidia.smoke_test import smoke_deployment
 from config.model import Lab, NvidiaDevicePlugin
@@ -49,9 +50,8 @@ class DevicePlugin(pulumi.ComponentResource):
     ):
         super().__init__("gpulab:nvidia:DevicePlugin", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=provider)
-        # The chart refuses the default namespace, so the plugin gets its own.
-        namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": settings.namespace}, opts=child)
-        in_namespace = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace]))
+        namespace = namespace_dependencies(f"{name}-namespace", settings.namespace, child)
+        in_namespace = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=namespace))
         k8s.helm.v3.Release(
             name,
             name=RELEASE,

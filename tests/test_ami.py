@@ -1,0 +1,83 @@
+"""AMI releases: the SSM parameters Karpenter resolves an alias through, looked up at preview so a bad release fails."""
+
+import grpc
+import pytest
+
+from components.karpenter.ami import ssm_parameters
+from config.model import Lab
+from tests.conftest import run_values, stack_values
+from tests.synthetic import lab
+from tools import harness
+from tools.render import main as render
+
+GET_PARAMETER = "aws:ssm/getParameter:getParameter"
+
+
+def a_lab(instance_types: list[str], ami: str) -> Lab:
+    return Lab.model_validate(lab(instance_types, 2, max_gpus=8, ami=ami))
+
+
+def test_a_pinned_release_resolves_the_nvidia_x86_64_parameter_of_that_release():
+    assert ssm_parameters(a_lab(["g4dn.xlarge"], "al2023@v20260714"), "1.34") == {
+        "amd64": "/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/nvidia/"
+        "amazon-eks-node-al2023-x86_64-nvidia-1.34-v20260714/image_id"
+    }
+
+
+def test_an_arm64_lab_resolves_the_arm64_parameter():
+    assert ssm_parameters(a_lab(["g5g.xlarge"], "al2023@v20260714"), "1.33") == {
+        "arm64": "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/arm64/nvidia/"
+        "amazon-eks-node-al2023-arm64-nvidia-1.33-v20260714/image_id"
+    }
+
+
+def test_latest_resolves_the_recommended_parameter_of_each_architecture():
+    assert ssm_parameters(a_lab(["g5g.xlarge", "g6.xlarge"], "al2023@latest"), "1.34") == {
+        "amd64": "/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/nvidia/recommended/image_id",
+        "arm64": "/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/arm64/nvidia/recommended/image_id",
+    }
+
+
+def test_the_program_looks_up_each_architecture_of_a_mixed_lab_once():
+    labs = {"mixed": lab(["g4dn.xlarge", "g5g.xlarge"], 2, ami="al2023@v20260714")}
+    run = run_values(stack_values(**{"gpulab:labs": labs}))
+    names = [i.args["name"] for i in run.invokes if i.token == GET_PARAMETER]
+    assert names == sorted(ssm_parameters(Lab.model_validate(labs["mixed"]), "1.34").values())
+
+
+class _NotFound(grpc.RpcError):
+    """How a failed invoke reaches the program: a gRPC error whose details carry the provider's message."""
+
+    def code(self):
+        return grpc.StatusCode.UNKNOWN
+
+    def details(self):
+        return "ParameterNotFound: parameter not found"
+
+
+@pytest.fixture
+def missing_release(monkeypatch):
+    answer = harness._Mocks.call
+
+    def call(self, args):
+        if args.token == GET_PARAMETER and "v20251117" in args.args["name"]:
+            self.invokes.append(harness.Invoke(args.token, args.args))
+            raise _NotFound()
+        return answer(self, args)
+
+    monkeypatch.setattr(harness._Mocks, "call", call)
+
+
+def test_a_release_that_does_not_exist_fails_the_run_naming_the_lab_and_the_release(missing_release, tmp_path, capsys):
+    labs = {"good": lab(["g4dn.xlarge"], 2), "stale": lab(["g4dn.xlarge"], 2, ami="al2023@v20251117")}
+    stack = tmp_path / "Pulumi.case.yaml"
+    stack.write_text(__import__("yaml").safe_dump({"config": stack_values(**{"gpulab:labs": labs})}))
+    assert render([str(stack), "--out", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(
+        "gpulab:labs.stale.ami: no NVIDIA AMI for amd64 nodes of Kubernetes 1.34 in release al2023@v20251117: SSM "
+        "parameter /aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/nvidia/"
+        "amazon-eks-node-al2023-x86_64-nvidia-1.34-v20251117/image_id was not found"
+    )
+    assert "Traceback" not in error
+    assert not (tmp_path / "out").exists()

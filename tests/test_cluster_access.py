@@ -1,0 +1,114 @@
+"""Who can use the cluster, GPU health reporting and node repair, and the namespaces the stack creates."""
+
+import json
+
+import pulumi
+import pytest
+
+import config
+from tests.conftest import BASE, as_cli_config, run_values, stack_values
+from tests.synthetic import lab
+
+OPERATORS = "arn:aws:iam::123456789012:role/platform/operators"
+DEPLOYER = "arn:aws:iam::210987654321:role/gpulab-deploy"
+
+
+def with_admins(arns: list[str]) -> dict:
+    return stack_values(**{"gpulab:cluster": {**BASE["gpulab:cluster"], "adminRoleArns": arns}})
+
+
+def test_each_admin_role_gets_an_access_entry_with_cluster_admin_at_cluster_scope():
+    run = run_values(with_admins([OPERATORS, DEPLOYER]))
+    entries = {r.name: r.inputs for r in run.of_type("aws:eks/accessEntry:AccessEntry") if "admin" in r.name}
+    assert entries == {
+        "cluster-admin-123456789012-operators": {"clusterName": "lab-test", "principalArn": OPERATORS},
+        "cluster-admin-210987654321-gpulab-deploy": {"clusterName": "lab-test", "principalArn": DEPLOYER},
+    }
+    for name, principal in (
+        ("cluster-admin-123456789012-operators", OPERATORS),
+        ("cluster-admin-210987654321-gpulab-deploy", DEPLOYER),
+    ):
+        association = run.one("aws:eks/accessPolicyAssociation:AccessPolicyAssociation", name)
+        assert association.inputs == {
+            "accessScope": {"type": "cluster"},
+            "clusterName": "lab-test",
+            "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+            "principalArn": principal,
+        }
+        assert f"aws:eks/accessEntry:AccessEntry::{name}" in association.dependencies
+
+
+def test_no_admin_roles_by_default(base_run):
+    assert base_run.of_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation") == []
+
+
+@pytest.mark.parametrize(
+    ("arns", "message"),
+    [
+        (
+            ["arn:aws:sts::123456789012:assumed-role/ci/session"],
+            "gpulab:cluster.adminRoleArns[0]: must be an IAM role ARN such as arn:aws:iam::123456789012:role/",
+        ),
+        ([OPERATORS, OPERATORS], f"gpulab:cluster.adminRoleArns: must not repeat {OPERATORS}"),
+    ],
+    ids=["session-arn", "repeated"],
+)
+def test_admin_roles_must_be_distinct_role_arns(arns, message):
+    pulumi.runtime.set_all_config(as_cli_config(with_admins(arns)))
+    with pytest.raises(config.ConfigError, match="adminRoleArns") as caught:
+        config.load()
+    assert caught.value.lines[0].startswith(message)
+
+
+def test_node_monitoring_agent_reports_gpu_health_on_the_tainted_gpu_nodes(base_run):
+    addon = base_run.one("aws:eks/addon:Addon", "cluster-node-monitoring-agent").inputs
+    assert addon["addonName"] == "eks-node-monitoring-agent"
+    tolerations = json.loads(addon["configurationValues"])["dcgmAgent"]["tolerations"]
+    pool = base_run.one("kubernetes:karpenter.sh/v1:NodePool", "nodepool-intro").inputs["spec"]["template"]["spec"]
+    for taint in pool["taints"]:
+        assert any(
+            t["key"] == taint["key"] and t["effect"] == taint["effect"] and t["operator"] == "Exists"
+            for t in tolerations
+        ), f"dcgm-server would not run on a node tainted {taint}"
+
+
+def test_karpenter_repairs_nodes(base_run):
+    values = base_run.one("kubernetes:helm.sh/v3:Release", "karpenter").inputs["values"]
+    assert values["settings"]["featureGates"]["nodeRepair"] is True
+
+
+def test_a_karpenter_namespace_of_its_own_is_created_before_its_releases():
+    run = run_values(stack_values(**{"gpulab:karpenter": {"namespace": "karpenter"}}))
+    namespace = run.one("kubernetes:core/v1:Namespace", "karpenter-namespace")
+    assert namespace.inputs["metadata"] == {"name": "karpenter"}
+    assert namespace.parent == "gpulab:karpenter:Controller::karpenter"
+    for release in ("karpenter-crd", "karpenter"):
+        assert (
+            "kubernetes:core/v1:Namespace::karpenter-namespace"
+            in run.one("kubernetes:helm.sh/v3:Release", release).dependencies
+        )
+
+
+def test_built_in_namespaces_are_used_as_they_are(base_run):
+    names = [r.inputs["metadata"]["name"] for r in base_run.of_type("kubernetes:core/v1:Namespace")]
+    assert names == ["nvidia-device-plugin"]  # Karpenter's default kube-system exists in every cluster
+
+
+def test_a_lab_mixing_architectures_and_a_non_default_namespace_render_together():
+    labs = {"mixed": lab(["g4dn.xlarge", "g5g.xlarge"], 2), "big": lab(["g6.12xlarge"], 2, max_gpus=8)}
+    run = run_values(stack_values(**{"gpulab:labs": labs, "gpulab:karpenter": {"namespace": "karpenter"}}))
+    arch = run.one("kubernetes:karpenter.sh/v1:NodePool", "nodepool-mixed").inputs["spec"]["template"]["spec"]
+    assert {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64", "arm64"]} in arch["requirements"]
+    assert (
+        run.one("aws:eks/podIdentityAssociation:PodIdentityAssociation", "karpenter-pod-identity").inputs["namespace"]
+        == "karpenter"
+    )
+
+
+def test_karpenter_and_the_device_plugin_cannot_share_a_namespace_that_both_would_create():
+    values = stack_values(
+        **{"gpulab:karpenter": {"namespace": "gpu"}, "gpulab:nvidiaDevicePlugin": {"namespace": "gpu"}}
+    )
+    pulumi.runtime.set_all_config(as_cli_config(values))
+    with pytest.raises(config.ConfigError, match=r"gpulab:karpenter\.namespace: must differ from nvidiaDevicePlugin"):
+        config.load()

@@ -1,0 +1,59 @@
+"""Labs Karpenter could never give a node are refused where the user writes them, naming the instance type."""
+
+import pulumi
+import pytest
+
+import config
+from tests.conftest import as_cli_config, run_values, stack_values
+from tests.synthetic import lab
+
+
+def problems(labs: dict) -> list[str]:
+    pulumi.runtime.set_all_config(as_cli_config(stack_values(**{"gpulab:labs": labs})))
+    with pytest.raises(config.ConfigError) as caught:
+        config.load()
+    return caught.value.lines
+
+
+@pytest.mark.parametrize(
+    ("bad_lab", "message"),
+    [
+        (
+            lab(["g6.12xlarge"], 3, max_gpus=2),
+            "gpulab:labs.x.maxGpus: must be at least 4: g6.12xlarge has 4 GPUs, and Karpenter never launches a node "
+            "that exceeds the NodePool's nvidia.com/gpu limit (maxGpus x slicesPerGpu)",
+        ),
+        (
+            {"instanceTypes": ["g4dn.xlarge", "g5.48xlarge"], "ami": "al2023@latest"},  # maxGpus defaults to 1
+            "gpulab:labs.x.maxGpus: must be at least 8: g5.48xlarge has 8 GPUs",
+        ),
+        (
+            lab(["g4dn.xlarge", "g4dn.2xlarge"], 3, cpuLimit=6),
+            "gpulab:labs.x.cpuLimit: must be at least 8: g4dn.2xlarge has 8 vCPUs, and Karpenter never launches a "
+            "node that exceeds the NodePool's cpu limit",
+        ),
+        (
+            lab(["g5.xlarge", "g4dn.xlarge"], 3, maxPods=110),
+            "gpulab:labs.x.maxPods: must be at most 58: the VPC CNI has IP addresses for 58 pods on g5.xlarge",
+        ),
+    ],
+    ids=["four-gpu-type-over-max-gpus", "default-max-gpus", "cpu-limit", "max-pods-over-eni-limit"],
+)
+def test_a_lab_with_an_instance_type_that_could_never_launch_is_refused(bad_lab, message):
+    assert len(problems({"x": bad_lab})) == 1
+    assert problems({"x": bad_lab})[0].startswith(message)
+
+
+def test_a_multi_gpu_lab_whose_limit_holds_a_whole_node_renders():
+    run = run_values(stack_values(**{"gpulab:labs": {"big": lab(["g6.12xlarge"], 3, max_gpus=8)}}))
+    limits = run.one("kubernetes:karpenter.sh/v1:NodePool", "nodepool-big").inputs["spec"]["limits"]
+    assert limits == {"nvidia.com/gpu": "24", "cpu": "1000"}
+
+
+def test_max_pods_unset_leaves_pods_to_karpenters_eni_limits_and_set_reaches_the_kubelet():
+    labs = {"eni": lab(["g4dn.xlarge"], 3), "capped": lab(["g4dn.xlarge"], 3, maxPods=20)}
+    run = run_values(stack_values(**{"gpulab:labs": labs}))
+    eni = run.one("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass", "ec2nodeclass-eni").inputs["spec"]
+    capped = run.one("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass", "ec2nodeclass-capped").inputs["spec"]
+    assert "kubelet" not in eni
+    assert capped["kubelet"] == {"maxPods": 20}
