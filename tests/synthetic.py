@@ -36,4 +36,14 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
         **{"gpulab:labs": {"a": lab(["g6.xlarge"], 1), "b": lab(["g6e.12xlarge"], 1, max_gpus=4)}}
     ),
     "no-labs": stack_values(**{"gpulab:labs": {}}),
+    # Both CPU architectures in one lab, a whole four-GPU node within maxGpus, Karpenter in a namespace of its own.
+    "own-namespace": stack_values(
+        **{
+            "gpulab:labs": {
+                "mixed-arch": lab(["g4dn.xlarge", "g5g.xlarge"], 2),
+                "four-gpu": lab(["g6.12xlarge"], 3, max_gpus=8),
+            },
+            "gpulab:karpenter": {"namespace": "karpenter"},
+        }
+    ),
 }

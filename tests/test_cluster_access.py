@@ -1,5 +1,6 @@
 """Who can use the cluster, GPU health reporting and node repair, and the namespaces the stack creates."""
 
+import copy
 import json
 
 import pulumi
@@ -7,7 +8,7 @@ import pytest
 
 import config
 from tests.conftest import BASE, as_cli_config, run_values, stack_values
-from tests.synthetic import lab
+from tests.synthetic import SYNTHETIC
 
 OPERATORS = "arn:aws:iam::123456789012:role/platform/operators"
 DEPLOYER = "arn:aws:iam::210987654321:role/gpulab-deploy"
@@ -94,15 +95,18 @@ def test_built_in_namespaces_are_used_as_they_are(base_run):
     assert names == ["nvidia-device-plugin"]  # Karpenter's default kube-system exists in every cluster
 
 
-def test_a_lab_mixing_architectures_and_a_non_default_namespace_render_together():
-    labs = {"mixed": lab(["g4dn.xlarge", "g5g.xlarge"], 2), "big": lab(["g6.12xlarge"], 2, max_gpus=8)}
-    run = run_values(stack_values(**{"gpulab:labs": labs, "gpulab:karpenter": {"namespace": "karpenter"}}))
-    arch = run.one("kubernetes:karpenter.sh/v1:NodePool", "nodepool-mixed").inputs["spec"]["template"]["spec"]
-    assert {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64", "arm64"]} in arch["requirements"]
-    assert (
-        run.one("aws:eks/podIdentityAssociation:PodIdentityAssociation", "karpenter-pod-identity").inputs["namespace"]
-        == "karpenter"
-    )
+def test_mixed_architectures_a_whole_four_gpu_node_and_an_own_namespace_render_and_two_gpus_are_refused():
+    run = run_values(SYNTHETIC["own-namespace"])
+    spec = run.one("kubernetes:karpenter.sh/v1:NodePool", "nodepool-mixed-arch").inputs["spec"]["template"]["spec"]
+    assert {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64", "arm64"]} in spec["requirements"]
+    association = run.one("aws:eks/podIdentityAssociation:PodIdentityAssociation", "karpenter-pod-identity")
+    assert association.inputs["namespace"] == "karpenter"
+
+    values = copy.deepcopy(SYNTHETIC["own-namespace"])
+    values["gpulab:labs"]["four-gpu"]["maxGpus"] = 2
+    pulumi.runtime.set_all_config(as_cli_config(values))
+    with pytest.raises(config.ConfigError, match=r"gpulab:labs\.four-gpu\.maxGpus: must be at least 4"):
+        config.load()
 
 
 def test_karpenter_and_the_device_plugin_cannot_share_a_namespace_that_both_would_create():
