@@ -64,13 +64,14 @@ def is_production(stack: str) -> bool:
 
 
 def gpu_node_pool_isolation(resource_type: str, props: Mapping[str, Any], stack: str) -> list[str]:
-    """GPU NodePools carry the nvidia.com/gpu NoSchedule taint, an nvidia.com/gpu limit and a consolidation policy.
+    """GPU NodePools have the nvidia.com/gpu taint and limit, a consolidation policy and a terminationGracePeriod.
 
     Without the taint, pods that need no GPU land on GPU nodes and keep them from ever being empty, so Karpenter never
     removes them. The nvidia.com/gpu limit is what caps a lab's seats and spend: without it Karpenter launches GPU
     nodes for as many pending pods as there are. Karpenter's default consolidationPolicy is WhenEmptyOrUnderutilized,
     which evicts running learners to repack nodes; gpulab states the policy so that a learner's session is ended only
-    on purpose.
+    on purpose. Expiry ignores disruption budgets and karpenter.sh/do-not-disrupt: without a terminationGracePeriod, an
+    expired node (or one of a deleted NodePool) whose pods carry do-not-disrupt stays cordoned and billed without bound.
     """
     if resource_type != NODE_POOL:
         return []
@@ -93,6 +94,11 @@ def gpu_node_pool_isolation(resource_type: str, props: Mapping[str, Any], stack:
         violations.append(
             "spec.disruption.consolidationPolicy is not set: Karpenter's default, WhenEmptyOrUnderutilized, evicts "
             "running learners to repack nodes; set it (gpulab's default is WhenEmpty)"
+        )
+    if not template_spec.get("terminationGracePeriod"):
+        violations.append(
+            "spec.template.spec.terminationGracePeriod is not set: a draining node whose pods carry "
+            "karpenter.sh/do-not-disrupt stays cordoned and billed without bound"
         )
     return violations
 

@@ -130,6 +130,13 @@ def test_gpu_nodepool_without_a_consolidation_policy_fires(staging_run: Run) -> 
     assert re.search(r"^spec\.disruption\.consolidationPolicy is not set: .*WhenEmptyOrUnderutilized", message)
 
 
+def test_gpu_nodepool_without_a_termination_grace_period_fires(staging_run: Run) -> None:
+    props = mutated(staging_run, rules.NODE_POOL, NODE_POOL_NAME)
+    del props["spec"]["template"]["spec"]["terminationGracePeriod"]
+    message = only(violations((rules.NODE_POOL, props)), "gpu-nodepool-isolation")
+    assert re.search(r"^spec\.template\.spec\.terminationGracePeriod is not set: .*billed without bound", message)
+
+
 def cpu_node_pool(run: Run) -> dict[str, Any]:
     """The staging NodePool stripped of every sign that it is for GPUs."""
     props = mutated(run, rules.NODE_POOL, NODE_POOL_NAME)
