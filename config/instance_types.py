@@ -102,7 +102,7 @@ GPU_INSTANCE_TYPES: Mapping[str, GpuInstanceType] = MappingProxyType(
 # CUDA compute capability (major, minor) of each GPU model above, keyed by instance-gpu-name. The NVIDIA device
 # plugin's MPS control daemon serves 48 clients per GPU from 7.5 and 16 below (config/sharing.py), so this decides how
 # many learners an MPS lab may put on one GPU. None means not confirmed from NVIDIA: gpulab then allows the lower limit.
-# Sources, checked 2026-11-30:
+# Sources:
 # - NVIDIA, "CUDA GPU Compute Capability" (developer.nvidia.com/cuda-gpus): L4 and L40S 8.9, H100 and H200 9.0, B200
 #   10.0, B300 10.3, RTX PRO 6000 Blackwell Server Edition and RTX PRO 4500 Blackwell (Server Edition) 12.0.
 # - NVIDIA, "Legacy CUDA GPU Compute Capability" (developer.nvidia.com/cuda-legacy-gpus): V100 7.0.

@@ -16,6 +16,7 @@ from typing import Literal
 
 from config.instance_types import COMPUTE_CAPABILITIES, GPU_INSTANCE_TYPES
 
+# Spelled as the keys of `sharing` in the plugin's config file (api/config/v1/sharing.go), which profiles use as is.
 Sharing = Literal["timeSlicing", "mps"]
 
 MIN_REPLICAS = 2
