@@ -12,6 +12,7 @@ from components.karpenter.controller import Controller
 from components.karpenter.gpu_node_pool import GpuNodePool
 from components.node_role import NodeRole
 from components.nvidia.device_plugin import DevicePlugin
+from config.sharing import LearnerShare
 
 
 def build(stack: config.StackConfig) -> None:
@@ -61,10 +62,20 @@ def build(stack: config.StackConfig) -> None:
                 "nodePool": pool.node_pool_name,
                 "slicesPerGpu": lab.slices_per_gpu,
                 "learnerSeats": lab.learner_seats,
+                **learner_output(lab.learner_share),
             }
             for (name, lab), pool in zip(settings.labs.items(), pools, strict=True)
         },
     )
+
+
+def learner_output(share: LearnerShare) -> dict:
+    """What each learner of a lab gets, for the `labs` output: with MPS, the smallest memory cap over its GPU models."""
+    return {
+        "sharing": share.strategy,
+        "gpuMemoryCapGib": share.memory_cap_gib[0] if share.memory_cap_gib else None,
+        "computePercent": share.compute_percent,
+    }
 
 
 def main() -> None:

@@ -14,6 +14,8 @@ LAB_LABEL = "gpulab.dev/lab"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 # The device plugin reads its named time-slicing profile for a node from this label (hot-reloaded).
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+# The chart's MPS control daemon runs only on nodes with this label set to "true" (its DaemonSet's nodeSelector).
+MPS_CAPABLE_LABEL = "nvidia.com/mps.capable"
 # The extended resource a learner's pod asks for, and the key of the taint that keeps other pods off GPU nodes.
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}

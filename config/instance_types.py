@@ -109,3 +109,35 @@ GPU_INSTANCE_TYPES: Mapping[str, GpuInstanceType] = MappingProxyType(
         for size, (gpus, vcpus, max_pods) in sizes.items()
     }
 )
+
+# CUDA compute capability (major, minor) of each GPU model above, keyed by instance-gpu-name. The NVIDIA device
+# plugin's MPS control daemon serves 48 clients per GPU from 7.5 and 16 below (config/sharing.py), so this decides how
+# many learners an MPS lab may put on one GPU. None means not confirmed from NVIDIA: gpulab then allows the lower limit.
+# Sources:
+# - NVIDIA, "CUDA GPU Compute Capability" (developer.nvidia.com/cuda-gpus): L4 and L40S 8.9, H100 and H200 9.0, B200
+#   10.0, B300 10.3, RTX PRO 6000 Blackwell Server Edition and RTX PRO 4500 Blackwell (Server Edition) 12.0.
+# - NVIDIA, "Legacy CUDA GPU Compute Capability" (developer.nvidia.com/cuda-legacy-gpus): V100 7.0.
+# - NVIDIA MIG user guide, "Supported GPUs" (docs.nvidia.com/datacenter/tesla/mig-user-guide): A100 8.0.
+# - NVIDIA TensorRT 8.5.3 support matrix, "Hardware and Precision" (docs.nvidia.com/deeplearning/tensorrt/archives/
+#   tensorrt-853/support-matrix): T4 7.5.
+# Not confirmed: A10G (g5) and T4G (g5g) are AWS's names for variants that NVIDIA's lists do not name (they list the
+# A10 at 8.6 and the T4 at 7.5); gpulab does not assume the variants match.
+# MIG: none of these GPUs is MIG-only. The A100, H100, H200, B200 and RTX PRO Blackwell GPUs support MIG as an optional
+# mode (MIG user guide); gpulab never enables it and its profiles use migStrategy none, so MPS sees whole GPUs.
+COMPUTE_CAPABILITIES: Mapping[str, tuple[int, int] | None] = MappingProxyType(
+    {
+        "t4": (7, 5),
+        "a10g": None,
+        "t4g": None,
+        "l4": (8, 9),
+        "l40s": (8, 9),
+        "rtx-pro-4500": (12, 0),
+        "rtx-pro-server-6000": (12, 0),
+        "v100": (7, 0),
+        "a100": (8, 0),
+        "h100": (9, 0),
+        "h200": (9, 0),
+        "b200": (10, 0),
+        "b300": (10, 3),
+    }
+)

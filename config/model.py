@@ -11,7 +11,8 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic.alias_generators import to_camel
 
 from config.images import qualify_image
-from config.instance_types import GPU_INSTANCE_TYPES
+from config.instance_types import COMPUTE_CAPABILITIES, GPU_INSTANCE_TYPES
+from config.sharing import MIN_REPLICAS, LearnerShare, Sharing, learner_share, mps_max_clients
 from config.versions import KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
 
 
@@ -241,7 +242,11 @@ class Lab(Model):
         default=["on-demand"], description="EC2 capacity types the lab's nodes may use."
     )
     slices_per_gpu: Annotated[int, _between(1, 48)] = Field(
-        default=1, description="Time-slicing replicas per physical GPU: learners sharing one GPU. 1 means no sharing."
+        default=1, description="Replicas per physical GPU: learners sharing one GPU. 1 means no sharing."
+    )
+    sharing: Sharing = Field(
+        default="timeSlicing",
+        description="How learners share a GPU: timeSlicing (turns, memory shared) or mps (a memory cap per learner).",
     )
     max_gpus: Annotated[int, _at_least(1)] = Field(
         default=1, description="Cap on the physical GPUs this lab may run at once."
@@ -321,6 +326,38 @@ class Lab(Model):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _mps_replicas_the_daemon_accepts(self) -> "Lab":
+        if self.sharing != "mps":
+            return self
+        if self.slices_per_gpu < MIN_REPLICAS:
+            raise FieldProblem(
+                "sharing",
+                f"'mps' needs slicesPerGpu of at least {MIN_REPLICAS} (the device plugin refuses fewer replicas); "
+                "a lab with one learner per GPU shares nothing, so leave sharing out",
+            )
+        for instance_type in self.instance_types:
+            model = GPU_INSTANCE_TYPES[instance_type].gpu_model
+            limit = mps_max_clients(model)
+            if self.slices_per_gpu > limit:
+                capability = COMPUTE_CAPABILITIES[model]
+                why = (
+                    f"{model} has compute capability {capability[0]}.{capability[1]}"
+                    if capability
+                    else f"gpulab cannot confirm the compute capability of {model} (config/instance_types.py)"
+                )
+                raise FieldProblem(
+                    "slicesPerGpu",
+                    f"must be at most {limit} with sharing 'mps' on {instance_type}: NVIDIA's MPS daemon serves "
+                    f"{limit} clients per GPU below compute capability 7.5, and {why}",
+                )
+        return self
+
+    @property
+    def learner_share(self) -> LearnerShare:
+        """What each learner gets of a GPU (strategy, and with MPS its memory cap and compute share)."""
+        return learner_share(self.sharing, self.slices_per_gpu, self.instance_types)
+
     @property
     def learner_seats(self) -> int:
         """Learners the lab can seat at once: every slice of every GPU it may run."""
@@ -389,5 +426,5 @@ class Settings(Model):
 
     @property
     def shares_gpus(self) -> bool:
-        """Whether any lab time-slices its GPUs, which is what Karpenter's NodeOverlays are for."""
+        """Whether any lab shares its GPUs (time-slicing or MPS), which is what Karpenter's NodeOverlays are for."""
         return any(lab.slices_per_gpu > 1 for lab in self.labs.values())

@@ -32,6 +32,16 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
             }
         }
     ),
+    # MPS beside time-slicing and no sharing: only the MPS lab's nodes may run the MPS control daemon.
+    "mps-beside-time-slicing": stack_values(
+        **{
+            "gpulab:labs": {
+                "isolated": lab(["g4dn.xlarge", "g6.12xlarge"], 4, max_gpus=8, sharing="mps"),
+                "turns": lab(["g4dn.xlarge"], 3),
+                "solo": lab(["g6.xlarge"], 1),
+            }
+        }
+    ),
     "no-sharing": stack_values(
         **{"gpulab:labs": {"a": lab(["g6.xlarge"], 1), "b": lab(["g6e.12xlarge"], 1, max_gpus=4)}}
     ),

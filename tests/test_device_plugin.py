@@ -117,5 +117,14 @@ def test_device_plugin_config_mistakes_are_reported(values, expected):
         run_values(values)
 
 
-def test_stack_exports_each_labs_node_pool_slices_and_seats(base_run):
-    assert base_run.outputs["labs"] == {"intro": {"nodePool": "intro", "slicesPerGpu": 3, "learnerSeats": 12}}
+def test_stack_exports_each_labs_node_pool_slices_seats_and_learner_share(base_run):
+    assert base_run.outputs["labs"] == {
+        "intro": {
+            "nodePool": "intro",
+            "slicesPerGpu": 3,
+            "learnerSeats": 12,
+            "sharing": "timeSlicing",
+            "gpuMemoryCapGib": None,
+            "computePercent": None,
+        }
+    }

@@ -5,6 +5,8 @@ import yaml
 
 from config.instance_types import GPU_INSTANCE_TYPES
 from tests.conftest import STACK_FILES, run_stack_file, run_values
+from tests.mps_daemon import requires_chart, scheduling
+from tests.scheduling import can_run, matches, tolerates
 from tests.synthetic import SYNTHETIC
 
 CASES = [(path.name, lambda path=path: run_stack_file(path)) for path in STACK_FILES] + [
@@ -21,29 +23,6 @@ def manifests(run, kind):
     return [r.inputs for r in run.resources if r.type.startswith("kubernetes:") and r.inputs.get("kind") == kind]
 
 
-def matches(term, labels):
-    """Whether a node with `labels` satisfies one nodeSelectorTerm (the operators the plugin's affinity may use)."""
-    for expression in term["matchExpressions"]:
-        value = labels.get(expression["key"])
-        operator = expression["operator"]
-        if operator == "In" and value not in expression["values"]:
-            return False
-        if operator == "Exists" and value is None:
-            return False
-        if operator not in ("In", "Exists"):
-            raise AssertionError(f"unexpected operator {operator}")
-    return True
-
-
-def tolerates(tolerations, taint):
-    return any(
-        t["key"] == taint["key"]
-        and t.get("effect") in (None, taint["effect"])
-        and (t["operator"] == "Exists" or t.get("value") == taint.get("value"))
-        for t in tolerations
-    )
-
-
 def test_every_lab_agrees_with_its_slices_per_gpu(run):
     labs = run.stack.settings.labs
     plugin = run.one("kubernetes:helm.sh/v3:Release", "nvidia-device-plugin").inputs["values"]
@@ -58,8 +37,12 @@ def test_every_lab_agrees_with_its_slices_per_gpu(run):
         labels = pool["template"]["metadata"]["labels"]
 
         profile = profiles[labels["nvidia.com/device-plugin.config"]]
-        slicing = profile.get("sharing", {}).get("timeSlicing", {"resources": [{"replicas": 1}]})
-        assert [r["replicas"] for r in slicing["resources"]] == [lab.slices_per_gpu], name
+        # One strategy per profile, the lab's own: with both, the plugin would silently use MPS.
+        sharing = profile.get("sharing", {lab.sharing: {"resources": [{"replicas": 1}]}})
+        assert list(sharing) == [lab.sharing], name
+        assert [r["replicas"] for r in sharing[lab.sharing]["resources"]] == [lab.slices_per_gpu], name
+        # The plugin of an MPS lab waits for the MPS control daemon, which runs only where this label is.
+        assert (labels.get("nvidia.com/mps.capable") == "true") is (lab.sharing == "mps"), name
 
         assert pool["limits"]["nvidia.com/gpu"] == str(lab.max_gpus * lab.slices_per_gpu), name
 
@@ -82,6 +65,24 @@ def test_every_lab_agrees_with_its_slices_per_gpu(run):
             assert tolerates(plugin["tolerations"], taint), name
 
 
+@requires_chart
+def test_mps_daemon_can_run_on_the_mps_labs_nodes_and_on_no_other_node(run):
+    """Nodes carry their NodePool's template labels and taints (Karpenter's other labels are not nvidia.com keys)."""
+    daemon = scheduling(run.one("kubernetes:helm.sh/v3:Release", "nvidia-device-plugin").inputs["values"])
+    nodes = {
+        f"lab {pool['metadata']['name']}": (
+            pool["spec"]["template"]["metadata"]["labels"],
+            pool["spec"]["template"]["spec"]["taints"],
+        )
+        for pool in manifests(run, "NodePool")
+    }
+    for group in run.of_type("aws:eks/nodeGroup:NodeGroup"):
+        nodes[f"node group {group.name}"] = (group.inputs.get("labels", {}), group.inputs.get("taints", []))
+    runs_on = {node for node, (labels, taints) in nodes.items() if can_run(daemon, labels, taints)}
+    labs = run.stack.settings.labs
+    assert runs_on == {f"lab {name}" for name, lab in labs.items() if lab.sharing == "mps"}
+
+
 def test_node_overlay_gate_is_on_exactly_when_some_lab_shares(run):
     values = run.one("kubernetes:helm.sh/v3:Release", "karpenter").inputs["values"]
     sharing = any(lab.slices_per_gpu > 1 for lab in run.stack.settings.labs.values())
@@ -94,3 +95,12 @@ def test_synthetic_stacks_cover_one_four_and_eight_gpus_both_architectures_and_n
     assert {1, 4, 8} <= {t.gpus for t in types}
     assert {t.architecture for t in types} == {"amd64", "arm64"}
     assert {lab["slicesPerGpu"] == 1 for lab in labs} == {True, False}
+
+
+def test_a_synthetic_stack_puts_an_mps_lab_beside_time_slicing_and_unshared_labs():
+    labs = SYNTHETIC["mps-beside-time-slicing"]["gpulab:labs"].values()
+    assert {(lab.get("sharing", "timeSlicing"), lab["slicesPerGpu"] > 1) for lab in labs} == {
+        ("mps", True),
+        ("timeSlicing", True),
+        ("timeSlicing", False),
+    }

@@ -118,6 +118,7 @@ def summary(run: harness.Run) -> list[str]:
             f"lab {name}: {', '.join(lab.instance_types)}; up to {lab.max_gpus} GPU{'s' * (lab.max_gpus != 1)} x "
             f"{lab.slices_per_gpu} slices = {lab.learner_seats} learner seats"
         )
+        lines.append(f"  each learner: {lab.learner_share.describe()}")
     return lines
 
 

@@ -13,6 +13,7 @@ from components.labels import (
     GPU_RESOURCE,
     GPU_TAINT,
     LAB_LABEL,
+    MPS_CAPABLE_LABEL,
 )
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.model import Lab
@@ -26,9 +27,15 @@ GPU_COUNT_LABEL = "karpenter.k8s.aws/instance-gpu-count"
 ROOT_DEVICE = "/dev/xvda"  # the root device of AL2023 AMIs
 
 
-def node_labels(lab_name: str) -> dict[str, str]:
+def node_labels(lab_name: str, lab: Lab) -> dict[str, str]:
     """Labels every node of the lab carries: they select the device plugin and its profile, and name the lab."""
-    return {GPU_PRESENT_LABEL: "true", DEVICE_PLUGIN_CONFIG_LABEL: lab_name, LAB_LABEL: lab_name}
+    labels = {GPU_PRESENT_LABEL: "true", DEVICE_PLUGIN_CONFIG_LABEL: lab_name, LAB_LABEL: lab_name}
+    if lab.sharing == "mps":
+        # Only GPU Feature Discovery (off here) would set it; without it the MPS control daemon never starts, the
+        # plugin waits for it forever and never advertises nvidia.com/gpu (templates/daemonset-mps-control-daemon.yml,
+        # internal/plugin/server.go Start at v0.20.0). Other labs' nodes stay without it, so no daemon runs there.
+        labels[MPS_CAPABLE_LABEL] = "true"
+    return labels
 
 
 def ec2_node_class(lab_name: str, lab: Lab, cluster_name: str, node_role: Any) -> dict:
@@ -88,7 +95,7 @@ def node_pool(lab_name: str, lab: Lab) -> dict:
         "metadata": {"name": lab_name},
         "spec": {
             "template": {
-                "metadata": {"labels": node_labels(lab_name)},
+                "metadata": {"labels": node_labels(lab_name, lab)},
                 "spec": {
                     "nodeClassRef": {"group": NODE_CLASS_GROUP, "kind": NODE_CLASS_KIND, "name": lab_name},
                     "taints": [dict(GPU_TAINT)],

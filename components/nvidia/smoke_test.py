@@ -2,13 +2,33 @@
 
 On single-GPU instance types Karpenter should then launch exactly two nodes for the lab (slicesPerGpu pods share the
 first GPU, the last pod needs a second), which an operator can watch to see the NodeOverlay and time-slicing at work.
+In an MPS lab each pod also prints the limits gpulab expects and asks the MPS control daemon for the ones it set.
 """
+
+import shlex
 
 from components.labels import GPU_RESOURCE, GPU_TOLERATION, LAB_LABEL
 from config.model import Lab
 
 # CUDA base image: nvidia-smi itself comes from the node's driver through the NVIDIA container toolkit.
 SMOKE_IMAGE = "docker.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
+
+
+def smoke_script(lab: Lab) -> str:
+    """The pod's shell script: it ends (and the pod restarts) if nvidia-smi finds no GPU, else it stays up."""
+    steps = ["nvidia-smi -L", "nvidia-smi"]
+    share = lab.learner_share
+    if share.strategy == "mps":
+        # The device plugin gives each MPS client CUDA_MPS_PIPE_DIRECTORY and mounts the daemon's pipe directory
+        # (internal/plugin/mps.go updateReponse at v0.20.0), and the NVIDIA container toolkit mounts the driver's
+        # nvidia-cuda-mps-control, so a client can ask the daemon for its defaults; device 0 exists on every node.
+        # The queries only report: a failed one must not hide the nvidia-smi result above.
+        steps += [
+            f"echo {shlex.quote('gpulab expects each learner: ' + share.describe())}",
+            "{ echo get_default_device_pinned_mem_limit 0 | nvidia-cuda-mps-control || true; }",
+            "{ echo get_default_active_thread_percentage | nvidia-cuda-mps-control || true; }",
+        ]
+    return " && ".join([*steps, "sleep infinity"])
 
 
 def smoke_deployment(lab_name: str, lab: Lab, namespace: str) -> dict:
@@ -36,7 +56,7 @@ def smoke_deployment(lab_name: str, lab: Lab, namespace: str) -> dict:
                         {
                             "name": "nvidia-smi",
                             "image": SMOKE_IMAGE,
-                            "command": ["sh", "-c", "nvidia-smi -L && nvidia-smi && sleep infinity"],
+                            "command": ["sh", "-c", smoke_script(lab)],
                             "resources": {"limits": {GPU_RESOURCE: 1}},
                         }
                     ],

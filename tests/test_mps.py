@@ -1,0 +1,156 @@
+"""Labs that share GPUs through MPS: what the device plugin gets, what gpulab refuses, and what learners are told."""
+
+import pytest
+import yaml
+
+import config
+from config.instance_types import COMPUTE_CAPABILITIES, GPU_INSTANCE_TYPES
+from config.sharing import learner_share, mps_max_clients
+from tests.conftest import BASE, run_values, stack_values
+from tests.synthetic import SYNTHETIC
+from tools import render
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def with_lab(**changes):
+    return stack_values(**{"gpulab:labs": {"intro": {**BASE["gpulab:labs"]["intro"], **changes}}})
+
+
+@pytest.fixture(scope="module")
+def mixed_run():
+    return run_values(SYNTHETIC["mps-beside-time-slicing"])
+
+
+def test_every_gpu_model_has_a_compute_capability_entry():
+    assert set(COMPUTE_CAPABILITIES) == {t.gpu_model for t in GPU_INSTANCE_TYPES.values()}
+
+
+@pytest.mark.parametrize(("gpu_model", "limit"), [("t4", 48), ("l40s", 48), ("b300", 48), ("v100", 16), ("a10g", 16)])
+def test_mps_client_limit_is_48_from_compute_capability_7_5_and_16_below_or_unconfirmed(gpu_model, limit):
+    assert mps_max_clients(gpu_model) == limit
+
+
+def test_an_mps_lab_gets_an_mps_profile_with_its_slices_and_nothing_else(mixed_run):
+    profiles = mixed_run.one(RELEASE, "nvidia-device-plugin").inputs["values"]["config"]["map"]
+    assert yaml.safe_load(profiles["isolated"])["sharing"] == {
+        "mps": {
+            "renameByDefault": False,
+            "failRequestsGreaterThanOne": True,
+            "resources": [{"name": "nvidia.com/gpu", "replicas": 4}],
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("lab", "expected"),
+    [
+        (
+            {"sharing": "mps", "slicesPerGpu": 1},
+            "gpulab:labs.intro.sharing: 'mps' needs slicesPerGpu of at least 2",
+        ),
+        (
+            {"sharing": "mps", "slicesPerGpu": 17, "instanceTypes": ["p3dn.24xlarge"], "maxGpus": 8},
+            "gpulab:labs.intro.slicesPerGpu: must be at most 16 with sharing 'mps' on p3dn.24xlarge: NVIDIA's MPS "
+            "daemon serves 16 clients per GPU below compute capability 7.5, and v100 has compute capability 7.0",
+        ),
+        (
+            {"sharing": "mps", "slicesPerGpu": 20, "instanceTypes": ["g4dn.xlarge", "g5.xlarge"]},
+            "gpulab:labs.intro.slicesPerGpu: must be at most 16 with sharing 'mps' on g5.xlarge: .* gpulab cannot "
+            "confirm the compute capability of a10g",
+        ),
+        ({"sharing": "MPS"}, "gpulab:labs.intro.sharing: must be one of 'timeSlicing' or 'mps', got 'MPS'"),
+    ],
+)
+def test_mps_settings_the_daemon_would_refuse_are_reported(lab, expected):
+    with pytest.raises(config.ConfigError, match=expected):
+        run_values(with_lab(**lab))
+
+
+@pytest.mark.parametrize(("instance_type", "slices"), [("g4dn.xlarge", 48), ("g5.xlarge", 16), ("p3dn.24xlarge", 16)])
+def test_mps_accepts_as_many_slices_as_the_daemon_serves(instance_type, slices):
+    run = run_values(with_lab(sharing="mps", slicesPerGpu=slices, instanceTypes=[instance_type], maxGpus=8))
+    assert run.outputs["labs"]["intro"]["learnerSeats"] == 8 * slices
+
+
+@pytest.mark.parametrize("slices", [2, 3, 7, 16])
+def test_mps_memory_cap_never_overstates_the_gpus_share_and_compute_is_the_daemons_percentage(slices):
+    for instance_type, gpu in GPU_INSTANCE_TYPES.items():
+        share = learner_share("mps", slices, [instance_type])
+        assert share.memory_cap_gib is not None
+        low, high = share.memory_cap_gib
+        assert low == high
+        assert low * slices <= gpu.gpu_memory_gib < (low + 0.1) * slices, instance_type
+        assert share.compute_percent == 100 // slices
+
+
+def test_a_lab_mixing_gpu_models_reports_the_range_of_caps_and_exports_the_smallest(mixed_run):
+    lab = mixed_run.stack.settings.labs["isolated"]
+    caps = [GPU_INSTANCE_TYPES[t].gpu_memory_gib / lab.slices_per_gpu for t in lab.instance_types]
+    assert lab.learner_share.memory_cap_gib == (min(caps), max(caps))
+    assert min(caps) < max(caps)
+    assert mixed_run.outputs["labs"]["isolated"] == {
+        "nodePool": "isolated",
+        "slicesPerGpu": 4,
+        "learnerSeats": 32,
+        "sharing": "mps",
+        "gpuMemoryCapGib": min(caps),
+        "computePercent": 25,
+    }
+
+
+def test_outputs_say_time_sliced_and_unshared_memory_is_not_capped(mixed_run):
+    labs = mixed_run.outputs["labs"]
+    assert [(labs[n]["sharing"], labs[n]["gpuMemoryCapGib"], labs[n]["computePercent"]) for n in ("turns", "solo")] == [
+        ("timeSlicing", None, None),
+        ("none", None, None),
+    ]
+
+
+def test_summary_says_what_each_learner_gets():
+    run = run_values(
+        stack_values(
+            **{
+                "gpulab:labs": {
+                    "isolated": {**BASE["gpulab:labs"]["intro"], "sharing": "mps"},
+                    "mixed": {
+                        **BASE["gpulab:labs"]["intro"],
+                        "sharing": "mps",
+                        "instanceTypes": ["g4dn.xlarge", "g6e.xlarge"],
+                    },
+                    "turns": BASE["gpulab:labs"]["intro"],
+                    "solo": {**BASE["gpulab:labs"]["intro"], "slicesPerGpu": 1},
+                }
+            }
+        )
+    )
+    lines = render.summary(run)
+    # The line after each lab's line says what its learners get.
+    assert {line.split(":")[0]: lines[i + 1] for i, line in enumerate(lines) if line.startswith("lab ")} == {
+        "lab isolated": "  each learner: MPS, at most 5.3 GiB of GPU memory and 33% of the GPU compute",
+        "lab mixed": "  each learner: MPS, at most 5.3-14.6 GiB of GPU memory (by GPU model) and 33% of the GPU "
+        "compute",
+        "lab turns": "  each learner: time-slicing, GPU memory shared and uncapped, compute in turns",
+        "lab solo": "  each learner: a whole GPU (no sharing)",
+    }
+
+
+def smoke_command(lab):
+    run = run_values(with_lab(smokeTest=True, **lab))
+    (deployment,) = run.of_type("kubernetes:apps/v1:Deployment")
+    (container,) = deployment.inputs["spec"]["template"]["spec"]["containers"]
+    return container["command"]
+
+
+def test_mps_smoke_workload_prints_the_expected_cap_and_asks_the_daemon_for_the_real_one():
+    shell, flag, script = smoke_command({"sharing": "mps"})
+    assert (shell, flag) == ("sh", "-c")
+    assert script.startswith("nvidia-smi -L && nvidia-smi && ")
+    assert "gpulab expects each learner: MPS, at most 5.3 GiB of GPU memory and 33% of the GPU compute" in script
+    assert "echo get_default_device_pinned_mem_limit 0 | nvidia-cuda-mps-control" in script
+    assert "echo get_default_active_thread_percentage | nvidia-cuda-mps-control" in script
+    assert script.endswith(" && sleep infinity")
+
+
+def test_time_slicing_smoke_workload_does_not_ask_for_an_mps_daemon():
+    assert smoke_command({})[2] == "nvidia-smi -L && nvidia-smi && sleep infinity"
