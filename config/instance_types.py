@@ -12,6 +12,10 @@ Values mirror the labels Karpenter puts on the node, so they can be compared one
   floored to GiB. EC2 reports usable memory, so A10G/L4 show 22 and L40S 44 rather than the 24/48 GB on
   the datasheet; flooring keeps the figure from ever overstating what a workload can allocate.
 - ``architecture`` is ``kubernetes.io/arch``.
+- ``vcpus`` is ``karpenter.k8s.aws/instance-cpu``: what a NodePool's ``cpu`` limit counts for one node.
+- ``max_pods`` is the ``pods`` capacity Karpenter computes when ``maxPods`` is not set: the VPC CNI's ENI-limited
+  pod count without prefix delegation (ENIs x (IPv4 addresses per ENI - 1) + 2, ``ENILimitedPods`` in
+  aws/karpenter-provider-aws v1.14.1 pkg/providers/instancetype/types.go). A pod beyond it gets no IP address.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ class GpuInstanceType:
     gpu_model: str
     gpu_memory_gib: int
     architecture: Architecture
+    vcpus: int
+    max_pods: int
 
     def __post_init__(self) -> None:
         # A zero or fractional count would size NodeOverlays to no GPUs at all, so refuse it at import time.
@@ -53,48 +59,53 @@ class GpuInstanceType:
 #   instance-gpu-name cannot be confirmed.
 #
 # fmt: off
-# family: (instance-gpu-name, instance-gpu-memory in MiB per GPU, kubernetes.io/arch, {size: instance-gpu-count})
-_FAMILIES: dict[str, tuple[str, int, Architecture, dict[str, int]]] = {
+# family: (instance-gpu-name, instance-gpu-memory in MiB per GPU, kubernetes.io/arch,
+#          {size: (instance-gpu-count, instance-cpu, pods)})
+_FAMILIES: dict[str, tuple[str, int, Architecture, dict[str, tuple[int, int, int]]]] = {
     "g4dn": ("t4", 16384, "amd64", {
-        "xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "metal": 8,
+        "xlarge": (1, 4, 29), "2xlarge": (1, 8, 29), "4xlarge": (1, 16, 29), "8xlarge": (1, 32, 58),
+        "16xlarge": (1, 64, 58), "12xlarge": (4, 48, 234), "metal": (8, 96, 737),
     }),
     "g5": ("a10g", 22888, "amd64", {
-        "xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "24xlarge": 4,
-        "48xlarge": 8,
+        "xlarge": (1, 4, 58), "2xlarge": (1, 8, 58), "4xlarge": (1, 16, 234), "8xlarge": (1, 32, 234),
+        "16xlarge": (1, 64, 234), "12xlarge": (4, 48, 737), "24xlarge": (4, 96, 737), "48xlarge": (8, 192, 345),
     }),
     "g5g": ("t4g", 16384, "arm64", {
-        "xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 2, "metal": 2,
+        "xlarge": (1, 4, 58), "2xlarge": (1, 8, 58), "4xlarge": (1, 16, 234), "8xlarge": (1, 32, 234),
+        "16xlarge": (2, 64, 737), "metal": (2, 64, 737),
     }),
     "g6": ("l4", 22888, "amd64", {
-        "xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "24xlarge": 4,
-        "48xlarge": 8,
+        "xlarge": (1, 4, 58), "2xlarge": (1, 8, 58), "4xlarge": (1, 16, 234), "8xlarge": (1, 32, 234),
+        "16xlarge": (1, 64, 737), "12xlarge": (4, 48, 234), "24xlarge": (4, 96, 737), "48xlarge": (8, 192, 737),
     }),
     "g6e": ("l40s", 45776, "amd64", {
-        "xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "24xlarge": 4,
-        "48xlarge": 8,
+        "xlarge": (1, 4, 58), "2xlarge": (1, 8, 58), "4xlarge": (1, 16, 234), "8xlarge": (1, 32, 234),
+        "16xlarge": (1, 64, 737), "12xlarge": (4, 48, 292), "24xlarge": (4, 96, 492), "48xlarge": (8, 192, 492),
     }),
-    "gr6": ("l4", 22888, "amd64", {"4xlarge": 1, "8xlarge": 1}),
+    "gr6": ("l4", 22888, "amd64", {"4xlarge": (1, 16, 234), "8xlarge": (1, 32, 234)}),
     "g7": ("rtx-pro-4500", 32768, "amd64", {
-        "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "12xlarge": 2, "24xlarge": 4, "48xlarge": 8,
+        "2xlarge": (1, 8, 254), "4xlarge": (1, 16, 506), "8xlarge": (1, 32, 632), "12xlarge": (2, 48, 758),
+        "24xlarge": (4, 96, 1514), "48xlarge": (8, 192, 758),
     }),
     "g7e": ("rtx-pro-server-6000", 98304, "amd64", {
-        "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "12xlarge": 2, "24xlarge": 4, "48xlarge": 8,
+        "2xlarge": (1, 8, 254), "4xlarge": (1, 16, 506), "8xlarge": (1, 32, 506), "12xlarge": (2, 48, 632),
+        "24xlarge": (4, 96, 632), "48xlarge": (8, 192, 632),
     }),
-    "p3dn": ("v100", 32768, "amd64", {"24xlarge": 8}),
-    "p4d": ("a100", 40960, "amd64", {"24xlarge": 8}),
-    "p4de": ("a100", 81920, "amd64", {"24xlarge": 8}),
-    "p5": ("h100", 81920, "amd64", {"4xlarge": 1, "48xlarge": 8}),
-    "p5e": ("h200", 144384, "amd64", {"48xlarge": 8}),
-    "p5en": ("h200", 144384, "amd64", {"48xlarge": 8}),
-    "p6-b200": ("b200", 183359, "amd64", {"48xlarge": 8}),
-    "p6-b300": ("b300", 275040, "amd64", {"48xlarge": 8}),
+    "p3dn": ("v100", 32768, "amd64", {"24xlarge": (8, 96, 737)}),
+    "p4d": ("a100", 40960, "amd64", {"24xlarge": (8, 96, 737)}),
+    "p4de": ("a100", 81920, "amd64", {"24xlarge": (8, 96, 737)}),
+    "p5": ("h100", 81920, "amd64", {"4xlarge": (1, 16, 118), "48xlarge": (8, 192, 100)}),
+    "p5e": ("h200", 144384, "amd64", {"48xlarge": (8, 192, 100)}),
+    "p5en": ("h200", 144384, "amd64", {"48xlarge": (8, 192, 198)}),
+    "p6-b200": ("b200", 183359, "amd64", {"48xlarge": (8, 192, 198)}),
+    "p6-b300": ("b300", 275040, "amd64", {"48xlarge": (8, 192, 198)}),
 }
 # fmt: on
 
 GPU_INSTANCE_TYPES: Mapping[str, GpuInstanceType] = MappingProxyType(
     {
-        f"{family}.{size}": GpuInstanceType(gpus, model, memory_mib // 1024, arch)
+        f"{family}.{size}": GpuInstanceType(gpus, model, memory_mib // 1024, arch, vcpus, max_pods)
         for family, (model, memory_mib, arch, sizes) in _FAMILIES.items()
-        for size, gpus in sizes.items()
+        for size, (gpus, vcpus, max_pods) in sizes.items()
     }
 )

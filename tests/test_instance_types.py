@@ -4,7 +4,7 @@ from config.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 
 
 def test_g4dn_xlarge_is_one_t4_with_16_gib_on_amd64():
-    assert GPU_INSTANCE_TYPES["g4dn.xlarge"] == GpuInstanceType(1, "t4", 16, "amd64")
+    assert GPU_INSTANCE_TYPES["g4dn.xlarge"] == GpuInstanceType(1, "t4", 16, "amd64", 4, 29)
 
 
 def test_g4dn_12xlarge_has_four_gpus():
@@ -42,7 +42,7 @@ def test_gpu_model_is_karpenter_lower_kebab_case():
 
 def test_mapping_is_read_only():
     with pytest.raises(TypeError):
-        GPU_INSTANCE_TYPES["x1.large"] = GpuInstanceType(1, "t4", 16, "amd64")  # type: ignore[index]
+        GPU_INSTANCE_TYPES["x1.large"] = GpuInstanceType(1, "t4", 16, "amd64", 4, 29)  # type: ignore[index]
 
 
 def test_entries_are_immutable():
@@ -53,4 +53,4 @@ def test_entries_are_immutable():
 @pytest.mark.parametrize("gpus", [0, -1])
 def test_zero_or_negative_gpu_count_is_rejected(gpus):
     with pytest.raises(ValueError):
-        GpuInstanceType(gpus, "t4", 16, "amd64")
+        GpuInstanceType(gpus, "t4", 16, "amd64", 4, 29)

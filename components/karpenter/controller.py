@@ -28,14 +28,17 @@ SERVICE_ACCOUNT = "karpenter"
 QUEUE_RETENTION_SECONDS = 300
 
 
-def helm_values(settings: Karpenter, cluster_name: str, queue_name: pulumi.Input[str], node_overlays: bool) -> dict:
+def helm_values(
+    settings: Karpenter, cluster_name: str, queue_name: pulumi.Input[str], node_overlays: bool, capacity_buffers: bool
+) -> dict:
     resources = settings.controller_resources.model_dump()
     return {
         "settings": {
             "clusterName": cluster_name,
             "interruptionQueue": queue_name,
             # NodeOverlays are ignored unless this gate is on; gpulab writes them only for labs that share GPUs.
-            "featureGates": {"nodeOverlay": node_overlays},
+            # CapacityBuffers (class seats) likewise: an alpha controller runs only where a lab has classes.
+            "featureGates": {"nodeOverlay": node_overlays, "capacityBuffer": capacity_buffers},
         },
         "serviceAccount": {"name": SERVICE_ACCOUNT},
         # Requests equal to limits: the controller gets guaranteed QoS and is the last pod evicted under pressure.
@@ -55,6 +58,7 @@ class Controller(pulumi.ComponentResource):
         region: str,
         node_role_arn: pulumi.Input[str],
         node_overlays: bool,
+        capacity_buffers: bool,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("gpulab:karpenter:Controller", name, None, opts)
@@ -124,7 +128,7 @@ class Controller(pulumi.ComponentResource):
             version=settings.chart_version,
             namespace=settings.namespace,
             skip_crds=True,
-            values=helm_values(settings, cluster_name, queue.name, node_overlays),
+            values=helm_values(settings, cluster_name, queue.name, node_overlays, capacity_buffers),
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.crds, association])),
         )
         self.queue_name = queue.name
