@@ -34,6 +34,8 @@ class Registration:
     dependencies: tuple[str, ...] = ()
     # The provider the resource uses when it is not its package's default, as "<type token>::<name>"; not rendered.
     provider: str | None = None
+    # Input properties Pulumi leaves to others after creation (ignore_changes); not rendered.
+    ignore_changes: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {"type": self.type, "name": self.name, "parent": self.parent, "inputs": self.inputs}
@@ -166,7 +168,10 @@ class _Monitor(pulumi_mocks.MockMonitor):
             dependencies = tuple(sorted("::".join(_type_name(urn)) for urn in request.dependencies))
             # A provider reference is "<provider URN>::<provider ID>".
             provider = "::".join(_type_name(request.provider.rsplit("::", 1)[0])) if request.provider else None
-            self.registrations.append(Registration(request.type, request.name, parent, inputs, dependencies, provider))
+            ignored = tuple(request.ignoreChanges)
+            self.registrations.append(
+                Registration(request.type, request.name, parent, inputs, dependencies, provider, ignored)
+            )
         return response
 
 
