@@ -20,6 +20,7 @@ from config.node_capacity import DAEMONSET_CPU_MILLIS, DAEMONSET_MEMORY_MIB, all
 from tests.conftest import BASE, run_values, stack_values
 from tests.crd_schema import crd_problems, requires_upstream
 from tests.synthetic import SYNTHETIC
+from tools import render
 
 BUFFER = "kubernetes:autoscaling.x-k8s.io/v1beta1:CapacityBuffer"
 CRON_JOB = "kubernetes:batch/v1:CronJob"
@@ -347,3 +348,21 @@ def test_a_lab_without_classes_changes_nothing_in_its_node_pool(base_run):
     lab = base_run.stack.settings.labs["intro"]
     budgets = node_pool("intro", lab)["spec"]["disruption"]["budgets"]
     assert budgets == [b.model_dump(by_alias=True, exclude_none=True) for b in lab.disruption.budgets]
+
+
+def test_the_summary_shows_each_class_start_length_warm_seats_and_from_when(run):
+    lines = render.summary(run)
+    for name, lab in labs_with_classes(run).items():
+        at = next(i for i, line in enumerate(lines) if line.startswith(f"lab {name}:"))
+        assert lines[at + 1].startswith(f"  learner pods request cpu {lab.learner_requests['cpu']}")
+        for offset, lab_class in enumerate(lab.classes, start=2):
+            assert lines[at + offset] == (
+                f"  class {lab_class.schedule!r} (UTC) for {lab_class.duration}: {lab.warm_seats(lab_class)} warm "
+                f"seats from {lab_class.warm_from} ({lab_class.warmup} ahead), released at the start"
+            )
+
+
+def test_every_rendered_manifest_gets_a_file_of_its_own(run, tmp_path):
+    render.write(run, tmp_path)
+    written = len(list((tmp_path / "manifests").iterdir()))
+    assert written == len([r for r in run.resources if r.type.startswith("kubernetes:") and r.type != RELEASE])
