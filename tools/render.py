@@ -2,7 +2,8 @@
 
     python -m tools.render <stack name or stack file> --out <dir>
 
-Writes <dir>/resources.json, <dir>/manifests/<kind>-<name>.yaml and <dir>/helm/<release>.yaml, and prints a summary.
+Writes <dir>/resources.json, <dir>/manifests/<kind>-[<namespace>-]<name>.yaml and <dir>/helm/<release>.yaml, and prints
+a summary.
 A stack file with problems exits with status 2, prints one `gpulab:` line per problem and writes nothing.
 """
 
