@@ -8,6 +8,7 @@ import pulumi
 import config
 from components.cluster import Cluster
 from components.discovery_tags import DiscoveryTags
+from components.karpenter.class_seats import ClassSeats
 from components.karpenter.controller import Controller
 from components.karpenter.gpu_node_pool import GpuNodePool
 from components.node_role import NodeRole
@@ -34,6 +35,7 @@ def build(stack: config.StackConfig) -> None:
         region=stack.region,
         node_role_arn=node_role.role_arn,
         node_overlays=settings.shares_gpus,
+        capacity_buffers=settings.has_classes,
     )
     DevicePlugin("nvidia-device-plugin", settings.nvidia_device_plugin, settings.labs, provider=cluster.provider)
     pools = [
@@ -49,6 +51,9 @@ def build(stack: config.StackConfig) -> None:
         )
         for lab_name, lab in settings.labs.items()
     ]
+    for lab_name, lab in settings.labs.items():
+        if lab.classes:
+            ClassSeats(lab_name, lab, karpenter=karpenter, provider=cluster.provider)
 
     pulumi.export("clusterName", cluster.cluster_name)
     pulumi.export("kubeconfig", cluster.kubeconfig)

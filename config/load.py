@@ -129,8 +129,8 @@ def _allowed_keys(loc: tuple) -> list[str]:
         if isinstance(node, type) and issubclass(node, BaseModel):
             field = next(f for name, f in node.model_fields.items() if (f.alias or name) == part)
             node = _unwrap(field.annotation)
-        else:  # a dict of labs: `part` is a key, and its values have the dict's value type
-            node = _unwrap(typing.get_args(node)[1])
+        else:  # a dict of labs or a list (e.g. a lab's classes): `part` is a key or an index of their value type
+            node = _unwrap(typing.get_args(node)[-1])
     assert isinstance(node, type) and issubclass(node, BaseModel)
     return sorted(f.alias or name for name, f in node.model_fields.items())
 

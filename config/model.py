@@ -5,13 +5,17 @@ Every model forbids unknown keys so that a typo fails loudly instead of silently
 """
 
 import re
+from fractions import Fraction
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from config import schedule
 from config.images import qualify_image
 from config.instance_types import COMPUTE_CAPABILITIES, GPU_INSTANCE_TYPES
+from config.node_capacity import Resources, quantity, seat_share
+from config.schedule import Schedule
 from config.sharing import MIN_REPLICAS, LearnerShare, Sharing, learner_share, mps_max_clients
 from config.versions import KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
 
@@ -186,6 +190,34 @@ class RootVolume(Model):
         return self
 
 
+# The NodePool CRD's pattern for a budget schedule (karpenter.sh_nodepools.yaml, Karpenter 1.14.1), with RE2's \s and
+# end of text spelled out for Python: the API server refuses what it does not match, e.g. a leading space before @daily.
+_BUDGET_SCHEDULE_CRD = re.compile(
+    r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))"
+    r"|((.+)[\t\n\f\r ](.+)[\t\n\f\r ](.+)[\t\n\f\r ](.+)[\t\n\f\r ](.+))\Z"
+)
+
+
+def _cron(value: str, never: str) -> Schedule:
+    try:
+        parsed = schedule.parse(value)
+    except schedule.ScheduleError as error:
+        raise ValueError(f"{value!r} is not a Go cron schedule: {error}") from None
+    if schedule.never_fires(parsed):
+        raise ValueError(f"{value!r} never fires (no day or time matches it), {never}")
+    return parsed
+
+
+def _budget_schedule(value: str) -> str:
+    # Karpenter parses the schedule only when it evaluates the budget; one it cannot parse fails closed (no
+    # disruption at all) and one that never fires counts as always active (kubernetes-sigs/karpenter
+    # pkg/apis/v1/nodepool.go, Budget.IsActive): catch both here, not at run time.
+    _cron(value, "and Karpenter would treat the budget as always active")
+    if not _BUDGET_SCHEDULE_CRD.search(value):
+        raise ValueError(f"{value!r} does not match the NodePool CRD's schedule pattern (whitespace around it?)")
+    return value
+
+
 class Budget(Model):
     """A Karpenter disruption budget: how many of the lab's nodes may be disrupted at once, and when."""
 
@@ -193,16 +225,9 @@ class Budget(Model):
     reasons: list[Literal["Underutilized", "Empty", "Drifted"]] | None = Field(
         default=None, description="Disruption reasons the budget applies to; all when omitted."
     )
-    schedule: (
-        Annotated[
-            str,
-            _matching(
-                r"@(annually|yearly|monthly|weekly|daily|midnight|hourly)|\S+ \S+ \S+ \S+ \S+",
-                "a five-field cron schedule such as '0 9 * * mon-fri', or a macro such as @daily",
-            ),
-        ]
-        | None
-    ) = Field(default=None, description="Cron schedule when the budget is active (UTC).")
+    schedule: Annotated[str, AfterValidator(_budget_schedule)] | None = Field(
+        default=None, description="Cron schedule when the budget is active (UTC, Go cron: three-letter names only)."
+    )
     duration: (
         Annotated[str, _matching(r"[0-9]+(h|m)|[0-9]+h[0-9]+m", "hours and minutes such as 8h or 1h30m")] | None
     ) = Field(default=None, description="How long the budget is active from each schedule.")
@@ -229,6 +254,84 @@ class Disruption(Model):
         default_factory=lambda: [Budget(nodes="1")],
         description="Disruption budgets for consolidation and drift; by default one node at a time. Expiry, "
         "interruption and node repair ignore them.",
+    )
+
+
+ClockDuration = Annotated[str, _matching(r"[0-9]+(h|m)|[0-9]+h[0-9]+m", "hours and minutes such as 45m, 2h or 1h30m")]
+# How long before a class starts its seats are asked for, by default: Karpenter's batching, EC2 launch, boot and join
+# of a GPU node with the NVIDIA AMI, the device plugin, and the pull of a multi-GiB notebook image (about five minutes
+# to a Ready node and up to ten for a 10 GB image, as reported by practitioners; not measured by gpulab), plus room
+# for a retry in another zone or instance type after an insufficient-capacity error.
+DEFAULT_WARMUP = "20m"
+# Longer warmups only pay for idle GPUs; below a day also keeps the warmup's shift to at most the day before.
+MAX_WARMUP_MINUTES = 6 * 60
+# Karpenter's budgets per NodePool (the NodePool CRD's maxItems) and how many each class adds.
+MAX_BUDGETS = 50
+BUDGETS_PER_CLASS = 2
+
+
+def _class_schedule(value: str) -> str:
+    _cron(value, "so the class never starts")
+    return value
+
+
+def _share_text(key: str, share: Resources) -> str:
+    return f"{share.cpu_millis}m" if key == "cpu" else f"{share.memory_mib}Mi"
+
+
+class LabClass(Model):
+    """A class of a lab: its seats are warm when it starts, and its running learners are not moved while it lasts."""
+
+    schedule: Annotated[str, AfterValidator(_class_schedule)] = Field(
+        description="When the class starts: a five-field Go cron schedule in UTC, as for budgets (e.g. 0 9 * * mon)."
+    )
+    duration: ClockDuration = Field(description="How long the class lasts, e.g. 1h30m.")
+    warm_seats: Annotated[int, _at_least(1)] | None = Field(
+        default=None, description="Seats ready when it starts; the lab's learner seats when omitted, and at most that."
+    )
+    warmup: ClockDuration = Field(
+        default=DEFAULT_WARMUP, description="How long before the start the seats are asked for (node boot, image pull)."
+    )
+
+    @model_validator(mode="after")
+    def _shiftable(self) -> "LabClass":
+        warmup = schedule.duration_minutes(self.warmup)
+        if not 1 <= warmup <= MAX_WARMUP_MINUTES:
+            raise FieldProblem("warmup", f"must be between 1m and {schedule.format_duration(MAX_WARMUP_MINUTES)}")
+        if schedule.duration_minutes(self.duration) < 1:
+            raise FieldProblem("duration", "must be at least 1m")
+        try:
+            schedule.shift_earlier(self.start, warmup)
+        except schedule.ScheduleError as error:
+            raise FieldProblem("schedule", f"cannot be warmed up {self.warmup} ahead exactly: {error}") from None
+        gap = schedule.shortest_gap(self.start)
+        if gap is not None and gap <= warmup:
+            raise FieldProblem(
+                "schedule",
+                f"starts only {schedule.format_duration(gap)} apart at times, not more than its warmup of "
+                f"{self.warmup}: the next start's warmup would begin before this start has released its seats; "
+                "make each start time a class of its own",
+            )
+        return self
+
+    @property
+    def start(self) -> Schedule:
+        return schedule.parse(self.schedule)
+
+    @property
+    def warm_from(self) -> Schedule:
+        """When the seats are asked for: the start, warmup earlier."""
+        return schedule.shift_earlier(self.start, schedule.duration_minutes(self.warmup))
+
+
+class LearnerPod(Model):
+    """The requests of each learner's pod, as the notebook spawner sets them; warm seats are shaped like it."""
+
+    cpu: Quantity | None = Field(
+        default=None, description="CPU request; by default one slice's share of the lab's smallest node."
+    )
+    memory: Quantity | None = Field(
+        default=None, description="Memory request; by default one slice's share of the lab's smallest node."
     )
 
 
@@ -283,6 +386,12 @@ class Lab(Model):
         "deletes them and terminates the node.",
     )
     disruption: Disruption = Field(default_factory=Disruption, description="Consolidation and disruption budgets.")
+    classes: list[LabClass] = Field(
+        default_factory=list, description="Scheduled classes: warm seats at each start, no learner moved during it."
+    )
+    learner_pod: LearnerPod = Field(
+        default_factory=LearnerPod, description="CPU and memory requests of each learner's pod."
+    )
     smoke_test: bool = Field(
         default=False,
         description="Run slicesPerGpu + 1 pods that each take one slice and run nvidia-smi, to watch the lab scale.",
@@ -353,10 +462,56 @@ class Lab(Model):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _classes_fit(self) -> "Lab":
+        for i, lab_class in enumerate(self.classes):
+            if (lab_class.warm_seats or 0) > self.learner_seats:
+                raise FieldProblem(
+                    f"classes[{i}].warmSeats", f"must be at most the lab's {self.learner_seats} learner seats"
+                )
+            earlier = [j for j, other in enumerate(self.classes[:i]) if str(other.start) == str(lab_class.start)]
+            if earlier:
+                raise FieldProblem(f"classes[{i}].schedule", f"starts when classes[{earlier[0]}] does")
+        budgets = len(self.disruption.budgets) + BUDGETS_PER_CLASS * len(self.classes)
+        if budgets > MAX_BUDGETS:
+            raise FieldProblem(
+                "classes",
+                f"each class adds {BUDGETS_PER_CLASS} disruption budgets, and a NodePool takes at most {MAX_BUDGETS}; "
+                f"this lab would have {budgets}",
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _learner_pod_fits(self) -> "Lab":
+        share = seat_share(self.instance_types, self.slices_per_gpu, self.max_pods)
+        for key, asked, most in (
+            ("cpu", self.learner_pod.cpu, Fraction(share.cpu_millis, 1000)),
+            ("memory", self.learner_pod.memory, Fraction(share.memory_mib * 2**20)),
+        ):
+            if asked is not None and quantity(asked) > most:
+                raise FieldProblem(
+                    f"learnerPod.{key}",
+                    f"must be at most {_share_text(key, share)} so that every "
+                    "slice of each instance type's node gets a learner (allocatable less room for DaemonSets)",
+                )
+        return self
+
     @property
     def learner_share(self) -> LearnerShare:
         """What each learner gets of a GPU (strategy, and with MPS its memory cap and compute share)."""
         return learner_share(self.sharing, self.slices_per_gpu, self.instance_types)
+
+    @property
+    def learner_requests(self) -> dict[str, str]:
+        """The CPU and memory requests of a learner's pod: the lab's setting, else one slice's share of a node."""
+        share = seat_share(self.instance_types, self.slices_per_gpu, self.max_pods)
+        return {
+            "cpu": self.learner_pod.cpu or _share_text("cpu", share),
+            "memory": self.learner_pod.memory or _share_text("memory", share),
+        }
+
+    def warm_seats(self, lab_class: LabClass) -> int:
+        return lab_class.warm_seats or self.learner_seats
 
     @property
     def learner_seats(self) -> int:
@@ -428,3 +583,8 @@ class Settings(Model):
     def shares_gpus(self) -> bool:
         """Whether any lab shares its GPUs (time-slicing or MPS), which is what Karpenter's NodeOverlays are for."""
         return any(lab.slices_per_gpu > 1 for lab in self.labs.values())
+
+    @property
+    def has_classes(self) -> bool:
+        """Whether any lab has classes, which is what Karpenter's CapacityBuffers are for."""
+        return any(lab.classes for lab in self.labs.values())

@@ -56,4 +56,23 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
             "gpulab:karpenter": {"namespace": "karpenter"},
         }
     ),
+    "classes": stack_values(
+        **{
+            "gpulab:labs": {
+                "morning": lab(
+                    ["g4dn.xlarge", "g4dn.12xlarge"],
+                    3,
+                    max_gpus=8,
+                    classes=[
+                        {"schedule": "10 0 * * mon", "duration": "1h30m", "warmup": "20m"},
+                        {"schedule": "0 9 * * tue-fri", "duration": "2h", "warmSeats": 6},
+                    ],
+                ),
+                "graviton": lab(["g5g.xlarge"], 4, classes=[{"schedule": "@daily", "duration": "45m"}]),
+                "no-classes": lab(["g6.xlarge"], 2),
+                # The longest lab name allowed: every object name derived from it must still fit.
+                "l" * 63: lab(["g5.xlarge"], 1, classes=[{"schedule": "30 13 1-28 * *", "duration": "1h"}]),
+            }
+        }
+    ),
 }

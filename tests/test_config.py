@@ -93,8 +93,8 @@ def test_learner_seats_are_max_gpus_times_slices():
         (
             with_lab(slicesPerGPU=2),
             "gpulab:labs.intro.slicesPerGPU: unknown key; did you mean slicesPerGpu? allowed keys: ami, "
-            "capacityReservationIds, capacityTypes, cpuLimit, disruption, expireAfter, instanceTypes, maxGpus, "
-            "maxPods, podPidsLimit, prepullImages, rootVolume, sharing, slicesPerGpu",
+            "capacityReservationIds, capacityTypes, classes, cpuLimit, disruption, expireAfter, instanceTypes, "
+            "learnerPod, maxGpus, maxPods, podPidsLimit, prepullImages, rootVolume, sharing, slicesPerGpu",
         ),
         (
             with_lab(instanceTypes=["m5.large"]),
@@ -179,6 +179,26 @@ def test_learner_seats_are_max_gpus_times_slices():
             with_lab(disruption={"budgets": [{"nodes": "0", "schedule": "@daily", "duration": ""}]}),
             "gpulab:labs.intro.disruption.budgets[0].duration: must be hours and minutes such as 8h or 1h30m",
         ),
+        (
+            with_lab(disruption={"budgets": [{"nodes": "0", "schedule": "0 13 * * monday-friday", "duration": "8h"}]}),
+            "gpulab:labs.intro.disruption.budgets[0].schedule: '0 13 * * monday-friday' is not a Go cron schedule: "
+            "day-of-week field 'monday-friday': 'monday' is not a number or a three-letter name",
+        ),
+        (
+            with_lab(
+                disruption={"budgets": [{"nodes": "1"}, {"nodes": "0", "schedule": "@every 1h", "duration": "8h"}]}
+            ),
+            "gpulab:labs.intro.disruption.budgets[1].schedule: '@every 1h' is not a Go cron schedule: @every is not",
+        ),
+        (
+            with_lab(disruption={"budgets": [{"nodes": "0", "schedule": "0 0 30 2 *", "duration": "8h"}]}),
+            "gpulab:labs.intro.disruption.budgets[0].schedule: '0 0 30 2 *' never fires (no day or time matches it), "
+            "and Karpenter would treat the budget as always active",
+        ),
+        (
+            with_lab(disruption={"budgets": [{"nodes": "0", "schedule": " @daily", "duration": "8h"}]}),
+            "gpulab:labs.intro.disruption.budgets[0].schedule: ' @daily' does not match the NodePool CRD's schedule",
+        ),
         (with_lab(expireAfter="30d"), "gpulab:labs.intro.expireAfter: must be a duration such as 720h, or Never"),
         (
             with_lab(disruption={"consolidationPolicy": "WhenUnderutilized"}),
@@ -207,6 +227,13 @@ def test_learner_seats_are_max_gpus_times_slices():
 )
 def test_a_bad_key_is_reported_on_one_line_naming_it(values, expected):
     assert any(line.startswith(expected) for line in problems(values)), problems(values)
+
+
+@pytest.mark.parametrize("schedule", ["0 13 * * mon-fri", "0 13 * * MON-FRI", "@daily", "*/30 9-17 ? * 1-5"])
+def test_budget_schedules_karpenter_parses_are_accepted(schedule):
+    budget = {"nodes": "0", "schedule": schedule, "duration": "1h"}
+    lab = parsed(with_lab(disruption={"budgets": [budget]})).settings.labs["intro"]
+    assert lab.disruption.budgets[0].schedule == schedule
 
 
 def test_a_missing_cluster_is_reported():

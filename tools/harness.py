@@ -36,6 +36,8 @@ class Registration:
     provider: str | None = None
     # How long Pulumi waits for the resource to be deleted, when the program sets it; not rendered.
     delete_timeout: str | None = None
+    # Input properties Pulumi leaves to others after creation (ignore_changes); not rendered.
+    ignore_changes: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -197,8 +199,11 @@ class _Monitor(pulumi_mocks.MockMonitor):
             # A provider reference is "<provider URN>::<provider ID>".
             provider = "::".join(_type_name(request.provider.rsplit("::", 1)[0])) if request.provider else None
             delete_timeout = request.customTimeouts.delete or None
+            ignored = tuple(request.ignoreChanges)
             self.registrations.append(
-                Registration(request.type, request.name, parent, inputs, dependencies, provider, delete_timeout)
+                Registration(
+                    request.type, request.name, parent, inputs, dependencies, provider, delete_timeout, ignored
+                )
             )
         return response
 

@@ -2,9 +2,9 @@
 
     python -m tools.render <stack name or stack file> --out <dir>
 
-Writes <dir>/resources.json, <dir>/invokes.json, <dir>/manifests/<kind>-<name>.yaml and <dir>/helm/<release>.yaml, and
-prints a summary. A stack file with problems, or a lab whose AMI release does not exist, exits with status 2, prints one
-`gpulab:` line per problem and writes nothing.
+Writes <dir>/resources.json, <dir>/invokes.json, <dir>/manifests/<kind>-[<namespace>-]<name>.yaml and
+<dir>/helm/<release>.yaml, and prints a summary. A stack file with problems, or a lab whose AMI release does not exist,
+exits with status 2, prints one `gpulab:` line per problem and writes nothing.
 """
 
 import argparse
@@ -18,6 +18,7 @@ import pulumi
 import yaml
 
 import config
+from config.model import Lab
 from tools import harness
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,7 +87,10 @@ def write(run: harness.Run, out: Path) -> None:
             }
             _write_yaml(out / "helm" / f"{r.inputs['name']}.yaml", release)
         elif r.type.startswith("kubernetes:"):  # an object the stack creates directly
-            _write_yaml(out / "manifests" / f"{r.inputs['kind'].lower()}-{r.inputs['metadata']['name']}.yaml", r.inputs)
+            metadata = r.inputs["metadata"]
+            # Each lab's class objects share names in their own namespaces: the namespace keeps the files apart.
+            scope = f"{metadata['namespace']}-" if metadata.get("namespace") else ""
+            _write_yaml(out / "manifests" / f"{r.inputs['kind'].lower()}-{scope}{metadata['name']}.yaml", r.inputs)
 
 
 class _Dumper(yaml.SafeDumper):
@@ -119,7 +123,20 @@ def summary(run: harness.Run) -> list[str]:
             f"{lab.slices_per_gpu} slices = {lab.learner_seats} learner seats"
         )
         lines.append(f"  each learner: {lab.learner_share.describe()}")
+        lines += [f"  {line}" for line in class_lines(lab)]
     return lines
+
+
+def class_lines(lab: Lab) -> list[str]:
+    """For a lab with classes: its learner pods' requests, then per class: start, length, warm seats, from when."""
+    if not lab.classes:
+        return []
+    requests = ", ".join(f"{key} {value}" for key, value in lab.learner_requests.items())
+    return [f"learner pods request {requests}; warm seats are shaped like them"] + [
+        f"class {c.schedule!r} (UTC) for {c.duration}: {lab.warm_seats(c)} warm seats from {c.warm_from} "
+        f"({c.warmup} ahead), released at the start"
+        for c in lab.classes
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,7 +29,9 @@ SERVICE_ACCOUNT = "karpenter"
 QUEUE_RETENTION_SECONDS = 300
 
 
-def helm_values(settings: Karpenter, cluster_name: str, queue_name: pulumi.Input[str], node_overlays: bool) -> dict:
+def helm_values(
+    settings: Karpenter, cluster_name: str, queue_name: pulumi.Input[str], node_overlays: bool, capacity_buffers: bool
+) -> dict:
     resources = settings.controller_resources.model_dump()
     return {
         "settings": {
@@ -41,6 +43,8 @@ def helm_values(settings: Karpenter, cluster_name: str, queue_name: pulumi.Input
                 # Replaces a node whose GPU the EKS node monitoring agent reports unhealthy (AcceleratedHardwareReady
                 # False for 10 minutes: RepairPolicies, aws/karpenter-provider-aws v1.14.1 pkg/cloudprovider).
                 "nodeRepair": True,
+                # CapacityBuffers (class seats) likewise: an alpha controller runs only where a lab has classes.
+                "capacityBuffer": capacity_buffers,
             },
         },
         "serviceAccount": {"name": SERVICE_ACCOUNT},
@@ -61,6 +65,7 @@ class Controller(pulumi.ComponentResource):
         region: str,
         node_role_arn: pulumi.Input[str],
         node_overlays: bool,
+        capacity_buffers: bool,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("gpulab:karpenter:Controller", name, None, opts)
@@ -135,7 +140,7 @@ class Controller(pulumi.ComponentResource):
             version=settings.chart_version,
             namespace=settings.namespace,
             skip_crds=True,
-            values=helm_values(settings, cluster_name, queue.name, node_overlays),
+            values=helm_values(settings, cluster_name, queue.name, node_overlays, capacity_buffers),
             # The controller lives only as long as its permissions: on delete, it still has them while it drains
             # and terminates the labs' nodes.
             opts=pulumi.ResourceOptions.merge(

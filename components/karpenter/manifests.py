@@ -5,6 +5,7 @@ Karpenter 1.14.1 v1 APIs; tests validate every object against the upstream CRDs,
 
 from typing import Any
 
+from components.karpenter.class_seats_manifests import class_budgets
 from components.karpenter.user_data import node_user_data
 from components.labels import (
     DEVICE_PLUGIN_CONFIG_LABEL,
@@ -107,7 +108,8 @@ def node_pool(lab_name: str, lab: Lab) -> dict:
             "disruption": {
                 "consolidationPolicy": disruption.consolidation_policy,
                 "consolidateAfter": disruption.consolidate_after,
-                "budgets": [budget.model_dump(by_alias=True, exclude_none=True) for budget in disruption.budgets],
+                "budgets": [budget.model_dump(by_alias=True, exclude_none=True) for budget in disruption.budgets]
+                + class_budgets(lab),
             },
             # Karpenter counts nvidia.com/gpu as the nodes advertise it: in slices once the NodeOverlays apply.
             "limits": {GPU_RESOURCE: str(lab.learner_seats), "cpu": str(lab.cpu_limit)},

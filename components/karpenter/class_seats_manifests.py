@@ -1,0 +1,249 @@
+"""Pure builders of a lab's class seats: warm GPU seats before each class, released as it starts, and the budgets
+that keep its learners in place while it runs.
+
+What Karpenter does with a CapacityBuffer (kubernetes-sigs/karpenter at 6e7eab7a0f48, the version
+aws/karpenter-provider-aws v1.14.1 pins in go.mod), and why the objects below look as they do:
+- The buffer controller (pkg/controllers/capacitybuffer/controller.go) resolves `podTemplateRef` to a PodTemplate in
+  the buffer's namespace (pkg/utils/apps/resolve.go), copies `spec.replicas` into `status.replicas`, and requeues every
+  30 s; it also reconciles at once when the buffer or its PodTemplate changes. It runs only with the feature gate
+  CapacityBuffer (pkg/controllers/controllers.go), which the chart sets from `settings.featureGates.capacityBuffer`.
+- The provisioner adds `status.replicas` in-memory copies of the template's pod spec to the pending pods
+  (pkg/controllers/provisioning/provisioner.go GetPendingPods; pkg/state/virtualpods/utilities.go BuildVirtualPods)
+  and schedules them like real ones: existing capacity first, then new NodeClaims within the NodePool's limits, with
+  NodeOverlay capacity applied (same scheduler, same instance types), so N one-slice copies need ceil(N / seats per
+  node) nodes. They keep N seats free ON TOP of the running pods: learners who take warm seats make Karpenter start
+  more nodes while the buffer is up.
+- A node holding buffer copies is not "empty" for consolidation (pkg/controllers/disruption/emptiness.go,
+  HasBufferPods), but the copies nominate no node, so drift and expiry still replace it
+  (pkg/controllers/provisioning/scheduling/scheduler.go, Results.Record).
+So the buffer is released as the class starts, and a budget that stops Karpenter removing empty nodes for the first
+minutes of the class keeps the warm nodes until the learners are on them.
+"""
+
+import hashlib
+from typing import Any
+
+from components.labels import GPU_RESOURCE, GPU_TOLERATION, LAB_LABEL, SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
+from config import schedule
+from config.model import Lab, LabClass
+
+BUFFER_GROUP = "autoscaling.x-k8s.io"
+BUFFER_API = f"{BUFFER_GROUP}/v1beta1"
+BUFFER_RESOURCE = "capacitybuffers"
+# How long after the start the class's warm nodes stay even when empty, for learners to arrive and take them.
+ARRIVAL_MINUTES = 15
+# Reasons for which Karpenter would move a running learner to save money or to roll out a change (NodePool
+# disruption reasons; Empty touches only nodes without learners). Expiry, interruption and repair ignore budgets.
+MOVES_LEARNERS = ["Drifted", "Underutilized"]
+# kubectl from the Kubernetes release (registry.k8s.io, listed under "Container Images" for v1.34.1 in
+# kubernetes/kubernetes CHANGELOG/CHANGELOG-1.34.md); its entrypoint is kubectl.
+KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.34.1"
+# The UID/GID of distroless' nonroot user: any non-zero ID would do, the restricted profile only forbids root.
+NONROOT = 65532
+# The PodTemplate needs an image, never pulled (its pods exist only in Karpenter's memory): the pause image of the
+# sandbox that Kubernetes 1.31 and later use.
+PLACEHOLDER_IMAGE = "registry.k8s.io/pause:3.10"
+SCHEDULER = "class-scheduler"
+SEAT_TEMPLATE = "learner-seat"
+# A CronJob's name may have at most 52 characters: the controller appends an 11-character suffix to its Jobs' names.
+CRONJOB_NAME_LIMIT = 52
+DNS_LABEL_LIMIT = 63
+
+
+def namespace_name(lab_name: str) -> str:
+    """The lab's class namespace, `<lab>-classes`, shortened with a digest when that passes 63 characters."""
+    name = f"{lab_name}-classes"
+    if len(name) <= DNS_LABEL_LIMIT:
+        return name
+    keep = DNS_LABEL_LIMIT - len("-classes") - 9
+    return f"{lab_name[:keep]}-{_digest(lab_name)}-classes"
+
+
+def class_key(lab_class: LabClass) -> str:
+    """A stable name for a class, from when it starts: reordering the classes renames nothing."""
+    return f"class-{_digest(str(lab_class.start))}"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def class_budgets(lab: Lab) -> list[dict[str, Any]]:
+    """Two NodePool budgets per class: nothing that would move a learner from warmup to end, and no empty warm node
+    removed for the first ARRIVAL_MINUTES of the class (the buffer is released at the start)."""
+    budgets = []
+    for lab_class in lab.classes:
+        warmup = schedule.duration_minutes(lab_class.warmup)
+        duration = schedule.duration_minutes(lab_class.duration)
+        budgets += [
+            {
+                "nodes": "0",
+                "reasons": list(MOVES_LEARNERS),
+                "schedule": str(lab_class.warm_from),
+                "duration": schedule.format_duration(warmup + duration),
+            },
+            {
+                "nodes": "0",
+                "reasons": ["Empty"],
+                "schedule": str(lab_class.start),
+                "duration": schedule.format_duration(min(ARRIVAL_MINUTES, duration)),
+            },
+        ]
+    return budgets
+
+
+def _labels(lab_name: str) -> dict[str, str]:
+    return {LAB_LABEL: lab_name, "app.kubernetes.io/managed-by": "gpulab"}
+
+
+def _meta(lab_name: str, name: str) -> dict[str, Any]:
+    return {"name": name, "namespace": namespace_name(lab_name), "labels": _labels(lab_name)}
+
+
+def namespace(lab_name: str) -> dict[str, Any]:
+    # Nothing in it needs more than the restricted Pod Security profile, so the namespace enforces it.
+    labels = _labels(lab_name) | {"pod-security.kubernetes.io/enforce": "restricted"}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace_name(lab_name), "labels": labels}}
+
+
+def seat_template(lab_name: str, lab: Lab) -> dict[str, Any]:
+    """A PodTemplate shaped like a learner's pod, as far as scheduling goes: one slice, the GPU toleration, the lab's
+    nodes, the learner's CPU and memory. Karpenter only ever builds in-memory pods from it; nothing runs it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": _meta(lab_name, SEAT_TEMPLATE),
+        "template": {
+            "metadata": {"labels": _labels(lab_name)},
+            "spec": {
+                "nodeSelector": {LAB_LABEL: lab_name},
+                "tolerations": [dict(GPU_TOLERATION)],
+                "containers": [
+                    {
+                        "name": "learner",
+                        "image": PLACEHOLDER_IMAGE,
+                        "resources": {
+                            "requests": dict(lab.learner_requests),
+                            "limits": {GPU_RESOURCE: 1},
+                        },
+                    }
+                ],
+            },
+        },
+    }
+
+
+def capacity_buffer(lab_name: str, lab_class: LabClass) -> dict[str, Any]:
+    """Zero seats: the class's CronJobs set `spec.replicas`, and Pulumi is told to leave that field to them."""
+    return {
+        "apiVersion": BUFFER_API,
+        "kind": "CapacityBuffer",
+        "metadata": _meta(lab_name, class_key(lab_class)),
+        "spec": {"podTemplateRef": {"name": SEAT_TEMPLATE}, "replicas": 0},
+    }
+
+
+def service_account(lab_name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(lab_name, SCHEDULER)}
+
+
+def role(lab_name: str, lab: Lab) -> dict[str, Any]:
+    """May read and patch this lab's class buffers by name, and nothing else."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": _meta(lab_name, SCHEDULER),
+        "rules": [
+            {
+                "apiGroups": [BUFFER_GROUP],
+                "resources": [BUFFER_RESOURCE],
+                "resourceNames": [class_key(c) for c in lab.classes],
+                "verbs": ["get", "patch"],
+            }
+        ],
+    }
+
+
+def role_binding(lab_name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": _meta(lab_name, SCHEDULER),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": SCHEDULER},
+        "subjects": [{"kind": "ServiceAccount", "name": SCHEDULER, "namespace": namespace_name(lab_name)}],
+    }
+
+
+def cron_jobs(lab_name: str, lab: Lab, lab_class: LabClass) -> list[dict[str, Any]]:
+    """`<class>-warm` sets the class's buffer to its warm seats at the start less the warmup; `<class>-release` sets it
+    back to 0 at the start. Each gives up rather than run so late that it would undo the other."""
+    key = class_key(lab_class)
+    warmup_s = 60 * schedule.duration_minutes(lab_class.warmup)
+    duration_s = 60 * schedule.duration_minutes(lab_class.duration)
+    return [
+        # A warm-up that starts past the class start would re-warm a released buffer: half the warmup to start, half
+        # to finish.
+        _cron_job(lab_name, f"{key}-warm", str(lab_class.warm_from), key, lab.warm_seats(lab_class), warmup_s // 2),
+        # A late release still saves money any time during the class.
+        _cron_job(lab_name, f"{key}-release", str(lab_class.start), key, 0, max(duration_s // 2, 30)),
+    ]
+
+
+def _cron_job(lab_name: str, name: str, when: str, buffer: str, replicas: int, deadline_s: int) -> dict[str, Any]:
+    assert len(name) <= CRONJOB_NAME_LIMIT, name
+    patch = f'{{"spec":{{"replicas":{replicas}}}}}'
+    home = "/home/scheduler"  # kubectl keeps its discovery cache under $HOME; the root filesystem is read-only
+    container = {
+        "name": "kubectl",
+        "image": KUBECTL_IMAGE,
+        "args": [
+            "patch",
+            f"{BUFFER_RESOURCE}.{BUFFER_GROUP}",
+            buffer,
+            f"--namespace={namespace_name(lab_name)}",
+            "--type=merge",
+            f"--patch={patch}",
+        ],
+        "env": [{"name": "HOME", "value": home}],
+        "volumeMounts": [{"name": "home", "mountPath": home}],
+        "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "64Mi"}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+        },
+    }
+    pod_spec = {
+        "serviceAccountName": SCHEDULER,
+        "restartPolicy": "OnFailure",
+        "nodeSelector": {"kubernetes.io/os": "linux", SYSTEM_NODE_LABEL: SYSTEM_NODE_VALUE},
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": NONROOT,
+            "runAsGroup": NONROOT,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [container],
+        "volumes": [{"name": "home", "emptyDir": {}}],
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": _meta(lab_name, name),
+        "spec": {
+            "schedule": when,
+            "timeZone": "Etc/UTC",
+            "concurrencyPolicy": "Forbid",
+            "startingDeadlineSeconds": deadline_s,
+            "successfulJobsHistoryLimit": 1,
+            "failedJobsHistoryLimit": 3,
+            "jobTemplate": {
+                "spec": {
+                    "activeDeadlineSeconds": deadline_s,
+                    "backoffLimit": 4,
+                    "template": {"metadata": {"labels": _labels(lab_name)}, "spec": pod_spec},
+                }
+            },
+        },
+    }
