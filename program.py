@@ -59,6 +59,7 @@ def build(stack: config.StackConfig) -> None:
                 "nodePool": pool.node_pool_name,
                 "slicesPerGpu": lab.slices_per_gpu,
                 "learnerSeats": lab.learner_seats,
+                "cost": lab.cost.as_output(),
             }
             for (name, lab), pool in zip(settings.labs.items(), pools, strict=True)
         },

@@ -4,12 +4,14 @@ Field names are snake_case here and camelCase in the stack file (the alias gener
 Every model forbids unknown keys so that a typo fails loudly instead of silently falling back to a default.
 """
 
+import math
 import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from config.cost import LabCost, lab_cost
 from config.images import qualify_image
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.versions import KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
@@ -54,6 +56,12 @@ def _matching(pattern: str, what: str):
         return value
 
     return AfterValidator(check)
+
+
+def _positive_amount(value: float) -> float:
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"must be a positive amount of US dollars, got {value:g}")
+    return value
 
 
 def _unique(values: list) -> list:
@@ -253,6 +261,9 @@ class Lab(Model):
         default=False,
         description="Run slicesPerGpu + 1 pods that each take one slice and run nvidia-smi, to watch the lab scale.",
     )
+    max_hourly_cost: Annotated[float, AfterValidator(_positive_amount)] | None = Field(
+        default=None, description="Cap in USD on the lab's cost ceiling per hour at the reference prices (see README)."
+    )
 
     @model_validator(mode="after")
     def _reserved_needs_reservations(self) -> "Lab":
@@ -265,6 +276,17 @@ class Lab(Model):
                 else "only used with capacity type 'reserved'; add it to capacityTypes",
             )
         return self
+
+    @model_validator(mode="after")
+    def _within_max_hourly_cost(self) -> "Lab":
+        if problem := self.cost.cap_problem:
+            raise FieldProblem("maxHourlyCost", problem)
+        return self
+
+    @property
+    def cost(self) -> LabCost:
+        """The lab's cost figures at the reference prices (config/prices.py)."""
+        return lab_cost(self.instance_types, self.slices_per_gpu, self.max_gpus, self.max_hourly_cost)
 
     @property
     def learner_seats(self) -> int:

@@ -93,7 +93,7 @@ def test_learner_seats_are_max_gpus_times_slices():
             with_lab(slicesPerGPU=2),
             "gpulab:labs.intro.slicesPerGPU: unknown key; did you mean slicesPerGpu? allowed keys: ami, "
             "capacityReservationIds, capacityTypes, cpuLimit, disruption, expireAfter, instanceTypes, maxGpus, "
-            "maxPods, podPidsLimit, prepullImages, rootVolume, slicesPerGpu",
+            "maxHourlyCost, maxPods, podPidsLimit, prepullImages, rootVolume, slicesPerGpu",
         ),
         (
             with_lab(instanceTypes=["m5.large"]),

@@ -118,4 +118,6 @@ def test_device_plugin_config_mistakes_are_reported(values, expected):
 
 
 def test_stack_exports_each_labs_node_pool_slices_and_seats(base_run):
-    assert base_run.outputs["labs"] == {"intro": {"nodePool": "intro", "slicesPerGpu": 3, "learnerSeats": 12}}
+    labs = base_run.outputs["labs"]
+    assert list(labs) == ["intro"]
+    assert labs["intro"].items() >= {"nodePool": "intro", "slicesPerGpu": 3, "learnerSeats": 12}.items()
