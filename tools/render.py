@@ -2,7 +2,8 @@
 
     python -m tools.render <stack name or stack file> --out <dir>
 
-Writes <dir>/resources.json, <dir>/manifests/<kind>-<name>.yaml and <dir>/helm/<release>.yaml, and prints a summary.
+Writes <dir>/resources.json, <dir>/outputs.json, <dir>/manifests/<kind>-<name>.yaml and <dir>/helm/<release>.yaml,
+and prints a summary.
 A stack file with problems exits with status 2, prints one `gpulab:` line per problem and writes nothing.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 import yaml
 
 import config
-from tools import harness
+from tools import cost_report, harness
 
 ROOT = Path(__file__).resolve().parent.parent
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -66,7 +67,7 @@ def _yaml_problem(error: yaml.YAMLError) -> str:
 
 
 def write(run: harness.Run, out: Path) -> None:
-    for owned in ("resources.json", "manifests", "helm"):
+    for owned in ("resources.json", "outputs.json", "manifests", "helm"):
         target = out / owned
         if target.is_dir():
             shutil.rmtree(target)
@@ -75,6 +76,7 @@ def write(run: harness.Run, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     resources = [r.as_json() for r in run.resources]
     (out / "resources.json").write_text(json.dumps(resources, indent=2, ensure_ascii=False) + "\n")
+    (out / "outputs.json").write_text(json.dumps(run.outputs, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
     for r in run.resources:
         if r.type == HELM_RELEASE:
             release = {
@@ -114,7 +116,7 @@ def summary(run: harness.Run) -> list[str]:
             f"lab {name}: {', '.join(lab.instance_types)}; up to {lab.max_gpus} GPU{'s' * (lab.max_gpus != 1)} x "
             f"{lab.slices_per_gpu} slices = {lab.learner_seats} learner seats"
         )
-    return lines
+    return [*lines, *cost_report.table(run.outputs["labs"])]
 
 
 def main(argv: list[str] | None = None) -> int:
