@@ -42,7 +42,7 @@ class LabCost:
             # A cap that cannot be checked would be a silently ignored key: fail closed.
             return (
                 f"cannot be checked: {', '.join(self.unpriced)} {'has' if len(self.unpriced) == 1 else 'have'} no "
-                f"reference price ({PRICE_SOURCE}); leave out those instance types or the cap"
+                f"reference price ({PRICE_SOURCE}); leave out the instance types without a price, or the cap"
             )
         if self.ceiling_per_hour > self.max_hourly_cost:
             return (
