@@ -12,7 +12,7 @@ from config.prices import ON_DEMAND_USD_PER_HOUR
 from config.versions import KARPENTER_CHART_VERSION
 from tests.upstream import KARPENTER
 
-# Not part of ../shared/upstream: CI puts it there (pull-request.yml); set GPULAB_UPSTREAM to a folder that has it.
+# Not yet part of ../shared/upstream; the pull-request workflow puts it there (GPULAB_UPSTREAM may name another folder).
 UPSTREAM_PRICES = KARPENTER / "zz_generated.pricing_aws.go"
 
 
@@ -43,7 +43,10 @@ def test_prices_table_is_read_only():
 def upstream_prices() -> tuple[str, dict[str, str]]:
     """The generation line and the us-east-1 prices (as written) of Karpenter's generated pricing file."""
     if not UPSTREAM_PRICES.is_file():
-        pytest.skip(f"{UPSTREAM_PRICES} is absent (CI fetches {prices.SOURCE_FILE} at {prices.SOURCE_TAG})")
+        pytest.skip(
+            f"{UPSTREAM_PRICES} is absent: put {prices.SOURCE_FILE} of {prices.SOURCE_REPOSITORY} "
+            f"{prices.SOURCE_TAG} there (the pull-request workflow does)"
+        )
     text = UPSTREAM_PRICES.read_text()
     generated = re.search(r"^// generated at (\S+) for (\S+)$", text, re.MULTILINE)
     assert generated, "the file has no generation line"
