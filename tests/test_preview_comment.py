@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import BASE, ROOT
 from tools import preview_comment, render
 
 PREVIEW = "Previewing update (staging):\n\x1b[32m+ \x1b[0mkubernetes:karpenter.sh/v1:NodePool nodepool-intro create\n"
@@ -17,8 +18,11 @@ PREVIEW = "Previewing update (staging):\n\x1b[32m+ \x1b[0mkubernetes:karpenter.s
 
 @pytest.fixture(scope="module")
 def staging_render(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The render of the synthetic BASE stack (one lab, intro), standing in for the staging stack's."""
     out = tmp_path_factory.mktemp("render")
-    assert render.main(["staging", "--out", str(out)]) == 0
+    stack_file = out / "Pulumi.staging.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": BASE}))
+    assert render.main([str(stack_file), "--out", str(out)]) == 0
     return out
 
 
