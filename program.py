@@ -68,6 +68,7 @@ def build(stack: config.StackConfig) -> None:
                 "slicesPerGpu": lab.slices_per_gpu,
                 "learnerSeats": lab.learner_seats,
                 **learner_output(lab.learner_share),
+                "cost": lab.cost.as_output(),
             }
             for (name, lab), pool in zip(settings.labs.items(), pools, strict=True)
         },

@@ -21,3 +21,8 @@ GPU_RESOURCE = "nvidia.com/gpu"
 GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
 # Tolerates the GPU taint whatever its value: for the device plugin and for pods that use a slice.
 GPU_TOLERATION = {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
+
+# A lab's cost ceiling and cap (USD per hour at the reference prices) on its NodePool: a preview shows a change of
+# either, and the policy pack compares the two.
+COST_CEILING_ANNOTATION = "gpulab.dev/hourly-cost-ceiling-usd"
+MAX_HOURLY_COST_ANNOTATION = "gpulab.dev/max-hourly-cost-usd"

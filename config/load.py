@@ -84,7 +84,13 @@ def _path(error: Mapping[str, Any]) -> str:
     return path
 
 
-_KINDS = {"int_type": "a whole number", "string_type": "a string", "list_type": "a list", "bool_type": "true or false"}
+_KINDS = {
+    "int_type": "a whole number",
+    "string_type": "a string",
+    "list_type": "a list",
+    "bool_type": "true or false",
+    "float_type": "a number",
+}
 _MAPPING = "a mapping of keys to values"
 
 

@@ -4,6 +4,7 @@ Field names are snake_case here and camelCase in the stack file (the alias gener
 Every model forbids unknown keys so that a typo fails loudly instead of silently falling back to a default.
 """
 
+import math
 import re
 from fractions import Fraction
 from typing import Annotated, Literal
@@ -12,6 +13,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic.alias_generators import to_camel
 
 from config import schedule
+from config.cost import LabCost, lab_cost
 from config.images import qualify_image
 from config.instance_types import COMPUTE_CAPABILITIES, GPU_INSTANCE_TYPES
 from config.node_capacity import Resources, quantity, seat_share
@@ -59,6 +61,12 @@ def _matching(pattern: str, what: str):
         return value
 
     return AfterValidator(check)
+
+
+def _positive_amount(value: float) -> float:
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"must be a positive amount of US dollars, got {value:g}")
+    return value
 
 
 def _unique(values: list) -> list:
@@ -396,6 +404,9 @@ class Lab(Model):
         default=False,
         description="Run slicesPerGpu + 1 pods that each take one slice and run nvidia-smi, to watch the lab scale.",
     )
+    max_hourly_cost: Annotated[float, AfterValidator(_positive_amount)] | None = Field(
+        default=None, description="Cap in USD on the lab's cost ceiling per hour at the reference prices (see README)."
+    )
 
     @model_validator(mode="after")
     def _reserved_needs_reservations(self) -> "Lab":
@@ -512,6 +523,17 @@ class Lab(Model):
 
     def warm_seats(self, lab_class: LabClass) -> int:
         return lab_class.warm_seats or self.learner_seats
+
+    @model_validator(mode="after")
+    def _within_max_hourly_cost(self) -> "Lab":
+        if problem := self.cost.cap_problem:
+            raise FieldProblem("maxHourlyCost", problem)
+        return self
+
+    @property
+    def cost(self) -> LabCost:
+        """The lab's cost figures at the reference prices (config/prices.py)."""
+        return lab_cost(self.instance_types, self.slices_per_gpu, self.max_gpus, self.max_hourly_cost)
 
     @property
     def learner_seats(self) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -32,6 +33,10 @@ EKS_CLUSTER = "aws:eks/cluster:Cluster"
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+
+# Mirrors of components/labels.py: a lab's cost ceiling and cap, in USD per hour at gpulab's reference prices.
+COST_CEILING_ANNOTATION = "gpulab.dev/hourly-cost-ceiling-usd"
+MAX_HOURLY_COST_ANNOTATION = "gpulab.dev/max-hourly-cost-usd"
 
 # A NodePool that selects on any of these well-known Karpenter labels (instance-gpu-count, -name, -manufacturer,
 # -memory) asks for GPU instances.
@@ -250,6 +255,37 @@ def eks_secrets_encryption(resource_type: str, props: Mapping[str, Any], stack: 
     return []
 
 
+def nodepool_within_max_hourly_cost(resource_type: str, props: Mapping[str, Any], stack: str) -> list[str]:
+    """A NodePool with a cost cap (maxHourlyCost) states a cost ceiling, and the ceiling does not exceed the cap.
+
+    The ceiling is the most the NodePool's nvidia.com/gpu limit lets Karpenter run per hour at gpulab's reference
+    prices. A resource policy sees one resource at a time, and a NodePool alone says neither what its instance types
+    cost nor how many slices a GPU has (that is in the lab's NodeOverlays), so the program states both figures on the
+    NodePool and the rule compares them: the same line the stack configuration holds, kept for a change that would
+    write NodePools without that check. It fails closed: a cap without a readable ceiling is a violation.
+    """
+    if resource_type != NODE_POOL:
+        return []
+    annotations = _mapping(_mapping(props.get("metadata")).get("annotations"))
+    if MAX_HOURLY_COST_ANNOTATION not in annotations:
+        return []
+    cap, ceiling = annotations.get(MAX_HOURLY_COST_ANNOTATION), annotations.get(COST_CEILING_ANNOTATION)
+    cap_usd, ceiling_usd = _amount(cap), _amount(ceiling)
+    if cap_usd is None:
+        return [f"metadata.annotations[{MAX_HOURLY_COST_ANNOTATION}] is {cap!r}, not a positive amount of US dollars"]
+    if ceiling_usd is None:
+        return [
+            f"metadata.annotations[{COST_CEILING_ANNOTATION}] is {ceiling!r}, not a positive amount of US dollars: "
+            f"the cap of {cap} USD per hour cannot be checked"
+        ]
+    if ceiling_usd > cap_usd:
+        return [
+            f"the NodePool may cost up to {ceiling} USD per hour at the reference prices, more than its cap of {cap} "
+            "(maxHourlyCost): lower maxGpus, leave out the dearest instance type or raise the cap"
+        ]
+    return []
+
+
 # CrossGuard policy name -> rule; the pack registers them in this order.
 RULES: dict[str, Rule] = {
     "gpu-nodepool-isolation": gpu_node_pool_isolation,
@@ -259,6 +295,7 @@ RULES: dict[str, Rule] = {
     "sqs-queue-policy-tls-only": sqs_queue_policy_tls_only,
     "no-unconditioned-ec2-mutation": no_unconditioned_ec2_mutation_on_any_resource,
     "eks-secrets-encryption": eks_secrets_encryption,
+    "nodepool-max-hourly-cost": nodepool_within_max_hourly_cost,
 }
 
 
@@ -333,6 +370,15 @@ def _policy_document(value: Any) -> tuple[Mapping[str, Any], str | None]:
 def _statements(document: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     # IAM accepts a single statement object as well as a list of them.
     return [_mapping(statement) for statement in _items(document.get("Statement"))]
+
+
+def _amount(value: Any) -> float | None:
+    """A positive, finite amount written as a string (an annotation value), or None."""
+    try:
+        amount = float(value) if isinstance(value, str) else math.nan
+    except ValueError:
+        return None
+    return amount if math.isfinite(amount) and amount > 0 else None
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

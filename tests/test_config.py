@@ -94,7 +94,8 @@ def test_learner_seats_are_max_gpus_times_slices():
             with_lab(slicesPerGPU=2),
             "gpulab:labs.intro.slicesPerGPU: unknown key; did you mean slicesPerGpu? allowed keys: ami, "
             "capacityReservationIds, capacityTypes, classes, cpuLimit, disruption, expireAfter, instanceTypes, "
-            "learnerPod, maxGpus, maxPods, podPidsLimit, prepullImages, rootVolume, sharing, slicesPerGpu",
+            "learnerPod, maxGpus, maxHourlyCost, maxPods, podPidsLimit, prepullImages, rootVolume, sharing, "
+            "slicesPerGpu",
         ),
         (
             with_lab(instanceTypes=["m5.large"]),

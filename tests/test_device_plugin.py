@@ -118,13 +118,14 @@ def test_device_plugin_config_mistakes_are_reported(values, expected):
 
 
 def test_stack_exports_each_labs_node_pool_slices_seats_and_learner_share(base_run):
-    assert base_run.outputs["labs"] == {
-        "intro": {
-            "nodePool": "intro",
-            "slicesPerGpu": 3,
-            "learnerSeats": 12,
-            "sharing": "timeSlicing",
-            "gpuMemoryCapGib": None,
-            "computePercent": None,
-        }
+    labs = base_run.outputs["labs"]
+    assert list(labs) == ["intro"]
+    expected = {
+        "nodePool": "intro",
+        "slicesPerGpu": 3,
+        "learnerSeats": 12,
+        "sharing": "timeSlicing",
+        "gpuMemoryCapGib": None,
+        "computePercent": None,
     }
+    assert labs["intro"].items() >= expected.items()

@@ -90,7 +90,7 @@ def test_pulumi_up_waits_for_each_node_class_and_node_pool_to_be_ready(run):
             ("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass", f"ec2nodeclass-{lab_name}"),
         ):
             annotations = run.one(type_token, name).inputs["metadata"]["annotations"]
-            assert annotations == {"pulumi.com/waitFor": "condition=Ready"}
+            assert annotations["pulumi.com/waitFor"] == "condition=Ready"
 
 
 def test_node_pools_bound_how_long_a_draining_node_waits_and_deletes_wait_that_long_plus_margin():

@@ -89,7 +89,7 @@ def test_a_lab_mixing_gpu_models_reports_the_range_of_caps_and_exports_the_small
     caps = [GPU_INSTANCE_TYPES[t].gpu_memory_gib / lab.slices_per_gpu for t in lab.instance_types]
     assert lab.learner_share.memory_cap_gib == (min(caps), max(caps))
     assert min(caps) < max(caps)
-    assert mixed_run.outputs["labs"]["isolated"] == {
+    expected = {
         "nodePool": "isolated",
         "slicesPerGpu": 4,
         "learnerSeats": 32,
@@ -97,6 +97,7 @@ def test_a_lab_mixing_gpu_models_reports_the_range_of_caps_and_exports_the_small
         "gpuMemoryCapGib": min(caps),
         "computePercent": 25,
     }
+    assert mixed_run.outputs["labs"]["isolated"].items() >= expected.items()
 
 
 def test_outputs_say_time_sliced_and_unshared_memory_is_not_capped(mixed_run):

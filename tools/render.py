@@ -2,9 +2,9 @@
 
     python -m tools.render <stack name or stack file> --out <dir>
 
-Writes <dir>/resources.json, <dir>/invokes.json, <dir>/manifests/<kind>-[<namespace>-]<name>.yaml and
-<dir>/helm/<release>.yaml, and prints a summary. A stack file with problems, or a lab whose AMI release does not exist,
-exits with status 2, prints one `gpulab:` line per problem and writes nothing.
+Writes <dir>/resources.json, <dir>/invokes.json, <dir>/outputs.json, <dir>/manifests/<kind>-[<namespace>-]<name>.yaml
+and <dir>/helm/<release>.yaml, and prints a summary. A stack file with problems, or a lab whose AMI release does not
+exist, exits with status 2, prints one `gpulab:` line per problem and writes nothing.
 """
 
 import argparse
@@ -19,7 +19,7 @@ import yaml
 
 import config
 from config.model import Lab
-from tools import harness
+from tools import cost_report, harness
 
 ROOT = Path(__file__).resolve().parent.parent
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -69,7 +69,7 @@ def _yaml_problem(error: yaml.YAMLError) -> str:
 
 
 def write(run: harness.Run, out: Path) -> None:
-    for owned in ("resources.json", "invokes.json", "manifests", "helm"):
+    for owned in ("resources.json", "invokes.json", "outputs.json", "manifests", "helm"):
         target = out / owned
         if target.is_dir():
             shutil.rmtree(target)
@@ -80,6 +80,7 @@ def write(run: harness.Run, out: Path) -> None:
     (out / "resources.json").write_text(json.dumps(resources, indent=2, ensure_ascii=False) + "\n")
     invokes = [i.as_json() for i in run.invokes]
     (out / "invokes.json").write_text(json.dumps(invokes, indent=2, ensure_ascii=False) + "\n")
+    (out / "outputs.json").write_text(json.dumps(run.outputs, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
     for r in run.resources:
         if r.type == HELM_RELEASE:
             release = {
@@ -124,7 +125,7 @@ def summary(run: harness.Run) -> list[str]:
         )
         lines.append(f"  each learner: {lab.learner_share.describe()}")
         lines += [f"  {line}" for line in class_lines(lab)]
-    return lines
+    return [*lines, *cost_report.table(run.outputs["labs"])]
 
 
 def class_lines(lab: Lab) -> list[str]:

@@ -50,7 +50,7 @@ class GpuNodePool(pulumi.ComponentResource):
         def custom_resource(manifest: dict, opts: pulumi.ResourceOptions) -> k8s.apiextensions.CustomResource:
             metadata = manifest["metadata"]
             if manifest["kind"] != "NodeOverlay":  # NodeOverlays have no Ready condition
-                metadata = {**metadata, "annotations": WAIT_FOR_READY}
+                metadata = {**metadata, "annotations": {**metadata.get("annotations", {}), **WAIT_FOR_READY}}
             # Named like the render's manifest files, e.g. nodepool-intro, nodeoverlay-intro-1gpu.
             return k8s.apiextensions.CustomResource(
                 f"{manifest['kind'].lower()}-{manifest['metadata']['name']}",

@@ -8,14 +8,17 @@ from typing import Any
 from components.karpenter.class_seats_manifests import class_budgets
 from components.karpenter.user_data import node_user_data
 from components.labels import (
+    COST_CEILING_ANNOTATION,
     DEVICE_PLUGIN_CONFIG_LABEL,
     DISCOVERY_TAG,
     GPU_PRESENT_LABEL,
     GPU_RESOURCE,
     GPU_TAINT,
     LAB_LABEL,
+    MAX_HOURLY_COST_ANNOTATION,
     MPS_CAPABLE_LABEL,
 )
+from config.cost import usd
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.model import Lab
 
@@ -93,7 +96,7 @@ def node_pool(lab_name: str, lab: Lab) -> dict:
     return {
         "apiVersion": NODE_POOL_API,
         "kind": "NodePool",
-        "metadata": {"name": lab_name},
+        "metadata": {"name": lab_name, **cost_annotations(lab)},
         "spec": {
             "template": {
                 "metadata": {"labels": node_labels(lab_name, lab)},
@@ -115,6 +118,24 @@ def node_pool(lab_name: str, lab: Lab) -> dict:
             "limits": {GPU_RESOURCE: str(lab.learner_seats), "cpu": str(lab.cpu_limit)},
         },
     }
+
+
+def cost_annotations(lab: Lab) -> dict[str, dict[str, str]]:
+    """The lab's cost ceiling and cap, as annotations of the NodePool (none for a lab without a priced type or cap).
+
+    They sit on the NodePool's own metadata, so that a new price or cap never drifts the lab's nodes: Karpenter's drift
+    hash covers spec.template only (NodePool.Hash, kubernetes-sigs/karpenter v1.14.1 pkg/apis/v1/nodepool.go).
+    """
+    cost = lab.cost
+    annotations = {
+        key: usd(amount)
+        for key, amount in [
+            (COST_CEILING_ANNOTATION, cost.ceiling_per_hour),
+            (MAX_HOURLY_COST_ANNOTATION, cost.max_hourly_cost),
+        ]
+        if amount is not None
+    }
+    return {"annotations": annotations} if annotations else {}
 
 
 def node_overlays(lab_name: str, lab: Lab) -> list[dict]:

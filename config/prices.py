@@ -1,0 +1,63 @@
+"""Reference on-demand hourly prices (USD) of the GPU instance types, as data.
+
+Source: aws/karpenter-provider-aws, tag v1.14.1, pkg/providers/pricing/zz_generated.pricing_aws.go, the on-demand
+prices Karpenter starts from before it reaches the AWS Pricing API. The file says "generated at 2026-07-06T14:20:29Z
+for us-east-1" and holds that one region. The figures below are copied as written there, for the instance types in
+config/instance_types.py.
+
+These are list prices of one region on one day: other regions differ, and spot and reserved capacity cost less, so
+every figure derived from them is labelled with PRICE_SOURCE.
+
+Deliberately absent, because that file has no price for them (a type without a price is never given one here):
+g7 (every size) and p5e.48xlarge.
+"""
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+SOURCE_REPOSITORY = "aws/karpenter-provider-aws"
+SOURCE_TAG = "v1.14.1"
+SOURCE_FILE = "pkg/providers/pricing/zz_generated.pricing_aws.go"
+GENERATED_AT = "2026-07-06T14:20:29Z"
+REGION = "us-east-1"
+
+PRICE_SOURCE = f"{REGION} on-demand list prices of {GENERATED_AT[:10]}, Karpenter {SOURCE_TAG.removeprefix('v')}"
+
+# fmt: off
+ON_DEMAND_USD_PER_HOUR: Mapping[str, float] = MappingProxyType({
+    # g4dn family
+    "g4dn.12xlarge": 3.912000, "g4dn.16xlarge": 4.352000, "g4dn.2xlarge": 0.752000, "g4dn.4xlarge": 1.204000,
+    "g4dn.8xlarge": 2.176000, "g4dn.metal": 7.824000, "g4dn.xlarge": 0.526000,
+    # g5 family
+    "g5.12xlarge": 5.672000, "g5.16xlarge": 4.096000, "g5.24xlarge": 8.144000, "g5.2xlarge": 1.212000,
+    "g5.48xlarge": 16.288000, "g5.4xlarge": 1.624000, "g5.8xlarge": 2.448000, "g5.xlarge": 1.006000,
+    # g5g family
+    "g5g.16xlarge": 2.744000, "g5g.2xlarge": 0.556000, "g5g.4xlarge": 0.828000, "g5g.8xlarge": 1.372000,
+    "g5g.metal": 2.744000, "g5g.xlarge": 0.420000,
+    # g6 family
+    "g6.12xlarge": 4.601600, "g6.16xlarge": 3.396800, "g6.24xlarge": 6.675200, "g6.2xlarge": 0.977600,
+    "g6.48xlarge": 13.350400, "g6.4xlarge": 1.323200, "g6.8xlarge": 2.014400, "g6.xlarge": 0.804800,
+    # g6e family
+    "g6e.12xlarge": 10.492640, "g6e.16xlarge": 7.577190, "g6e.24xlarge": 15.065590, "g6e.2xlarge": 2.242080,
+    "g6e.48xlarge": 30.131180, "g6e.4xlarge": 3.004240, "g6e.8xlarge": 4.528560, "g6e.xlarge": 1.861000,
+    # g7e family
+    "g7e.12xlarge": 8.286080, "g7e.24xlarge": 16.572160, "g7e.2xlarge": 3.363120, "g7e.48xlarge": 33.144320,
+    "g7e.4xlarge": 3.998160, "g7e.8xlarge": 5.268240,
+    # gr6 family
+    "gr6.4xlarge": 1.539200, "gr6.8xlarge": 2.446400,
+    # p3dn family
+    "p3dn.24xlarge": 31.212000,
+    # p4d family
+    "p4d.24xlarge": 21.957642,
+    # p4de family
+    "p4de.24xlarge": 27.447050,
+    # p5 family
+    "p5.48xlarge": 55.040000, "p5.4xlarge": 6.880000,
+    # p5en family
+    "p5en.48xlarge": 63.296000,
+    # p6-b200 family
+    "p6-b200.48xlarge": 113.932800,
+    # p6-b300 family
+    "p6-b300.48xlarge": 142.416000,
+})
+# fmt: on

@@ -1,0 +1,173 @@
+"""What a lab costs: seat-hour prices and ceilings against figures worked out by hand, the maxHourlyCost cap, the stack
+output and the NodePool annotations."""
+
+import re
+
+import pytest
+
+import config
+from components.karpenter.manifests import node_overlays, node_pool
+from components.labels import COST_CEILING_ANNOTATION, GPU_RESOURCE, MAX_HOURLY_COST_ANNOTATION
+from config.cost import lab_cost
+from config.instance_types import GPU_INSTANCE_TYPES
+from config.prices import ON_DEMAND_USD_PER_HOUR, PRICE_SOURCE
+from tests.conftest import STACK_FILES, run_stack_file, run_values, stack_values
+from tests.synthetic import SYNTHETIC, lab
+
+SOURCE = re.escape(PRICE_SOURCE)
+
+# --- the arithmetic, against figures worked out by hand from the upstream prices ------------------------------------
+
+
+def test_g4dn_xlarge_shared_by_three_costs_0_1753_per_seat_hour_and_four_gpus_at_most_2_104_per_hour():
+    # 0.526 / (1 GPU x 3 slices) = 0.17533..; 4 GPUs x 0.526 = 2.104
+    cost = lab_cost(["g4dn.xlarge"], slices_per_gpu=3, max_gpus=4)
+    assert (cost.seat_hour, cost.ceiling_per_hour, cost.unpriced) == ((0.1753, 0.1753), 2.104, ())
+
+
+def test_multi_gpu_types_are_priced_per_gpu():
+    # g4dn.12xlarge: 3.912 / 4 GPUs = 0.978 per GPU-hour, / 2 slices = 0.489 per seat-hour; 8 GPUs x 0.978 = 7.824
+    assert lab_cost(["g4dn.12xlarge"], 2, 8).seat_hour == (0.489, 0.489)
+    assert lab_cost(["g4dn.12xlarge"], 2, 8).ceiling_per_hour == 7.824
+    # p4d.24xlarge: 21.957642 / 8 = 2.74470525 per GPU-hour, / 4 slices = 0.68617631 -> 0.6862;
+    # 3 x 2.74470525 = 8.23411575, rounded up (a ceiling never reads lower than it is) to 8.2342
+    assert lab_cost(["p4d.24xlarge"], 4, 3).seat_hour == (0.6862, 0.6862)
+    assert lab_cost(["p4d.24xlarge"], 4, 3).ceiling_per_hour == 8.2342
+
+
+def test_seat_hour_range_spans_the_labs_types_and_the_ceiling_takes_the_dearest_gpu():
+    # g4dn.xlarge 0.526 per GPU-hour, g5.12xlarge 5.672 / 4 = 1.418: seats 0.263 to 0.709 with 2 slices; 4 x 1.418
+    cost = lab_cost(["g4dn.xlarge", "g5.12xlarge"], 2, 4)
+    assert (cost.seat_hour, cost.ceiling_per_hour) == ((0.263, 0.709), 5.672)
+    assert cost.ceiling_basis == "maxGpus 4 x 1.418 USD per GPU-hour of g5.12xlarge"
+
+
+def test_a_lab_with_no_priced_type_has_no_figures_and_says_which_types():
+    cost = lab_cost(["g7.2xlarge", "p5e.48xlarge"], 2, 4)
+    assert (cost.seat_hour, cost.ceiling_per_hour) == (None, None)
+    assert cost.as_output() == {
+        "seatHour": None,
+        "ceilingPerHour": None,
+        "maxHourlyCost": None,
+        "unpriced": ["g7.2xlarge", "p5e.48xlarge"],
+        "source": PRICE_SOURCE,
+    }
+
+
+def test_a_lab_mixing_priced_and_unpriced_types_has_figures_for_the_priced_ones():
+    cost = lab_cost(["g7.2xlarge", "g4dn.xlarge"], 3, 4)
+    assert (cost.seat_hour, cost.ceiling_per_hour, cost.unpriced) == ((0.1753, 0.1753), 2.104, ("g7.2xlarge",))
+
+
+@pytest.mark.parametrize("name", sorted(SYNTHETIC), ids=str)
+def test_ceiling_bounds_what_the_nodepool_limit_lets_karpenter_run_of_any_one_type(name):
+    # The NodePool's nvidia.com/gpu limit counts what a node advertises: slices x GPUs with the lab's NodeOverlays.
+    for lab_name, lab_config in config.parse(_labs_only(SYNTHETIC[name]), "eu-west-1").settings.labs.items():
+        limit = int(node_pool(lab_name, lab_config)["spec"]["limits"][GPU_RESOURCE])
+        overlays = {o["spec"]["requirements"][1]["values"][0]: o for o in node_overlays(lab_name, lab_config)}
+        ceiling = lab_config.cost.ceiling_per_hour
+        most = {}  # the dearest fleet of each priced type that fits in the limit
+        for instance_type in set(lab_config.instance_types) & set(ON_DEMAND_USD_PER_HOUR):
+            gpus = GPU_INSTANCE_TYPES[instance_type].gpus
+            advertised = int(overlays[str(gpus)]["spec"]["capacity"][GPU_RESOURCE]) if overlays else gpus
+            most[instance_type] = limit // advertised * ON_DEMAND_USD_PER_HOUR[instance_type]
+        if not most:
+            continue
+        assert ceiling is not None and max(most.values()) <= ceiling + 1e-9, (lab_name, most, ceiling)
+        if all(lab_config.max_gpus % GPU_INSTANCE_TYPES[t].gpus == 0 for t in most):
+            # Then a fleet of the dearest type fills the limit exactly: the ceiling is reached, not only bounded.
+            assert ceiling - max(most.values()) < 0.0001, (lab_name, most, ceiling)
+
+
+def _labs_only(values):
+    return {key.removeprefix("gpulab:"): value for key, value in values.items() if key.startswith("gpulab:")}
+
+
+# --- maxHourlyCost ------------------------------------------------------------------------------------------------
+
+
+def with_cap(cap, instance_types=("g4dn.xlarge",)):
+    return stack_values(**{"gpulab:labs": {"intro": lab(list(instance_types), 3, max_gpus=4, maxHourlyCost=cap)}})
+
+
+def test_a_lab_whose_ceiling_exceeds_its_cap_is_refused_naming_the_ceiling_and_the_price_source():
+    with pytest.raises(config.ConfigError, match=r"^gpulab:labs\.intro\.maxHourlyCost: ") as refused:
+        run_values(with_cap(2))
+    expected = (
+        r"the lab may cost up to 2\.1040 USD per hour \(maxGpus 4 x 0\.526 USD per GPU-hour of g4dn\.xlarge; "
+        rf"{SOURCE}\), more than this cap of 2\.0000"
+    )
+    assert re.search(expected, refused.value.lines[0])
+
+
+@pytest.mark.parametrize("cap", [2.104, 3, 100.5])
+def test_a_cap_at_or_above_the_ceiling_is_accepted_and_reaches_the_output(cap):
+    run = run_values(with_cap(cap))
+    assert run.outputs["labs"]["intro"]["cost"]["maxHourlyCost"] == cap
+
+
+def test_a_cap_cannot_be_checked_for_a_type_without_a_price_so_it_is_refused():
+    with pytest.raises(config.ConfigError, match=r"^gpulab:labs\.intro\.maxHourlyCost: cannot be checked: "):
+        run_values(with_cap(1000, ["g4dn.xlarge", "g7.2xlarge"]))
+    with pytest.raises(config.ConfigError, match=rf"g7\.2xlarge has no reference price \({SOURCE}\)"):
+        run_values(with_cap(1000, ["g4dn.xlarge", "g7.2xlarge"]))
+
+
+@pytest.mark.parametrize(
+    ("cap", "expected"),
+    [
+        (0, r"must be a positive amount of US dollars, got 0"),
+        (-1.5, r"must be a positive amount of US dollars, got -1\.5"),
+        (float("inf"), r"must be a positive amount of US dollars, got inf"),
+        ("20", r"must be a number, got '20'"),
+        (True, r"must be a number, got True"),
+    ],
+)
+def test_a_cap_that_is_not_a_positive_amount_is_refused(cap, expected):
+    with pytest.raises(config.ConfigError, match=rf"^gpulab:labs\.intro\.maxHourlyCost: {expected}$"):
+        run_values(with_cap(cap))
+
+
+# --- what the stack exports and what the NodePool carries ----------------------------------------------------------
+
+
+def test_stack_output_carries_the_cost_of_each_lab(base_run):
+    assert base_run.outputs["labs"]["intro"]["cost"] == {
+        "seatHour": [0.1753, 0.1753],
+        "ceilingPerHour": 2.104,
+        "maxHourlyCost": None,
+        "unpriced": [],
+        "source": PRICE_SOURCE,
+    }
+
+
+def test_stack_output_of_a_lab_without_a_priced_type_has_null_figures():
+    run = run_values(stack_values(**{"gpulab:labs": {"new": lab(["g7.2xlarge"], 2)}}))
+    cost = run.outputs["labs"]["new"]["cost"]
+    assert (cost["seatHour"], cost["ceilingPerHour"], cost["unpriced"]) == (None, None, ["g7.2xlarge"])
+
+
+def nodepool_annotations(run, lab_name):
+    """The NodePool's cost annotations (it also carries pulumi.com/waitFor)."""
+    pool = run.one("kubernetes:karpenter.sh/v1:NodePool", f"nodepool-{lab_name}").inputs
+    cost_keys = (COST_CEILING_ANNOTATION, MAX_HOURLY_COST_ANNOTATION)
+    return {k: v for k, v in pool["metadata"].get("annotations", {}).items() if k in cost_keys}
+
+
+def test_nodepool_carries_the_ceiling_and_the_cap_that_a_preview_shows():
+    annotations = nodepool_annotations(run_values(with_cap(3)), "intro")
+    assert annotations == {COST_CEILING_ANNOTATION: "2.1040", MAX_HOURLY_COST_ANNOTATION: "3.0000"}
+
+
+def test_nodepool_of_a_lab_without_a_priced_type_or_cap_carries_no_cost_annotation():
+    run = run_values(stack_values(**{"gpulab:labs": {"new": lab(["g7.2xlarge"], 2)}}))
+    assert nodepool_annotations(run, "new") == {}
+
+
+@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
+def test_every_stack_files_nodepools_carry_their_labs_ceiling(path):
+    run = run_stack_file(path)
+    for lab_name, lab_config in run.stack.settings.labs.items():
+        ceiling = lab_config.cost.ceiling_per_hour
+        annotation = nodepool_annotations(run, lab_name).get(COST_CEILING_ANNOTATION)
+        assert annotation == (f"{ceiling:.4f}" if ceiling is not None else None)

@@ -1,0 +1,118 @@
+"""The pull-request comment of a stack's preview: cost table first, preview output after, one comment per stack."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import BASE, ROOT
+from tools import preview_comment, render
+
+PREVIEW = "Previewing update (staging):\n\x1b[32m+ \x1b[0mkubernetes:karpenter.sh/v1:NodePool nodepool-intro create\n"
+
+
+@pytest.fixture(scope="module")
+def staging_render(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The render of the synthetic BASE stack (one lab, intro), standing in for the staging stack's."""
+    out = tmp_path_factory.mktemp("render")
+    stack_file = out / "Pulumi.staging.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": BASE}))
+    assert render.main([str(stack_file), "--out", str(out)]) == 0
+    return out
+
+
+def staging_labs(staging_render: Path) -> dict:
+    return json.loads((staging_render / "outputs.json").read_text())["labs"]
+
+
+def test_comment_starts_with_the_stacks_marker_then_shows_the_cost_table_before_the_preview(staging_render):
+    body = preview_comment.comment("staging", staging_labs(staging_render), PREVIEW)
+    lines = body.splitlines()
+    assert lines[:2] == ["<!-- gpulab-preview:staging -->", "#### `pulumi preview` of staging"]
+    table = next(i for i, line in enumerate(lines) if line.startswith("| lab | learner seats | per seat-hour |"))
+    assert table < lines.index("<pre>")
+    assert any(line.startswith("| intro | ") for line in lines)
+
+
+def test_preview_is_shown_without_terminal_colours_and_escaped_for_html(staging_render):
+    body = preview_comment.comment("staging", staging_labs(staging_render), PREVIEW + "<b>not bold</b>\n")
+    assert "\x1b" not in body
+    assert "+ kubernetes:karpenter.sh/v1:NodePool nodepool-intro create" in body
+    assert "&lt;b&gt;not bold&lt;/b&gt;" in body
+
+
+def test_a_long_preview_keeps_its_end_and_the_comment_stays_within_githubs_limit(staging_render):
+    long = "x" * 100 + "\n" + "y" * 70_000 + "\nResources: 3 to create"
+    body = preview_comment.comment("staging", staging_labs(staging_render), long)
+    assert len(body) < 65_536
+    assert body.count("Resources: 3 to create") == 1 and "the start is cut" in body
+
+
+def test_a_failed_preview_still_gets_the_cost_table_and_a_link_to_the_run(staging_render):
+    body = preview_comment.comment("staging", staging_labs(staging_render), "", "https://github.com/o/r/actions/runs/7")
+    assert "The preview did not finish; its log is in the workflow run: https://github.com/o/r/actions/runs/7" in body
+    assert "<pre>" not in body and any(line.startswith("| intro | ") for line in body.splitlines())
+
+
+# --- .ci/preview-comment posts one comment per stack, and updates it on the next push -------------------------------
+
+# Stands in for gh: answers `api --paginate <comments> --jq <filter>` by running jq on the canned comments, and logs
+# every other call with the body it would send.
+FAKE_GH = """import json, os, subprocess, sys
+args = sys.argv[1:]
+if "--jq" in args:
+    query = args[args.index("--jq") + 1]
+    subprocess.run(["jq", "-r", query], input=os.environ["FAKE_COMMENTS"], text=True, check=True)
+else:
+    field = args[args.index("-F") + 1]
+    body = open(field.removeprefix("body=@")).read()
+    with open(os.environ["FAKE_LOG"], "a") as log:
+        log.write(json.dumps({"method": args[args.index("--method") + 1], "path": args[3], "body": body}) + "\\n")
+"""
+
+
+def post(tmp_path: Path, staging_render: Path, comments: list[dict]) -> list[dict]:
+    """Runs .ci/preview-comment for staging on pull request 42 against a fake gh; the calls it made."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gh").write_text(f"#!{sys.executable}\n{FAKE_GH}")
+    (bin_dir / "gh").chmod(0o755)
+    (tmp_path / "preview.txt").write_text(PREVIEW)
+    env = dict(
+        os.environ,
+        PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        GITHUB_REPOSITORY="acme/gpulab",
+        FAKE_COMMENTS=json.dumps(comments),
+        FAKE_LOG=str(tmp_path / "calls.jsonl"),
+    )
+    command = [str(ROOT / ".ci/preview-comment"), "staging", "42", str(staging_render), str(tmp_path / "preview.txt")]
+    subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+    return [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+
+
+def bot(comment_id: int, body: str, login: str = "github-actions[bot]") -> dict:
+    return {"id": comment_id, "user": {"login": login}, "body": body}
+
+
+needs_jq = pytest.mark.skipif(shutil.which("jq") is None, reason="jq is not installed (it evaluates gh's --jq here)")
+
+
+@needs_jq
+def test_first_preview_of_a_stack_posts_a_new_comment(tmp_path, staging_render):
+    calls = post(tmp_path, staging_render, [bot(1, "<!-- gpulab-preview:prod -->\nprod's comment")])
+    assert [(c["method"], c["path"]) for c in calls] == [("POST", "repos/acme/gpulab/issues/42/comments")]
+    assert calls[0]["body"].startswith("<!-- gpulab-preview:staging -->\n")
+
+
+@needs_jq
+def test_next_preview_updates_the_stacks_comment_and_ignores_a_look_alike_by_someone_else(tmp_path, staging_render):
+    marker = "<!-- gpulab-preview:staging -->"
+    comments = [bot(5, f"{marker}\nold"), bot(6, f"{marker}\nnot ours", login="mallory"), bot(7, "other")]
+    calls = post(tmp_path, staging_render, comments)
+    assert [(c["method"], c["path"]) for c in calls] == [("PATCH", "repos/acme/gpulab/issues/comments/5")]
+    assert "| intro | " in calls[0]["body"]

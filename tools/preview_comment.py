@@ -1,0 +1,62 @@
+"""The pull-request comment of one stack's preview: its cost table, then the `pulumi preview` output.
+
+    python -m tools.preview_comment --stack <name> --outputs <render dir>/outputs.json --preview <file> [--run-url URL]
+
+Prints the comment's Markdown. Its first line marks the stack's comment, so that .ci/preview-comment updates it on the
+next push instead of adding another.
+"""
+
+import argparse
+import html
+import json
+import re
+import sys
+from pathlib import Path
+
+from tools import cost_report
+
+# GitHub refuses comments over 65536 characters; the cost table and the frame need far less than the rest.
+MAX_PREVIEW_CHARS = 60_000
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def marker(stack: str) -> str:
+    return f"<!-- gpulab-preview:{stack} -->"
+
+
+def comment(stack: str, labs: dict, preview: str, run_url: str | None = None) -> str:
+    preview = _ANSI.sub("", preview).strip()
+    if len(preview) > MAX_PREVIEW_CHARS:
+        # The end holds the policy results and the count of changes, so keep it.
+        preview = "[... the start is cut; the whole output is in the run's log]\n" + preview[-MAX_PREVIEW_CHARS:]
+    failed = "The preview did not finish; its log is in the workflow run" + (f": {run_url}" if run_url else ".")
+    return "\n".join(
+        [
+            marker(stack),
+            f"#### `pulumi preview` of {stack}",
+            "",
+            *cost_report.table(labs),
+            "",
+            "<details><summary>Pulumi preview</summary>",
+            "",
+            f"<pre>\n{html.escape(preview)}\n</pre>" if preview else failed,
+            "</details>",
+            "",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.preview_comment", description=__doc__.splitlines()[0])
+    parser.add_argument("--stack", required=True, help="the stack's name")
+    parser.add_argument("--outputs", required=True, type=Path, help="outputs.json of the stack's offline render")
+    parser.add_argument("--preview", required=True, type=Path, help="file holding the output of `pulumi preview`")
+    parser.add_argument("--run-url", help="the workflow run, linked when the preview has no output")
+    args = parser.parse_args(argv)
+    labs = json.loads(args.outputs.read_text())["labs"]
+    sys.stdout.write(comment(args.stack, labs, args.preview.read_text(), args.run_url))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
