@@ -5,8 +5,8 @@ prices Karpenter starts from before it reaches the AWS Pricing API. The file say
 for us-east-1" and holds that one region. The figures below are copied as written there, for the instance types in
 config/instance_types.py.
 
-These are list prices of one region on one day: other regions differ, and spot and reserved capacity cost less, so
-every figure derived from them is labelled with PRICE_SOURCE.
+These are list prices of one region on one day: other regions differ, spot capacity costs less (capacity reservations
+are billed at the on-demand rate), so every figure derived from them is labelled with PRICE_SOURCE.
 
 Deliberately absent, because that file has no price for them (a type without a price is never given one here):
 g7 (every size) and p5e.48xlarge.
