@@ -11,6 +11,7 @@ from config.endpoint import MAX_PUBLIC_ACCESS_CIDRS
 from config.log_retention import LOG_RETENTION_DAYS
 from tests.conftest import run_values
 from tests.test_config import parsed, problems, with_cluster
+from tools import render
 
 EKS = "eks:index:Cluster"
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
@@ -176,3 +177,27 @@ def test_deletion_protection_and_extended_support_reach_the_cluster():
     eks = run_values(with_cluster(deletionProtection=True, supportType="EXTENDED")).one(EKS, "cluster-eks").inputs
     assert eks["deletionProtection"] is True
     assert eks["upgradePolicy"] == {"supportType": "EXTENDED"}
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        (
+            {},
+            "control plane: API public to 0.0.0.0/0 and private in the VPC; logs kept 365 days; "
+            "deletion protection off; STANDARD support",
+        ),
+        (
+            {"publicAccessCidrs": [], "logRetentionDays": 90, "deletionProtection": True, "supportType": "EXTENDED"},
+            "control plane: API private in the VPC; logs kept 90 days; deletion protection on; EXTENDED support",
+        ),
+        (
+            {"publicAccessCidrs": ["1.2.3.4/32", "52.0.0.0/8"], "privateEndpoint": False},
+            "control plane: API public to 1.2.3.4/32, 52.0.0.0/8; logs kept 365 days; deletion protection off; "
+            "STANDARD support",
+        ),
+    ],
+    ids=["defaults", "private-only", "public-only"],
+)
+def test_render_summary_says_who_reaches_the_api_and_how_the_control_plane_is_kept(changes, expected):
+    assert render.summary(run_values(with_cluster(**changes)))[-1] == expected

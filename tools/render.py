@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 import config
+from config.model import Cluster
 from tools import harness
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,7 +115,18 @@ def summary(run: harness.Run) -> list[str]:
             f"lab {name}: {', '.join(lab.instance_types)}; up to {lab.max_gpus} GPU{'s' * (lab.max_gpus != 1)} x "
             f"{lab.slices_per_gpu} slices = {lab.learner_seats} learner seats"
         )
+    lines.append(_control_plane(cluster))
     return lines
+
+
+def _control_plane(cluster: Cluster) -> str:
+    """Who reaches the API and how the control plane is kept, as a security review of the preview would ask."""
+    reach = [f"public to {', '.join(cluster.public_access_cidrs)}"] if cluster.public_access_cidrs else []
+    reach += ["private in the VPC"] if cluster.private_endpoint else []
+    return (
+        f"control plane: API {' and '.join(reach)}; logs kept {cluster.log_retention_days} days; "
+        f"deletion protection {'on' if cluster.deletion_protection else 'off'}; {cluster.support_type} support"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
