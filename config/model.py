@@ -153,8 +153,8 @@ class Cluster(Model):
     )
     system_nodes: SystemNodes = Field(default_factory=SystemNodes, description="The system node group.")
     # GitHub: "We do not recommend allowing by IP address" (docs.github.com, "About GitHub's IP addresses"); the Actions
-    # ranges are thousands of blocks, against EKS' 40. A runner with a fixed egress (self-hosted, or a larger runner
-    # with a static IP) can be listed here instead; README, "Reaching the cluster's API".
+    # ranges are far more blocks than EKS' 40. A runner with a fixed egress (self-hosted, or a larger runner with a
+    # static IP) can be listed instead; README, "The cluster's API, logs, keys and trust".
     public_access_cidrs: Annotated[
         list[Annotated[str, AfterValidator(public_access_cidr)]], AfterValidator(_unique), AfterValidator(at_most_quota)
     ] = Field(
