@@ -211,7 +211,7 @@ def no_unconditioned_ec2_mutation_on_any_resource(
             continue
         if "NotResource" not in statement and "*" not in _strings(statement.get("Resource")):
             continue
-        label = f"Statement[{index}]" + (f" ({statement['Sid']})" if statement.get("Sid") else "")
+        label = _label(index, statement)
         if "NotAction" in statement:
             excluded = {action.lower() for action in _strings(statement.get("NotAction"))}
             if not excluded & {"*", "ec2:*"}:
@@ -337,7 +337,7 @@ def pod_identity_trust_scoped(resource_type: str, props: Mapping[str, Any], stac
             continue
         unscoped = [tag for tag in POD_IDENTITY_SCOPE_TAGS if not _pins_request_tag(statement, tag)]
         if unscoped:
-            label = f"Statement[{index}]" + (f" ({statement['Sid']})" if statement.get("Sid") else "")
+            label = _label(index, statement)
             keys = ", ".join(f"aws:RequestTag/{tag}" for tag in unscoped)
             violations.append(
                 f"{label} lets EKS Pod Identity assume the role with no condition fixing {keys}: any Pod Identity "
@@ -396,6 +396,11 @@ def _endpoint_settings(resource_type: str, props: Mapping[str, Any]) -> Mapping[
         configs = _items(props.get("vpcConfig"))  # an object, or a list of one in older providers
         return _mapping(configs[0]) if configs else {}
     return None
+
+
+def _label(index: int, statement: Mapping[str, Any]) -> str:
+    """How a message names a statement: its position, and its Sid when it has one."""
+    return f"Statement[{index}]" + (f" ({statement['Sid']})" if statement.get("Sid") else "")
 
 
 def _lets_pod_identity_assume(statement: Mapping[str, Any]) -> bool:
