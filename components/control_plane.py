@@ -10,11 +10,13 @@ from config.model import Cluster as ClusterConfig
 
 
 def log_group_name(cluster_name: str) -> str:
-    """The CloudWatch log group EKS writes the cluster's control-plane logs to.
+    """The CloudWatch log group EKS writes the cluster's control-plane logs to (EKS User Guide, control-plane-logs).
 
-    EKS creates it, with no retention (events never expire), when logging is on and it does not exist (EKS User Guide,
-    control-plane-logs: "/aws/eks/my-cluster/cluster"). Created by the stack before the cluster, it is the group EKS
-    uses; the terraform-provider-aws aws_eks_cluster docs ("Enabling Control Plane Logging") do the same.
+    EKS creates it when logging is on and it does not exist, and a group without a retention policy keeps its events
+    forever (CloudWatch Logs API Reference, PutRetentionPolicy and DeleteRetentionPolicy). Created by the stack before
+    the cluster, with a retention, it is the group EKS writes to: the terraform-provider-aws aws_eks_cluster docs
+    ("Enabling Control Plane Logging") create it first "to prevent ordering issues with EKS automatically creating the
+    log group first".
     """
     return f"/aws/eks/{cluster_name}/cluster"
 

@@ -4,29 +4,8 @@
 # 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, and 3653." pulumi-aws 7.51.1 lists the
 # same for aws.cloudwatch.LogGroup.retention_in_days, plus 0, which means never expire and is deliberately not offered.
 LOG_RETENTION_DAYS = (
-    1,
-    3,
-    5,
-    7,
-    14,
-    30,
-    60,
-    90,
-    120,
-    150,
-    180,
-    365,
-    400,
-    545,
-    731,
-    1096,
-    1827,
-    2192,
-    2557,
-    2922,
-    3288,
-    3653,
-)
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+)  # fmt: skip
 
 
 def accepted_retention(days: int) -> int:

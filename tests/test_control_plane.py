@@ -2,8 +2,10 @@
 and the upgrade policy; what a stack file may say, and what reaches pulumi-eks and AWS.
 """
 
+import inspect
 import re
 
+import pulumi_aws
 import pytest
 
 from components.control_plane import log_group_name, secrets_key_alias
@@ -35,6 +37,13 @@ def test_defaults_keep_the_api_reachable_by_ci_keep_logs_a_year_and_follow_stand
 )
 def test_public_access_cidrs_eks_accepts_are_valid(cidrs):
     assert parsed(with_cluster(publicAccessCidrs=cidrs)).settings.cluster.public_access_cidrs == cidrs
+
+
+def test_retention_values_are_those_the_pinned_aws_provider_documents_except_never_expire():
+    source = inspect.getsource(pulumi_aws.cloudwatch.LogGroupArgs.__init__)
+    documented = re.search(r"retention_in_days: .*?Possible values are: ([0-9, and]+)\.", source, re.S)
+    assert documented, "pulumi-aws no longer documents the retention values where this test looks"
+    assert {int(days) for days in re.findall(r"[0-9]+", documented.group(1))} == {*LOG_RETENTION_DAYS, 0}
 
 
 @pytest.mark.parametrize("days", LOG_RETENTION_DAYS)
