@@ -35,10 +35,6 @@ def test_controller_role_trusts_only_the_associated_service_account_of_this_clus
     }
     # The conditions read the session tags, which an association can turn off.
     assert association["disableSessionTags"] is False
-    assert (
-        "aws:eks/cluster:Cluster::cluster-eks-eksCluster"
-        in run.one("aws:iam/role:Role", "karpenter-controller").dependencies
-    )
 
 
 def test_pod_identity_binds_the_role_to_the_charts_service_account(base_run):
