@@ -7,6 +7,7 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
+from components.control_plane import cluster_args, log_group_name, secrets_key_alias
 from components.labels import GPU_TOLERATION, SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
 from components.node_role import NodeRole
 from config.model import Cluster as ClusterConfig
@@ -31,6 +32,19 @@ class Cluster(pulumi.ComponentResource):
             enable_key_rotation=True,
             opts=child,
         )
+        aws.kms.Alias(
+            f"{name}-secrets",
+            name=secrets_key_alias(config.name),
+            target_key_id=secrets_key.key_id,
+            opts=child,
+        )
+        # Created before the cluster, so that EKS writes into it rather than creating one that keeps logs forever.
+        logs = aws.cloudwatch.LogGroup(
+            f"{name}-control-plane-logs",
+            name=log_group_name(config.name),
+            retention_in_days=config.log_retention_days,
+            opts=child,
+        )
         cluster = eks.Cluster(
             f"{name}-eks",
             name=config.name,
@@ -46,9 +60,11 @@ class Cluster(pulumi.ComponentResource):
             encryption_config_key_arn=secrets_key.arn,
             # Pod Identity replaces IRSA for Karpenter, so no OIDC provider is needed.
             create_oidc_provider=False,
-            opts=child,
+            **cluster_args(config),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[logs]),
         )
         self.cluster_name: pulumi.Output[str] = cluster.eks_cluster.name
+        self.cluster_arn: pulumi.Output[str] = cluster.eks_cluster.arn
         self.security_group_id: pulumi.Output[str] = cluster.cluster_security_group_id
         self.kubeconfig: pulumi.Output[str] = pulumi.Output.secret(cluster.kubeconfig_json)
 

@@ -14,8 +14,10 @@ from pydantic.alias_generators import to_camel
 
 from config import schedule
 from config.cost import LabCost, lab_cost
+from config.endpoint import EVERYWHERE, at_most_quota, public_access_cidr
 from config.images import qualify_image
 from config.instance_types import COMPUTE_CAPABILITIES, GPU_INSTANCE_TYPES
+from config.log_retention import accepted_retention
 from config.node_capacity import Resources, quantity, seat_share
 from config.schedule import Schedule
 from config.sharing import MIN_REPLICAS, LearnerShare, Sharing, learner_share, mps_max_clients
@@ -178,6 +180,56 @@ class Cluster(Model):
         description="IAM roles (operators, CI preview and deploy roles) given cluster-admin access through EKS access "
         "entries; the identity that creates the cluster has it anyway.",
     )
+    # GitHub: "We do not recommend allowing by IP address" (docs.github.com, "About GitHub's IP addresses"); the Actions
+    # ranges are far more blocks than EKS' 40. A runner with a fixed egress (self-hosted, or a larger runner with a
+    # static IP) can be listed instead; README, "The cluster's API, logs, keys and trust".
+    public_access_cidrs: Annotated[
+        list[Annotated[str, AfterValidator(public_access_cidr)]], AfterValidator(_unique), AfterValidator(at_most_quota)
+    ] = Field(
+        default=[EVERYWHERE],
+        description="IPv4 blocks that may reach the public API endpoint; [] turns the public endpoint off. Open by "
+        "default because GitHub-hosted runners, which run previews and deploys, have no fixed addresses; the API "
+        "still authenticates every request (IAM, access entries).",
+    )
+    # EKS User Guide, cluster-endpoint: with both endpoints on, requests from within the VPC use the private one; it
+    # needs enableDnsHostnames and enableDnsSupport on the VPC.
+    private_endpoint: bool = Field(
+        default=True,
+        description="Serve the API inside the VPC too, so that nodes reach it without leaving the VPC and without "
+        "their NAT addresses in publicAccessCidrs. Costs nothing; needs DNS hostnames and resolution on the VPC.",
+    )
+    # AWS Config Developer Guide, cw-loggroup-retention-period-check: MinRetentionTime defaults to 365 days.
+    log_retention_days: Annotated[int, AfterValidator(accepted_retention)] = Field(
+        default=365,
+        description="Days CloudWatch keeps the control-plane logs (audit included). A year: AWS Config's "
+        "cw-loggroup-retention-period-check asks for 365 days by default, and an incident is often found after "
+        "the course that caused it has ended.",
+    )
+    # EKS User Guide, deletion-protection: DeleteCluster fails with InvalidRequestException until UpdateClusterConfig
+    # turns it off.
+    deletion_protection: bool = Field(
+        default=False,
+        description="EKS deletion protection: the cluster cannot be deleted until it is turned off. Off by default "
+        "so that test stacks can be destroyed; the policy pack requires it in production stacks.",
+    )
+    # EKS User Guide, kubernetes-versions: 14 months of standard support, then 12 of extended support. Prices: Amazon
+    # EKS pricing (aws.amazon.com/eks/pricing) and the AWS Containers blog post "Amazon EKS extended support for
+    # Kubernetes versions pricing": USD 0.10 per cluster hour in standard support, 0.60 in total in extended support.
+    support_type: Literal["STANDARD", "EXTENDED"] = Field(
+        default="STANDARD",
+        description="What EKS does at the end of a version's standard support: STANDARD upgrades the control plane; "
+        "EXTENDED keeps the version for 12 more months at USD 0.60 instead of 0.10 per cluster hour.",
+    )
+
+    @model_validator(mode="after")
+    def _api_reachable(self) -> "Cluster":
+        if not self.public_access_cidrs and not self.private_endpoint:
+            raise FieldProblem(
+                "privateEndpoint",
+                "must be true when publicAccessCidrs is [] (no public endpoint): otherwise nothing, not even the "
+                "cluster's own nodes, can reach the Kubernetes API",
+            )
+        return self
 
 
 class RootVolume(Model):

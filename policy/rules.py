@@ -28,6 +28,8 @@ IAM_POLICY = "aws:iam/policy:Policy"
 IAM_ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 EKS_COMPONENT = "eks:index:Cluster"
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
+LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
+IAM_ROLE = "aws:iam/role:Role"
 
 # Mirrors of components/labels.py.
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -51,6 +53,14 @@ NVIDIA_GPU_FAMILIES = frozenset(
 )  # fmt: skip
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 INSTANCE_FAMILY_LABEL = "karpenter.k8s.aws/instance-family"
+
+# Mirror of config/endpoint.py: the block EKS uses when publicAccessCidrs is not set.
+EVERYWHERE = "0.0.0.0/0"
+
+# Mirrors of components/karpenter/iam_policies.py: the principal EKS Pod Identity assumes roles as, and the session
+# tags it attaches that name the cluster, the namespace and the service account (EKS User Guide, pod-id-abac).
+POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
+POD_IDENTITY_SCOPE_TAGS = ("eks-cluster-arn", "kubernetes-namespace", "kubernetes-service-account")
 
 # EC2 actions that only read; IAM matches action names case-insensitively.
 READ_ONLY_EC2_PREFIXES = ("describe", "get", "list")
@@ -180,7 +190,7 @@ def sqs_queue_policy_tls_only(resource_type: str, props: Mapping[str, Any], stac
     """
     if resource_type != SQS_QUEUE_POLICY:
         return []
-    document, error = _policy_document(props.get("policy"))
+    document, error = _policy_document(props.get("policy"), "policy")
     if error:
         return [error]
     if any(_denies_insecure_transport(statement) for statement in _statements(document)):
@@ -203,7 +213,7 @@ def no_unconditioned_ec2_mutation_on_any_resource(
     """
     if resource_type not in (IAM_POLICY, IAM_ROLE_POLICY):
         return []
-    document, error = _policy_document(props.get("policy"))
+    document, error = _policy_document(props.get("policy"), "policy")
     if error:
         return [error]
     violations = []
@@ -212,7 +222,7 @@ def no_unconditioned_ec2_mutation_on_any_resource(
             continue
         if "NotResource" not in statement and "*" not in _strings(statement.get("Resource")):
             continue
-        label = f"Statement[{index}]" + (f" ({statement['Sid']})" if statement.get("Sid") else "")
+        label = _label(index, statement)
         if "NotAction" in statement:
             excluded = {action.lower() for action in _strings(statement.get("NotAction"))}
             if not excluded & {"*", "ec2:*"}:
@@ -286,6 +296,98 @@ def nodepool_within_max_hourly_cost(resource_type: str, props: Mapping[str, Any]
     return []
 
 
+def eks_endpoint_not_open_in_production(resource_type: str, props: Mapping[str, Any], stack: str) -> list[str]:
+    """A production EKS cluster's API endpoint is not public to 0.0.0.0/0 without the private endpoint as well.
+
+    With the public endpoint open to every address and no private endpoint, the Kubernetes API answers the whole
+    internet and the nodes' own API traffic leaves the VPC through NAT. gpulab keeps the public endpoint open by default
+    for GitHub-hosted runners, which have no fixed addresses, and turns the private endpoint on; a production stack
+    must keep one of the two: the private endpoint, or public access restricted to known blocks. Checked on the
+    pulumi-eks component and on the aws.eks.Cluster it creates (`vpcConfig`), with EKS's defaults for what is unset
+    (public on, 0.0.0.0/0, private off).
+    """
+    if not is_production(stack):
+        return []
+    endpoint = _endpoint_settings(resource_type, props)
+    if endpoint is None:
+        return []
+    public = endpoint.get("endpointPublicAccess") is not False
+    blocks = _strings(endpoint.get("publicAccessCidrs")) or [EVERYWHERE]
+    private = endpoint.get("endpointPrivateAccess") is True
+    open_blocks = [block for block in blocks if block.strip().endswith("/0")]
+    if public and open_blocks and not private:
+        return [
+            f"the API endpoint is public to {open_blocks[0]} with no private endpoint in production stack {stack!r}: "
+            "turn the private endpoint on (gpulab:cluster.privateEndpoint) or restrict gpulab:cluster.publicAccessCidrs"
+        ]
+    return []
+
+
+def eks_deletion_protection_in_production(resource_type: str, props: Mapping[str, Any], stack: str) -> list[str]:
+    """A production EKS cluster has deletion protection on.
+
+    A production cluster holds what only lives in it (learners' namespaces, their work, the audit trail of who did
+    what); one mistaken `pulumi destroy` or a change that replaces the cluster would delete it. With EKS deletion
+    protection, DeleteCluster fails until someone turns the protection off in a reviewed change. Checked on the
+    pulumi-eks component (`deletionProtection`) and on the aws.eks.Cluster it creates; a component with no inputs is
+    not judged (see eks-secrets-encryption).
+    """
+    if not is_production(stack) or resource_type not in (EKS_COMPONENT, EKS_CLUSTER):
+        return []
+    if resource_type == EKS_COMPONENT and not props:
+        return []
+    if props.get("deletionProtection") is True:
+        return []
+    return [
+        f"deletionProtection is {props.get('deletionProtection')!r}, not true, in production stack {stack!r}: set "
+        "gpulab:cluster.deletionProtection"
+    ]
+
+
+def log_group_retention(resource_type: str, props: Mapping[str, Any], stack: str) -> list[str]:
+    """Every CloudWatch log group expires its events: retentionInDays is set and not 0.
+
+    A log group without retention keeps, and bills, every event forever. The EKS control-plane logs (the audit log
+    records every API request) are the case in point: EKS creates their group that way unless the stack creates it
+    first, with a retention. A group of class DELIVERY is exempt: the provider forces its retention to 2 days
+    (pulumi-aws, aws.cloudwatch.LogGroup `retention_in_days`).
+    """
+    if resource_type != LOG_GROUP or props.get("logGroupClass") == "DELIVERY":
+        return []
+    days = props.get("retentionInDays")
+    if isinstance(days, int | float) and not isinstance(days, bool) and days > 0:
+        return []
+    return [f"retentionInDays is {days!r}: the log group {props.get('name')!r} keeps its events forever"]
+
+
+def pod_identity_trust_scoped(resource_type: str, props: Mapping[str, Any], stack: str) -> list[str]:
+    """A role EKS Pod Identity may assume names, in its trust policy, the cluster, namespace and service account.
+
+    EKS Pod Identity tags the role session with the cluster's ARN, the pod's namespace and its service account, and a
+    trust policy conditioned on aws:RequestTag/<tag> admits only that workload (EKS User Guide, pod-id-role). Without
+    the conditions, any Pod Identity association in the account, in any cluster, that names the role gets its
+    permissions; for Karpenter's controller those are EC2 launch and terminate and iam:PassRole.
+    """
+    if resource_type != IAM_ROLE:
+        return []
+    document, error = _policy_document(props.get("assumeRolePolicy"), "assumeRolePolicy")
+    if error:
+        return [error]
+    violations = []
+    for index, statement in enumerate(_statements(document)):
+        if not _lets_pod_identity_assume(statement):
+            continue
+        unscoped = [tag for tag in POD_IDENTITY_SCOPE_TAGS if not _pins_request_tag(statement, tag)]
+        if unscoped:
+            label = _label(index, statement)
+            keys = ", ".join(f"aws:RequestTag/{tag}" for tag in unscoped)
+            violations.append(
+                f"{label} lets EKS Pod Identity assume the role with no condition fixing {keys}: any Pod Identity "
+                "association in the account that names the role gets its permissions"
+            )
+    return violations
+
+
 # CrossGuard policy name -> rule; the pack registers them in this order.
 RULES: dict[str, Rule] = {
     "gpu-nodepool-isolation": gpu_node_pool_isolation,
@@ -296,6 +398,10 @@ RULES: dict[str, Rule] = {
     "no-unconditioned-ec2-mutation": no_unconditioned_ec2_mutation_on_any_resource,
     "eks-secrets-encryption": eks_secrets_encryption,
     "nodepool-max-hourly-cost": nodepool_within_max_hourly_cost,
+    "eks-endpoint-not-open-in-production": eks_endpoint_not_open_in_production,
+    "eks-deletion-protection-in-production": eks_deletion_protection_in_production,
+    "log-group-retention": log_group_retention,
+    "pod-identity-trust-scoped": pod_identity_trust_scoped,
 }
 
 
@@ -321,6 +427,48 @@ def _is_gpu_node_pool(spec: Mapping[str, Any]) -> bool:
         if operator == "In" and key in (INSTANCE_TYPE_LABEL, INSTANCE_FAMILY_LABEL):
             families = {value.split(".")[0] for value in _strings(requirement.get("values"))}
             if families & NVIDIA_GPU_FAMILIES:
+                return True
+    return False
+
+
+def _endpoint_settings(resource_type: str, props: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The endpoint keys (endpointPublicAccess, publicAccessCidrs, endpointPrivateAccess) of an EKS cluster's inputs."""
+    if resource_type == EKS_COMPONENT:
+        return props or None  # the engine registers the remote component with no inputs: nothing to judge
+    if resource_type == EKS_CLUSTER:
+        configs = _items(props.get("vpcConfig"))  # an object, or a list of one in older providers
+        return _mapping(configs[0]) if configs else {}
+    return None
+
+
+def _label(index: int, statement: Mapping[str, Any]) -> str:
+    """How a message names a statement: its position, and its Sid when it has one."""
+    return f"Statement[{index}]" + (f" ({statement['Sid']})" if statement.get("Sid") else "")
+
+
+def _lets_pod_identity_assume(statement: Mapping[str, Any]) -> bool:
+    if statement.get("Effect") != "Allow":
+        return False
+    if POD_IDENTITY_PRINCIPAL not in _strings(_mapping(statement.get("Principal")).get("Service")):
+        return False
+    actions = {action.lower() for action in _strings(statement.get("Action"))}
+    return bool(actions & {"sts:assumerole", "sts:*", "*"})
+
+
+def _pins_request_tag(statement: Mapping[str, Any], tag: str) -> bool:
+    """Whether a condition fixes aws:RequestTag/<tag> to given values (condition keys are case-insensitive).
+
+    StringEquals fixes it; StringLike only when no value has a wildcard ('*' or '?').
+    """
+    key = f"aws:requesttag/{tag}"
+    for operator, conditions in _mapping(statement.get("Condition")).items():
+        if operator not in ("StringEquals", "StringLike"):
+            continue
+        for name, value in _mapping(conditions).items():
+            values = _strings(value)
+            if name.lower() != key or not values:
+                continue
+            if operator == "StringEquals" or not any(char in v for v in values for char in "*?"):
                 return True
     return False
 
@@ -353,17 +501,17 @@ def _denies_insecure_transport(statement: Mapping[str, Any]) -> bool:
     return False
 
 
-def _policy_document(value: Any) -> tuple[Mapping[str, Any], str | None]:
+def _policy_document(value: Any, key: str) -> tuple[Mapping[str, Any], str | None]:
     if isinstance(value, Mapping):
         return value, None
     if not isinstance(value, str):
-        return {}, f"policy is {type(value).__name__}, not a JSON policy document"
+        return {}, f"{key} is {type(value).__name__}, not a JSON policy document"
     try:
         document = json.loads(value)
     except json.JSONDecodeError as error:
-        return {}, f"policy is not valid JSON ({error.msg}), so it cannot be checked"
+        return {}, f"{key} is not valid JSON ({error.msg}), so it cannot be checked"
     if not isinstance(document, Mapping):
-        return {}, "policy is JSON but not a policy document (an object)"
+        return {}, f"{key} is JSON but not a policy document (an object)"
     return document, None
 
 

@@ -148,10 +148,7 @@ def test_learner_seats_are_max_gpus_times_slices():
         ),
         (with_cluster(privateSubnetIds=["sub-1", "sub-2"]), "gpulab:cluster.privateSubnetIds[0]: must be a subnet ID"),
         (with_cluster(systemNodes={"size": 1}), "gpulab:cluster.systemNodes.size: must be between 2 and 10, got 1"),
-        (
-            with_cluster(endpoint="public"),
-            "gpulab:cluster.endpoint: unknown key; allowed keys: adminRoleArns, kubernetesVersion",
-        ),
+        (with_cluster(endpoint="public"), "gpulab:cluster.endpoint: unknown key; did you mean privateEndpoint?"),
         (
             stack_values(**{"gpulab:lab": {}}),
             "gpulab:lab: unknown key; did you mean labs? allowed keys: cluster, karpenter, labs",

@@ -17,6 +17,26 @@ def test_controller_role_is_assumed_through_pod_identity_only(base_run):
     assert sorted(statement["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
 
 
+@pytest.mark.parametrize("namespace", ["kube-system", "karpenter"])
+def test_controller_role_trusts_only_the_associated_service_account_of_this_cluster(namespace):
+    run = run_values(stack_values(**{"gpulab:karpenter": {"namespace": namespace}}))
+    trust = json.loads(run.one("aws:iam/role:Role", "karpenter-controller").inputs["assumeRolePolicy"])
+    (statement,) = trust["Statement"]
+    association = run.one("aws:eks/podIdentityAssociation:PodIdentityAssociation", "karpenter-pod-identity").inputs
+    release = run.one("kubernetes:helm.sh/v3:Release", "karpenter").inputs
+    assert association["namespace"] == release["namespace"] == namespace
+    assert association["serviceAccount"] == release["values"]["serviceAccount"]["name"]
+    assert statement["Condition"] == {
+        "StringEquals": {
+            "aws:RequestTag/eks-cluster-arn": "arn:aws:eks:eu-west-1:123456789012:cluster/lab-test",
+            "aws:RequestTag/kubernetes-namespace": association["namespace"],
+            "aws:RequestTag/kubernetes-service-account": association["serviceAccount"],
+        }
+    }
+    # The conditions read the session tags, which an association can turn off.
+    assert association["disableSessionTags"] is False
+
+
 def test_pod_identity_binds_the_role_to_the_charts_service_account(base_run):
     association = base_run.one("aws:eks/podIdentityAssociation:PodIdentityAssociation", "karpenter-pod-identity")
     values = base_run.one("kubernetes:helm.sh/v3:Release", "karpenter").inputs["values"]

@@ -236,7 +236,7 @@ def test_interruption_event_patterns_equal_upstream_rules(upstream_resources):
 
 
 def test_every_document_uses_the_current_policy_language_version():
-    documents = [*controller_policies(SCOPE).values(), queue_policy(SCOPE.queue_arn), controller_trust_policy()]
+    documents = [*controller_policies(SCOPE).values(), queue_policy(SCOPE.queue_arn), _trust_policy()]
     assert {document["Version"] for document in documents} == {"2012-10-17"}
 
 
@@ -276,12 +276,27 @@ def test_interruption_events_cannot_be_reassigned():
         INTERRUPTION_EVENTS["spot-interruption"] = {}  # type: ignore[index]
 
 
-def test_trust_policy_lets_only_eks_pod_identity_assume_and_tag_the_session():
-    (statement,) = controller_trust_policy()["Statement"]
+CLUSTER_ARN = f"arn:aws:eks:{SCOPE.region}:{SCOPE.account_id}:cluster/{SCOPE.cluster_name}"
+
+
+def _trust_policy() -> dict:
+    return controller_trust_policy(CLUSTER_ARN, "kube-system", "karpenter")
+
+
+def test_trust_policy_lets_eks_pod_identity_assume_and_tag_only_for_one_service_account_of_one_cluster():
+    (statement,) = _trust_policy()["Statement"]
     assert statement["Effect"] == "Allow"
     assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    # TagSession: Pod Identity attaches the session tags that the condition below reads.
     assert sorted(statement["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
-    assert "Condition" not in statement and "NotAction" not in statement
+    assert statement["Condition"] == {
+        "StringEquals": {
+            "aws:RequestTag/eks-cluster-arn": CLUSTER_ARN,
+            "aws:RequestTag/kubernetes-namespace": "kube-system",
+            "aws:RequestTag/kubernetes-service-account": "karpenter",
+        }
+    }
+    assert "NotAction" not in statement and "NotPrincipal" not in statement
 
 
 def test_event_patterns_serialise_to_json():

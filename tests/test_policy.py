@@ -26,7 +26,8 @@ from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceVali
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
 from components import labels
-from components.karpenter import manifests
+from components.karpenter import iam_policies, manifests
+from config import endpoint
 from config.instance_types import GPU_INSTANCE_TYPES
 from tests.conftest import ROOT, STACK_FILES, run_stack_file
 from tools.harness import Registration, Run
@@ -92,6 +93,8 @@ def test_staging_registers_a_resource_of_a_type_each_rule_judges(staging_run: Ru
         rules.SQS_QUEUE_POLICY,
         rules.IAM_POLICY,
         rules.EKS_COMPONENT,
+        rules.LOG_GROUP,
+        rules.IAM_ROLE,
     }
     assert judged <= recorded
 
@@ -407,12 +410,19 @@ def test_eks_component_registered_without_inputs_is_not_judged() -> None:
 
 
 def eks_cluster(run: Run) -> dict[str, Any]:
-    """The aws.eks.Cluster that pulumi-eks creates from the component (not built under mocks), as its inputs."""
+    """The aws.eks.Cluster that pulumi-eks creates from the component (not built under mocks), as its inputs.
+
+    pulumi-eks 4.4.0 (nodejs/eks/cluster/cluster.ts) copies the endpoint settings into vpcConfig and deletion
+    protection and the upgrade policy as they are; what the component leaves unset stays unset.
+    """
     component = run.one(rules.EKS_COMPONENT, CLUSTER_NAME).inputs
+    endpoint_keys = ("endpointPublicAccess", "publicAccessCidrs", "endpointPrivateAccess")
     return {
         "name": component["name"],
         "version": component["version"],
         "encryptionConfig": {"provider": {"keyArn": component["encryptionConfigKeyArn"]}, "resources": ["secrets"]},
+        "vpcConfig": {key: component[key] for key in endpoint_keys if key in component},
+        **{key: component[key] for key in ("deletionProtection", "upgradePolicy") if key in component},
     }
 
 
@@ -480,8 +490,20 @@ def test_pack_type_tokens_are_those_the_program_and_the_aws_sdk_register() -> No
         (rules.IAM_POLICY, pulumi_aws.iam.Policy),
         (rules.SQS_QUEUE, pulumi_aws.sqs.Queue),
         (rules.SQS_QUEUE_POLICY, pulumi_aws.sqs.QueuePolicy),
+        (rules.LOG_GROUP, pulumi_aws.cloudwatch.LogGroup),
+        (rules.IAM_ROLE, pulumi_aws.iam.Role),
     ]:
         assert f"'{token}'" in inspect.getsource(sdk_class), f"{sdk_class.__name__} does not register {token}"
+
+
+def test_pack_endpoint_and_pod_identity_constants_equal_the_projects() -> None:
+    assert rules.EVERYWHERE == endpoint.EVERYWHERE
+    assert rules.POD_IDENTITY_PRINCIPAL == iam_policies.POD_IDENTITY_PRINCIPAL
+    assert rules.POD_IDENTITY_SCOPE_TAGS == (
+        iam_policies.POD_IDENTITY_CLUSTER_ARN_TAG,
+        iam_policies.POD_IDENTITY_NAMESPACE_TAG,
+        iam_policies.POD_IDENTITY_SERVICE_ACCOUNT_TAG,
+    )
 
 
 def test_every_gpu_family_the_project_offers_marks_a_nodepool_as_a_gpu_nodepool() -> None:
@@ -635,3 +657,14 @@ def test_analyzer_reports_an_unknown_policy_document_as_advisory(
     (diagnostic,) = analyze(analyzer, rules.IAM_POLICY, props)
     assert (diagnostic.policyName, diagnostic.enforcementLevel) == ("no-unconditioned-ec2-mutation", proto.ADVISORY)
     assert re.search(r"can't run policy 'no-unconditioned-ec2-mutation' .* during preview", diagnostic.message)
+
+
+def test_analyzer_blocks_an_unprotected_cluster_in_the_prod_stack(
+    analyzer: analyzer_pb2_grpc.AnalyzerStub, staging_run: Run
+) -> None:
+    props = mutated(staging_run, rules.EKS_COMPONENT, CLUSTER_NAME)
+    props |= {"deletionProtection": False, "endpointPrivateAccess": True}
+    (diagnostic,) = analyze(analyzer, rules.EKS_COMPONENT, props)
+    policy = "eks-deletion-protection-in-production"
+    assert (diagnostic.policyName, diagnostic.enforcementLevel) == (policy, proto.MANDATORY)
+    assert re.search(r"in production stack 'prod'", diagnostic.message)

@@ -149,6 +149,8 @@ class _Mocks(pulumi.runtime.Mocks):
             outputs |= {"name": name, "arn": arn_of[args.typ]}
         if args.typ == "aws:sqs/queue:Queue":
             outputs["url"] = f"https://sqs.{self.region}.amazonaws.com/{ACCOUNT_ID}/{name}"
+        if args.typ == "aws:kms/key:Key":
+            outputs["keyId"] = _suffix(name)  # the last part of the key's ARN, which an alias targets
         if args.typ == "eks:index:Cluster":
             outputs |= self._eks_cluster(args)
         return f"{args.name}-id", outputs

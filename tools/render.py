@@ -18,7 +18,7 @@ import pulumi
 import yaml
 
 import config
-from config.model import Lab
+from config.model import Cluster, Lab
 from tools import cost_report, harness
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,7 +116,8 @@ def summary(run: harness.Run) -> list[str]:
     cluster = settings.cluster
     lines = [
         f"cluster {cluster.name}: Kubernetes {cluster.kubernetes_version} in {run.stack.region}, "
-        f"{len(cluster.private_subnet_ids)} private subnets, {len(run.resources)} resources"
+        f"{len(cluster.private_subnet_ids)} private subnets, {len(run.resources)} resources",
+        _control_plane(cluster),
     ]
     for name, lab in settings.labs.items():
         lines.append(
@@ -138,6 +139,16 @@ def class_lines(lab: Lab) -> list[str]:
         f"({c.warmup} ahead), released at the start"
         for c in lab.classes
     ]
+
+
+def _control_plane(cluster: Cluster) -> str:
+    """Who reaches the API and how the control plane is kept, as a security review of the preview would ask."""
+    reach = [f"public to {', '.join(cluster.public_access_cidrs)}"] if cluster.public_access_cidrs else []
+    reach += ["private in the VPC"] if cluster.private_endpoint else []
+    return (
+        f"control plane: API {' and '.join(reach)}; logs kept {cluster.log_retention_days} days; "
+        f"deletion protection {'on' if cluster.deletion_protection else 'off'}; {cluster.support_type} support"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

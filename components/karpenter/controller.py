@@ -92,7 +92,9 @@ class Controller(pulumi.ComponentResource):
                 f"{name}-{key}", rule=rule.name, arn=queue.arn, target_id="KarpenterInterruptionQueueTarget", opts=child
             )
 
-        role = aws.iam.Role(f"{name}-controller", assume_role_policy=json.dumps(controller_trust_policy()), opts=child)
+        # Trusts only the service account the chart runs as and the association below names, in this cluster.
+        trust = cluster.cluster_arn.apply(lambda arn: controller_trust_policy(arn, settings.namespace, SERVICE_ACCOUNT))
+        role = aws.iam.Role(f"{name}-controller", assume_role_policy=pulumi.Output.json_dumps(trust), opts=child)
         scope = pulumi.Output.all(
             partition=aws.get_partition_output(opts=invoke).partition,
             account_id=aws.get_caller_identity_output(opts=invoke).account_id,
@@ -117,6 +119,8 @@ class Controller(pulumi.ComponentResource):
             namespace=settings.namespace,
             service_account=SERVICE_ACCOUNT,
             role_arn=role.arn,
+            # The role's trust conditions on the session tags; without them EKS could not assume it for Karpenter.
+            disable_session_tags=False,
             opts=child,
         )
 

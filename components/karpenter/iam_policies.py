@@ -26,6 +26,10 @@ NAME_TAG = "Name"
 # Upstream lists the China-partition principal too; keeping it costs nothing and keeps the policy identical.
 EC2_SERVICE_PRINCIPALS = ("ec2.amazonaws.com", "ec2.amazonaws.com.cn")
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
+# Session tags EKS Pod Identity attaches when it assumes a role (EKS User Guide, pod-id-abac).
+POD_IDENTITY_CLUSTER_ARN_TAG = "eks-cluster-arn"
+POD_IDENTITY_NAMESPACE_TAG = "kubernetes-namespace"
+POD_IDENTITY_SERVICE_ACCOUNT_TAG = "kubernetes-service-account"
 # EventBridge delivers the interruption events; sqs.amazonaws.com is in upstream's queue policy as well.
 QUEUE_SENDER_PRINCIPALS = ("events.amazonaws.com", "sqs.amazonaws.com")
 
@@ -320,11 +324,15 @@ def controller_policies(scope: Scope) -> dict[str, dict]:
     return {key: build(scope) for key, build in _CONTROLLER_POLICIES.items()}
 
 
-def controller_trust_policy() -> dict:
-    """Trust policy for the controller role under EKS Pod Identity.
+def controller_trust_policy(cluster_arn: str, namespace: str, service_account: str) -> dict:
+    """Trust policy for the controller role under EKS Pod Identity, for this cluster's Karpenter service account only.
 
-    The Pod Identity agent calls AssumeRole and then TagSession to attach the cluster, namespace and service account
-    session tags, so both actions are required.
+    EKS Pod Identity assumes the role with AssumeRole and attaches session tags naming the cluster, namespace and
+    service account (hence sts:TagSession); the trust policy can condition on them as aws:RequestTag/<key> (EKS User
+    Guide, pod-id-role "Setting Conditions", and pod-id-abac for the list of tags). Without the conditions, any Pod
+    Identity association in the account that names this role, in any cluster and for any service account, would get
+    the controller's EC2 and IAM permissions. The tags are on unless an association disables them (pod-id-abac), which
+    gpulab's association does not.
     """
     return {
         "Version": POLICY_VERSION,
@@ -334,6 +342,13 @@ def controller_trust_policy() -> dict:
                 "Effect": "Allow",
                 "Principal": {"Service": POD_IDENTITY_PRINCIPAL},
                 "Action": ["sts:AssumeRole", "sts:TagSession"],
+                "Condition": {
+                    "StringEquals": {
+                        _request_tag(POD_IDENTITY_CLUSTER_ARN_TAG): cluster_arn,
+                        _request_tag(POD_IDENTITY_NAMESPACE_TAG): namespace,
+                        _request_tag(POD_IDENTITY_SERVICE_ACCOUNT_TAG): service_account,
+                    }
+                },
             }
         ],
     }
