@@ -1,4 +1,5 @@
-"""Synthetic stacks that exercise what the repo's own stack files may not: many labs, every GPU count, arm64."""
+"""Synthetic stacks that exercise what the repo's own stack files may not: many labs, every GPU count, arm64, other
+namespaces."""
 
 from typing import Any
 
@@ -34,4 +35,12 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
     ),
     "no-sharing": stack_values(**{"gpulab:labs": {"a": lab(["g6.xlarge"], 1), "b": lab(["g6e.12xlarge"], 1)}}),
     "no-labs": stack_values(**{"gpulab:labs": {}}),
+    # Karpenter and the device plugin outside their default namespaces, a smoke workload, two system instance types.
+    "own-namespaces": stack_values(
+        **{
+            "gpulab:labs": {"smoke": lab(["g6.xlarge"], 2, smokeTest=True)},
+            "gpulab:karpenter": {"namespace": "karpenter"},
+            "gpulab:nvidiaDevicePlugin": {"namespace": "gpu-plugins"},
+        }
+    ),
 }

@@ -5,6 +5,7 @@ import yaml
 
 from config.instance_types import GPU_INSTANCE_TYPES
 from tests.conftest import STACK_FILES, run_stack_file, run_values
+from tests.scheduling import Node, unschedulable_because
 from tests.synthetic import SYNTHETIC
 
 CASES = [(path.name, lambda path=path: run_stack_file(path)) for path in STACK_FILES] + [
@@ -19,29 +20,6 @@ def run(request):
 
 def manifests(run, kind):
     return [r.inputs for r in run.resources if r.type.startswith("kubernetes:") and r.inputs.get("kind") == kind]
-
-
-def matches(term, labels):
-    """Whether a node with `labels` satisfies one nodeSelectorTerm (the operators the plugin's affinity may use)."""
-    for expression in term["matchExpressions"]:
-        value = labels.get(expression["key"])
-        operator = expression["operator"]
-        if operator == "In" and value not in expression["values"]:
-            return False
-        if operator == "Exists" and value is None:
-            return False
-        if operator not in ("In", "Exists"):
-            raise AssertionError(f"unexpected operator {operator}")
-    return True
-
-
-def tolerates(tolerations, taint):
-    return any(
-        t["key"] == taint["key"]
-        and t.get("effect") in (None, taint["effect"])
-        and (t["operator"] == "Exists" or t.get("value") == taint.get("value"))
-        for t in tolerations
-    )
 
 
 def test_every_lab_agrees_with_its_slices_per_gpu(run):
@@ -76,10 +54,8 @@ def test_every_lab_agrees_with_its_slices_per_gpu(run):
         else:
             assert lab_overlays == {n: str(lab.slices_per_gpu * n) for n in gpu_counts}, name
 
-        terms = plugin["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-        assert any(matches(term, labels) for term in terms["nodeSelectorTerms"]), name
-        for taint in pool["template"]["spec"]["taints"]:
-            assert tolerates(plugin["tolerations"], taint), name
+        # The plugin's placement values are shaped like a pod spec's.
+        assert unschedulable_because(plugin, Node(name, labels, pool["template"]["spec"]["taints"])) is None, name
 
 
 def test_node_overlay_gate_is_on_exactly_when_some_lab_shares(run):

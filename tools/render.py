@@ -3,6 +3,8 @@
     python -m tools.render <stack name or stack file> --out <dir>
 
 Writes <dir>/resources.json, <dir>/manifests/<kind>-<name>.yaml and <dir>/helm/<release>.yaml, and prints a summary.
+<dir>/charts/<release>.yaml holds what each release installs (tools/charts.py); without helm or the charts, one line
+says so and the rest is written.
 A stack file with problems exits with status 2, prints one `gpulab:` line per problem and writes nothing.
 """
 
@@ -16,10 +18,10 @@ from typing import Any
 import yaml
 
 import config
-from tools import harness
+from tools import charts, harness
 
 ROOT = Path(__file__).resolve().parent.parent
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+HELM_RELEASE = charts.HELM_RELEASE
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -129,7 +131,14 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(error.lines), file=sys.stderr)
         return 2
     write(run, args.out)
+    try:
+        not_rendered = charts.write(run, args.out)
+    except charts.TemplateError as error:
+        print(f"gpulab: {error}", file=sys.stderr)
+        return 1
     print("\n".join(summary(run)))
+    if not_rendered:
+        print(not_rendered, file=sys.stderr)
     return 0
 
 
