@@ -3,8 +3,10 @@
 import sys
 
 import pytest
+import yaml
 
-from tests.rendered import STACKS, rendered
+from tests.conftest import BASE, stack_values
+from tests.rendered import STACKS, load_objects, rendered
 from tools import charts, render
 
 CRD = "CustomResourceDefinition"
@@ -114,3 +116,40 @@ def test_helm_is_gpulab_helm_else_beside_the_interpreter_else_on_path(monkeypatc
     on_path.chmod(0o644)
     with pytest.raises(charts.Unavailable, match=r"no helm at .*venv/bin/helm or PATH"):
         charts.helm_binary()
+
+
+def _karpenter_chart(charts_folder, template):
+    """A one-template chart named and versioned as the karpenter release's, for $GPULAB_CHARTS."""
+    chart = charts_folder / "karpenter"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: karpenter\nversion: 1.14.1\n")
+    (chart / "templates" / "only.yaml").write_text(template)
+
+
+def test_a_chart_that_refuses_the_release_fails_the_render_with_one_gpulab_line(tmp_path, monkeypatch, capsys):
+    rendered("staging").require_charts()
+    _karpenter_chart(tmp_path / "charts", '{{ fail "this chart refuses every install" }}\n')
+    monkeypatch.setenv("GPULAB_CHARTS", str(tmp_path / "charts"))
+    assert render.main(["staging", "--out", str(tmp_path / "out")]) == 1
+    captured = capsys.readouterr()
+    (line,) = captured.err.splitlines()
+    assert line.startswith("gpulab: helm template karpenter: ")
+    assert line.endswith("this chart refuses every install")
+    assert captured.out == ""
+
+
+def test_charts_are_templated_for_the_clusters_kubernetes_version(tmp_path, monkeypatch):
+    rendered("staging").require_charts()
+    kube = "{{ .Capabilities.KubeVersion.Version }}"
+    _karpenter_chart(
+        tmp_path / "charts", f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: v}}\ndata: {{kube: {kube}}}\n"
+    )
+    monkeypatch.setenv("GPULAB_CHARTS", str(tmp_path / "charts"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # the other releases' charts: not needed here
+    cluster = {**BASE["gpulab:cluster"], "kubernetesVersion": "1.32"}
+    stack = tmp_path / "Pulumi.older.yaml"
+    stack.write_text(yaml.safe_dump({"config": stack_values(**{"gpulab:cluster": cluster})}))
+    assert render.main([str(stack), "--out", str(tmp_path / "out")]) == 0
+    (config_map,) = load_objects((tmp_path / "out" / "charts" / "karpenter.yaml").read_text())
+    assert config_map["data"] == {"kube": "v1.32.0"}

@@ -98,7 +98,7 @@ def _chart_identity(folder: Path) -> tuple[str, str] | None:
         chart = yaml.safe_load((folder / "Chart.yaml").read_text())
     except (OSError, yaml.YAMLError):
         return None
-    return str(chart.get("name")), str(chart.get("version"))
+    return (str(chart.get("name")), str(chart.get("version"))) if isinstance(chart, dict) else None
 
 
 def _local_candidates(chart_name: str) -> list[Path]:
@@ -124,7 +124,9 @@ def _pull(release: Release, helm: Path) -> Path:
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=PULL_TIMEOUT_SECONDS, check=False)
         except subprocess.TimeoutExpired:
-            raise Unavailable(f"helm pull {release.chart} {release.version} timed out") from None
+            raise Unavailable(
+                f"no local chart {release.chart_name} {release.version}, and helm pull timed out"
+            ) from None
         if done.returncode != 0:
             reason = (done.stderr.strip().splitlines() or ["failed"])[-1].removeprefix("Error: ")
             raise Unavailable(f"no local chart {release.chart_name} {release.version}, and helm pull: {reason}")
@@ -142,20 +144,24 @@ def chart_folder(release: Release, helm: Path) -> Path:
 
 
 def template(
-    release: Release, kube_version: str, helm: Path, chart: Path, values: Mapping[str, Any] | None = None
+    release: Release, kubernetes_version: str, helm: Path, chart: Path, values: Mapping[str, Any] | None = None
 ) -> str:
     """What `helm install` of the release would create, as helm template prints it; `values` replaces the release's.
 
     Raises TemplateError when helm refuses (a chart's `required` or `fail`, unparsable output).
     """
     command = [str(helm), "template", release.name, str(chart), "--namespace", release.namespace]
-    command += ["--kube-version", kube_version, "--values", "-", "--skip-tests"]
+    # The cluster's minor version ("1.34") as the full version charts see in .Capabilities.KubeVersion (helm keeps what
+    # it is given, and a control plane reports a patch release).
+    command += ["--kube-version", f"v{kubernetes_version}.0", "--values", "-", "--skip-tests"]
     if not release.skip_crds:
         command.append("--include-crds")
     payload = json.dumps(release.values if values is None else values)  # JSON is YAML
     done = subprocess.run(command, input=payload, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise TemplateError(f"helm template {release.name}: {' '.join(done.stderr.split())}")
+        # helm's reason, without its advice to rerun with --debug.
+        reason = " ".join(line for line in done.stderr.splitlines() if not line.startswith("Use --debug"))
+        raise TemplateError(f"helm template {release.name}: {' '.join(reason.split()).removeprefix('Error: ')}")
     return done.stdout
 
 
@@ -171,7 +177,7 @@ def write(run: harness.Run, out: Path) -> str | None:
     except Unavailable as missing:
         return f"charts/ not rendered: {missing}"
     skipped = []
-    kube_version = run.stack.settings.cluster.kubernetes_version
+    kubernetes_version = run.stack.settings.cluster.kubernetes_version
     for release in stack_releases:
         try:
             chart = chart_folder(release, helm)
@@ -179,5 +185,5 @@ def write(run: harness.Run, out: Path) -> str | None:
             skipped.append(f"{release.name} ({missing})")
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{release.name}.yaml").write_text(template(release, kube_version, helm, chart))
+        (folder / f"{release.name}.yaml").write_text(template(release, kubernetes_version, helm, chart))
     return f"charts/ not rendered for {'; '.join(skipped)}" if skipped else None
