@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import STACK_FILES, as_cli_config
+from tests.conftest import BASE, STACK_FILES, as_cli_config
 from tests.synthetic import SYNTHETIC
 from tools import charts, harness, render
 
@@ -30,6 +30,11 @@ STACKS: dict[str, dict[str, str]] = {
     },
     **{f"synthetic-{name}": as_cli_config(values) for name, values in SYNTHETIC.items()},
 }
+
+# The small stack of tests/conftest.py (one lab, intro, sharing its GPU 3 ways): tests that plant a defect start from
+# it, so that they hold whatever the repository's stack files say.
+BASE_STACK = "base"
+_CONFIGS = {**STACKS, BASE_STACK: as_cli_config(BASE)}
 
 _FOLDER = tempfile.TemporaryDirectory(prefix="gpulab-rendered-")
 
@@ -84,7 +89,7 @@ class Rendered:
 
 @functools.cache
 def rendered(stack: str) -> Rendered:
-    run = harness.run(stack, STACKS[stack])
+    run = harness.run(stack, _CONFIGS[stack])
     out = Path(_FOLDER.name) / stack
     render.write(run, out)
     return Rendered(stack, run, out, charts.write(run, out))

@@ -4,9 +4,10 @@ import copy
 
 import pytest
 
+from components.karpenter.controller import RELEASE as KARPENTER
 from tests.crd_schema import requires_upstream
 from tests.k8s_schema import object_problems
-from tests.rendered import STACKS, rendered
+from tests.rendered import BASE_STACK, STACKS, rendered
 
 
 @requires_upstream
@@ -23,7 +24,7 @@ def test_every_object_passes_the_schemas_of_the_clusters_kubernetes_version(stac
 
 
 def _deployment():
-    (deployment,) = [o for o in rendered("staging").chart("karpenter") if o["kind"] == "Deployment"]
+    (deployment,) = [o for o in rendered(BASE_STACK).chart(KARPENTER) if o["kind"] == "Deployment"]
     return copy.deepcopy(deployment)
 
 
@@ -44,7 +45,7 @@ def test_a_wrong_type_in_a_built_in_object_is_rejected():
 
 @requires_upstream
 def test_an_api_version_the_clusters_kubernetes_no_longer_serves_is_rejected():
-    (budget,) = [o for o in rendered("staging").chart("karpenter") if o["kind"] == "PodDisruptionBudget"]
+    (budget,) = [o for o in rendered(BASE_STACK).chart(KARPENTER) if o["kind"] == "PodDisruptionBudget"]
     old = {**budget, "apiVersion": "policy/v1beta1"}  # removed in Kubernetes 1.25
     assert object_problems(old, "1.34") == [
         "Kubernetes 1.34 has no policy/v1beta1 PodDisruptionBudget, and no upstream CRD defines it"
@@ -53,7 +54,7 @@ def test_an_api_version_the_clusters_kubernetes_no_longer_serves_is_rejected():
 
 @requires_upstream
 def test_custom_resources_are_checked_against_the_upstream_crds():
-    (pool,) = [m for m in rendered("staging").manifests() if m["kind"] == "NodePool"]
+    (pool,) = [m for m in rendered(BASE_STACK).manifests() if m["kind"] == "NodePool"]
     broken = copy.deepcopy(pool)
     broken["spec"]["disruption"]["consolidationPolicy"] = "WhenUnderutilized"
     assert object_problems(pool, "1.34") == []

@@ -2,8 +2,10 @@
 
 import pytest
 
+from components.karpenter.controller import RELEASE as KARPENTER
+from components.nvidia.device_plugin import RELEASE as DEVICE_PLUGIN
 from tests.chart_values import changed, leaves, unread, with_leaf
-from tests.rendered import STACKS, rendered
+from tests.rendered import BASE_STACK, STACKS, rendered
 from tools import charts
 
 
@@ -16,18 +18,18 @@ def test_the_charts_read_every_value_the_program_sets(stack):
 
 
 def test_a_misspelled_feature_gate_is_reported_as_unread():
-    r = rendered("staging")
-    values = r.release("karpenter").values
+    r = rendered(BASE_STACK)
+    values = r.release(KARPENTER).values
     planted = with_leaf(values, ("settings", "featureGates", "nodeOverlays"), True)
-    assert unread(planted, lambda v: r.template("karpenter", v)) == ["settings.featureGates.nodeOverlays"]
+    assert unread(planted, lambda v: r.template(KARPENTER, v)) == ["settings.featureGates.nodeOverlays"]
 
 
 def test_a_key_at_the_wrong_level_is_reported_even_beside_read_keys():
-    r = rendered("staging")
-    values = r.release("nvidia-device-plugin").values
+    r = rendered(BASE_STACK)
+    values = r.release(DEVICE_PLUGIN).values
     # The device plugin's tolerations live at the top level, not under the (unused) daemonset key.
     planted = {**values, "daemonset": {"tolerations": [{"operator": "Exists"}]}}
-    assert unread(planted, lambda v: r.template("nvidia-device-plugin", v)) == ["daemonset.tolerations"]
+    assert unread(planted, lambda v: r.template(DEVICE_PLUGIN, v)) == ["daemonset.tolerations"]
 
 
 def test_leaves_are_scalars_lists_and_empty_maps_and_each_gets_a_different_value():

@@ -5,20 +5,22 @@ import copy
 import pytest
 import yaml
 
+from components.karpenter.controller import RELEASE as KARPENTER
+from components.nvidia.device_plugin import RELEASE as DEVICE_PLUGIN
 from tests.chart_checks import controller_problems, device_plugin_problems, profile_replicas
-from tests.rendered import STACKS, load_objects, rendered
+from tests.rendered import BASE_STACK, STACKS, load_objects, rendered
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_the_karpenter_controller_is_wired_to_the_stacks_cluster_queue_identity_and_system_nodes(stack):
     r = rendered(stack)
-    assert controller_problems(r.run, r.chart("karpenter"), r.manifests()) == []
+    assert controller_problems(r.run, r.chart(KARPENTER), r.manifests()) == []
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_the_device_plugin_gives_each_labs_nodes_the_labs_slices_and_runs_on_lab_nodes_only(stack):
     r = rendered(stack)
-    assert device_plugin_problems(r.run, r.chart("nvidia-device-plugin"), r.manifests()) == []
+    assert device_plugin_problems(r.run, r.chart(DEVICE_PLUGIN), r.manifests()) == []
 
 
 def test_a_stack_where_a_lab_shares_gpus_turns_node_overlays_on_and_one_where_none_does_leaves_them_off():
@@ -26,14 +28,14 @@ def test_a_stack_where_a_lab_shares_gpus_turns_node_overlays_on_and_one_where_no
     sharing = {s: any(lab.slices_per_gpu > 1 for lab in rendered(s).run.stack.settings.labs.values()) for s in STACKS}
     assert set(sharing.values()) == {True, False}
     for stack, shares in sharing.items():
-        (deployment,) = [o for o in rendered(stack).chart("karpenter") if o["kind"] == "Deployment"]
+        (deployment,) = [o for o in rendered(stack).chart(KARPENTER) if o["kind"] == "Deployment"]
         env = {e["name"]: e.get("value") for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
         assert f"NodeOverlay={str(shares).lower()}" in env["FEATURE_GATES"].split(","), stack
 
 
 def _retemplated(release, change):
-    """The staging render's release, templated again after `change` edits a copy of its values."""
-    r = rendered("staging")
+    """The base stack's release, templated again after `change` edits a copy of its values."""
+    r = rendered(BASE_STACK)
     values = copy.deepcopy(dict(r.release(release).values))
     change(values)
     return r, load_objects(r.template(release, values))
@@ -45,14 +47,14 @@ def test_a_profile_with_the_wrong_replicas_is_caught():
         profile["sharing"]["timeSlicing"]["resources"][0]["replicas"] += 1
         values["config"]["map"]["intro"] = yaml.safe_dump(profile)
 
-    r, objects = _retemplated("nvidia-device-plugin", wrong_replicas)
+    r, objects = _retemplated(DEVICE_PLUGIN, wrong_replicas)
     slices = r.run.stack.settings.labs["intro"].slices_per_gpu
     problems = device_plugin_problems(r.run, objects, r.manifests())
     assert problems and all(p.endswith(f"gets {slices + 1} replicas per GPU, lab intro has {slices}") for p in problems)
 
 
 def test_a_missing_profile_is_caught():
-    r, objects = _retemplated("nvidia-device-plugin", lambda values: values["config"]["map"].pop("intro"))
+    r, objects = _retemplated(DEVICE_PLUGIN, lambda values: values["config"]["map"].pop("intro"))
     problems = device_plugin_problems(r.run, objects, r.manifests())
     assert "profiles ['default'], expected 'default' and one per lab ['intro']" in problems
     assert any(p.endswith("selects profile 'intro', which the ConfigMap does not have") for p in problems)
@@ -60,7 +62,7 @@ def test_a_missing_profile_is_caught():
 
 def test_a_dropped_toleration_keeps_the_device_plugin_off_the_lab_nodes_and_is_caught():
     # An empty list replaces the chart's default tolerations (Helm merges maps, not lists).
-    r, objects = _retemplated("nvidia-device-plugin", lambda values: values.update(tolerations=[]))
+    r, objects = _retemplated(DEVICE_PLUGIN, lambda values: values.update(tolerations=[]))
     problems = device_plugin_problems(r.run, objects, r.manifests())
     assert problems
     assert all(
@@ -72,7 +74,7 @@ def test_a_dropped_toleration_keeps_the_device_plugin_off_the_lab_nodes_and_is_c
 
 def test_a_device_plugin_without_node_affinity_lands_on_system_nodes_and_is_caught():
     # null deletes the key, and with it the chart's default affinity.
-    r, objects = _retemplated("nvidia-device-plugin", lambda values: values.update(affinity=None))
+    r, objects = _retemplated(DEVICE_PLUGIN, lambda values: values.update(affinity=None))
     problems = device_plugin_problems(r.run, objects, r.manifests())
     assert problems
     assert all(p.startswith("the device plugin can schedule on cluster-system/") for p in problems)
@@ -82,14 +84,14 @@ def test_the_feature_gate_off_while_a_lab_shares_gpus_is_caught():
     def gate_off(values):
         values["settings"]["featureGates"]["nodeOverlay"] = False
 
-    r, objects = _retemplated("karpenter", gate_off)
+    r, objects = _retemplated(KARPENTER, gate_off)
     assert controller_problems(r.run, objects, r.manifests()) == [
         "FEATURE_GATES has NodeOverlay=false, the labs need true"
     ]
 
 
 def test_a_controller_running_as_another_service_account_is_caught():
-    r, objects = _retemplated("karpenter", lambda values: values["serviceAccount"].update(name="karpenter-controller"))
+    r, objects = _retemplated(KARPENTER, lambda values: values["serviceAccount"].update(name="karpenter-controller"))
     association = "kube-system/karpenter"
     assert f"the controller runs as kube-system/karpenter-controller, Pod Identity gives its role to {association}" in (
         controller_problems(r.run, objects, r.manifests())
@@ -97,7 +99,7 @@ def test_a_controller_running_as_another_service_account_is_caught():
 
 
 def test_a_controller_without_its_node_selector_is_still_kept_off_lab_nodes_by_the_charts_affinity():
-    r, objects = _retemplated("karpenter", lambda values: values.pop("nodeSelector"))
+    r, objects = _retemplated(KARPENTER, lambda values: values.pop("nodeSelector"))
     assert controller_problems(r.run, objects, r.manifests()) == []
 
 
@@ -105,7 +107,7 @@ def test_a_controller_that_may_run_anywhere_is_caught_on_lab_nodes():
     def anywhere(values):
         values.update(nodeSelector=None, affinity=None, tolerations=[{"operator": "Exists"}])
 
-    r, objects = _retemplated("karpenter", anywhere)
+    r, objects = _retemplated(KARPENTER, anywhere)
     problems = controller_problems(r.run, objects, r.manifests())
     assert problems
     assert all(p.startswith("the Karpenter controller can schedule on intro/") for p in problems)

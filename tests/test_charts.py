@@ -5,8 +5,10 @@ import sys
 import pytest
 import yaml
 
+from components.karpenter.controller import RELEASE as KARPENTER
+from components.nvidia.device_plugin import RELEASE as DEVICE_PLUGIN
 from tests.conftest import BASE, stack_values
-from tests.rendered import STACKS, load_objects, rendered
+from tests.rendered import BASE_STACK, STACKS, load_objects, rendered
 from tools import charts, render
 
 CRD = "CustomResourceDefinition"
@@ -39,13 +41,19 @@ def test_the_crd_release_defines_every_custom_resource_the_stack_creates_and_the
     assert custom <= defined
     # Helm never upgrades CRDs it installed from a chart's crds/ folder, so the controller release must skip them.
     skipping = [release.name for release in charts.releases(r.run) if release.skip_crds]
-    assert skipping == ["karpenter"]
-    assert not [o for o in by_release["karpenter"] if o["kind"] == CRD]
+    assert skipping == [KARPENTER]
+    assert not [o for o in by_release[KARPENTER] if o["kind"] == CRD]
+
+
+def _base_stack_file(tmp_path):
+    path = tmp_path / "Pulumi.base.yaml"
+    path.write_text(yaml.safe_dump({"config": BASE}))
+    return str(path)
 
 
 def test_without_helm_the_render_says_so_in_one_line_and_writes_the_rest(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GPULAB_HELM", str(tmp_path / "no-helm"))
-    assert render.main(["staging", "--out", str(tmp_path / "out")]) == 0
+    assert render.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out")]) == 0
     err = capsys.readouterr().err
     assert (
         err == f"charts/ not rendered: no helm at $GPULAB_HELM={tmp_path / 'no-helm'} (.ci/install-helm installs it)\n"
@@ -56,7 +64,7 @@ def test_without_helm_the_render_says_so_in_one_line_and_writes_the_rest(tmp_pat
 
 
 def test_without_the_charts_the_render_names_each_release_in_one_line(tmp_path, monkeypatch, capsys):
-    rendered("staging").require_charts()  # helm is here: the render tries the local charts, then helm pull
+    rendered(BASE_STACK).require_charts()  # helm is here: the render tries the local charts, then helm pull
     monkeypatch.setenv("GPULAB_CHARTS", str(tmp_path / "empty"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     # A proxy on a closed loopback port: helm pull fails at once, with or without a network.
@@ -64,7 +72,7 @@ def test_without_the_charts_the_render_names_each_release_in_one_line(tmp_path, 
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
     (tmp_path / "out" / "charts").mkdir(parents=True)
     (tmp_path / "out" / "charts" / "stale.yaml").write_text("stale")
-    assert render.main(["staging", "--out", str(tmp_path / "out")]) == 0
+    assert render.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out")]) == 0
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("charts/ not rendered for karpenter (no local chart karpenter 1.14.1, and helm pull: ")
     assert "; karpenter-crd (no local chart karpenter-crd 1.14.1, and helm pull: " in line
@@ -74,7 +82,7 @@ def test_without_the_charts_the_render_names_each_release_in_one_line(tmp_path, 
 
 
 def test_a_local_chart_of_another_version_is_not_used(tmp_path, monkeypatch):
-    r = rendered("staging")
+    r = rendered(BASE_STACK)
     r.require_charts()
     chart = tmp_path / "charts" / "nvidia-device-plugin"
     chart.mkdir(parents=True)
@@ -83,15 +91,15 @@ def test_a_local_chart_of_another_version_is_not_used(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
     with pytest.raises(charts.Unavailable, match=r"no local chart nvidia-device-plugin 0\.20\.0, and helm pull"):
-        charts.chart_folder(r.release("nvidia-device-plugin"), charts.helm_binary())
+        charts.chart_folder(r.release(DEVICE_PLUGIN), charts.helm_binary())
 
 
 def test_a_value_the_chart_refuses_fails_with_helms_reason():
-    r = rendered("staging")
-    values = dict(r.release("karpenter").values)
+    r = rendered(BASE_STACK)
+    values = dict(r.release(KARPENTER).values)
     values["settings"] = {k: v for k, v in values["settings"].items() if k != "clusterName"}
     with pytest.raises(charts.TemplateError, match=r"Chart cannot be installed without a valid settings\.clusterName"):
-        r.template("karpenter", values)
+        r.template(KARPENTER, values)
 
 
 def _executable(path):
@@ -127,10 +135,10 @@ def _karpenter_chart(charts_folder, template):
 
 
 def test_a_chart_that_refuses_the_release_fails_the_render_with_one_gpulab_line(tmp_path, monkeypatch, capsys):
-    rendered("staging").require_charts()
+    rendered(BASE_STACK).require_charts()
     _karpenter_chart(tmp_path / "charts", '{{ fail "this chart refuses every install" }}\n')
     monkeypatch.setenv("GPULAB_CHARTS", str(tmp_path / "charts"))
-    assert render.main(["staging", "--out", str(tmp_path / "out")]) == 1
+    assert render.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out")]) == 1
     captured = capsys.readouterr()
     (line,) = captured.err.splitlines()
     assert line.startswith("gpulab: helm template karpenter: ")
@@ -139,7 +147,7 @@ def test_a_chart_that_refuses_the_release_fails_the_render_with_one_gpulab_line(
 
 
 def test_charts_are_templated_for_the_clusters_kubernetes_version(tmp_path, monkeypatch):
-    rendered("staging").require_charts()
+    rendered(BASE_STACK).require_charts()
     kube = "{{ .Capabilities.KubeVersion.Version }}"
     _karpenter_chart(
         tmp_path / "charts", f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: v}}\ndata: {{kube: {kube}}}\n"
