@@ -44,7 +44,9 @@ def _retemplated(release, change):
 def test_a_profile_with_the_wrong_replicas_is_caught():
     def wrong_replicas(values):
         profile = yaml.safe_load(values["config"]["map"]["intro"])
-        profile["sharing"]["timeSlicing"]["resources"][0]["replicas"] += 1
+        for strategy in profile["sharing"].values():  # whichever way the profile shares the GPU
+            for resource in strategy["resources"]:
+                resource["replicas"] += 1
         values["config"]["map"]["intro"] = yaml.safe_dump(profile)
 
     r, objects = _retemplated(DEVICE_PLUGIN, wrong_replicas)
