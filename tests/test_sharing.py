@@ -6,7 +6,7 @@ import yaml
 from config.instance_types import GPU_INSTANCE_TYPES
 from tests.conftest import STACK_FILES, run_stack_file, run_values
 from tests.mps_daemon import requires_chart, scheduling
-from tests.scheduling import can_run, matches, tolerates
+from tests.scheduling import Node, unschedulable_because
 from tests.synthetic import SYNTHETIC
 
 CASES = [(path.name, lambda path=path: run_stack_file(path)) for path in STACK_FILES] + [
@@ -59,10 +59,8 @@ def test_every_lab_agrees_with_its_slices_per_gpu(run):
         else:
             assert lab_overlays == {n: str(lab.slices_per_gpu * n) for n in gpu_counts}, name
 
-        terms = plugin["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-        assert any(matches(term, labels) for term in terms["nodeSelectorTerms"]), name
-        for taint in pool["template"]["spec"]["taints"]:
-            assert tolerates(plugin["tolerations"], taint), name
+        # The plugin's placement values are shaped like a pod spec's.
+        assert unschedulable_because(plugin, Node(name, labels, pool["template"]["spec"]["taints"])) is None, name
 
 
 @requires_chart
@@ -78,7 +76,11 @@ def test_mps_daemon_can_run_on_the_mps_labs_nodes_and_on_no_other_node(run):
     }
     for group in run.of_type("aws:eks/nodeGroup:NodeGroup"):
         nodes[f"node group {group.name}"] = (group.inputs.get("labels", {}), group.inputs.get("taints", []))
-    runs_on = {node for node, (labels, taints) in nodes.items() if can_run(daemon, labels, taints)}
+    runs_on = {
+        node
+        for node, (labels, taints) in nodes.items()
+        if unschedulable_because(daemon, Node(node, labels, taints)) is None
+    }
     labs = run.stack.settings.labs
     assert runs_on == {f"lab {name}" for name, lab in labs.items() if lab.sharing == "mps"}
 

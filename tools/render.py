@@ -5,6 +5,8 @@
 Writes <dir>/resources.json, <dir>/invokes.json, <dir>/outputs.json, <dir>/manifests/<kind>-[<namespace>-]<name>.yaml
 and <dir>/helm/<release>.yaml, and prints a summary. A stack file with problems, or a lab whose AMI release does not
 exist, exits with status 2, prints one `gpulab:` line per problem and writes nothing.
+<dir>/charts/<release>.yaml holds what each release installs (tools/charts.py); without helm or the charts, one line
+says so and the rest is written.
 """
 
 import argparse
@@ -19,10 +21,10 @@ import yaml
 
 import config
 from config.model import Cluster, Lab
-from tools import cost_report, harness
+from tools import charts, cost_report, harness
 
 ROOT = Path(__file__).resolve().parent.parent
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+HELM_RELEASE = charts.HELM_RELEASE
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -166,7 +168,14 @@ def main(argv: list[str] | None = None) -> int:
         print(error, file=sys.stderr)
         return 2
     write(run, args.out)
+    try:
+        not_rendered = charts.write(run, args.out)
+    except charts.TemplateError as error:
+        print(f"gpulab: {error}", file=sys.stderr)
+        return 1
     print("\n".join(summary(run)))
+    if not_rendered:
+        print(not_rendered, file=sys.stderr)
     return 0
 
 

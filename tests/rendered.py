@@ -1,0 +1,95 @@
+"""Renders of whole stacks, charts included, for the tests that read the objects a stack installs.
+
+Each stack (the repository's stack files and the synthetic ones) renders once per test session, through the same
+functions as `python -m tools.render`, into a temporary folder. A test that needs the charts skips with the render's
+own one-line reason when helm or the pinned charts are not on this machine.
+"""
+
+from __future__ import annotations
+
+import functools
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import BASE, STACK_FILES, as_cli_config
+from tests.synthetic import SYNTHETIC
+from tools import charts, harness, render
+
+# Every stack the chart tests cover, by stack name: the repository's stack files, whatever they hold, and the
+# synthetic stacks.
+STACKS: dict[str, dict[str, str]] = {
+    **{
+        path.name.split(".")[1]: harness.config_from_stack_file(yaml.safe_load(path.read_text()))
+        for path in STACK_FILES
+    },
+    **{f"synthetic-{name}": as_cli_config(values) for name, values in SYNTHETIC.items()},
+}
+
+# The small stack of tests/conftest.py (one lab, intro, sharing its GPU 3 ways): tests that plant a defect start from
+# it, so that they hold whatever the repository's stack files say.
+BASE_STACK = "base"
+_CONFIGS = {**STACKS, BASE_STACK: as_cli_config(BASE)}
+
+_FOLDER = tempfile.TemporaryDirectory(prefix="gpulab-rendered-")
+
+
+def load_objects(text: str) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+@dataclass(frozen=True)
+class Rendered:
+    stack: str
+    run: harness.Run
+    out: Path
+    not_rendered: str | None  # the render's line about charts it could not render
+
+    @property
+    def kubernetes_version(self) -> str:
+        return self.run.stack.settings.cluster.kubernetes_version
+
+    def manifests(self) -> list[dict[str, Any]]:
+        return [yaml.safe_load(p.read_text()) for p in sorted((self.out / "manifests").glob("*.yaml"))]
+
+    def require_charts(self) -> None:
+        if self.not_rendered:
+            pytest.skip(self.not_rendered)
+
+    def chart(self, release: str) -> list[dict[str, Any]]:
+        """The objects the release installs, as the render wrote them."""
+        self.require_charts()
+        return load_objects((self.out / "charts" / f"{release}.yaml").read_text())
+
+    def files(self) -> dict[str, list[dict[str, Any]]]:
+        """Every object the stack installs, by the render file it is in (manifests/<file>, charts/<file>)."""
+        self.require_charts()
+        return {
+            str(p.relative_to(self.out)): load_objects(p.read_text())
+            for folder in ("manifests", "charts")
+            for p in sorted((self.out / folder).glob("*.yaml"))
+        }
+
+    def release(self, name: str) -> charts.Release:
+        (release,) = [r for r in charts.releases(self.run) if r.name == name]
+        return release
+
+    def template(self, name: str, values: Mapping[str, Any]) -> str:
+        """helm template of the release as the render runs it, with other values; raises charts.TemplateError."""
+        self.require_charts()
+        release = self.release(name)
+        helm = charts.helm_binary()
+        return charts.template(release, self.kubernetes_version, helm, charts.chart_folder(release, helm), values)
+
+
+@functools.cache
+def rendered(stack: str) -> Rendered:
+    run = harness.run(stack, _CONFIGS[stack])
+    out = Path(_FOLDER.name) / stack
+    render.write(run, out)
+    return Rendered(stack, run, out, charts.write(run, out))

@@ -1,0 +1,127 @@
+"""What the rendered releases must agree on with the rest of the stack, for every stack; and that each check bites."""
+
+import copy
+
+import pytest
+import yaml
+
+from components.karpenter.controller import RELEASE as KARPENTER
+from components.nvidia.device_plugin import RELEASE as DEVICE_PLUGIN
+from tests.chart_checks import controller_problems, device_plugin_problems, profile_replicas
+from tests.rendered import BASE_STACK, STACKS, load_objects, rendered
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_karpenter_controller_is_wired_to_the_stacks_cluster_queue_identity_and_system_nodes(stack):
+    r = rendered(stack)
+    assert controller_problems(r.run, r.chart(KARPENTER), r.manifests()) == []
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_device_plugin_gives_each_labs_nodes_the_labs_slices_and_runs_on_lab_nodes_only(stack):
+    r = rendered(stack)
+    assert device_plugin_problems(r.run, r.chart(DEVICE_PLUGIN), r.manifests()) == []
+
+
+def test_a_stack_where_a_lab_shares_gpus_turns_node_overlays_on_and_one_where_none_does_leaves_them_off():
+    # The parametrised test covers this for every stack; this pins that both cases are among them.
+    sharing = {s: any(lab.slices_per_gpu > 1 for lab in rendered(s).run.stack.settings.labs.values()) for s in STACKS}
+    assert set(sharing.values()) == {True, False}
+    for stack, shares in sharing.items():
+        (deployment,) = [o for o in rendered(stack).chart(KARPENTER) if o["kind"] == "Deployment"]
+        env = {e["name"]: e.get("value") for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+        assert f"NodeOverlay={str(shares).lower()}" in env["FEATURE_GATES"].split(","), stack
+
+
+def _retemplated(release, change):
+    """The base stack's release, templated again after `change` edits a copy of its values."""
+    r = rendered(BASE_STACK)
+    values = copy.deepcopy(dict(r.release(release).values))
+    change(values)
+    return r, load_objects(r.template(release, values))
+
+
+def test_a_profile_with_the_wrong_replicas_is_caught():
+    def wrong_replicas(values):
+        profile = yaml.safe_load(values["config"]["map"]["intro"])
+        for strategy in profile["sharing"].values():  # whichever way the profile shares the GPU
+            for resource in strategy["resources"]:
+                resource["replicas"] += 1
+        values["config"]["map"]["intro"] = yaml.safe_dump(profile)
+
+    r, objects = _retemplated(DEVICE_PLUGIN, wrong_replicas)
+    slices = r.run.stack.settings.labs["intro"].slices_per_gpu
+    problems = device_plugin_problems(r.run, objects, r.manifests())
+    assert problems and all(p.endswith(f"gets {slices + 1} replicas per GPU, lab intro has {slices}") for p in problems)
+
+
+def test_a_missing_profile_is_caught():
+    r, objects = _retemplated(DEVICE_PLUGIN, lambda values: values["config"]["map"].pop("intro"))
+    problems = device_plugin_problems(r.run, objects, r.manifests())
+    assert "profiles ['default'], expected 'default' and one per lab ['intro']" in problems
+    assert any(p.endswith("selects profile 'intro', which the ConfigMap does not have") for p in problems)
+
+
+def test_a_dropped_toleration_keeps_the_device_plugin_off_the_lab_nodes_and_is_caught():
+    # An empty list replaces the chart's default tolerations (Helm merges maps, not lists).
+    r, objects = _retemplated(DEVICE_PLUGIN, lambda values: values.update(tolerations=[]))
+    problems = device_plugin_problems(r.run, objects, r.manifests())
+    assert problems
+    assert all(
+        p.startswith("the device plugin cannot schedule on intro/")
+        and p.endswith("untolerated taint nvidia.com/gpu=true:NoSchedule")
+        for p in problems
+    )
+
+
+def test_a_device_plugin_without_node_affinity_lands_on_system_nodes_and_is_caught():
+    # null deletes the key, and with it the chart's default affinity.
+    r, objects = _retemplated(DEVICE_PLUGIN, lambda values: values.update(affinity=None))
+    problems = device_plugin_problems(r.run, objects, r.manifests())
+    assert problems
+    assert all(p.startswith("the device plugin can schedule on cluster-system/") for p in problems)
+
+
+def test_the_feature_gate_off_while_a_lab_shares_gpus_is_caught():
+    def gate_off(values):
+        values["settings"]["featureGates"]["nodeOverlay"] = False
+
+    r, objects = _retemplated(KARPENTER, gate_off)
+    assert controller_problems(r.run, objects, r.manifests()) == [
+        "FEATURE_GATES has NodeOverlay=false, the labs need true"
+    ]
+
+
+def test_a_controller_running_as_another_service_account_is_caught():
+    r, objects = _retemplated(KARPENTER, lambda values: values["serviceAccount"].update(name="karpenter-controller"))
+    association = "kube-system/karpenter"
+    assert f"the controller runs as kube-system/karpenter-controller, Pod Identity gives its role to {association}" in (
+        controller_problems(r.run, objects, r.manifests())
+    )
+
+
+def test_a_controller_without_its_node_selector_is_still_kept_off_lab_nodes_by_the_charts_affinity():
+    r, objects = _retemplated(KARPENTER, lambda values: values.pop("nodeSelector"))
+    assert controller_problems(r.run, objects, r.manifests()) == []
+
+
+def test_a_controller_that_may_run_anywhere_is_caught_on_lab_nodes():
+    def anywhere(values):
+        values.update(nodeSelector=None, affinity=None, tolerations=[{"operator": "Exists"}])
+
+    r, objects = _retemplated(KARPENTER, anywhere)
+    problems = controller_problems(r.run, objects, r.manifests())
+    assert problems
+    assert all(p.startswith("the Karpenter controller can schedule on intro/") for p in problems)
+
+
+@pytest.mark.parametrize(
+    ("profile", "replicas"),
+    [
+        ("version: v1\nflags: {migStrategy: none}\n", 1),
+        ("version: v1\nsharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 4}]}}\n", 4),
+        ("version: v1\nsharing: {mps: {resources: [{name: nvidia.com/gpu, replicas: 6}]}}\n", 6),
+    ],
+)
+def test_profile_replicas_reads_either_sharing_strategy(profile, replicas):
+    assert profile_replicas(profile) == replicas

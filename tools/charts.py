@@ -1,0 +1,189 @@
+"""What each Helm release of the stack installs: `helm template` of the pinned chart, written as charts/<release>.yaml.
+
+Pulumi's Release installs a chart with the values, name and namespace the program passes; `helm template` with the same
+inputs and the cluster's Kubernetes version shows every object that install creates (the chart's CRDs too, unless the
+release skips them), in Helm's install order, the same bytes on every run.
+
+Where the charts come from, the first that has the release's chart at the release's version (its Chart.yaml says so):
+`$GPULAB_CHARTS/<chart>/`, the upstream reference data (`$GPULAB_UPSTREAM`, else ../shared/upstream beside the
+repository: `*/charts/<chart>/`), then `helm pull` from the release's own repository into a cache. helm is
+`$GPULAB_HELM`, else the one beside the Python interpreter (.ci/install-helm puts it in .venv/bin), else on PATH.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tools import harness
+
+ROOT = Path(__file__).resolve().parent.parent
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+# A pull that cannot reach its repository fails in well under a second; a slow mirror gets this long.
+PULL_TIMEOUT_SECONDS = 300
+
+
+class Unavailable(Exception):
+    """helm or a chart is not on this machine: the charts are not rendered, everything else is."""
+
+
+class TemplateError(Exception):
+    """helm refused the chart with the program's values: a real problem, reported as one line."""
+
+
+@dataclass(frozen=True)
+class Release:
+    """One Helm release of the stack, with the inputs the program passed to its kubernetes:helm.sh/v3:Release."""
+
+    name: str
+    chart: str  # as the program names it: oci://<registry>/<path>/<chart>, or <chart> with `repository`
+    repository: str | None
+    version: str
+    namespace: str
+    values: Mapping[str, Any]
+    skip_crds: bool
+
+    @property
+    def chart_name(self) -> str:
+        return self.chart.rstrip("/").rsplit("/", 1)[-1]
+
+    @classmethod
+    def of(cls, registration: harness.Registration) -> Release:
+        inputs = registration.inputs
+        return cls(
+            name=inputs["name"],
+            chart=inputs["chart"],
+            repository=(inputs.get("repositoryOpts") or {}).get("repo"),
+            version=inputs["version"],
+            namespace=inputs["namespace"],
+            values=inputs.get("values") or {},
+            skip_crds=bool(inputs.get("skipCrds")),
+        )
+
+
+def releases(run: harness.Run) -> list[Release]:
+    return [Release.of(r) for r in run.of_type(HELM_RELEASE)]
+
+
+def upstream_folder() -> Path:
+    """The upstream reference data: $GPULAB_UPSTREAM, else ../shared/upstream beside the repository."""
+    return Path(os.environ.get("GPULAB_UPSTREAM") or ROOT.parent / "shared" / "upstream").expanduser().resolve()
+
+
+def helm_binary() -> Path:
+    """The helm this machine renders with; raises Unavailable when there is none."""
+    configured = os.environ.get("GPULAB_HELM")
+    candidates = [Path(configured)] if configured else [Path(sys.executable).parent / "helm"]
+    if not configured and (on_path := shutil.which("helm")):
+        candidates.append(Path(on_path))
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    where = f"$GPULAB_HELM={configured}" if configured else f"{candidates[0]} or PATH"
+    raise Unavailable(f"no helm at {where} (.ci/install-helm installs it)")
+
+
+def _chart_identity(folder: Path) -> tuple[str, str] | None:
+    try:
+        chart = yaml.safe_load((folder / "Chart.yaml").read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+    return (str(chart.get("name")), str(chart.get("version"))) if isinstance(chart, dict) else None
+
+
+def _local_candidates(chart_name: str) -> list[Path]:
+    if configured := os.environ.get("GPULAB_CHARTS"):
+        return [Path(configured).expanduser() / chart_name]
+    return sorted(upstream_folder().glob(f"*/charts/{chart_name}"))
+
+
+def _cache_folder() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "gpulab" / "charts"
+
+
+def _pull(release: Release, helm: Path) -> Path:
+    """`helm pull` of the release's chart at its version, cached; raises Unavailable when it cannot be fetched."""
+    cached = _cache_folder() / f"{release.chart_name}-{release.version}" / release.chart_name
+    if _chart_identity(cached) == (release.chart_name, release.version):
+        return cached
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cached.parent) as staging:
+        command = [str(helm), "pull", release.chart, "--version", release.version, "--untar", "--untardir", staging]
+        if release.repository:
+            command += ["--repo", release.repository]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=PULL_TIMEOUT_SECONDS, check=False)
+        except subprocess.TimeoutExpired:
+            raise Unavailable(
+                f"no local chart {release.chart_name} {release.version}, and helm pull timed out"
+            ) from None
+        if done.returncode != 0:
+            reason = (done.stderr.strip().splitlines() or ["failed"])[-1].removeprefix("Error: ")
+            raise Unavailable(f"no local chart {release.chart_name} {release.version}, and helm pull: {reason}")
+        shutil.rmtree(cached, ignore_errors=True)
+        (Path(staging) / release.chart_name).rename(cached)
+    return cached
+
+
+def chart_folder(release: Release, helm: Path) -> Path:
+    """The release's chart at its version: a local copy, else pulled; raises Unavailable."""
+    for folder in _local_candidates(release.chart_name):
+        if _chart_identity(folder) == (release.chart_name, release.version):
+            return folder
+    return _pull(release, helm)
+
+
+def template(
+    release: Release, kubernetes_version: str, helm: Path, chart: Path, values: Mapping[str, Any] | None = None
+) -> str:
+    """What `helm install` of the release would create, as helm template prints it; `values` replaces the release's.
+
+    Raises TemplateError when helm refuses (a chart's `required` or `fail`, unparsable output).
+    """
+    command = [str(helm), "template", release.name, str(chart), "--namespace", release.namespace]
+    # The cluster's minor version ("1.34") as the full version charts see in .Capabilities.KubeVersion (helm keeps what
+    # it is given, and a control plane reports a patch release).
+    command += ["--kube-version", f"v{kubernetes_version}.0", "--values", "-", "--skip-tests"]
+    if not release.skip_crds:
+        command.append("--include-crds")
+    payload = json.dumps(release.values if values is None else values)  # JSON is YAML
+    done = subprocess.run(command, input=payload, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        # helm's reason, without its advice to rerun with --debug.
+        reason = " ".join(line for line in done.stderr.splitlines() if not line.startswith("Use --debug"))
+        raise TemplateError(f"helm template {release.name}: {' '.join(reason.split()).removeprefix('Error: ')}")
+    return done.stdout
+
+
+def write(run: harness.Run, out: Path) -> str | None:
+    """Writes <out>/charts/<release>.yaml for every release; returns one line naming what it could not render."""
+    folder = out / "charts"
+    shutil.rmtree(folder, ignore_errors=True)
+    stack_releases = releases(run)
+    if not stack_releases:
+        return None
+    try:
+        helm = helm_binary()
+    except Unavailable as missing:
+        return f"charts/ not rendered: {missing}"
+    skipped = []
+    kubernetes_version = run.stack.settings.cluster.kubernetes_version
+    for release in stack_releases:
+        try:
+            chart = chart_folder(release, helm)
+        except Unavailable as missing:
+            skipped.append(f"{release.name} ({missing})")
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{release.name}.yaml").write_text(template(release, kubernetes_version, helm, chart))
+    return f"charts/ not rendered for {'; '.join(skipped)}" if skipped else None
