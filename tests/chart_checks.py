@@ -22,6 +22,7 @@ POD_IDENTITY = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
 CONTROLLER = "gpulab:karpenter:Controller"
 CONFIG_MANAGER = "config-manager"
 DEVICE_PLUGIN_COMMAND = "nvidia-device-plugin"
+MPS_DAEMON_COMMAND = "mps-control-daemon"
 
 Objects = list[dict[str, Any]]
 
@@ -97,17 +98,36 @@ def profile_replicas(profile_text: str) -> int:
     return replicas[0] if replicas else 1
 
 
-def device_plugin_problems(run: harness.Run, objects: Objects, manifests: Objects) -> list[str]:
-    """The nvidia-device-plugin release: one profile per lab with its slices, picked by the node label, on lab nodes."""
-    labs = run.stack.settings.labs
+def _daemon_set_pod(objects: Objects, command: str) -> dict[str, Any]:
+    """The pod spec of the one DaemonSet whose containers run `command`."""
     daemon_sets = [
         o
         for o in objects
         if o["kind"] == "DaemonSet"
-        and any(c.get("command") == [DEVICE_PLUGIN_COMMAND] for c in o["spec"]["template"]["spec"]["containers"])
+        and any(c.get("command") == [command] for c in o["spec"]["template"]["spec"]["containers"])
     ]
-    assert len(daemon_sets) == 1, f"expected one DaemonSet running {DEVICE_PLUGIN_COMMAND}, found {len(daemon_sets)}"
-    pod = daemon_sets[0]["spec"]["template"]["spec"]
+    assert len(daemon_sets) == 1, f"expected one DaemonSet running {command}, found {len(daemon_sets)}"
+    return daemon_sets[0]["spec"]["template"]["spec"]
+
+
+def mps_daemon_problems(run: harness.Run, objects: Objects, manifests: Objects) -> list[str]:
+    """The chart's MPS control daemon runs on the nodes of MPS labs, whose plugin waits for it, and on no other node.
+
+    The chart always renders it; without it on an MPS lab's node the plugin never advertises a GPU, and on any other
+    node it would put the GPUs in EXCLUSIVE_PROCESS mode under time-sliced learners.
+    """
+    labs = run.stack.settings.labs
+    pod = _daemon_set_pod(objects, MPS_DAEMON_COMMAND)
+    pools = lab_nodes(manifests)
+    mps = [node for name, nodes in pools.items() if labs[name].sharing == "mps" for node in nodes]
+    others = [node for name, nodes in pools.items() if labs[name].sharing != "mps" for node in nodes]
+    return _placement_problems("the MPS control daemon", pod, mps, [*others, *system_nodes(run)])
+
+
+def device_plugin_problems(run: harness.Run, objects: Objects, manifests: Objects) -> list[str]:
+    """The nvidia-device-plugin release: one profile per lab with its slices, picked by the node label, on lab nodes."""
+    labs = run.stack.settings.labs
+    pod = _daemon_set_pod(objects, DEVICE_PLUGIN_COMMAND)
     managers = [c for c in pod["containers"] if c.get("command") == [CONFIG_MANAGER]]
     if not managers:
         return ["the device plugin runs no config manager: a node's profile label would be ignored"]

@@ -7,7 +7,7 @@ import yaml
 
 from components.karpenter.controller import RELEASE as KARPENTER
 from components.nvidia.device_plugin import RELEASE as DEVICE_PLUGIN
-from tests.chart_checks import controller_problems, device_plugin_problems, profile_replicas
+from tests.chart_checks import controller_problems, device_plugin_problems, mps_daemon_problems, profile_replicas
 from tests.rendered import BASE_STACK, STACKS, load_objects, rendered
 
 
@@ -21,6 +21,33 @@ def test_the_karpenter_controller_is_wired_to_the_stacks_cluster_queue_identity_
 def test_the_device_plugin_gives_each_labs_nodes_the_labs_slices_and_runs_on_lab_nodes_only(stack):
     r = rendered(stack)
     assert device_plugin_problems(r.run, r.chart(DEVICE_PLUGIN), r.manifests()) == []
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_mps_control_daemon_runs_on_the_nodes_of_mps_labs_and_on_no_other_node(stack):
+    r = rendered(stack)
+    assert mps_daemon_problems(r.run, r.chart(DEVICE_PLUGIN), r.manifests()) == []
+
+
+def test_some_rendered_stack_has_an_mps_lab_beside_labs_that_do_not_use_mps():
+    # The parametrised test covers every stack; this pins that the MPS case, and the case beside it, are among them.
+    strategies = {lab.sharing for s in STACKS for lab in rendered(s).run.stack.settings.labs.values()}
+    assert {"mps", "timeSlicing"} <= strategies
+
+
+def test_an_mps_daemon_that_ignores_the_mps_label_is_caught():
+    # The chart appends .Values.nodeSelector to its own mps.capable selector; an affinity that admits every GPU node
+    # cannot widen it, so plant the defect in the rendered object instead.
+    r = rendered("synthetic-mps-beside-time-slicing")
+    objects = copy.deepcopy(r.chart(DEVICE_PLUGIN))
+    for o in objects:
+        if o["kind"] == "DaemonSet" and o["metadata"]["name"].endswith("mps-control-daemon"):
+            o["spec"]["template"]["spec"]["nodeSelector"] = {}
+    problems = mps_daemon_problems(r.run, objects, r.manifests())
+    prefix = "the MPS control daemon can schedule on "
+    assert all(p.startswith(prefix) for p in problems)
+    # Every node of the labs that do not use MPS; the system nodes are kept off by the GPU node affinity.
+    assert {p.removeprefix(prefix).split("/")[0] for p in problems} == {"turns", "solo"}
 
 
 def test_a_stack_where_a_lab_shares_gpus_turns_node_overlays_on_and_one_where_none_does_leaves_them_off():

@@ -5,7 +5,6 @@ import yaml
 
 from config.instance_types import GPU_INSTANCE_TYPES
 from tests.conftest import STACK_FILES, run_stack_file, run_values
-from tests.mps_daemon import requires_chart, scheduling
 from tests.scheduling import Node, unschedulable_because
 from tests.synthetic import SYNTHETIC
 
@@ -61,28 +60,6 @@ def test_every_lab_agrees_with_its_slices_per_gpu(run):
 
         # The plugin's placement values are shaped like a pod spec's.
         assert unschedulable_because(plugin, Node(name, labels, pool["template"]["spec"]["taints"])) is None, name
-
-
-@requires_chart
-def test_mps_daemon_can_run_on_the_mps_labs_nodes_and_on_no_other_node(run):
-    """Nodes carry their NodePool's template labels and taints (Karpenter's other labels are not nvidia.com keys)."""
-    daemon = scheduling(run.one("kubernetes:helm.sh/v3:Release", "nvidia-device-plugin").inputs["values"])
-    nodes = {
-        f"lab {pool['metadata']['name']}": (
-            pool["spec"]["template"]["metadata"]["labels"],
-            pool["spec"]["template"]["spec"]["taints"],
-        )
-        for pool in manifests(run, "NodePool")
-    }
-    for group in run.of_type("aws:eks/nodeGroup:NodeGroup"):
-        nodes[f"node group {group.name}"] = (group.inputs.get("labels", {}), group.inputs.get("taints", []))
-    runs_on = {
-        node
-        for node, (labels, taints) in nodes.items()
-        if unschedulable_because(daemon, Node(node, labels, taints)) is None
-    }
-    labs = run.stack.settings.labs
-    assert runs_on == {f"lab {name}" for name, lab in labs.items() if lab.sharing == "mps"}
 
 
 def test_node_overlay_gate_is_on_exactly_when_some_lab_shares(run):
