@@ -2,12 +2,17 @@
 
 Field names are snake_case here and camelCase in the stack file (the alias generator), as Pulumi users write them.
 Every model forbids unknown keys so that a typo fails loudly instead of silently falling back to a default.
+
+Checks that compare keys are field validators of the key they report on, reading the keys declared before it from
+`info.data`, which holds exactly those that are valid. Pydantic runs them even when other keys of the model fail, where
+it would skip a model validator, so that every problem of a stack file is reported in one pass. They set
+`validate_default` on their field, so that they also run when the key is left to its default.
 """
 
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
 from config.images import qualify_image
@@ -17,14 +22,6 @@ from config.versions import KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_
 
 class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, alias_generator=to_camel)
-
-
-class FieldProblem(ValueError):
-    """A problem a cross-field check finds with one key of the model, reported under that key's path."""
-
-    def __init__(self, key: str, message: str):
-        super().__init__(message)
-        self.key = key
 
 
 def _between(low: int, high: int):
@@ -156,18 +153,30 @@ class RootVolume(Model):
     """The gp3 root volume of a lab's nodes; images, including pre-pulled ones, live on it."""
 
     size_gib: Annotated[int, _between(20, 16384)] = Field(default=100, description="Size in GiB.")
-    iops: Annotated[int, _between(3000, 80000)] = Field(default=10000, description="Provisioned IOPS.")
-    throughput_mibps: Annotated[int, _between(125, 2000)] = Field(default=125, description="Throughput in MiB/s.")
+    iops: Annotated[int, _between(3000, 80000)] = Field(
+        default=10000, validate_default=True, description="Provisioned IOPS."
+    )
+    throughput_mibps: Annotated[int, _between(125, 2000)] = Field(
+        default=125, validate_default=True, description="Throughput in MiB/s."
+    )
     encrypted: bool = Field(default=True, description="Encrypt the volume (with the account's default EBS key).")
 
-    @model_validator(mode="after")
-    def _gp3_ratios(self) -> "RootVolume":
-        # EBS rejects gp3 volumes above 500 IOPS per GiB or 0.25 MiB/s per provisioned IOPS.
-        if self.iops > 500 * self.size_gib:
-            raise FieldProblem("iops", f"must be at most 500 per GiB, so {500 * self.size_gib} for {self.size_gib} GiB")
-        if self.throughput_mibps * 4 > self.iops:
-            raise FieldProblem("throughputMibps", f"must be at most iops / 4, so {self.iops // 4} for {self.iops} IOPS")
-        return self
+    # EBS rejects gp3 volumes above 500 IOPS per GiB or 0.25 MiB/s per provisioned IOPS.
+    @field_validator("iops")
+    @classmethod
+    def _iops_per_gib(cls, iops: int, info: ValidationInfo) -> int:
+        size = info.data.get("size_gib")
+        if size is not None and iops > 500 * size:
+            raise ValueError(f"must be at most 500 per GiB, so {500 * size} for {size} GiB")
+        return iops
+
+    @field_validator("throughput_mibps")
+    @classmethod
+    def _throughput_per_iops(cls, throughput: int, info: ValidationInfo) -> int:
+        iops = info.data.get("iops")
+        if iops is not None and throughput * 4 > iops:
+            raise ValueError(f"must be at most iops / 4, so {iops // 4} for {iops} IOPS")
+        return throughput
 
 
 class Budget(Model):
@@ -189,13 +198,14 @@ class Budget(Model):
     ) = Field(default=None, description="Cron schedule when the budget is active (UTC).")
     duration: (
         Annotated[str, _matching(r"[0-9]+(h|m)|[0-9]+h[0-9]+m", "hours and minutes such as 8h or 1h30m")] | None
-    ) = Field(default=None, description="How long the budget is active from each schedule.")
+    ) = Field(default=None, validate_default=True, description="How long the budget is active from each schedule.")
 
-    @model_validator(mode="after")
-    def _schedule_with_duration(self) -> "Budget":
-        if (self.schedule is None) != (self.duration is None):
-            raise FieldProblem("duration" if self.duration is None else "schedule", "schedule and duration go together")
-        return self
+    @field_validator("duration")
+    @classmethod
+    def _schedule_with_duration(cls, duration: str | None, info: ValidationInfo) -> str | None:
+        if "schedule" in info.data and (info.data["schedule"] is None) != (duration is None):
+            raise ValueError("schedule and duration go together")
+        return duration
 
 
 class Disruption(Model):
@@ -232,7 +242,9 @@ class Lab(Model):
     )
     ami: AmiAlias = Field(description="Karpenter AMI alias of the lab's nodes.")
     capacity_reservation_ids: Annotated[list[ReservationId], AfterValidator(_unique)] = Field(
-        default_factory=list, description="On-demand capacity reservations the lab may use; needed for 'reserved'."
+        default_factory=list,
+        validate_default=True,
+        description="On-demand capacity reservations the lab may use; needed for 'reserved'.",
     )
     root_volume: RootVolume = Field(default_factory=RootVolume, description="Root volume of the lab's nodes.")
     prepull_images: Annotated[list[ImageReference], AfterValidator(_unique)] = Field(
@@ -254,17 +266,17 @@ class Lab(Model):
         description="Run slicesPerGpu + 1 pods that each take one slice and run nvidia-smi, to watch the lab scale.",
     )
 
-    @model_validator(mode="after")
-    def _reserved_needs_reservations(self) -> "Lab":
+    @field_validator("capacity_reservation_ids")
+    @classmethod
+    def _reserved_needs_reservations(cls, ids: list[str], info: ValidationInfo) -> list[str]:
         # Karpenter only offers reserved capacity from reservations the EC2NodeClass selects.
-        if ("reserved" in self.capacity_types) != bool(self.capacity_reservation_ids):
-            raise FieldProblem(
-                "capacityReservationIds",
+        if "capacity_types" in info.data and ("reserved" in info.data["capacity_types"]) != bool(ids):
+            raise ValueError(
                 "required with capacity type 'reserved', and only then"
-                if "reserved" in self.capacity_types
-                else "only used with capacity type 'reserved'; add it to capacityTypes",
+                if "reserved" in info.data["capacity_types"]
+                else "only used with capacity type 'reserved'; add it to capacityTypes"
             )
-        return self
+        return ids
 
     @property
     def learner_seats(self) -> int:
@@ -314,11 +326,29 @@ class NvidiaDevicePlugin(Model):
     )
 
 
+# Every lab's device plugin profile lands in one ConfigMap, whose values may total 1 MiB and which etcd stores, keys
+# included, in one request of at most 1.5 MiB; and in one Helm release Secret (1 MiB). With the longest lab names and
+# the largest profiles, this many labs fit and one more does not: tests/test_stack_size.py measures it.
+MAX_LABS = 4677
+
+
+def _fits_one_stack(labs: object) -> object:
+    # Checked before the labs themselves, so that a stack far too large is refused at once.
+    if isinstance(labs, dict) and len(labs) > MAX_LABS:
+        raise ValueError(
+            f"at most {MAX_LABS} labs fit in one stack, got {len(labs)}: the device plugin keeps every lab's profile "
+            "in one ConfigMap (1 MiB); split the labs over several stacks"
+        )
+    return labs
+
+
 class Settings(Model):
     """Everything under `gpulab:` in one stack file."""
 
     cluster: Cluster
-    labs: dict[LabName, Lab] = Field(default_factory=dict, description="One entry per lab, keyed by lab name.")
+    labs: Annotated[dict[LabName, Lab], BeforeValidator(_fits_one_stack)] = Field(
+        default_factory=dict, description="One entry per lab, keyed by lab name."
+    )
     karpenter: Karpenter = Field(default_factory=Karpenter, description="The Karpenter controller.")
     nvidia_device_plugin: NvidiaDevicePlugin = Field(
         default_factory=NvidiaDevicePlugin, description="The NVIDIA device plugin."

@@ -6,9 +6,10 @@ The folder belongs beside the repository, never in it; tests that need it skip w
 import os
 from pathlib import Path
 
-from config.versions import KARPENTER_CHART_VERSION
+from config.versions import KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 UPSTREAM = Path(os.environ.get("GPULAB_UPSTREAM") or REPO_ROOT.parent / "shared" / "upstream").expanduser().resolve()
 # The Karpenter data of the version the stack deploys, so that a version bump without new data skips, not passes.
 KARPENTER = UPSTREAM / f"karpenter-{KARPENTER_CHART_VERSION}"
+NVIDIA_DEVICE_PLUGIN = UPSTREAM / f"nvidia-device-plugin-{NVIDIA_DEVICE_PLUGIN_CHART_VERSION}"
