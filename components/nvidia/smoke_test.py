@@ -12,13 +12,13 @@ SMOKE_IMAGE = "docker.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
 
 
 def smoke_deployment(lab_name: str, lab: Lab, namespace: str) -> dict:
-    name = f"{lab_name}-smoke"
-    selector = {"app.kubernetes.io/name": name}
+    # Labels carry the lab's name itself, never `<lab>-smoke`: a label value holds 63 characters, as a lab name may.
+    selector = {"app.kubernetes.io/name": "gpulab-smoke", "app.kubernetes.io/instance": lab_name}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {
-            "name": name,
+            "name": f"{lab_name}-smoke",
             "namespace": namespace,
             "labels": selector,
             # `pulumi up` would otherwise wait for GPU nodes to boot; the operator watches the rollout instead.
