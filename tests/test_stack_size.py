@@ -23,7 +23,7 @@ import config
 from components.nvidia.device_plugin import helm_values
 from config.model import MAX_LABS, Lab, NvidiaDevicePlugin
 from tests import upstream
-from tests.conftest import BASE, run_values, stack_values
+from tests.conftest import BASE, ROOT, run_values, stack_values
 
 MIB = 1024 * 1024
 ETCD_MAX_REQUEST = 3 * MIB // 2
@@ -117,3 +117,7 @@ def test_one_lab_more_than_fits_is_refused_before_anything_is_registered():
     values = stack_values(**{"gpulab:labs": {f"lab-{i}": lab for i in range(MAX_LABS + 1)}})
     with pytest.raises(config.ConfigError, match=rf"^gpulab:labs: at most {MAX_LABS} labs fit in one stack, got "):
         run_values(values)
+
+
+def test_the_readme_states_the_limit():
+    assert f"A stack holds at most {MAX_LABS} labs." in (ROOT / "README.md").read_text()
