@@ -336,8 +336,8 @@ def _fits_one_stack(labs: object) -> object:
     # Checked before the labs themselves, so that a stack far too large is refused at once.
     if isinstance(labs, dict) and len(labs) > MAX_LABS:
         raise ValueError(
-            f"at most {MAX_LABS} labs fit in one stack, got {len(labs)}: the device plugin keeps every lab's profile "
-            "in one ConfigMap (1 MiB); split the labs over several stacks"
+            f"at most {MAX_LABS} labs fit in one stack, got {len(labs)}: every lab's device plugin profile goes into "
+            "one ConfigMap, whose size Kubernetes and etcd limit; split the labs over several stacks"
         )
     return labs
 

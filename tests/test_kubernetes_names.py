@@ -68,7 +68,8 @@ def labels_within(node: Any) -> Iterator[tuple[str, Any]]:
     """Every (label key, label value) pair a manifest or Helm values hold: label maps, selectors, requirements."""
     if isinstance(node, dict):
         for key, value in node.items():
-            if key in ("labels", "matchLabels", "nodeSelector") and isinstance(value, dict):
+            # labels, matchLabels, and Helm values' podLabels and the like; nodeSelector matches label to label.
+            if (key.lower().endswith("labels") or key == "nodeSelector") and isinstance(value, dict):
                 yield from value.items()
             else:
                 yield from labels_within(value)
