@@ -42,9 +42,8 @@ def worst_case_values(labs: int) -> dict:
     return helm_values(NvidiaDevicePlugin(), dict.fromkeys(names, WORST_LAB))
 
 
-def config_map(values: dict) -> dict:
-    """The chart's ConfigMap as the API server stores it: Helm's labels and annotations, and its managed fields."""
-    data = {name: profile.rstrip("\n") for name, profile in values["config"]["map"].items()}
+def rendered_config_map(values: dict) -> dict:
+    """The chart's ConfigMap as Helm renders it into the release's manifest."""
     labels = {
         "app.kubernetes.io/instance": "nvidia-device-plugin",
         "app.kubernetes.io/managed-by": "Helm",
@@ -52,39 +51,44 @@ def config_map(values: dict) -> dict:
         "app.kubernetes.io/version": "0.20.0",
         "helm.sh/chart": "nvidia-device-plugin-0.20.0",
     }
+    metadata = {"name": "nvidia-device-plugin-configs", "namespace": "nvidia-device-plugin", "labels": labels}
+    data = {name: profile.rstrip("\n") for name, profile in values["config"]["map"].items()}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
+
+
+def stored_config_map(values: dict) -> dict:
+    """The same ConfigMap as the API server stores it: with Helm's annotations, and the fields Helm set."""
+    rendered = rendered_config_map(values)
     annotations = {
         "meta.helm.sh/release-name": "nvidia-device-plugin",
         "meta.helm.sh/release-namespace": "nvidia-device-plugin",
     }
     # FieldsV1 names every key the manager set: each data key appears here once more.
     fields = {
-        "f:data": {".": {}} | {f"f:{key}": {} for key in data},
+        "f:data": {".": {}} | {f"f:{key}": {} for key in rendered["data"]},
         "f:metadata": {
             "f:annotations": {".": {}} | {f"f:{key}": {} for key in annotations},
-            "f:labels": {".": {}} | {f"f:{key}": {} for key in labels},
+            "f:labels": {".": {}} | {f"f:{key}": {} for key in rendered["metadata"]["labels"]},
         },
     }
     managed = {"manager": "helm", "operation": "Update", "apiVersion": "v1", "time": "2026-01-01T00:00:00Z"}
-    metadata = {
-        "name": "nvidia-device-plugin-configs",
-        "namespace": "nvidia-device-plugin",
+    metadata = rendered["metadata"] | {
         "uid": "00000000-0000-0000-0000-000000000000",
         "resourceVersion": "12345678",
         "creationTimestamp": "2026-01-01T00:00:00Z",
-        "labels": labels,
         "annotations": annotations,
         "managedFields": [managed | {"fieldsType": "FieldsV1", "fieldsV1": fields}],
     }
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
+    return rendered | {"metadata": metadata}
 
 
 def config_map_data_bytes(values: dict) -> int:
-    return sum(len(value.encode()) for value in config_map(values)["data"].values())
+    return sum(len(value.encode()) for value in rendered_config_map(values)["data"].values())
 
 
 def config_map_stored_bytes(values: dict) -> int:
     # JSON is larger than the protobuf etcd stores, so this errs on the safe side.
-    return len(json.dumps(config_map(values), separators=(",", ":")).encode())
+    return len(json.dumps(stored_config_map(values), separators=(",", ":")).encode())
 
 
 def fits(labs: int) -> bool:
@@ -105,14 +109,14 @@ def test_the_largest_stack_fits_helms_release_secret():
         "name": "nvidia-device-plugin",
         "chart": {"files": [{"name": str(p), "data": base64.b64encode(p.read_bytes()).decode()} for p in chart_files]},
         "config": values,
-        # The rendered ConfigMap stands in for the manifest; the chart's other objects are a few kB of it.
-        "manifest": yaml.safe_dump(config_map(values)),
+        # The ConfigMap stands in for the manifest; the chart's other objects add a few kB to it.
+        "manifest": yaml.safe_dump(rendered_config_map(values)),
     }
     secret = base64.b64encode(gzip.compress(json.dumps(release).encode(), compresslevel=9))
     assert len(secret) <= MIB
 
 
-def test_one_lab_more_than_fits_is_refused_before_anything_is_registered():
+def test_a_stack_with_one_lab_more_than_fits_is_refused_naming_the_limit():
     lab = BASE["gpulab:labs"]["intro"]
     values = stack_values(**{"gpulab:labs": {f"lab-{i}": lab for i in range(MAX_LABS + 1)}})
     with pytest.raises(config.ConfigError, match=rf"^gpulab:labs: at most {MAX_LABS} labs fit in one stack, got "):
