@@ -14,9 +14,8 @@ from typing import Any
 import pulumi
 from pydantic import BaseModel, ValidationError
 
+from config.keys import NAMESPACE, key_problems
 from config.model import FieldProblem, Settings
-
-NAMESPACE = "gpulab"
 
 
 class ConfigError(Exception):
@@ -53,9 +52,17 @@ def parse(values: Mapping[str, Any], region: str | None) -> StackConfig:
 def load() -> StackConfig:
     """Reads this stack's configuration from the Pulumi runtime; raises ConfigError."""
     # pulumi.Config reads one key at a time and cannot list keys; unknown keys must be errors, so list them here.
+    everything = _all_config()
     prefix = f"{NAMESPACE}:"
-    values = {key[len(prefix) :]: _decode(raw) for key, raw in _all_config().items() if key.startswith(prefix)}
-    return parse(values, pulumi.Config("aws").get("region"))
+    values = {key[len(prefix) :]: _decode(raw) for key, raw in everything.items() if key.startswith(prefix)}
+    lines = key_problems(everything)
+    try:
+        stack = parse(values, pulumi.Config("aws").get("region"))
+    except ConfigError as error:
+        lines += error.lines
+    if lines:
+        raise ConfigError(lines)
+    return stack
 
 
 def _all_config() -> dict[str, Any]:
@@ -73,14 +80,17 @@ def _decode(raw: Any) -> Any:
 
 
 def _path(error: Mapping[str, Any]) -> str:
-    # Pydantic marks a failing dict key with a trailing "[key]": the key itself is the path.
+    loc, problem = error["loc"], error.get("ctx", {}).get("error")
+    if isinstance(problem, FieldProblem):  # found by the check of another key of the same model: report it at its key
+        loc = loc[:-1]
     path = ""
-    cross_field = error.get("ctx", {}).get("error")
-    for part in (*error["loc"], *([cross_field.key] if isinstance(cross_field, FieldProblem) else [])):
+    for part in _walk(loc)[0]:
         if isinstance(part, int):
             path += f"[{part}]"
-        elif part != "[key]":
+        else:
             path += f".{part}" if path else part
+    if isinstance(problem, FieldProblem):
+        path += f".{problem.key}" if path else problem.key
     return path
 
 
@@ -129,16 +139,31 @@ def _unknown_key(loc: tuple) -> str:
 
 
 def _allowed_keys(loc: tuple) -> list[str]:
-    """The camelCase keys the model accepts at `loc`, found by walking the model the way pydantic walked the input."""
-    node: Any = Settings
-    for part in loc:
-        if isinstance(node, type) and issubclass(node, BaseModel):
-            field = next(f for name, f in node.model_fields.items() if (f.alias or name) == part)
-            node = _unwrap(field.annotation)
-        else:  # a dict of labs or a list (e.g. a lab's classes): `part` is a key or an index of their value type
-            node = _unwrap(typing.get_args(node)[-1])
+    """The camelCase keys the model at `loc` accepts."""
+    node = _walk(loc)[1]
     assert isinstance(node, type) and issubclass(node, BaseModel)
     return sorted(f.alias or name for name, f in node.model_fields.items())
+
+
+def _walk(loc: tuple) -> tuple[list[str | int], Any]:
+    """`loc` as the stack file spells it, and the type at its end: the models walked as pydantic walked the input.
+
+    Pydantic names a field by its camelCase key when the stack file has the key, but by its Python name when a check
+    fails on its default; and it marks a failing dict key with a trailing "[key]", where the key itself is the path.
+    """
+    node: Any = Settings
+    keys: list[str | int] = []
+    for part in loc:
+        if part == "[key]":
+            continue
+        if isinstance(node, type) and issubclass(node, BaseModel):
+            field = next(((n, f) for n, f in node.model_fields.items() if part in (n, f.alias)), None)
+            keys.append(field[1].alias or field[0] if field else part)
+            node = _unwrap(field[1].annotation) if field else None
+        else:  # an entry of a dict (a lab) or of a list (a budget): the values' type
+            keys.append(part)
+            node = _unwrap(typing.get_args(node)[-1]) if typing.get_args(node) else None
+    return keys, node
 
 
 def _unwrap(annotation: Any) -> Any:

@@ -2,6 +2,11 @@
 
 Field names are snake_case here and camelCase in the stack file (the alias generator), as Pulumi users write them.
 Every model forbids unknown keys so that a typo fails loudly instead of silently falling back to a default.
+
+Checks that compare keys are field validators of the key they report on, reading the keys declared before it from
+`info.data`, which holds exactly those that are valid. Pydantic runs them even when other keys of the model fail, where
+it would skip a model validator, so that every problem of a stack file is reported in one pass. They set
+`validate_default` on their field, so that they also run when the key is left to its default.
 """
 
 import math
@@ -9,7 +14,7 @@ import re
 from fractions import Fraction
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
 from config import schedule
@@ -17,6 +22,7 @@ from config.cost import LabCost, lab_cost
 from config.endpoint import EVERYWHERE, at_most_quota, public_access_cidr
 from config.images import qualify_image
 from config.instance_types import COMPUTE_CAPABILITIES, GPU_INSTANCE_TYPES
+from config.instance_types import GpuInstanceType as GpuInstanceTypeData
 from config.log_retention import accepted_retention
 from config.node_capacity import Resources, quantity, seat_share
 from config.schedule import Schedule
@@ -29,7 +35,8 @@ class Model(BaseModel):
 
 
 class FieldProblem(ValueError):
-    """A problem a cross-field check finds with one key of the model, reported under that key's path."""
+    """A problem that a field validator finds with another key of its model: `key` is that key's path in the model
+    (e.g. "schedule", "classes[1].warmSeats", "learnerPod.cpu"), where the message is reported."""
 
     def __init__(self, key: str, message: str):
         super().__init__(message)
@@ -195,6 +202,7 @@ class Cluster(Model):
     # needs enableDnsHostnames and enableDnsSupport on the VPC.
     private_endpoint: bool = Field(
         default=True,
+        validate_default=True,
         description="Serve the API inside the VPC too, so that nodes reach it without leaving the VPC and without "
         "their NAT addresses in publicAccessCidrs. Costs nothing; needs DNS hostnames and resolution on the VPC.",
     )
@@ -221,33 +229,45 @@ class Cluster(Model):
         "EXTENDED keeps the version for 12 more months at USD 0.60 instead of 0.10 per cluster hour.",
     )
 
-    @model_validator(mode="after")
-    def _api_reachable(self) -> "Cluster":
-        if not self.public_access_cidrs and not self.private_endpoint:
-            raise FieldProblem(
-                "privateEndpoint",
+    @field_validator("private_endpoint")
+    @classmethod
+    def _api_reachable(cls, private_endpoint: bool, info: ValidationInfo) -> bool:
+        if info.data.get("public_access_cidrs") == [] and not private_endpoint:
+            raise ValueError(
                 "must be true when publicAccessCidrs is [] (no public endpoint): otherwise nothing, not even the "
-                "cluster's own nodes, can reach the Kubernetes API",
+                "cluster's own nodes, can reach the Kubernetes API"
             )
-        return self
+        return private_endpoint
 
 
 class RootVolume(Model):
     """The gp3 root volume of a lab's nodes; images, including pre-pulled ones, live on it."""
 
     size_gib: Annotated[int, _between(20, 16384)] = Field(default=100, description="Size in GiB.")
-    iops: Annotated[int, _between(3000, 80000)] = Field(default=10000, description="Provisioned IOPS.")
-    throughput_mibps: Annotated[int, _between(125, 2000)] = Field(default=125, description="Throughput in MiB/s.")
+    iops: Annotated[int, _between(3000, 80000)] = Field(
+        default=10000, validate_default=True, description="Provisioned IOPS."
+    )
+    throughput_mibps: Annotated[int, _between(125, 2000)] = Field(
+        default=125, validate_default=True, description="Throughput in MiB/s."
+    )
     encrypted: bool = Field(default=True, description="Encrypt the volume (with the account's default EBS key).")
 
-    @model_validator(mode="after")
-    def _gp3_ratios(self) -> "RootVolume":
-        # EBS rejects gp3 volumes above 500 IOPS per GiB or 0.25 MiB/s per provisioned IOPS.
-        if self.iops > 500 * self.size_gib:
-            raise FieldProblem("iops", f"must be at most 500 per GiB, so {500 * self.size_gib} for {self.size_gib} GiB")
-        if self.throughput_mibps * 4 > self.iops:
-            raise FieldProblem("throughputMibps", f"must be at most iops / 4, so {self.iops // 4} for {self.iops} IOPS")
-        return self
+    # EBS rejects gp3 volumes above 500 IOPS per GiB or 0.25 MiB/s per provisioned IOPS.
+    @field_validator("iops")
+    @classmethod
+    def _iops_per_gib(cls, iops: int, info: ValidationInfo) -> int:
+        size = info.data.get("size_gib")
+        if size is not None and iops > 500 * size:
+            raise ValueError(f"must be at most 500 per GiB, so {500 * size} for {size} GiB")
+        return iops
+
+    @field_validator("throughput_mibps")
+    @classmethod
+    def _throughput_per_iops(cls, throughput: int, info: ValidationInfo) -> int:
+        iops = info.data.get("iops")
+        if iops is not None and throughput * 4 > iops:
+            raise ValueError(f"must be at most iops / 4, so {iops // 4} for {iops} IOPS")
+        return throughput
 
 
 # The NodePool CRD's pattern for a budget schedule (karpenter.sh_nodepools.yaml, Karpenter 1.14.1), with RE2's \s and
@@ -290,13 +310,14 @@ class Budget(Model):
     )
     duration: (
         Annotated[str, _matching(r"[0-9]+(h|m)|[0-9]+h[0-9]+m", "hours and minutes such as 8h or 1h30m")] | None
-    ) = Field(default=None, description="How long the budget is active from each schedule.")
+    ) = Field(default=None, validate_default=True, description="How long the budget is active from each schedule.")
 
-    @model_validator(mode="after")
-    def _schedule_with_duration(self) -> "Budget":
-        if (self.schedule is None) != (self.duration is None):
-            raise FieldProblem("duration" if self.duration is None else "schedule", "schedule and duration go together")
-        return self
+    @field_validator("duration")
+    @classmethod
+    def _schedule_with_duration(cls, duration: str | None, info: ValidationInfo) -> str | None:
+        if "schedule" in info.data and (info.data["schedule"] is None) != (duration is None):
+            raise ValueError("schedule and duration go together")
+        return duration
 
 
 class Disruption(Model):
@@ -335,8 +356,25 @@ def _class_schedule(value: str) -> str:
     return value
 
 
+def _at_least_a_minute(value: str) -> str:
+    if schedule.duration_minutes(value) < 1:
+        raise ValueError("must be at least 1m")
+    return value
+
+
+def _warmup_range(value: str) -> str:
+    if not 1 <= schedule.duration_minutes(value) <= MAX_WARMUP_MINUTES:
+        raise ValueError(f"must be between 1m and {schedule.format_duration(MAX_WARMUP_MINUTES)}")
+    return value
+
+
 def _share_text(key: str, share: Resources) -> str:
     return f"{share.cpu_millis}m" if key == "cpu" else f"{share.memory_mib}Mi"
+
+
+def _instance_types(info: ValidationInfo) -> list[tuple[str, GpuInstanceTypeData]]:
+    """The lab's instance types and their data, for a check of a key declared after instanceTypes; none if invalid."""
+    return [(name, GPU_INSTANCE_TYPES[name]) for name in info.data.get("instance_types", [])]
 
 
 class LabClass(Model):
@@ -345,34 +383,37 @@ class LabClass(Model):
     schedule: Annotated[str, AfterValidator(_class_schedule)] = Field(
         description="When the class starts: a five-field Go cron schedule in UTC, as for budgets (e.g. 0 9 * * mon)."
     )
-    duration: ClockDuration = Field(description="How long the class lasts, e.g. 1h30m.")
+    duration: Annotated[ClockDuration, AfterValidator(_at_least_a_minute)] = Field(
+        description="How long the class lasts, e.g. 1h30m."
+    )
     warm_seats: Annotated[int, _at_least(1)] | None = Field(
         default=None, description="Seats ready when it starts; the lab's learner seats when omitted, and at most that."
     )
-    warmup: ClockDuration = Field(
-        default=DEFAULT_WARMUP, description="How long before the start the seats are asked for (node boot, image pull)."
+    warmup: Annotated[ClockDuration, AfterValidator(_warmup_range)] = Field(
+        default=DEFAULT_WARMUP,
+        validate_default=True,
+        description="How long before the start the seats are asked for (node boot, image pull).",
     )
 
-    @model_validator(mode="after")
-    def _shiftable(self) -> "LabClass":
-        warmup = schedule.duration_minutes(self.warmup)
-        if not 1 <= warmup <= MAX_WARMUP_MINUTES:
-            raise FieldProblem("warmup", f"must be between 1m and {schedule.format_duration(MAX_WARMUP_MINUTES)}")
-        if schedule.duration_minutes(self.duration) < 1:
-            raise FieldProblem("duration", "must be at least 1m")
+    @field_validator("warmup")
+    @classmethod
+    def _shiftable(cls, warmup: str, info: ValidationInfo) -> str:
+        if "schedule" not in info.data:
+            return warmup
+        start, minutes = schedule.parse(info.data["schedule"]), schedule.duration_minutes(warmup)
         try:
-            schedule.shift_earlier(self.start, warmup)
+            schedule.shift_earlier(start, minutes)
         except schedule.ScheduleError as error:
-            raise FieldProblem("schedule", f"cannot be warmed up {self.warmup} ahead exactly: {error}") from None
-        gap = schedule.shortest_gap(self.start)
-        if gap is not None and gap <= warmup:
+            raise FieldProblem("schedule", f"cannot be warmed up {warmup} ahead exactly: {error}") from None
+        gap = schedule.shortest_gap(start)
+        if gap is not None and gap <= minutes:
             raise FieldProblem(
                 "schedule",
                 f"starts only {schedule.format_duration(gap)} apart at times, not more than its warmup of "
-                f"{self.warmup}: the next start's warmup would begin before this start has released its seats; "
+                f"{warmup}: the next start's warmup would begin before this start has released its seats; "
                 "make each start time a class of its own",
             )
-        return self
+        return warmup
 
     @property
     def start(self) -> Schedule:
@@ -404,19 +445,23 @@ class Lab(Model):
     capacity_types: Annotated[list[CapacityType], Field(min_length=1), AfterValidator(_unique)] = Field(
         default=["on-demand"], description="EC2 capacity types the lab's nodes may use."
     )
-    slices_per_gpu: Annotated[int, _between(1, 48)] = Field(
-        default=1, description="Replicas per physical GPU: learners sharing one GPU. 1 means no sharing."
-    )
     sharing: Sharing = Field(
         default="timeSlicing",
         description="How learners share a GPU: timeSlicing (turns, memory shared) or mps (a memory cap per learner).",
     )
+    slices_per_gpu: Annotated[int, _between(1, 48)] = Field(
+        default=1,
+        validate_default=True,
+        description="Replicas per physical GPU: learners sharing one GPU. 1 means no sharing.",
+    )
     max_gpus: Annotated[int, _at_least(1)] = Field(
-        default=1, description="Cap on the physical GPUs this lab may run at once."
+        default=1, validate_default=True, description="Cap on the physical GPUs this lab may run at once."
     )
     ami: AmiAlias = Field(description="Karpenter AMI alias of the lab's nodes.")
     capacity_reservation_ids: Annotated[list[ReservationId], AfterValidator(_unique)] = Field(
-        default_factory=list, description="On-demand capacity reservations the lab may use; needed for 'reserved'."
+        default_factory=list,
+        validate_default=True,
+        description="On-demand capacity reservations the lab may use; needed for 'reserved'.",
     )
     root_volume: RootVolume = Field(default_factory=RootVolume, description="Root volume of the lab's nodes.")
     prepull_images: Annotated[list[ImageReference], AfterValidator(_unique)] = Field(
@@ -427,11 +472,14 @@ class Lab(Model):
     )
     max_pods: Annotated[int, _at_least(1)] | None = Field(
         default=None,
+        validate_default=True,
         description="Most pods per node (kubelet maxPods). Unset, Karpenter uses each instance type's ENI-limited "
         "count: the pods the VPC CNI can give an IP address without prefix delegation.",
     )
     cpu_limit: Annotated[int, _at_least(1)] = Field(
-        default=1000, description="Most vCPUs the lab's nodes may have in total, a backstop to maxGpus."
+        default=1000,
+        validate_default=True,
+        description="Most vCPUs the lab's nodes may have in total, a backstop to maxGpus.",
     )
     expire_after: Annotated[str, _matching(r"([0-9]+(s|m|h))+|Never", "a duration such as 720h, or Never")] = Field(
         default="720h",
@@ -450,7 +498,7 @@ class Lab(Model):
         default_factory=list, description="Scheduled classes: warm seats at each start, no learner moved during it."
     )
     learner_pod: LearnerPod = Field(
-        default_factory=LearnerPod, description="CPU and memory requests of each learner's pod."
+        default_factory=LearnerPod, validate_default=True, description="CPU and memory requests of each learner's pod."
     )
     smoke_test: bool = Field(
         default=False,
@@ -460,96 +508,109 @@ class Lab(Model):
         default=None, description="Cap in USD on the lab's cost ceiling per hour at the reference prices (see README)."
     )
 
-    @model_validator(mode="after")
-    def _reserved_needs_reservations(self) -> "Lab":
+    @field_validator("capacity_reservation_ids")
+    @classmethod
+    def _reserved_needs_reservations(cls, ids: list[str], info: ValidationInfo) -> list[str]:
         # Karpenter only offers reserved capacity from reservations the EC2NodeClass selects.
-        if ("reserved" in self.capacity_types) != bool(self.capacity_reservation_ids):
-            raise FieldProblem(
-                "capacityReservationIds",
+        if "capacity_types" in info.data and ("reserved" in info.data["capacity_types"]) != bool(ids):
+            raise ValueError(
                 "required with capacity type 'reserved', and only then"
-                if "reserved" in self.capacity_types
-                else "only used with capacity type 'reserved'; add it to capacityTypes",
+                if "reserved" in info.data["capacity_types"]
+                else "only used with capacity type 'reserved'; add it to capacityTypes"
             )
-        return self
+        return ids
 
-    @model_validator(mode="after")
-    def _every_instance_type_can_launch(self) -> "Lab":
-        # Karpenter never launches a node whose capacity alone would exceed what is left of the NodePool's limits,
-        # and a pod beyond the VPC CNI's IP addresses never starts: refuse a lab with a type that could never work.
-        for name in self.instance_types:
-            instance_type = GPU_INSTANCE_TYPES[name]
-            if instance_type.gpus > self.max_gpus:
-                raise FieldProblem(
-                    "maxGpus",
+    # Karpenter never launches a node whose capacity alone would exceed what is left of the NodePool's limits, and a
+    # pod beyond the VPC CNI's IP addresses never starts: refuse a lab with an instance type that could never work.
+    @field_validator("max_gpus")
+    @classmethod
+    def _max_gpus_hold_a_node(cls, max_gpus: int, info: ValidationInfo) -> int:
+        for name, instance_type in _instance_types(info):
+            if instance_type.gpus > max_gpus:
+                raise ValueError(
                     f"must be at least {instance_type.gpus}: {name} has {instance_type.gpus} GPUs, and Karpenter never "
-                    "launches a node that exceeds the NodePool's nvidia.com/gpu limit (maxGpus x slicesPerGpu)",
+                    "launches a node that exceeds the NodePool's nvidia.com/gpu limit (maxGpus x slicesPerGpu)"
                 )
-            if instance_type.vcpus > self.cpu_limit:
-                raise FieldProblem(
-                    "cpuLimit",
-                    f"must be at least {instance_type.vcpus}: {name} has {instance_type.vcpus} vCPUs, and Karpenter "
-                    "never launches a node that exceeds the NodePool's cpu limit",
-                )
-            if self.max_pods is not None and self.max_pods > instance_type.max_pods:
-                raise FieldProblem(
-                    "maxPods",
-                    f"must be at most {instance_type.max_pods}: the VPC CNI has IP addresses for "
-                    f"{instance_type.max_pods} pods on {name} (no prefix delegation); unset, each type gets its own",
-                )
-        return self
+        return max_gpus
 
-    @model_validator(mode="after")
-    def _mps_replicas_the_daemon_accepts(self) -> "Lab":
-        if self.sharing != "mps":
-            return self
-        if self.slices_per_gpu < MIN_REPLICAS:
-            raise FieldProblem(
-                "sharing",
-                f"'mps' needs slicesPerGpu of at least {MIN_REPLICAS} (the device plugin refuses fewer replicas); "
-                "a lab with one learner per GPU shares nothing, so leave sharing out",
+    @field_validator("max_pods")
+    @classmethod
+    def _max_pods_have_addresses(cls, max_pods: int | None, info: ValidationInfo) -> int | None:
+        for name, instance_type in _instance_types(info):
+            if max_pods is not None and max_pods > instance_type.max_pods:
+                raise ValueError(
+                    f"must be at most {instance_type.max_pods}: the VPC CNI has IP addresses for "
+                    f"{instance_type.max_pods} pods on {name} (no prefix delegation); unset, each type gets its own"
+                )
+        return max_pods
+
+    @field_validator("cpu_limit")
+    @classmethod
+    def _cpu_limit_holds_a_node(cls, cpu_limit: int, info: ValidationInfo) -> int:
+        for name, instance_type in _instance_types(info):
+            if instance_type.vcpus > cpu_limit:
+                raise ValueError(
+                    f"must be at least {instance_type.vcpus}: {name} has {instance_type.vcpus} vCPUs, and Karpenter "
+                    "never launches a node that exceeds the NodePool's cpu limit"
+                )
+        return cpu_limit
+
+    @field_validator("slices_per_gpu")
+    @classmethod
+    def _mps_replicas_the_daemon_accepts(cls, slices: int, info: ValidationInfo) -> int:
+        if info.data.get("sharing") != "mps":
+            return slices
+        if slices < MIN_REPLICAS:
+            raise ValueError(
+                f"must be at least {MIN_REPLICAS} with sharing 'mps' (the device plugin refuses fewer replicas); a lab "
+                "with one learner per GPU shares nothing, so leave sharing out"
             )
-        for instance_type in self.instance_types:
-            model = GPU_INSTANCE_TYPES[instance_type].gpu_model
+        for name, instance_type in _instance_types(info):
+            model = instance_type.gpu_model
             limit = mps_max_clients(model)
-            if self.slices_per_gpu > limit:
+            if slices > limit:
                 capability = COMPUTE_CAPABILITIES[model]
                 why = (
                     f"{model} has compute capability {capability[0]}.{capability[1]}"
                     if capability
                     else f"gpulab cannot confirm the compute capability of {model} (config/instance_types.py)"
                 )
-                raise FieldProblem(
-                    "slicesPerGpu",
-                    f"must be at most {limit} with sharing 'mps' on {instance_type}: NVIDIA's MPS daemon serves "
-                    f"{limit} clients per GPU below compute capability 7.5, and {why}",
+                raise ValueError(
+                    f"must be at most {limit} with sharing 'mps' on {name}: NVIDIA's MPS daemon serves "
+                    f"{limit} clients per GPU below compute capability 7.5, and {why}"
                 )
-        return self
+        return slices
 
-    @model_validator(mode="after")
-    def _classes_fit(self) -> "Lab":
-        for i, lab_class in enumerate(self.classes):
-            if (lab_class.warm_seats or 0) > self.learner_seats:
-                raise FieldProblem(
-                    f"classes[{i}].warmSeats", f"must be at most the lab's {self.learner_seats} learner seats"
-                )
-            earlier = [j for j, other in enumerate(self.classes[:i]) if str(other.start) == str(lab_class.start)]
+    @field_validator("classes")
+    @classmethod
+    def _classes_fit(cls, classes: list[LabClass], info: ValidationInfo) -> list[LabClass]:
+        if {"max_gpus", "slices_per_gpu"} <= info.data.keys():
+            seats = info.data["max_gpus"] * info.data["slices_per_gpu"]
+            for i, lab_class in enumerate(classes):
+                if (lab_class.warm_seats or 0) > seats:
+                    raise FieldProblem(f"classes[{i}].warmSeats", f"must be at most the lab's {seats} learner seats")
+        for i, lab_class in enumerate(classes):
+            earlier = [j for j, other in enumerate(classes[:i]) if str(other.start) == str(lab_class.start)]
             if earlier:
                 raise FieldProblem(f"classes[{i}].schedule", f"starts when classes[{earlier[0]}] does")
-        budgets = len(self.disruption.budgets) + BUDGETS_PER_CLASS * len(self.classes)
-        if budgets > MAX_BUDGETS:
-            raise FieldProblem(
-                "classes",
-                f"each class adds {BUDGETS_PER_CLASS} disruption budgets, and a NodePool takes at most {MAX_BUDGETS}; "
-                f"this lab would have {budgets}",
-            )
-        return self
+        if "disruption" in info.data:
+            budgets = len(info.data["disruption"].budgets) + BUDGETS_PER_CLASS * len(classes)
+            if budgets > MAX_BUDGETS:
+                raise ValueError(
+                    f"each class adds {BUDGETS_PER_CLASS} disruption budgets, and a NodePool takes at most "
+                    f"{MAX_BUDGETS}; this lab would have {budgets}"
+                )
+        return classes
 
-    @model_validator(mode="after")
-    def _learner_pod_fits(self) -> "Lab":
-        share = seat_share(self.instance_types, self.slices_per_gpu, self.max_pods)
+    @field_validator("learner_pod")
+    @classmethod
+    def _learner_pod_fits(cls, learner_pod: LearnerPod, info: ValidationInfo) -> LearnerPod:
+        if not {"instance_types", "slices_per_gpu", "max_pods"} <= info.data.keys():
+            return learner_pod
+        share = seat_share(info.data["instance_types"], info.data["slices_per_gpu"], info.data["max_pods"])
         for key, asked, most in (
-            ("cpu", self.learner_pod.cpu, Fraction(share.cpu_millis, 1000)),
-            ("memory", self.learner_pod.memory, Fraction(share.memory_mib * 2**20)),
+            ("cpu", learner_pod.cpu, Fraction(share.cpu_millis, 1000)),
+            ("memory", learner_pod.memory, Fraction(share.memory_mib * 2**20)),
         ):
             if asked is not None and quantity(asked) > most:
                 raise FieldProblem(
@@ -557,7 +618,17 @@ class Lab(Model):
                     f"must be at most {_share_text(key, share)} so that every "
                     "slice of each instance type's node gets a learner (allocatable less room for DaemonSets)",
                 )
-        return self
+        return learner_pod
+
+    @field_validator("max_hourly_cost")
+    @classmethod
+    def _within_max_hourly_cost(cls, cap: float | None, info: ValidationInfo) -> float | None:
+        if cap is None or not {"instance_types", "slices_per_gpu", "max_gpus"} <= info.data.keys():
+            return cap
+        cost = lab_cost(info.data["instance_types"], info.data["slices_per_gpu"], info.data["max_gpus"], cap)
+        if problem := cost.cap_problem:
+            raise ValueError(problem)
+        return cap
 
     @property
     def learner_share(self) -> LearnerShare:
@@ -575,12 +646,6 @@ class Lab(Model):
 
     def warm_seats(self, lab_class: LabClass) -> int:
         return lab_class.warm_seats or self.learner_seats
-
-    @model_validator(mode="after")
-    def _within_max_hourly_cost(self) -> "Lab":
-        if problem := self.cost.cap_problem:
-            raise FieldProblem("maxHourlyCost", problem)
-        return self
 
     @property
     def cost(self) -> LabCost:
@@ -635,23 +700,42 @@ class NvidiaDevicePlugin(Model):
     )
 
 
+# Every lab's device plugin profile lands in one ConfigMap, whose values may total 1 MiB and which etcd stores, keys
+# included, in one request of at most 1.5 MiB; and in one Helm release Secret (1 MiB). With the longest lab names and
+# the largest profiles, this many labs fit and one more does not: tests/test_stack_size.py measures it.
+MAX_LABS = 4677
+
+
+def _fits_one_stack(labs: object) -> object:
+    # Checked before the labs themselves, so that a stack far too large is refused at once.
+    if isinstance(labs, dict) and len(labs) > MAX_LABS:
+        raise ValueError(
+            f"at most {MAX_LABS} labs fit in one stack, got {len(labs)}: every lab's device plugin profile goes into "
+            "one ConfigMap, whose size Kubernetes and etcd limit; split the labs over several stacks"
+        )
+    return labs
+
+
 class Settings(Model):
     """Everything under `gpulab:` in one stack file."""
 
     cluster: Cluster
-    labs: dict[LabName, Lab] = Field(default_factory=dict, description="One entry per lab, keyed by lab name.")
+    labs: Annotated[dict[LabName, Lab], BeforeValidator(_fits_one_stack)] = Field(
+        default_factory=dict, description="One entry per lab, keyed by lab name."
+    )
     karpenter: Karpenter = Field(default_factory=Karpenter, description="The Karpenter controller.")
     nvidia_device_plugin: NvidiaDevicePlugin = Field(
-        default_factory=NvidiaDevicePlugin, description="The NVIDIA device plugin."
+        default_factory=NvidiaDevicePlugin, validate_default=True, description="The NVIDIA device plugin."
     )
 
-    @model_validator(mode="after")
-    def _own_namespaces(self) -> "Settings":
+    @field_validator("nvidia_device_plugin")
+    @classmethod
+    def _own_namespaces(cls, plugin: NvidiaDevicePlugin, info: ValidationInfo) -> NvidiaDevicePlugin:
         # Each component creates the namespace it installs into; two Namespace objects of one name cannot coexist.
-        namespace = self.karpenter.namespace
-        if namespace == self.nvidia_device_plugin.namespace and namespace not in BUILT_IN_NAMESPACES:
+        karpenter = info.data.get("karpenter")
+        if karpenter and karpenter.namespace == plugin.namespace and plugin.namespace not in BUILT_IN_NAMESPACES:
             raise FieldProblem("karpenter.namespace", "must differ from nvidiaDevicePlugin.namespace")
-        return self
+        return plugin
 
     @property
     def shares_gpus(self) -> bool:

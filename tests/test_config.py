@@ -1,5 +1,7 @@
 """The stack configuration contract: what users may write, and the one-line messages for what they may not."""
 
+import json
+
 import pulumi
 import pytest
 import yaml
@@ -256,4 +258,90 @@ def test_pulumi_up_with_a_bad_stack_stops_with_the_problems_and_no_traceback():
     # RunError is the exception the Pulumi language host prints as a plain message, without a stack trace.
     pulumi.runtime.set_all_config(as_cli_config(with_lab(slicesPerGpu=0)))
     with pytest.raises(pulumi.RunError, match=r"gpulab:labs\.intro\.slicesPerGpu: must be between 1 and 48, got 0"):
+        program.main()
+
+
+def test_a_field_error_and_a_cross_field_error_in_one_lab_are_both_reported():
+    # Pydantic skips a model's cross-field validators once one of its fields fails; gpulab's run anyway.
+    lines = problems(with_lab(maxPods=1000, capacityTypes=["reserved"]))
+    assert lines == [
+        "gpulab:labs.intro.capacityReservationIds: required with capacity type 'reserved', and only then",
+        "gpulab:labs.intro.maxPods: must be at most 29: the VPC CNI has IP addresses for 29 pods on g4dn.xlarge "
+        "(no prefix delegation); unset, each type gets its own",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        (
+            {"rootVolume": {"sizeGib": 20, "iops": 16000, "encrypted": "yes"}},
+            [
+                "gpulab:labs.intro.rootVolume.iops: must be at most 500 per GiB, so 10000 for 20 GiB",
+                "gpulab:labs.intro.rootVolume.encrypted: must be true or false, got 'yes'",
+            ],
+        ),
+        (
+            {"disruption": {"budgets": [{"nodes": "ten", "duration": "8h"}]}},
+            [
+                "gpulab:labs.intro.disruption.budgets[0].nodes: must be a node count or percentage such as 1 or 10%, "
+                "got 'ten'",
+                "gpulab:labs.intro.disruption.budgets[0].duration: schedule and duration go together",
+            ],
+        ),
+    ],
+)
+def test_cross_field_checks_run_beside_field_errors_of_the_same_block(changes, expected):
+    assert problems(with_lab(**changes)) == expected
+
+
+def test_a_cross_field_check_on_a_key_left_out_names_the_key_as_the_stack_file_spells_it():
+    assert problems(with_lab(capacityTypes=["spot", "reserved"])) == [
+        "gpulab:labs.intro.capacityReservationIds: required with capacity type 'reserved', and only then"
+    ]
+
+
+def test_an_unknown_key_in_a_budget_is_named_with_the_keys_a_budget_allows():
+    assert problems(with_lab(disruption={"budgets": [{"nodes": "1", "node": "2"}]})) == [
+        "gpulab:labs.intro.disruption.budgets[0].node: unknown key; did you mean nodes? allowed keys: duration, "
+        "nodes, reasons, schedule"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        ("gpulb:labs", "gpulb:labs: unknown namespace 'gpulb'; did you mean gpulab:labs?"),
+        ("gpulabs:labs", "gpulabs:labs: unknown namespace 'gpulabs'; did you mean gpulab:labs?"),
+        ("GPULab:labs", "GPULab:labs: unknown namespace 'GPULab'; did you mean gpulab:labs?"),
+        ("gpu-lab:labs", "gpu-lab:labs: unknown namespace 'gpu-lab'; did you mean gpulab:labs?"),
+        ("gpulba:labs", "gpulba:labs: unknown namespace 'gpulba'; did you mean gpulab:labs?"),
+        (
+            "labs",
+            "labs: no namespace; Pulumi keys are <namespace>:<name>; did you mean gpulab:labs?",
+        ),
+        (
+            "region",
+            "region: no namespace; Pulumi keys are <namespace>:<name>; did you mean aws:region?",
+        ),
+    ],
+)
+def test_a_key_no_one_would_read_is_refused_naming_the_key_gpulab_reads(key, expected):
+    values = stack_values(**{key: {"intro": BASE["gpulab:labs"]["intro"]}})
+    assert problems(values) == [expected]
+
+
+@pytest.mark.parametrize(
+    "key", ["aws:profile", "pulumi:tags", "kubernetes:context", "eks:anything", "gitlab:token", "random:seed"]
+)
+def test_keys_of_pulumi_and_of_provider_namespaces_pass(key):
+    assert parsed(stack_values(**{key: "value"})).settings.labs.keys() == {"intro"}
+
+
+def test_pulumi_up_refuses_a_near_miss_namespace_passed_through_the_environment(monkeypatch):
+    # The Pulumi CLI hands `pulumi up` its configuration in PULUMI_CONFIG, which load() reads as well.
+    pulumi.runtime.set_all_config({})
+    environment = {**as_cli_config(stack_values()), "gpulb:labs": "{}"}
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps(environment))
+    with pytest.raises(pulumi.RunError, match=r"gpulb:labs: unknown namespace 'gpulb'; did you mean gpulab:labs\?"):
         program.main()

@@ -5,7 +5,7 @@ import email
 import pytest
 import yaml
 
-from tests.conftest import ROOT, STACK_FILES, run_stack_file, run_values
+from tests.conftest import BASE, STACK_FILES, run_stack_file, run_values, stack_values
 from tests.crd_schema import crd_problems, requires_upstream
 from tests.synthetic import SYNTHETIC
 
@@ -24,11 +24,15 @@ def requirement(pool_spec, key):
     return found
 
 
-def test_staging_node_class_reproduces_the_origin_node(staging_run):
-    node_class = spec(staging_run, NODE_CLASS, "ec2nodeclass-intro")
+def with_intro(**changes):
+    return stack_values(**{"gpulab:labs": {"intro": {**BASE["gpulab:labs"]["intro"], **changes}}})
+
+
+def test_node_class_with_the_defaults_reproduces_the_origin_node(base_run):
+    node_class = spec(base_run, NODE_CLASS, "ec2nodeclass-intro")
     assert node_class["amiSelectorTerms"] == [{"alias": "al2023@v20260714"}]
-    assert node_class["role"] == staging_run.outputs["nodeRoleName"]
-    discovery = [{"tags": {"karpenter.sh/discovery": "learninglab-staging"}}]
+    assert node_class["role"] == base_run.outputs["nodeRoleName"]
+    discovery = [{"tags": {"karpenter.sh/discovery": "lab-test"}}]
     assert node_class["subnetSelectorTerms"] == node_class["securityGroupSelectorTerms"] == discovery
     assert node_class["blockDeviceMappings"] == [
         {
@@ -51,15 +55,16 @@ def test_staging_node_class_reproduces_the_origin_node(staging_run):
     assert node_class["tags"] == {"gpulab.dev/lab": "intro"}
 
 
-def test_staging_user_data_sets_the_pod_pid_limit_and_prepulls_tensorflow(staging_run):
-    parts = email.message_from_string(spec(staging_run, NODE_CLASS, "ec2nodeclass-intro")["userData"]).get_payload()
+def test_user_data_sets_the_pod_pid_limit_and_prepulls_the_labs_images():
+    run = run_values(with_intro(prepullImages=["tensorflow/tensorflow:2.12.0-gpu"]))
+    parts = email.message_from_string(spec(run, NODE_CLASS, "ec2nodeclass-intro")["userData"]).get_payload()
     node_config = yaml.safe_load(parts[0].get_payload())
     assert node_config["spec"]["kubelet"]["config"]["podPidsLimit"] == 32768
     assert "docker.io/tensorflow/tensorflow:2.12.0-gpu" in parts[1].get_payload()
 
 
-def test_node_pool_labels_select_the_device_plugin_profile_and_name_the_lab(staging_run):
-    labels = spec(staging_run, NODE_POOL, "nodepool-intro")["template"]["metadata"]["labels"]
+def test_node_pool_labels_select_the_device_plugin_profile_and_name_the_lab(base_run):
+    labels = spec(base_run, NODE_POOL, "nodepool-intro")["template"]["metadata"]["labels"]
     assert labels == {
         "nvidia.com/gpu.present": "true",
         "nvidia.com/device-plugin.config": "intro",
@@ -67,15 +72,15 @@ def test_node_pool_labels_select_the_device_plugin_profile_and_name_the_lab(stag
     }
 
 
-def test_node_pool_taints_gpu_nodes_and_refers_to_its_node_class_by_group_kind_name(staging_run):
-    template = spec(staging_run, NODE_POOL, "nodepool-intro")["template"]["spec"]
+def test_node_pool_taints_gpu_nodes_and_refers_to_its_node_class_by_group_kind_name(base_run):
+    template = spec(base_run, NODE_POOL, "nodepool-intro")["template"]["spec"]
     assert template["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
     assert template["nodeClassRef"] == {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "intro"}
-    assert staging_run.one(NODE_CLASS, "ec2nodeclass-intro").inputs["metadata"]["name"] == "intro"
+    assert base_run.one(NODE_CLASS, "ec2nodeclass-intro").inputs["metadata"]["name"] == "intro"
 
 
-def test_node_pool_requires_the_labs_instance_and_capacity_types_linux_and_nvidia(staging_run):
-    pool = spec(staging_run, NODE_POOL, "nodepool-intro")
+def test_node_pool_requires_the_labs_instance_and_capacity_types_linux_and_nvidia(base_run):
+    pool = spec(base_run, NODE_POOL, "nodepool-intro")
     assert requirement(pool, "node.kubernetes.io/instance-type")["values"] == ["g4dn.xlarge"]
     assert requirement(pool, "karpenter.sh/capacity-type")["values"] == ["on-demand"]
     assert requirement(pool, "kubernetes.io/arch")["values"] == ["amd64"]
@@ -83,12 +88,12 @@ def test_node_pool_requires_the_labs_instance_and_capacity_types_linux_and_nvidi
     assert requirement(pool, "karpenter.k8s.aws/instance-gpu-manufacturer")["values"] == ["nvidia"]
 
 
-def test_node_pool_limits_count_slices_and_cpus(staging_run):
-    assert spec(staging_run, NODE_POOL, "nodepool-intro")["limits"] == {"nvidia.com/gpu": "12", "cpu": "1000"}
+def test_node_pool_limits_count_slices_and_cpus(base_run):
+    assert spec(base_run, NODE_POOL, "nodepool-intro")["limits"] == {"nvidia.com/gpu": "12", "cpu": "1000"}
 
 
-def test_node_pool_disruption_defaults_keep_learners_sessions(staging_run):
-    pool = spec(staging_run, NODE_POOL, "nodepool-intro")
+def test_node_pool_disruption_defaults_keep_learners_sessions(base_run):
+    pool = spec(base_run, NODE_POOL, "nodepool-intro")
     assert pool["disruption"] == {
         "consolidationPolicy": "WhenEmpty",
         "consolidateAfter": "10m",
@@ -97,9 +102,10 @@ def test_node_pool_disruption_defaults_keep_learners_sessions(staging_run):
     assert pool["template"]["spec"]["expireAfter"] == "720h"
 
 
-def test_prod_budgets_and_consolidation_come_from_config():
-    run = run_stack_file(ROOT / "Pulumi.prod.yaml")
-    disruption = spec(run, NODE_POOL, "nodepool-vision")["disruption"]
+def test_budgets_and_consolidation_come_from_config():
+    budgets = [{"nodes": "1"}, {"nodes": "0", "schedule": "0 13 * * mon-fri", "duration": "9h"}]
+    run = run_values(with_intro(disruption={"consolidateAfter": "30m", "budgets": budgets}))
+    disruption = spec(run, NODE_POOL, "nodepool-intro")["disruption"]
     assert disruption["consolidateAfter"] == "30m"
     assert disruption["budgets"][1] == {"nodes": "0", "schedule": "0 13 * * mon-fri", "duration": "9h"}
 
@@ -139,8 +145,8 @@ def test_reserved_capacity_selects_the_labs_reservations():
     assert requirement(spec(run, NODE_POOL, "nodepool-big"), "karpenter.sh/capacity-type")["values"] == ["reserved"]
 
 
-def test_custom_resources_use_the_clusters_provider_and_wait_for_the_crds(staging_run):
-    objects = [r for r in staging_run.resources if r.type in KARPENTER_KINDS]
+def test_custom_resources_use_the_clusters_provider_and_wait_for_the_crds(base_run):
+    objects = [r for r in base_run.resources if r.type in KARPENTER_KINDS]
     assert len(objects) == 3
     for r in objects:
         assert "kubernetes:helm.sh/v3:Release::karpenter-crd" in r.dependencies
@@ -172,8 +178,8 @@ def test_every_karpenter_object_any_stack_renders_passes_the_upstream_crds():
         (("spec", "template", "spec", "nodeClassRef", "apiVersion"), "karpenter.k8s.aws/v1", "unknown field"),
     ],
 )
-def test_the_crd_check_catches_v1beta1_mistakes_in_a_rendered_node_pool(staging_run, path, value, problem):
-    manifest = yaml.safe_load(yaml.safe_dump(staging_run.one(NODE_POOL, "nodepool-intro").inputs))
+def test_the_crd_check_catches_v1beta1_mistakes_in_a_rendered_node_pool(base_run, path, value, problem):
+    manifest = yaml.safe_load(yaml.safe_dump(base_run.one(NODE_POOL, "nodepool-intro").inputs))
     target = manifest
     for key in path[:-1]:
         target = target[key]

@@ -47,7 +47,7 @@ def test_an_mps_lab_gets_an_mps_profile_with_its_slices_and_nothing_else(mixed_r
     [
         (
             {"sharing": "mps", "slicesPerGpu": 1},
-            "gpulab:labs.intro.sharing: 'mps' needs slicesPerGpu of at least 2",
+            "gpulab:labs.intro.slicesPerGpu: must be at least 2 with sharing 'mps'",
         ),
         (
             {"sharing": "mps", "slicesPerGpu": 17, "instanceTypes": ["p3dn.24xlarge"], "maxGpus": 8},

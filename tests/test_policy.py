@@ -83,9 +83,9 @@ def test_every_resource_of_every_stack_file_passes_every_rule(stack_file_run: tu
     assert failing == {}
 
 
-def test_staging_registers_a_resource_of_a_type_each_rule_judges(staging_run: Run) -> None:
+def test_the_base_stack_registers_a_resource_of_a_type_each_rule_judges(base_run: Run) -> None:
     # Otherwise the check above would pass for a rule whose type token matches nothing the program registers.
-    recorded = {r.type for r in staging_run.resources}
+    recorded = {r.type for r in base_run.resources}
     judged = {
         rules.NODE_POOL,
         rules.EC2_NODE_CLASS,
@@ -99,35 +99,35 @@ def test_staging_registers_a_resource_of_a_type_each_rule_judges(staging_run: Ru
     assert judged <= recorded
 
 
-# --- (b) each rule fires on a bad resource, starting from the staging run's real one ------------------------------
+# --- (b) each rule fires on a bad resource, starting from the base stack's real one -------------------------------
 
 NODE_POOL_NAME = "nodepool-intro"
 NODE_CLASS_NAME = "ec2nodeclass-intro"
 
 
-def test_gpu_nodepool_without_the_gpu_taint_fires(staging_run: Run) -> None:
-    props = mutated(staging_run, rules.NODE_POOL, NODE_POOL_NAME)
+def test_gpu_nodepool_without_the_gpu_taint_fires(base_run: Run) -> None:
+    props = mutated(base_run, rules.NODE_POOL, NODE_POOL_NAME)
     props["spec"]["template"]["spec"]["taints"] = []
     message = only(violations((rules.NODE_POOL, props)), "gpu-nodepool-isolation")
     assert re.search(r"^spec\.template\.spec\.taints has no nvidia\.com/gpu:NoSchedule taint", message)
 
 
-def test_gpu_nodepool_whose_gpu_taint_only_prefers_fires(staging_run: Run) -> None:
-    props = mutated(staging_run, rules.NODE_POOL, NODE_POOL_NAME)
+def test_gpu_nodepool_whose_gpu_taint_only_prefers_fires(base_run: Run) -> None:
+    props = mutated(base_run, rules.NODE_POOL, NODE_POOL_NAME)
     props["spec"]["template"]["spec"]["taints"][0]["effect"] = "PreferNoSchedule"
     message = only(violations((rules.NODE_POOL, props)), "gpu-nodepool-isolation")
     assert re.search(r"taints has no nvidia\.com/gpu:NoSchedule taint", message)
 
 
-def test_gpu_nodepool_without_a_gpu_limit_fires(staging_run: Run) -> None:
-    props = mutated(staging_run, rules.NODE_POOL, NODE_POOL_NAME)
+def test_gpu_nodepool_without_a_gpu_limit_fires(base_run: Run) -> None:
+    props = mutated(base_run, rules.NODE_POOL, NODE_POOL_NAME)
     del props["spec"]["limits"]["nvidia.com/gpu"]
     message = only(violations((rules.NODE_POOL, props)), "gpu-nodepool-isolation")
     assert re.search(r"^spec\.limits has no nvidia\.com/gpu entry", message)
 
 
-def test_gpu_nodepool_without_a_consolidation_policy_fires(staging_run: Run) -> None:
-    props = mutated(staging_run, rules.NODE_POOL, NODE_POOL_NAME)
+def test_gpu_nodepool_without_a_consolidation_policy_fires(base_run: Run) -> None:
+    props = mutated(base_run, rules.NODE_POOL, NODE_POOL_NAME)
     del props["spec"]["disruption"]["consolidationPolicy"]
     message = only(violations((rules.NODE_POOL, props)), "gpu-nodepool-isolation")
     assert re.search(r"^spec\.disruption\.consolidationPolicy is not set: .*WhenEmptyOrUnderutilized", message)
@@ -141,7 +141,7 @@ def test_gpu_nodepool_without_a_termination_grace_period_fires(staging_run: Run)
 
 
 def cpu_node_pool(run: Run) -> dict[str, Any]:
-    """The staging NodePool stripped of every sign that it is for GPUs."""
+    """The base stack's NodePool stripped of every sign that it is for GPUs."""
     props = mutated(run, rules.NODE_POOL, NODE_POOL_NAME)
     template = props["spec"]["template"]
     template["spec"]["taints"] = []
@@ -153,8 +153,8 @@ def cpu_node_pool(run: Run) -> dict[str, Any]:
     return props
 
 
-def test_nodepool_that_asks_for_no_gpu_is_not_judged_as_a_gpu_nodepool(staging_run: Run) -> None:
-    assert violations((rules.NODE_POOL, cpu_node_pool(staging_run))) == {}
+def test_nodepool_that_asks_for_no_gpu_is_not_judged_as_a_gpu_nodepool(base_run: Run) -> None:
+    assert violations((rules.NODE_POOL, cpu_node_pool(base_run))) == {}
 
 
 @pytest.mark.parametrize(
@@ -168,16 +168,16 @@ def test_nodepool_that_asks_for_no_gpu_is_not_judged_as_a_gpu_nodepool(staging_r
     ids=lambda r: r["key"].rsplit("/", 1)[-1],
 )
 def test_nodepool_selecting_gpu_instances_by_any_requirement_must_be_isolated(
-    staging_run: Run, requirement: dict[str, Any]
+    base_run: Run, requirement: dict[str, Any]
 ) -> None:
-    props = cpu_node_pool(staging_run)
+    props = cpu_node_pool(base_run)
     props["spec"]["template"]["spec"]["requirements"].append(requirement)
     messages = violations((rules.NODE_POOL, props))["gpu-nodepool-isolation"]
     assert [m.split(" ")[0] for m in messages] == ["spec.template.spec.taints", "spec.limits"]
 
 
-def test_latest_ami_alias_fires_in_prod_but_not_in_staging(staging_run: Run) -> None:
-    props = mutated(staging_run, rules.EC2_NODE_CLASS, NODE_CLASS_NAME)
+def test_latest_ami_alias_fires_in_prod_but_not_in_staging(base_run: Run) -> None:
+    props = mutated(base_run, rules.EC2_NODE_CLASS, NODE_CLASS_NAME)
     props["spec"]["amiSelectorTerms"] = [{"alias": "al2023@latest"}]
     message = only(violations((rules.EC2_NODE_CLASS, props), stack="prod"), "no-latest-ami-in-production")
     assert re.search(r"^spec\.amiSelectorTerms\[0\]\.alias is 'al2023@latest' in production stack 'prod'", message)
@@ -217,9 +217,9 @@ NOT_ENCRYPTED = r"^spec\.blockDeviceMappings\[0\]\.ebs\.encrypted is not true$"
     ids=["unencrypted-volume", "encrypted-as-a-string", "imdsv1-allowed", "hop-limit-2"],
 )
 def test_ec2nodeclass_with_weak_volume_or_metadata_settings_fires(
-    staging_run: Run, path: tuple[Any, ...], value: Any, expected: str
+    base_run: Run, path: tuple[Any, ...], value: Any, expected: str
 ) -> None:
-    props = mutated(staging_run, rules.EC2_NODE_CLASS, NODE_CLASS_NAME)
+    props = mutated(base_run, rules.EC2_NODE_CLASS, NODE_CLASS_NAME)
     target = props["spec"]
     for key in path[:-1]:
         target = target[key]
@@ -228,8 +228,8 @@ def test_ec2nodeclass_with_weak_volume_or_metadata_settings_fires(
     assert re.search(expected, message)
 
 
-def test_ec2nodeclass_that_leaves_metadata_options_to_karpenter_defaults_fires(staging_run: Run) -> None:
-    props = mutated(staging_run, rules.EC2_NODE_CLASS, NODE_CLASS_NAME)
+def test_ec2nodeclass_that_leaves_metadata_options_to_karpenter_defaults_fires(base_run: Run) -> None:
+    props = mutated(base_run, rules.EC2_NODE_CLASS, NODE_CLASS_NAME)
     del props["spec"]["metadataOptions"]
     messages = violations((rules.EC2_NODE_CLASS, props))["ec2nodeclass-hardening"]
     assert len(messages) == 2
@@ -237,9 +237,9 @@ def test_ec2nodeclass_that_leaves_metadata_options_to_karpenter_defaults_fires(s
     assert re.search(r"httpPutResponseHopLimit is None, not 1", messages[1])
 
 
-def test_ec2nodeclass_hop_limit_sent_as_a_float_passes(staging_run: Run) -> None:
+def test_ec2nodeclass_hop_limit_sent_as_a_float_passes(base_run: Run) -> None:
     # The engine sends numbers as protobuf doubles: CrossGuard sees 1.0 where the harness records 1.
-    props = mutated(staging_run, rules.EC2_NODE_CLASS, NODE_CLASS_NAME)
+    props = mutated(base_run, rules.EC2_NODE_CLASS, NODE_CLASS_NAME)
     props["spec"]["metadataOptions"]["httpPutResponseHopLimit"] = 1.0
     assert violations((rules.EC2_NODE_CLASS, props)) == {}
 
@@ -247,22 +247,22 @@ def test_ec2nodeclass_hop_limit_sent_as_a_float_passes(staging_run: Run) -> None
 QUEUE_NAME = "karpenter-interruption"
 
 
-def test_queue_without_server_side_encryption_fires(staging_run: Run) -> None:
-    props = mutated(staging_run, rules.SQS_QUEUE, QUEUE_NAME)
+def test_queue_without_server_side_encryption_fires(base_run: Run) -> None:
+    props = mutated(base_run, rules.SQS_QUEUE, QUEUE_NAME)
     props["sqsManagedSseEnabled"] = False
     message = only(violations((rules.SQS_QUEUE, props)), "sqs-queue-encrypted")
     assert re.search(r"^neither sqsManagedSseEnabled is true nor kmsMasterKeyId is set", message)
 
 
-def test_queue_encrypted_with_a_kms_key_instead_passes(staging_run: Run) -> None:
-    props = mutated(staging_run, rules.SQS_QUEUE, QUEUE_NAME)
+def test_queue_encrypted_with_a_kms_key_instead_passes(base_run: Run) -> None:
+    props = mutated(base_run, rules.SQS_QUEUE, QUEUE_NAME)
     del props["sqsManagedSseEnabled"]
     props["kmsMasterKeyId"] = "alias/aws/sqs"
     assert violations((rules.SQS_QUEUE, props)) == {}
 
 
 def queue_policy(run: Run) -> dict[str, Any]:
-    """The staging queue policy's document, decoded."""
+    """The base stack's queue policy document, decoded."""
     return json.loads(run.one(rules.SQS_QUEUE_POLICY, QUEUE_NAME).inputs["policy"])
 
 
@@ -283,23 +283,23 @@ def with_policy(run: Run, type_token: str, name: str, document: Any) -> tuple[st
     ],
     ids=["no-deny-statement", "allow-instead-of-deny", "denies-tls", "denies-one-action", "denies-one-principal"],
 )
-def test_queue_policy_without_a_tls_only_deny_fires(staging_run: Run, breakage: Any) -> None:
-    document = queue_policy(staging_run)
+def test_queue_policy_without_a_tls_only_deny_fires(base_run: Run, breakage: Any) -> None:
+    document = queue_policy(base_run)
     breakage(document["Statement"][1])
-    found = violations(with_policy(staging_run, rules.SQS_QUEUE_POLICY, QUEUE_NAME, document))
+    found = violations(with_policy(base_run, rules.SQS_QUEUE_POLICY, QUEUE_NAME, document))
     message = only(found, "sqs-queue-policy-tls-only")
     assert re.search(r'^policy has no statement with Effect "Deny".*aws:SecureTransport', message)
 
 
-def test_queue_policy_written_with_a_single_statement_and_lowercase_condition_key_passes(staging_run: Run) -> None:
-    deny = queue_policy(staging_run)["Statement"][1]
+def test_queue_policy_written_with_a_single_statement_and_lowercase_condition_key_passes(base_run: Run) -> None:
+    deny = queue_policy(base_run)["Statement"][1]
     deny["Condition"] = {"Bool": {"aws:securetransport": False}}
     document = {"Version": "2012-10-17", "Statement": deny}
-    assert violations(with_policy(staging_run, rules.SQS_QUEUE_POLICY, QUEUE_NAME, document)) == {}
+    assert violations(with_policy(base_run, rules.SQS_QUEUE_POLICY, QUEUE_NAME, document)) == {}
 
 
-def test_queue_policy_that_is_not_json_fires(staging_run: Run) -> None:
-    found = violations(with_policy(staging_run, rules.SQS_QUEUE_POLICY, QUEUE_NAME, "{not json"))
+def test_queue_policy_that_is_not_json_fires(base_run: Run) -> None:
+    found = violations(with_policy(base_run, rules.SQS_QUEUE_POLICY, QUEUE_NAME, "{not json"))
     message = only(found, "sqs-queue-policy-tls-only")
     assert re.search(r"^policy is not valid JSON \(.+\), so it cannot be checked$", message)
 
@@ -321,29 +321,29 @@ def judge_statement(run: Run, statement: dict[str, Any], type_token: str = rules
     return violations((type_token, props))
 
 
-def test_terminate_instances_on_every_resource_without_condition_fires(staging_run: Run) -> None:
-    statement = iam_statement(staging_run, LIFECYCLE, "AllowScopedDeletion")
+def test_terminate_instances_on_every_resource_without_condition_fires(base_run: Run) -> None:
+    statement = iam_statement(base_run, LIFECYCLE, "AllowScopedDeletion")
     statement.update(Action=["ec2:TerminateInstances"], Resource="*")
     del statement["Condition"]
-    message = only(judge_statement(staging_run, statement), "no-unconditioned-ec2-mutation")
+    message = only(judge_statement(base_run, statement), "no-unconditioned-ec2-mutation")
     expected = (
         r'^Statement\[0\] \(AllowScopedDeletion\) allows ec2:TerminateInstances on Resource "\*" with no Condition'
     )
     assert re.search(expected, message)
 
 
-def test_terminate_instances_on_every_resource_with_a_condition_passes(staging_run: Run) -> None:
-    statement = iam_statement(staging_run, LIFECYCLE, "AllowScopedDeletion")
+def test_terminate_instances_on_every_resource_with_a_condition_passes(base_run: Run) -> None:
+    statement = iam_statement(base_run, LIFECYCLE, "AllowScopedDeletion")
     statement.update(Action=["ec2:TerminateInstances"], Resource="*")
     assert statement["Condition"]
-    assert judge_statement(staging_run, statement) == {}
+    assert judge_statement(base_run, statement) == {}
 
 
-def test_describe_instances_on_every_resource_without_condition_passes(staging_run: Run) -> None:
-    statement = iam_statement(staging_run, DISCOVERY, "AllowRegionalReadActions")
+def test_describe_instances_on_every_resource_without_condition_passes(base_run: Run) -> None:
+    statement = iam_statement(base_run, DISCOVERY, "AllowRegionalReadActions")
     assert "ec2:DescribeInstances" in statement["Action"] and statement["Resource"] == "*"
     del statement["Condition"]
-    assert judge_statement(staging_run, statement) == {}
+    assert judge_statement(base_run, statement) == {}
 
 
 @pytest.mark.parametrize(
@@ -357,10 +357,10 @@ def test_describe_instances_on_every_resource_without_condition_passes(staging_r
     ],
 )
 def test_any_mutating_ec2_pattern_on_every_resource_without_condition_fires(
-    staging_run: Run, action: str, resource: Any
+    base_run: Run, action: str, resource: Any
 ) -> None:
     statement = {"Sid": "TooBroad", "Effect": "Allow", "Action": action, "Resource": resource}
-    message = only(judge_statement(staging_run, statement), "no-unconditioned-ec2-mutation")
+    message = only(judge_statement(base_run, statement), "no-unconditioned-ec2-mutation")
     assert re.search(rf"^Statement\[0\] \(TooBroad\) allows {re.escape(action)} on Resource", message)
 
 
@@ -374,19 +374,19 @@ def test_any_mutating_ec2_pattern_on_every_resource_without_condition_fires(
     ],
     ids=["read-only", "deny", "one-instance", "not-ec2"],
 )
-def test_read_only_denied_scoped_or_non_ec2_statements_pass(staging_run: Run, statement: dict[str, Any]) -> None:
-    assert judge_statement(staging_run, {"Resource": "*"} | statement) == {}
+def test_read_only_denied_scoped_or_non_ec2_statements_pass(base_run: Run, statement: dict[str, Any]) -> None:
+    assert judge_statement(base_run, {"Resource": "*"} | statement) == {}
 
 
-def test_not_action_that_leaves_ec2_allowed_on_every_resource_fires(staging_run: Run) -> None:
+def test_not_action_that_leaves_ec2_allowed_on_every_resource_fires(base_run: Run) -> None:
     statement = {"Effect": "Allow", "NotAction": "iam:*", "Resource": "*"}
-    message = only(judge_statement(staging_run, statement), "no-unconditioned-ec2-mutation")
+    message = only(judge_statement(base_run, statement), "no-unconditioned-ec2-mutation")
     assert re.search(r"^Statement\[0\] allows every action but \['iam:\*'\]", message)
 
 
-def test_inline_role_policy_is_held_to_the_same_rule(staging_run: Run) -> None:
+def test_inline_role_policy_is_held_to_the_same_rule(base_run: Run) -> None:
     statement = {"Effect": "Allow", "Action": "ec2:RunInstances", "Resource": "*"}
-    message = only(judge_statement(staging_run, statement, rules.IAM_ROLE_POLICY), "no-unconditioned-ec2-mutation")
+    message = only(judge_statement(base_run, statement, rules.IAM_ROLE_POLICY), "no-unconditioned-ec2-mutation")
     assert re.search(r"allows ec2:RunInstances on Resource", message)
 
 
@@ -394,8 +394,8 @@ CLUSTER_NAME = "cluster-eks"
 
 
 @pytest.mark.parametrize("key_arn", [None, ""], ids=["unset", "empty"])
-def test_eks_component_without_a_secrets_key_fires(staging_run: Run, key_arn: str | None) -> None:
-    props = mutated(staging_run, rules.EKS_COMPONENT, CLUSTER_NAME)
+def test_eks_component_without_a_secrets_key_fires(base_run: Run, key_arn: str | None) -> None:
+    props = mutated(base_run, rules.EKS_COMPONENT, CLUSTER_NAME)
     if key_arn is None:
         del props["encryptionConfigKeyArn"]
     else:
@@ -426,8 +426,8 @@ def eks_cluster(run: Run) -> dict[str, Any]:
     }
 
 
-def test_eks_cluster_encrypting_secrets_with_a_key_passes_as_an_object_or_a_list(staging_run: Run) -> None:
-    props = eks_cluster(staging_run)
+def test_eks_cluster_encrypting_secrets_with_a_key_passes_as_an_object_or_a_list(base_run: Run) -> None:
+    props = eks_cluster(base_run)
     assert violations((rules.EKS_CLUSTER, props)) == {}
     props["encryptionConfig"] = [props["encryptionConfig"]]
     assert violations((rules.EKS_CLUSTER, props)) == {}
@@ -448,8 +448,8 @@ NO_SECRETS_ENCRYPTION = r'^encryptionConfig does not cover resources \["secrets"
     ],
     ids=["no-encryption-config", "no-secrets", "no-key"],
 )
-def test_eks_cluster_without_kms_encryption_of_secrets_fires(staging_run: Run, breakage: Any, expected: str) -> None:
-    props = eks_cluster(staging_run)
+def test_eks_cluster_without_kms_encryption_of_secrets_fires(base_run: Run, breakage: Any, expected: str) -> None:
+    props = eks_cluster(base_run)
     breakage(props)
     assert re.search(expected, only(violations((rules.EKS_CLUSTER, props)), "eks-secrets-encryption"))
 
@@ -555,9 +555,9 @@ def run_policy(pack: ModuleType, name: str, resource_type: str, props: dict[str,
 
 
 def test_policy_reads_the_stack_from_the_environment_the_cli_sets(
-    pack: ModuleType, staging_run: Run, monkeypatch: pytest.MonkeyPatch
+    pack: ModuleType, base_run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    props = mutated(staging_run, rules.EC2_NODE_CLASS, NODE_CLASS_NAME)
+    props = mutated(base_run, rules.EC2_NODE_CLASS, NODE_CLASS_NAME)
     props["spec"]["amiSelectorTerms"] = [{"alias": "al2023@latest"}]
     monkeypatch.setenv("PULUMI_STACK", "staging")
     assert run_policy(pack, "no-latest-ami-in-production", rules.EC2_NODE_CLASS, props) == []
@@ -570,18 +570,18 @@ def test_policy_reads_the_stack_from_the_environment_the_cli_sets(
 
 
 def test_policies_run_on_every_recorded_resource_behind_the_proxy_without_violations(
-    pack: ModuleType, staging_run: Run, monkeypatch: pytest.MonkeyPatch
+    pack: ModuleType, base_run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PULUMI_STACK", "staging")
-    for resource in staging_run.resources:
+    for resource in base_run.resources:
         for name in rules.RULES:
             assert run_policy(pack, name, resource.type, copy.deepcopy(resource.inputs)) == [], (resource.name, name)
 
 
-def test_a_value_unknown_during_preview_reaches_pulumi_policy_as_unknown(pack: ModuleType, staging_run: Run) -> None:
+def test_a_value_unknown_during_preview_reaches_pulumi_policy_as_unknown(pack: ModuleType, base_run: Run) -> None:
     # pulumi-policy reports UnknownValueError as an advisory "can't run policy during preview"; the rule runs for real
     # during `pulumi up`, once the queue's ARN in the document is known.
-    props = mutated(staging_run, rules.SQS_QUEUE_POLICY, QUEUE_NAME)
+    props = mutated(base_run, rules.SQS_QUEUE_POLICY, QUEUE_NAME)
     props["policy"] = UNKNOWN_STRING_VALUE
     # UnknownValueError has an empty str(); its text is in .message.
     with pytest.raises(UnknownValueError, match=r"^$") as caught:
@@ -639,9 +639,9 @@ def test_analyzer_serves_the_pack_with_every_policy_mandatory(analyzer: analyzer
 
 
 def test_analyzer_blocks_latest_ami_in_the_prod_stack_named_by_the_cli(
-    analyzer: analyzer_pb2_grpc.AnalyzerStub, staging_run: Run
+    analyzer: analyzer_pb2_grpc.AnalyzerStub, base_run: Run
 ) -> None:
-    props = mutated(staging_run, rules.EC2_NODE_CLASS, NODE_CLASS_NAME)
+    props = mutated(base_run, rules.EC2_NODE_CLASS, NODE_CLASS_NAME)
     assert analyze(analyzer, rules.EC2_NODE_CLASS, props) == []
     props["spec"]["amiSelectorTerms"] = [{"alias": "al2023@latest"}]
     (diagnostic,) = analyze(analyzer, rules.EC2_NODE_CLASS, props)
@@ -650,9 +650,9 @@ def test_analyzer_blocks_latest_ami_in_the_prod_stack_named_by_the_cli(
 
 
 def test_analyzer_reports_an_unknown_policy_document_as_advisory(
-    analyzer: analyzer_pb2_grpc.AnalyzerStub, staging_run: Run
+    analyzer: analyzer_pb2_grpc.AnalyzerStub, base_run: Run
 ) -> None:
-    props = mutated(staging_run, rules.IAM_POLICY, LIFECYCLE)
+    props = mutated(base_run, rules.IAM_POLICY, LIFECYCLE)
     props["policy"] = UNKNOWN_STRING_VALUE
     (diagnostic,) = analyze(analyzer, rules.IAM_POLICY, props)
     assert (diagnostic.policyName, diagnostic.enforcementLevel) == ("no-unconditioned-ec2-mutation", proto.ADVISORY)

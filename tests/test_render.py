@@ -1,6 +1,8 @@
 """The offline render: what it writes for a good stack file, and that a bad one exits 2 and writes nothing."""
 
+import gzip
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +20,10 @@ def render_files(out: Path) -> dict[str, bytes]:
 
 def write_stack(tmp_path: Path, values, name: str = "Pulumi.case.yaml") -> Path:
     path = tmp_path / name
-    path.write_text(values if isinstance(values, str) else yaml.safe_dump({"config": values}))
+    if isinstance(values, bytes):
+        path.write_bytes(values)
+    else:
+        path.write_text(values if isinstance(values, str) else yaml.safe_dump({"config": values}), encoding="utf-8")
     return path
 
 
@@ -29,35 +34,38 @@ def staging(tmp_path_factory) -> Path:
     return out
 
 
+def staging_config() -> dict:
+    return yaml.safe_load((ROOT / "Pulumi.staging.yaml").read_text())["config"]
+
+
 def test_staging_render_lists_cluster_node_role_attachments_access_entry_and_discovery_tags(staging):
     resources = json.loads((staging / "resources.json").read_text())
     by_type: dict[str, list[str]] = {}
     for r in resources:
         by_type.setdefault(r["type"], []).append(r["name"])
     assert by_type["eks:index:Cluster"] == ["cluster-eks"]
-    assert by_type["aws:eks/accessEntry:AccessEntry"] == ["karpenter-nodes-access"]
+    assert "karpenter-nodes-access" in by_type["aws:eks/accessEntry:AccessEntry"]
     node_role = [r["name"] for r in resources if r["parent"] == "gpulab:iam:NodeRole::karpenter-nodes"]
     expected = ["karpenter-nodes-access", "karpenter-nodes-role"] + [
         f"karpenter-nodes-{k}" for k in ("cni", "ecr", "ssm", "worker")
     ]
     assert sorted(node_role) == sorted(expected)
-    staging_subnets = yaml.safe_load((ROOT / "Pulumi.staging.yaml").read_text())["config"]["gpulab:cluster"]
-    assert sorted(by_type["aws:ec2/tag:Tag"]) == sorted(
-        ["discovery-cluster-sg"] + [f"discovery-{s}" for s in staging_subnets["privateSubnetIds"]]
-    )
+    subnets = staging_config()["gpulab:cluster"]["privateSubnetIds"]
+    assert sorted(by_type["aws:ec2/tag:Tag"]) == sorted(["discovery-cluster-sg"] + [f"discovery-{s}" for s in subnets])
 
 
-def test_staging_render_writes_the_labs_karpenter_objects_and_both_karpenter_releases(staging):
-    manifests = sorted(p.name for p in (staging / "manifests").iterdir())
-    assert {"ec2nodeclass-intro.yaml", "nodepool-intro.yaml", "nodeoverlay-intro-1gpu.yaml"} <= set(manifests)
+def test_staging_render_writes_each_labs_karpenter_objects_and_both_karpenter_releases(staging):
+    manifests = {p.name for p in (staging / "manifests").iterdir()}
+    for lab in staging_config().get("gpulab:labs", {}):
+        assert {f"ec2nodeclass-{lab}.yaml", f"nodepool-{lab}.yaml"} <= manifests
+        pool = yaml.safe_load((staging / "manifests" / f"nodepool-{lab}.yaml").read_text())
+        assert (pool["apiVersion"], pool["kind"], pool["metadata"]["name"]) == ("karpenter.sh/v1", "NodePool", lab)
     helm = sorted(p.name for p in (staging / "helm").iterdir())
     assert {"karpenter-crd.yaml", "karpenter.yaml"} <= set(helm)
-    pool = yaml.safe_load((staging / "manifests" / "nodepool-intro.yaml").read_text())
-    assert (pool["apiVersion"], pool["kind"], pool["metadata"]["name"]) == ("karpenter.sh/v1", "NodePool", "intro")
     release = yaml.safe_load((staging / "helm" / "karpenter.yaml").read_text())
     assert release["chart"] == "oci://public.ecr.aws/karpenter/karpenter"
     assert release["version"] == "1.14.1"
-    assert release["values"]["settings"]["clusterName"] == "learninglab-staging"
+    assert release["values"]["settings"]["clusterName"] == staging_config()["gpulab:cluster"]["name"]
 
 
 def test_resources_json_is_sorted_by_type_then_name_with_parent_and_inputs(staging):
@@ -87,11 +95,14 @@ def test_rendering_again_into_the_same_directory_leaves_no_stale_files(tmp_path)
     assert not (out / "manifests" / "nodepool-gone.yaml").exists()
 
 
-def test_summary_names_the_cluster_and_each_labs_seats(capsys, tmp_path):
-    assert render.main(["staging", "--out", str(tmp_path)]) == 0
+def test_summary_names_the_cluster_and_each_labs_types_capacity_and_seats(capsys, tmp_path):
+    spot = {**BASE["gpulab:labs"]["intro"], "instanceTypes": ["g5.xlarge"], "capacityTypes": ["spot", "on-demand"]}
+    values = stack_values(**{"gpulab:labs": {"intro": BASE["gpulab:labs"]["intro"], "spot": spot}})
+    assert render.main([str(write_stack(tmp_path, values)), "--out", str(tmp_path / "out")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("cluster learninglab-staging: Kubernetes 1.34 in eu-west-1")
-    assert "lab intro: g4dn.xlarge; up to 4 GPUs x 3 slices = 12 learner seats" in lines
+    assert lines[0].startswith("cluster lab-test: Kubernetes 1.34 in eu-west-1")
+    assert "lab intro: g4dn.xlarge (on-demand); up to 4 GPUs x 3 slices = 12 learner seats" in lines
+    assert "lab spot: g5.xlarge (spot, on-demand); up to 4 GPUs x 3 slices = 12 learner seats" in lines
 
 
 def lab(**changes):
@@ -135,6 +146,31 @@ BAD_STACKS = {
         "config:\n  gpulab:labs: {}\n  gpulab:labs: {}\n",
         "gpulab: Pulumi.case.yaml is not valid YAML: duplicate key 'gpulab:labs'",
     ),
+    "duplicate key beside a merge key": (
+        "config:\n  gpulab:labs:\n    a: &lab {maxGpus: 1}\n"
+        "    b:\n      <<: *lab\n      maxGpus: 2\n      maxGpus: 3\n",
+        "gpulab: Pulumi.case.yaml is not valid YAML: duplicate key 'maxGpus' (line 7, column 7)",
+    ),
+    "two merge keys": (
+        "config:\n  gpulab:labs:\n    a: &lab {maxGpus: 1}\n    b:\n      <<: *lab\n      <<: *lab\n",
+        "gpulab: Pulumi.case.yaml is not valid YAML: duplicate key '<<'",
+    ),
+    "UTF-16": (
+        yaml.safe_dump({"config": BASE}).encode("utf-16"),
+        "gpulab: Pulumi.case.yaml is not UTF-8 (byte 0xff at offset 0); it looks like UTF-16 text; save it as UTF-8",
+    ),
+    "gzip": (
+        gzip.compress(yaml.safe_dump({"config": BASE}).encode()),
+        "gpulab: Pulumi.case.yaml is not UTF-8 (byte 0x8b at offset 1); it looks gzip-compressed; save it as UTF-8",
+    ),
+    "near miss of the namespace": (
+        {"aws:region": "eu-west-1", "gpulab:cluster": BASE["gpulab:cluster"], "gpulb:labs": BASE["gpulab:labs"]},
+        "gpulb:labs: unknown namespace 'gpulb'; did you mean gpulab:labs?",
+    ),
+    "key without a namespace": (
+        {"aws:region": "eu-west-1", "gpulab:cluster": BASE["gpulab:cluster"], "labs": BASE["gpulab:labs"]},
+        "labs: no namespace; Pulumi keys are <namespace>:<name>; did you mean gpulab:labs?",
+    ),
 }
 
 
@@ -145,7 +181,7 @@ def test_a_bad_stack_file_exits_2_names_the_key_and_writes_nothing(values, expec
     captured = capsys.readouterr()
     lines = captured.err.splitlines()
     assert any(line.startswith(expected) for line in lines), lines
-    assert all(line.startswith(("gpulab:", "aws:")) for line in lines)
+    assert all(re.fullmatch(r"\S+: .+", line) for line in lines), lines  # `<key path>: <message>`, no traceback
     assert captured.out == ""
     assert not out.exists()
 
@@ -161,3 +197,70 @@ def test_render_runs_as_a_module_from_the_command_line(tmp_path):
     )
     assert done.returncode == 2
     assert done.stderr == "gpulab:labs.intro.slicesPerGpu: must be between 1 and 48, got 0\n"
+
+
+MERGED = """\
+config:
+  aws:region: eu-west-1
+  gpulab:cluster: {name: lab-test, kubernetesVersion: "1.34", vpcId: vpc-0a1b2c3d4e5f60718,
+                   privateSubnetIds: [subnet-0a1b2c3d4e5f60001, subnet-0a1b2c3d4e5f60002]}
+  gpulab:labs:
+    intro: &lab
+      instanceTypes: [g4dn.xlarge]
+      slicesPerGpu: 3
+      maxGpus: 4
+      ami: al2023@v20251117
+    vision:
+      <<: *lab
+      instanceTypes: [g5.xlarge]
+      slicesPerGpu: 5
+"""
+
+
+def test_a_lab_built_with_a_yaml_merge_key_renders_with_the_merged_values(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert render.main([str(write_stack(tmp_path, MERGED)), "--out", str(out)]) == 0
+    assert "lab vision: g5.xlarge (on-demand); up to 4 GPUs x 5 slices = 20 learner seats" in capsys.readouterr().out
+    pool = yaml.safe_load((out / "manifests" / "nodepool-vision.yaml").read_text())
+    node_class = yaml.safe_load((out / "manifests" / "ec2nodeclass-vision.yaml").read_text())
+    assert pool["spec"]["limits"]["nvidia.com/gpu"] == "20"
+    assert node_class["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20251117"}]
+
+
+def test_a_failed_render_removes_the_previous_render_and_keeps_other_files(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert render.main(["staging", "--out", str(out)]) == 0
+    (out / "notes.txt").write_text("mine")
+    bad = write_stack(tmp_path, stack_values(**lab(slicesPerGpu=0)))
+    assert render.main([str(bad), "--out", str(out)]) == 2
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+def test_the_render_owns_everything_it_writes(tmp_path):
+    # What is not in OWNED would survive a failed render and pass for its output.
+    assert render.main(["staging", "--out", str(tmp_path)]) == 0
+    assert {p.name for p in tmp_path.iterdir()} <= set(render.OWNED)
+
+
+def test_an_unknown_stack_name_lists_the_stacks_there_are(tmp_path, capsys):
+    assert render.main(["nosuchstack", "--out", str(tmp_path / "out")]) == 2
+    stacks = ", ".join(sorted(path.name.split(".")[1] for path in STACK_FILES))
+    assert capsys.readouterr().err == (
+        f"gpulab: no stack 'nosuchstack': there is no Pulumi.nosuchstack.yaml beside Pulumi.yaml; stacks: {stacks}\n"
+    )
+
+
+def test_render_without_the_projects_requirements_says_how_to_run_it(tmp_path):
+    # As `python3 -m tools.render` does outside the virtualenv: PyYAML cannot be imported.
+    block_yaml = "import runpy, sys; sys.modules['yaml'] = None; runpy.run_module('tools.render', run_name='__main__')"
+    done = subprocess.run(
+        [sys.executable, "-c", block_yaml, "staging", "--out", str(tmp_path / "out")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"gpulab: yaml is not installed for {sys.executable}; run `make render`, or ")
+    assert "`.venv/bin/python -m tools.render ...`" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -18,6 +18,7 @@ from pulumi.runtime import rpc
 
 import config
 import program
+from tools.event_loops import owned_event_loops
 
 PROJECT = "gpulab"
 ACCOUNT_ID = "123456789012"
@@ -216,6 +217,8 @@ def config_from_stack_file(document: Mapping[str, Any]) -> dict[str, str]:
     return {key: value if isinstance(value, str) else json.dumps(value) for key, value in values.items()}
 
 
+# Every event loop of a run is made and closed by the run, so that the process ends without a traceback.
+@owned_event_loops()
 def run(stack_name: str, stack_config: Mapping[str, str]) -> Run:
     """Validates the configuration, then runs the program under mocks; raises config.ConfigError before registering."""
     pulumi.runtime.set_all_config(dict(stack_config))

@@ -7,6 +7,8 @@ and <dir>/helm/<release>.yaml, and prints a summary. A stack file with problems,
 exist, exits with status 2, prints one `gpulab:` line per problem and writes nothing.
 <dir>/charts/<release>.yaml holds what each release installs (tools/charts.py); without helm or the charts, one line
 says so and the rest is written.
+Either way it first removes what an earlier render wrote into <dir>, so that <dir> never shows a render but the
+current one.
 """
 
 import argparse
@@ -16,24 +18,39 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pulumi
-import yaml
+try:
+    import pulumi
+    import yaml
 
-import config
-from config.model import Cluster, Lab
-from tools import charts, cost_report, harness
+    import config
+    from config.model import Cluster, Lab
+    from tools import charts, cost_report, harness
+except ModuleNotFoundError as missing:  # an interpreter without the project's requirements, e.g. the system python3
+    sys.exit(
+        f"gpulab: {missing.name} is not installed for {sys.executable}; run `make render`, or "
+        "`.venv/bin/python -m tools.render ...` once `make render` or `make test` has created .venv"
+    )
 
 ROOT = Path(__file__).resolve().parent.parent
 HELM_RELEASE = charts.HELM_RELEASE
+# Every file and folder the render writes into its output directory. It removes them before it runs, so that a failed
+# render leaves no earlier render behind: anything new the render writes belongs in this list.
+OWNED = ("resources.json", "invokes.json", "outputs.json", "manifests", "helm", "charts")
+MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A YAML loader that rejects duplicate keys, which PyYAML would otherwise merge silently (last one wins)."""
+# On libyaml's parser (PyYAML's wheels include it): a 4 MB stack file takes seconds, not most of a minute.
+class _UniqueKeyLoader(yaml.CSafeLoader):
+    """A YAML loader that rejects duplicate keys, which PyYAML would otherwise merge silently (last one wins).
+
+    Merge keys (`<<: *defaults`) may bring in keys that the mapping's own keys then override; `<<` itself, like any
+    key, appears once. So does go-yaml v3 (decode.go: `mapping` checks unique keys, `merge` skips keys already set).
+    """
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen = set()
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
+            key = "<<" if key_node.tag == MERGE_TAG else self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
             seen.add(key)
@@ -46,15 +63,32 @@ def stack_file(stack: str) -> tuple[str, Path]:
     if path.suffix in (".yaml", ".yml") or path.exists():
         name = path.name.removeprefix("Pulumi.").rsplit(".", 1)[0]
         return name, path
-    return stack, ROOT / f"Pulumi.{stack}.yaml"
+    path = ROOT / f"Pulumi.{stack}.yaml"
+    if not path.exists():
+        stacks = ", ".join(
+            sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in ROOT.glob("Pulumi.*.yaml"))
+        )
+        raise config.ConfigError(
+            [f"gpulab: no stack {stack!r}: there is no {path.name} beside Pulumi.yaml; stacks: {stacks}"]
+        )
+    return stack, path
+
+
+# What a stack file that is not UTF-8 most likely is, by its first bytes.
+_SIGNATURES = {b"\xff\xfe": "like UTF-16 text", b"\xfe\xff": "like UTF-16 text", b"\x1f\x8b": "gzip-compressed"}
 
 
 def read_stack_file(path: Path) -> dict[str, str]:
     """The stack file's config as the Pulumi CLI passes it; raises config.ConfigError for an unreadable file."""
     try:
-        document = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
+        raw = path.read_bytes()
+        document = yaml.load(raw.decode("utf-8"), Loader=_UniqueKeyLoader)
     except OSError as error:
         raise config.ConfigError([f"gpulab: cannot read {path}: {error.strerror}"]) from None
+    except UnicodeDecodeError as error:
+        looks = next((f"; it looks {kind}" for sig, kind in _SIGNATURES.items() if raw.startswith(sig)), "")
+        where = f"byte {raw[error.start]:#04x} at offset {error.start}"
+        raise config.ConfigError([f"gpulab: {path.name} is not UTF-8 ({where}){looks}; save it as UTF-8"]) from None
     except yaml.YAMLError as error:
         raise config.ConfigError([f"gpulab: {path.name} is not valid YAML: {_yaml_problem(error)}"]) from None
     if document is None:
@@ -70,13 +104,17 @@ def _yaml_problem(error: yaml.YAMLError) -> str:
     return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark else problem
 
 
-def write(run: harness.Run, out: Path) -> None:
-    for owned in ("resources.json", "invokes.json", "outputs.json", "manifests", "helm"):
+def clean(out: Path) -> None:
+    """Removes what an earlier render wrote into `out`, and nothing else."""
+    for owned in OWNED:
         target = out / owned
         if target.is_dir():
             shutil.rmtree(target)
         elif target.exists():
             target.unlink()
+
+
+def write(run: harness.Run, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     resources = [r.as_json() for r in run.resources]
     (out / "resources.json").write_text(json.dumps(resources, indent=2, ensure_ascii=False) + "\n")
@@ -123,8 +161,9 @@ def summary(run: harness.Run) -> list[str]:
     ]
     for name, lab in settings.labs.items():
         lines.append(
-            f"lab {name}: {', '.join(lab.instance_types)}; up to {lab.max_gpus} GPU{'s' * (lab.max_gpus != 1)} x "
-            f"{lab.slices_per_gpu} slices = {lab.learner_seats} learner seats"
+            f"lab {name}: {', '.join(lab.instance_types)} ({', '.join(lab.capacity_types)}); "
+            f"up to {lab.max_gpus} GPU{'s' * (lab.max_gpus != 1)} x {lab.slices_per_gpu} slices = {lab.learner_seats} "
+            "learner seats"
         )
         lines.append(f"  each learner: {lab.learner_share.describe()}")
         lines += [f"  {line}" for line in class_lines(lab)]
@@ -158,8 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml beside Pulumi.yaml) or path of a stack file")
     parser.add_argument("--out", required=True, type=Path, help="directory to write the render into")
     args = parser.parse_args(argv)
-    name, path = stack_file(args.stack)
+    clean(args.out)
     try:
+        name, path = stack_file(args.stack)
         run = harness.run(name, read_stack_file(path))
     except config.ConfigError as error:
         print("\n".join(error.lines), file=sys.stderr)

@@ -32,13 +32,13 @@ def smoke_script(lab: Lab) -> str:
 
 
 def smoke_deployment(lab_name: str, lab: Lab, namespace: str) -> dict:
-    name = f"{lab_name}-smoke"
-    selector = {"app.kubernetes.io/name": name}
+    # Labels carry the lab's name itself, never `<lab>-smoke`: a label value holds 63 characters, as a lab name may.
+    selector = {"app.kubernetes.io/name": "gpulab-smoke", "app.kubernetes.io/instance": lab_name}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {
-            "name": name,
+            "name": f"{lab_name}-smoke",
             "namespace": namespace,
             "labels": selector,
             # `pulumi up` would otherwise wait for GPU nodes to boot; the operator watches the rollout instead.
