@@ -57,3 +57,12 @@ def test_max_pods_unset_leaves_pods_to_karpenters_eni_limits_and_set_reaches_the
     capped = run.one("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass", "ec2nodeclass-capped").inputs["spec"]
     assert "kubelet" not in eni
     assert capped["kubelet"] == {"maxPods": 20}
+
+
+def test_limit_checks_are_reported_beside_field_errors_in_one_pass():
+    bad = lab(["g6.12xlarge"], 3, max_gpus=2, rootVolume={"iops": 1}, learnerPod={"cpu": "64"})
+    assert [line.split(":")[1] for line in problems({"x": bad})] == [
+        "labs.x.maxGpus",
+        "labs.x.rootVolume.iops",
+        "labs.x.learnerPod.cpu",
+    ]
