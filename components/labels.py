@@ -12,7 +12,7 @@ LAB_LABEL = "gpulab.dev/lab"
 
 # NVIDIA: the device plugin's chart schedules only on nodes with this label; GPU NodePools put it on their nodes.
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
-# The device plugin reads its named time-slicing profile for a node from this label (hot-reloaded).
+# The device plugin reads its named sharing profile for a node from this label (its config manager watches it).
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 # The chart's MPS control daemon runs only on nodes with this label set to "true" (its DaemonSet's nodeSelector).
 MPS_CAPABLE_LABEL = "nvidia.com/mps.capable"

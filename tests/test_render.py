@@ -209,7 +209,7 @@ config:
       instanceTypes: [g4dn.xlarge]
       slicesPerGpu: 3
       maxGpus: 4
-      ami: al2023@v20251117
+      ami: al2023@v20260714
     vision:
       <<: *lab
       instanceTypes: [g5.xlarge]
@@ -224,7 +224,7 @@ def test_a_lab_built_with_a_yaml_merge_key_renders_with_the_merged_values(tmp_pa
     pool = yaml.safe_load((out / "manifests" / "nodepool-vision.yaml").read_text())
     node_class = yaml.safe_load((out / "manifests" / "ec2nodeclass-vision.yaml").read_text())
     assert pool["spec"]["limits"]["nvidia.com/gpu"] == "20"
-    assert node_class["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20251117"}]
+    assert node_class["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20260714"}]
 
 
 def test_a_failed_render_removes_the_previous_render_and_keeps_other_files(tmp_path, capsys):
