@@ -5,8 +5,9 @@ Every model forbids unknown keys so that a typo fails loudly instead of silently
 
 Checks that compare keys are field validators of the key they report on, reading the keys declared before it from
 `info.data`, which holds exactly those that are valid. Pydantic runs them even when other keys of the model fail, where
-it would skip a model validator, so that every problem of a stack file is reported in one pass. They set
-`validate_default` on their field, so that they also run when the key is left to its default.
+it would skip a model validator, so that every key's problem is reported in one pass (a key with several problems
+reports its first). They set `validate_default` on their field, so that they also run when the key is left to its
+default. A check that reports at another key of its model raises FieldProblem naming that key.
 """
 
 import math
@@ -429,10 +430,10 @@ class LearnerPod(Model):
     """The requests of each learner's pod, as the notebook spawner sets them; warm seats are shaped like it."""
 
     cpu: Quantity | None = Field(
-        default=None, description="CPU request; by default one slice's share of the lab's smallest node."
+        default=None, description="CPU request; by default the smallest per-seat share of the lab's instance types."
     )
     memory: Quantity | None = Field(
-        default=None, description="Memory request; by default one slice's share of the lab's smallest node."
+        default=None, description="Memory request; by default the smallest per-seat share of the lab's instance types."
     )
 
 
@@ -637,7 +638,7 @@ class Lab(Model):
 
     @property
     def learner_requests(self) -> dict[str, str]:
-        """The CPU and memory requests of a learner's pod: the lab's setting, else one slice's share of a node."""
+        """The CPU and memory requests of a learner's pod: the lab's setting, else the smallest per-seat share of a node."""
         share = seat_share(self.instance_types, self.slices_per_gpu, self.max_pods)
         return {
             "cpu": self.learner_pod.cpu or _share_text("cpu", share),

@@ -1,4 +1,4 @@
-"""gpulab:nvidia:DevicePlugin, the NVIDIA device plugin with one time-slicing profile per lab."""
+"""gpulab:nvidia:DevicePlugin, the NVIDIA device plugin with one sharing profile (time-slicing or MPS) per lab."""
 
 from collections.abc import Mapping
 
