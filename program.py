@@ -13,7 +13,6 @@ from components.karpenter.controller import Controller
 from components.karpenter.gpu_node_pool import GpuNodePool
 from components.node_role import NodeRole
 from components.nvidia.device_plugin import DevicePlugin
-from config.sharing import LearnerShare
 
 
 def build(stack: config.StackConfig) -> None:
@@ -38,8 +37,9 @@ def build(stack: config.StackConfig) -> None:
         capacity_buffers=settings.has_classes,
     )
     DevicePlugin("nvidia-device-plugin", settings.nvidia_device_plugin, settings.labs, provider=cluster.provider)
-    pools = [
-        GpuNodePool(
+    pools = {}
+    for lab_name, lab in settings.labs.items():
+        pools[lab_name] = GpuNodePool(
             lab_name,
             lab,
             cluster_name=settings.cluster.name,
@@ -49,9 +49,6 @@ def build(stack: config.StackConfig) -> None:
             runtime=[karpenter, node_role],
             provider=cluster.provider,
         )
-        for lab_name, lab in settings.labs.items()
-    ]
-    for lab_name, lab in settings.labs.items():
         if lab.classes:
             ClassSeats(lab_name, lab, karpenter=karpenter, provider=cluster.provider)
 
@@ -64,24 +61,15 @@ def build(stack: config.StackConfig) -> None:
         "labs",
         {
             name: {
-                "nodePool": pool.node_pool_name,
+                "nodePool": pools[name].node_pool_name,
                 "slicesPerGpu": lab.slices_per_gpu,
                 "learnerSeats": lab.learner_seats,
-                **learner_output(lab.learner_share),
+                **lab.learner_share.as_output(),
                 "cost": lab.cost.as_output(),
             }
-            for (name, lab), pool in zip(settings.labs.items(), pools, strict=True)
+            for name, lab in settings.labs.items()
         },
     )
-
-
-def learner_output(share: LearnerShare) -> dict:
-    """What each learner of a lab gets, for the `labs` output: with MPS, the smallest memory cap over its GPU models."""
-    return {
-        "sharing": share.strategy,
-        "gpuMemoryCapGib": share.memory_cap_gib[0] if share.memory_cap_gib else None,
-        "computePercent": share.compute_percent,
-    }
 
 
 def main() -> None:

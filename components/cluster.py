@@ -97,7 +97,9 @@ class Cluster(pulumi.ComponentResource):
         # Karpenter would replace healthy nodes every 10 minutes (aws/eks-node-monitoring-agent v1.7.0,
         # charts/eks-node-monitoring-agent/values.yaml: nodeAgent.tolerations, dcgmAgent.tolerations; the add-on
         # accepts dcgmAgent.tolerations, charts/configuration.schema.json). Its dcgm-server affinity lists every
-        # amd64 type in config/instance_types.py; on arm64 the agent does not monitor NVIDIA GPUs.
+        # amd64 type in config/instance_types.py; on arm64 the agent does not monitor NVIDIA GPUs. The add-on version is
+        # EKS's default for the cluster's Kubernetes version (not pinned, like eks-pod-identity-agent); the key exists
+        # in the add-on's configuration schema from v1.6.0 on, and EKS refuses the add-on if its version lacks it.
         aws.eks.Addon(
             f"{name}-node-monitoring-agent",
             cluster_name=self.cluster_name,

@@ -6,6 +6,8 @@ DISCOVERY_TAG = "karpenter.sh/discovery"
 # Nodes of the system managed node group carry this label; Karpenter's controller is pinned to them.
 SYSTEM_NODE_LABEL = "gpulab.dev/node-role"
 SYSTEM_NODE_VALUE = "system"
+# Where pods that belong on the system node group (Karpenter, the class scheduler) are pinned.
+SYSTEM_NODE_SELECTOR = {"kubernetes.io/os": "linux", SYSTEM_NODE_LABEL: SYSTEM_NODE_VALUE}
 
 # Names the lab that a Karpenter node, NodeOverlay or AWS resource belongs to.
 LAB_LABEL = "gpulab.dev/lab"

@@ -27,7 +27,7 @@ from config.instance_types import GpuInstanceType as GpuInstanceTypeData
 from config.log_retention import accepted_retention
 from config.node_capacity import Resources, quantity, seat_share
 from config.schedule import Schedule
-from config.sharing import MIN_REPLICAS, LearnerShare, Sharing, learner_share, mps_max_clients
+from config.sharing import DEFAULT_PROFILE, MIN_REPLICAS, LearnerShare, Sharing, learner_share, mps_max_clients
 from config.versions import KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
 
 
@@ -112,9 +112,9 @@ DNS_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
 
 
 def _not_reserved(name: str) -> str:
-    # Each lab names a device plugin profile; "default" is the profile of GPU nodes outside any lab.
-    if name == "default":
-        raise ValueError("'default' is reserved for the device plugin's default profile; choose another lab name")
+    # Each lab names a device plugin profile, and one profile serves GPU nodes outside any lab.
+    if name == DEFAULT_PROFILE:
+        raise ValueError(f"{name!r} is reserved for the device plugin's default profile; choose another lab name")
     return name
 
 
@@ -638,7 +638,7 @@ class Lab(Model):
 
     @property
     def learner_requests(self) -> dict[str, str]:
-        """The CPU and memory requests of a learner's pod: the lab's setting, else the smallest per-seat share of a node."""
+        """A learner pod's CPU and memory requests: the lab's setting, else the smallest per-seat share of a node."""
         share = seat_share(self.instance_types, self.slices_per_gpu, self.max_pods)
         return {
             "cpu": self.learner_pod.cpu or _share_text("cpu", share),
@@ -652,6 +652,11 @@ class Lab(Model):
     def cost(self) -> LabCost:
         """The lab's cost figures at the reference prices (config/prices.py)."""
         return lab_cost(self.instance_types, self.slices_per_gpu, self.max_gpus, self.max_hourly_cost)
+
+    @property
+    def architectures(self) -> list[str]:
+        """The CPU architectures (kubernetes.io/arch) of the lab's instance types: its nodes' and its AMIs'."""
+        return sorted({GPU_INSTANCE_TYPES[t].architecture for t in self.instance_types})
 
     @property
     def learner_seats(self) -> int:

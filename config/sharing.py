@@ -17,6 +17,9 @@ from typing import Literal
 from config.instance_types import COMPUTE_CAPABILITIES, GPU_INSTANCE_TYPES
 
 # Spelled as the keys of `sharing` in the plugin's config file (api/config/v1/sharing.go), which profiles use as is.
+# The device plugin profile of GPU nodes outside any lab; no lab may take its name.
+DEFAULT_PROFILE = "default"
+
 Sharing = Literal["timeSlicing", "mps"]
 
 MIN_REPLICAS = 2
@@ -48,6 +51,14 @@ class LearnerShare:
         low, high = self.memory_cap_gib
         memory = f"{low:g} GiB of GPU memory" if low == high else f"{low:g}-{high:g} GiB of GPU memory (by GPU model)"
         return f"MPS, at most {memory} and {self.compute_percent}% of the GPU compute"
+
+    def as_output(self) -> dict:
+        """For the `labs` stack output: with MPS, the smallest memory cap over the lab's GPU models."""
+        return {
+            "sharing": self.strategy,
+            "gpuMemoryCapGib": self.memory_cap_gib[0] if self.memory_cap_gib else None,
+            "computePercent": self.compute_percent,
+        }
 
 
 def learner_share(sharing: Sharing, slices_per_gpu: int, instance_types: Iterable[str]) -> LearnerShare:

@@ -75,9 +75,10 @@ def test_a_release_that_does_not_exist_fails_the_run_naming_the_lab_and_the_rele
     assert render([str(stack), "--out", str(tmp_path / "out")]) == 2
     error = capsys.readouterr().err
     assert error.startswith(
-        "gpulab:labs.stale.ami: no NVIDIA AMI for amd64 nodes of Kubernetes 1.34 in release al2023@v20251117: SSM "
-        "parameter /aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/nvidia/"
-        "amazon-eks-node-al2023-x86_64-nvidia-1.34-v20251117/image_id was not found"
+        "gpulab:labs.stale.ami: no NVIDIA AMI for amd64 nodes of Kubernetes 1.34 in release al2023@v20251117: "
+        "looking up SSM parameter /aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/nvidia/"
+        "amazon-eks-node-al2023-x86_64-nvidia-1.34-v20251117/image_id failed ("
     )
+    assert "ParameterNotFound" in error  # the provider's own words reach the user
     assert "Traceback" not in error
     assert not (tmp_path / "out").exists()

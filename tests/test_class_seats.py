@@ -16,6 +16,7 @@ from components.karpenter.manifests import node_pool
 from components.labels import GPU_RESOURCE, SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
 from config import schedule
 from config.instance_types import GPU_INSTANCE_TYPES
+from config.model import BUDGETS_PER_CLASS
 from config.node_capacity import DAEMONSET_CPU_MILLIS, DAEMONSET_MEMORY_MIB, allocatable, quantity
 from tests.conftest import BASE, run_values, stack_values
 from tests.crd_schema import crd_problems, requires_upstream
@@ -243,7 +244,7 @@ def test_class_budgets_block_moving_learners_from_warmup_to_end_and_empty_remova
         user = [b.model_dump(by_alias=True, exclude_none=True) for b in lab.disruption.budgets]
         assert budgets[: len(user)] == user
         added = budgets[len(user) :]
-        assert len(added) == 2 * len(lab.classes)
+        assert len(added) == BUDGETS_PER_CLASS * len(lab.classes)
         for lab_class, (moves, empty) in zip(lab.classes, zip(added[::2], added[1::2], strict=True), strict=True):
             warmup = schedule.duration_minutes(lab_class.warmup)
             duration = schedule.duration_minutes(lab_class.duration)

@@ -83,14 +83,13 @@ def test_a_node_pool_is_deleted_before_its_node_class(run):
         assert f"kubernetes:karpenter.k8s.aws/v1:EC2NodeClass::ec2nodeclass-{lab_name}" in pool.dependencies
 
 
-def test_pulumi_up_waits_for_each_node_class_and_node_pool_to_be_ready(run):
-    for lab_name in run.stack.settings.labs:
-        for type_token, name in (
-            ("kubernetes:karpenter.sh/v1:NodePool", f"nodepool-{lab_name}"),
-            ("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass", f"ec2nodeclass-{lab_name}"),
-        ):
-            annotations = run.one(type_token, name).inputs["metadata"]["annotations"]
-            assert annotations["pulumi.com/waitFor"] == "condition=Ready"
+def test_pulumi_up_waits_for_each_node_class_node_pool_and_node_overlay_to_be_ready(run):
+    lab_objects = [r for r in run.resources if r.type in KARPENTER_OBJECTS]
+    assert len(lab_objects) >= 2 * len(run.stack.settings.labs)
+    for registration in lab_objects:
+        assert registration.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=Ready", (
+            registration.name
+        )
 
 
 def test_node_pools_bound_how_long_a_draining_node_waits_and_deletes_wait_that_long_plus_margin():

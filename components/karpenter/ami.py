@@ -9,7 +9,6 @@ the lab never gets a node. Looking the parameters up in the program makes `pulum
 import pulumi
 import pulumi_aws as aws
 
-from config.instance_types import GPU_INSTANCE_TYPES
 from config.model import Lab
 
 # The names amazon-eks-ami and Karpenter give each kubernetes.io/arch value.
@@ -22,7 +21,7 @@ def ssm_parameters(lab: Lab, kubernetes_version: str) -> dict[str, str]:
     family, version = lab.ami.split("@")
     assert family == "al2023", "config.model only admits al2023 aliases"
     parameters: dict[str, str] = {}
-    for arch in sorted({GPU_INSTANCE_TYPES[t].architecture for t in lab.instance_types}):
+    for arch in lab.architectures:
         ec2_arch = _EC2_ARCHITECTURE[arch]
         name = (
             "recommended"
@@ -40,9 +39,11 @@ def check_ami_release(lab_name: str, lab: Lab, kubernetes_version: str, parent: 
     for arch, parameter in ssm_parameters(lab, kubernetes_version).items():
         try:
             aws.ssm.get_parameter(name=parameter, opts=pulumi.InvokeOptions(parent=parent))
-        except Exception as error:  # the provider reports a missing parameter as a failed invoke
+        except Exception as error:
+            # The provider reports a missing parameter as a failed invoke, and so it does missing permissions or
+            # throttling: say both, with the provider's own words.
             raise pulumi.RunError(
                 f"gpulab:labs.{lab_name}.ami: no NVIDIA AMI for {arch} nodes of Kubernetes {kubernetes_version} in "
-                f"release {lab.ami}: SSM parameter {parameter} was not found ({error}). Releases are the tags of "
-                "awslabs/amazon-eks-ami."
+                f"release {lab.ami}: looking up SSM parameter {parameter} failed ({error}). Releases are the tags "
+                "of awslabs/amazon-eks-ami; if this one is, check that the preview's credentials may read SSM."
             ) from None

@@ -23,7 +23,7 @@ minutes of the class keeps the warm nodes until the learners are on them.
 import hashlib
 from typing import Any
 
-from components.labels import GPU_RESOURCE, GPU_TOLERATION, LAB_LABEL, SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
+from components.labels import GPU_RESOURCE, GPU_TOLERATION, LAB_LABEL, SYSTEM_NODE_SELECTOR
 from config import schedule
 from config.model import Lab, LabClass
 
@@ -40,8 +40,9 @@ MOVES_LEARNERS = ["Drifted", "Underutilized"]
 KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.34.1"
 # The UID/GID of distroless' nonroot user: any non-zero ID would do, the restricted profile only forbids root.
 NONROOT = 65532
-# The PodTemplate needs an image, never pulled (its pods exist only in Karpenter's memory): the pause image of the
-# sandbox that Kubernetes 1.31 and later use.
+# The PodTemplate needs an image, never pulled (its pods exist only in Karpenter's memory), so any resolvable one does:
+# the Kubernetes pause image, the version kubeadm 1.32 defaults to (kubernetes/kubernetes 00886ac01fec,
+# cmd/kubeadm/app/constants/constants.go, PauseVersion).
 PLACEHOLDER_IMAGE = "registry.k8s.io/pause:3.10"
 SCHEDULER = "class-scheduler"
 SEAT_TEMPLATE = "learner-seat"
@@ -217,7 +218,7 @@ def _cron_job(lab_name: str, name: str, when: str, buffer: str, replicas: int, d
     pod_spec = {
         "serviceAccountName": SCHEDULER,
         "restartPolicy": "OnFailure",
-        "nodeSelector": {"kubernetes.io/os": "linux", SYSTEM_NODE_LABEL: SYSTEM_NODE_VALUE},
+        "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
         "securityContext": {
             "runAsNonRoot": True,
             "runAsUser": NONROOT,

@@ -15,7 +15,7 @@ from components.karpenter.iam_policies import (
     controller_trust_policy,
     queue_policy,
 )
-from components.labels import SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
+from components.labels import SYSTEM_NODE_SELECTOR
 from components.namespace import namespace_dependencies
 from config.model import Karpenter
 from config.versions import KARPENTER_CHART_REPOSITORY
@@ -51,7 +51,7 @@ def helm_values(
         # Requests equal to limits: the controller gets guaranteed QoS and is the last pod evicted under pressure.
         "controller": {"resources": {"requests": resources, "limits": resources}},
         # The chart already keeps the controller off nodes Karpenter manages; this pins it to the system node group.
-        "nodeSelector": {"kubernetes.io/os": "linux", SYSTEM_NODE_LABEL: SYSTEM_NODE_VALUE},
+        "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
     }
 
 

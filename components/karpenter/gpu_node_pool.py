@@ -11,7 +11,9 @@ from config.durations import seconds
 from config.model import Lab
 
 # pulumi-kubernetes waits for this condition before it reports the object created: a lab whose EC2NodeClass cannot
-# resolve its AMI, subnets or security groups fails `pulumi up` instead of succeeding with no way to launch a node.
+# resolve its AMI, subnets or security groups fails `pulumi up` instead of succeeding with no way to launch a node, and
+# so does a NodeOverlay Karpenter rejects (its Ready follows ValidationSucceeded: kubernetes-sigs/karpenter v1.14.1
+# pkg/apis/v1alpha1/nodeoverlay_status.go), which would leave Karpenter counting whole GPUs.
 WAIT_FOR_READY = {"pulumi.com/waitFor": "condition=Ready"}
 # Deleting a NodePool or EC2NodeClass waits for Karpenter to drain and terminate the lab's nodes (finalizers); on top of
 # the lab's terminationGracePeriod, this is the time to start the drain and for EC2 to terminate the instances.
@@ -49,8 +51,7 @@ class GpuNodePool(pulumi.ComponentResource):
 
         def custom_resource(manifest: dict, opts: pulumi.ResourceOptions) -> k8s.apiextensions.CustomResource:
             metadata = manifest["metadata"]
-            if manifest["kind"] != "NodeOverlay":  # NodeOverlays have no Ready condition
-                metadata = {**metadata, "annotations": {**metadata.get("annotations", {}), **WAIT_FOR_READY}}
+            metadata = {**metadata, "annotations": {**metadata.get("annotations", {}), **WAIT_FOR_READY}}
             # Named like the render's manifest files, e.g. nodepool-intro, nodeoverlay-intro-1gpu.
             return k8s.apiextensions.CustomResource(
                 f"{manifest['kind'].lower()}-{manifest['metadata']['name']}",

@@ -84,11 +84,10 @@ def ec2_node_class(lab_name: str, lab: Lab, cluster_name: str, node_role: Any) -
 
 
 def node_pool(lab_name: str, lab: Lab) -> dict:
-    instance_types = [GPU_INSTANCE_TYPES[t] for t in lab.instance_types]
     requirements = [
         {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(lab.instance_types)},
         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(lab.capacity_types)},
-        {"key": "kubernetes.io/arch", "operator": "In", "values": sorted({t.architecture for t in instance_types})},
+        {"key": "kubernetes.io/arch", "operator": "In", "values": lab.architectures},
         {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
         {"key": "karpenter.k8s.aws/instance-gpu-manufacturer", "operator": "In", "values": ["nvidia"]},
     ]

@@ -7,9 +7,10 @@ import pulumi_kubernetes as k8s
 
 from components.labels import GPU_PRESENT_LABEL, GPU_TOLERATION
 from components.namespace import namespace_dependencies
-from components.nvidia.profiles import DEFAULT_PROFILE, config_map
+from components.nvidia.profiles import config_map
 from components.nvidia.smoke_test import smoke_deployment
 from config.model import Lab, NvidiaDevicePlugin
+from config.sharing import DEFAULT_PROFILE
 from config.versions import NVIDIA_DEVICE_PLUGIN_CHART_REPOSITORY
 
 # Pinned so that the DaemonSet's name stays put across upgrades (an auto-named release gets a random suffix).

@@ -12,9 +12,7 @@ import yaml
 
 from components.labels import GPU_RESOURCE
 from config.model import Lab
-from config.sharing import Sharing
-
-DEFAULT_PROFILE = "default"
+from config.sharing import DEFAULT_PROFILE, Sharing
 
 
 def profile(slices_per_gpu: int, sharing: Sharing = "timeSlicing") -> dict:
