@@ -49,8 +49,3 @@ def run_stack_file(path: Path) -> harness.Run:
 @pytest.fixture(scope="session")
 def base_run() -> harness.Run:
     return run_values(BASE)
-
-
-@pytest.fixture(scope="session")
-def staging_run() -> harness.Run:
-    return run_stack_file(ROOT / "Pulumi.staging.yaml")

@@ -7,6 +7,7 @@ import yaml
 
 from components.karpenter.controller import RELEASE as KARPENTER
 from components.nvidia.device_plugin import RELEASE as DEVICE_PLUGIN
+from config.versions import KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
 from tests.conftest import BASE, stack_values
 from tests.k8s_schema import is_built_in
 from tests.rendered import BASE_STACK, STACKS, load_objects, rendered
@@ -80,9 +81,10 @@ def test_without_the_charts_the_render_names_each_release_in_one_line(tmp_path, 
     (tmp_path / "out" / "charts" / "stale.yaml").write_text("stale")
     assert render.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out")]) == 0
     (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith("charts/ not rendered for karpenter (no local chart karpenter 1.14.1, and helm pull: ")
-    assert "; karpenter-crd (no local chart karpenter-crd 1.14.1, and helm pull: " in line
-    assert "; nvidia-device-plugin (no local chart nvidia-device-plugin 0.20.0, and helm pull: " in line
+    karpenter, plugin = KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
+    assert line.startswith(f"charts/ not rendered for karpenter (no local chart karpenter {karpenter}, and helm pull: ")
+    assert f"; karpenter-crd (no local chart karpenter-crd {karpenter}, and helm pull: " in line
+    assert f"; nvidia-device-plugin (no local chart nvidia-device-plugin {plugin}, and helm pull: " in line
     assert not (tmp_path / "out" / "charts").exists()
     assert (tmp_path / "out" / "resources.json").is_file()
 

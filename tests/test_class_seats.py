@@ -7,7 +7,6 @@ import pytest
 
 from components.karpenter.class_seats_manifests import (
     ARRIVAL_MINUTES,
-    CRONJOB_NAME_LIMIT,
     KUBECTL_IMAGE,
     class_key,
     namespace_name,
@@ -20,6 +19,8 @@ from config.model import BUDGETS_PER_CLASS
 from config.node_capacity import DAEMONSET_CPU_MILLIS, DAEMONSET_MEMORY_MIB, allocatable, quantity
 from tests.conftest import BASE, run_values, stack_values
 from tests.crd_schema import crd_problems, requires_upstream
+from tests.nodes import lab_nodes, system_nodes
+from tests.scheduling import unschedulable_because
 from tests.synthetic import SYNTHETIC
 from tools import render
 
@@ -79,25 +80,13 @@ def test_buffers_start_at_zero_seats_and_pulumi_leaves_replicas_to_the_cron_jobs
         assert [t.inputs["metadata"]["name"] for t in same_namespace] == ["learner-seat"]
 
 
-def tolerates(tolerations: list[dict], taint: dict) -> bool:
-    def matches(t: dict) -> bool:
-        if t.get("effect") not in (None, "", taint["effect"]) or t.get("key") not in (None, taint["key"]):
-            return False
-        return t.get("operator") == "Exists" or t.get("value") == taint.get("value")
-
-    return any(matches(t) for t in tolerations)
-
-
 def test_a_seat_would_schedule_on_the_labs_nodes_and_only_there(run):
-    pools = {r.inputs["metadata"]["name"]: r.inputs for r in run.of_type(NODE_POOL)}
+    pools = lab_nodes([r.inputs for r in run.of_type(NODE_POOL)])
     for name in labs_with_classes(run):
         spec = in_namespace(run, POD_TEMPLATE, name)[0].inputs["template"]["spec"]
-        template = pools[name]["spec"]["template"]
-        assert spec["nodeSelector"].items() <= template["metadata"]["labels"].items()
-        assert all(tolerates(spec["tolerations"], taint) for taint in template["spec"]["taints"])
-        for other, pool in pools.items():
-            if other != name:
-                assert not spec["nodeSelector"].items() <= pool["spec"]["template"]["metadata"]["labels"].items()
+        assert all(unschedulable_because(spec, node) is None for node in pools[name]), name
+        elsewhere = [node for other, nodes in pools.items() if other != name for node in nodes] + system_nodes(run)
+        assert all(unschedulable_because(spec, node) is not None for node in elsewhere), name
         assert spec["containers"][0]["resources"]["limits"] == {GPU_RESOURCE: 1}
 
 
@@ -126,11 +115,6 @@ def test_slices_per_gpu_seats_fit_every_instance_type_of_the_lab(run):
 def test_allocatable_matches_karpenters_instance_type_reference(instance_type, pods, cpu, memory):
     node = allocatable(instance_type, pods)
     assert (node.cpu_millis, node.memory_mib) == (cpu, memory)
-
-
-def fires(text: str, days: int = 35) -> list[datetime.datetime]:
-    start = datetime.datetime(2026, 1, 1)
-    return list(schedule.parse(text).fires(start, start + datetime.timedelta(days=days)))
 
 
 def cron_jobs_of(run, name: str) -> dict[str, dict]:
@@ -194,15 +178,13 @@ def test_the_scheduler_may_only_get_and_patch_its_labs_buffers_by_name(run):
     for name in labs_with_classes(run):
         (role,) = in_namespace(run, ROLE, name)
         buffers = sorted(r.inputs["metadata"]["name"] for r in in_namespace(run, BUFFER, name))
-        assert role.inputs["rules"] == [
-            {
-                "apiGroups": ["autoscaling.x-k8s.io"],
-                "resources": ["capacitybuffers"],
-                "resourceNames": sorted(role.inputs["rules"][0]["resourceNames"]),
-                "verbs": ["get", "patch"],
-            }
-        ]
-        assert sorted(role.inputs["rules"][0]["resourceNames"]) == buffers
+        (rule,) = role.inputs["rules"]
+        assert {**rule, "resourceNames": sorted(rule["resourceNames"])} == {
+            "apiGroups": ["autoscaling.x-k8s.io"],
+            "resources": ["capacitybuffers"],
+            "resourceNames": buffers,
+            "verbs": ["get", "patch"],
+        }
         (binding,) = in_namespace(run, ROLE_BINDING, name)
         account = binding.inputs["subjects"][0]
         assert binding.inputs["roleRef"]["name"] == role.inputs["metadata"]["name"]
@@ -228,14 +210,6 @@ def test_scheduler_pods_run_restricted_on_the_system_nodes(run):
             if r.inputs["metadata"]["name"] == namespace_name(name)
         )
         assert namespace.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
-
-
-def test_names_fit_kubernetes_limits_for_the_longest_lab_name(run):
-    for name in labs_with_classes(run):
-        assert len(namespace_name(name)) <= 63
-        for job_name in cron_jobs_of(run, name):
-            assert len(job_name) <= CRONJOB_NAME_LIMIT
-    assert len(max(labs_with_classes(run), key=len)) == 63
 
 
 def test_class_budgets_block_moving_learners_from_warmup_to_end_and_empty_removal_while_they_arrive(run):

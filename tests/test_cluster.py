@@ -99,7 +99,7 @@ def test_stack_exports_cluster_name_secret_kubeconfig_and_node_role(base_run):
     assert outputs["nodeRoleArn"] == f"arn:aws:iam::123456789012:role/{outputs['nodeRoleName']}"
 
 
-def test_every_kubernetes_object_uses_the_clusters_provider_never_an_ambient_kubeconfig(staging_run):
-    kubernetes = [r for r in staging_run.resources if r.type.startswith("kubernetes:")]
+def test_every_kubernetes_object_uses_the_clusters_provider_never_an_ambient_kubeconfig(base_run):
+    kubernetes = [r for r in base_run.resources if r.type.startswith("kubernetes:")]
     assert len(kubernetes) >= 6
     assert {r.provider for r in kubernetes} == {"pulumi:providers:kubernetes::cluster-k8s"}

@@ -8,6 +8,7 @@ import pytest
 
 import config
 from tests.conftest import BASE, as_cli_config, run_values, stack_values
+from tests.scheduling import tolerates
 from tests.synthetic import SYNTHETIC
 
 OPERATORS = "arn:aws:iam::123456789012:role/platform/operators"
@@ -67,10 +68,7 @@ def test_node_monitoring_agent_reports_gpu_health_on_the_tainted_gpu_nodes(base_
     tolerations = json.loads(addon["configurationValues"])["dcgmAgent"]["tolerations"]
     pool = base_run.one("kubernetes:karpenter.sh/v1:NodePool", "nodepool-intro").inputs["spec"]["template"]["spec"]
     for taint in pool["taints"]:
-        assert any(
-            t["key"] == taint["key"] and t["effect"] == taint["effect"] and t["operator"] == "Exists"
-            for t in tolerations
-        ), f"dcgm-server would not run on a node tainted {taint}"
+        assert any(tolerates(t, taint) for t in tolerations), f"dcgm-server would not run on a node tainted {taint}"
 
 
 def test_karpenter_repairs_nodes(base_run):

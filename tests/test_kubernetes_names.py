@@ -8,7 +8,8 @@ object or a label added later is checked too.
 
 Limits: k8s.io/apimachinery pkg/util/validation/validation.go (DNS-1123 label 63, subdomain 253, label value and
 qualified name 63, ConfigMap key 253); Namespace and Service names are DNS labels (kubernetes
-pkg/apis/core/validation/validation.go); Helm release names at most 53 (helm pkg/chartutil/validate_name.go).
+pkg/apis/core/validation/validation.go); Helm release names at most 53 (helm pkg/chartutil/validate_name.go);
+CronJob names at most 52, so that the names of its Jobs fit (components/karpenter/class_seats_manifests.py).
 """
 
 import re
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from components.karpenter.class_seats_manifests import CRONJOB_NAME_LIMIT
 from tests.conftest import BASE, STACK_FILES, run_stack_file, run_values, stack_values
 from tests.synthetic import SYNTHETIC, lab
 
@@ -32,7 +34,13 @@ LONGEST = stack_values(
     **{
         "gpulab:cluster": {**BASE["gpulab:cluster"], "name": "c" + "l" * 78 + "r"},
         "gpulab:labs": {
-            LONGEST_LAB: lab(["g5.xlarge", "g5.12xlarge", "g5.48xlarge"], 48, max_gpus=8, smokeTest=True),
+            LONGEST_LAB: lab(
+                ["g5.xlarge", "g5.12xlarge", "g5.48xlarge"],
+                48,
+                max_gpus=8,
+                smokeTest=True,
+                classes=[{"schedule": "0 9 * * mon-fri", "duration": "2h"}],
+            ),
             "a": lab(["g4dn.xlarge"], 1, smokeTest=True),
         },
     }
@@ -61,6 +69,8 @@ def name_problem(kind: str, name: str) -> str | None:
     # Karpenter labels each node with the names of its NodePool and EC2NodeClass.
     if kind in ("NodePool", "EC2NodeClass"):
         return label_value_problem(name)
+    if kind == "CronJob" and len(name) > CRONJOB_NAME_LIMIT:
+        return f"CronJob {name!r} is longer than {CRONJOB_NAME_LIMIT}: its Jobs' names would not fit"
     return None if len(name) <= 253 and DNS_SUBDOMAIN.fullmatch(name) else f"{kind} {name!r} is not a DNS subdomain"
 
 

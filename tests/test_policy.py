@@ -133,8 +133,8 @@ def test_gpu_nodepool_without_a_consolidation_policy_fires(base_run: Run) -> Non
     assert re.search(r"^spec\.disruption\.consolidationPolicy is not set: .*WhenEmptyOrUnderutilized", message)
 
 
-def test_gpu_nodepool_without_a_termination_grace_period_fires(staging_run: Run) -> None:
-    props = mutated(staging_run, rules.NODE_POOL, NODE_POOL_NAME)
+def test_gpu_nodepool_without_a_termination_grace_period_fires(base_run: Run) -> None:
+    props = mutated(base_run, rules.NODE_POOL, NODE_POOL_NAME)
     del props["spec"]["template"]["spec"]["terminationGracePeriod"]
     message = only(violations((rules.NODE_POOL, props)), "gpu-nodepool-isolation")
     assert re.search(r"^spec\.template\.spec\.terminationGracePeriod is not set: .*billed without bound", message)
@@ -660,9 +660,9 @@ def test_analyzer_reports_an_unknown_policy_document_as_advisory(
 
 
 def test_analyzer_blocks_an_unprotected_cluster_in_the_prod_stack(
-    analyzer: analyzer_pb2_grpc.AnalyzerStub, staging_run: Run
+    analyzer: analyzer_pb2_grpc.AnalyzerStub, base_run: Run
 ) -> None:
-    props = mutated(staging_run, rules.EKS_COMPONENT, CLUSTER_NAME)
+    props = mutated(base_run, rules.EKS_COMPONENT, CLUSTER_NAME)
     props |= {"deletionProtection": False, "endpointPrivateAccess": True}
     (diagnostic,) = analyze(analyzer, rules.EKS_COMPONENT, props)
     policy = "eks-deletion-protection-in-production"

@@ -62,12 +62,6 @@ def test_every_lab_agrees_with_its_slices_per_gpu(run):
         assert unschedulable_because(plugin, Node(name, labels, pool["template"]["spec"]["taints"])) is None, name
 
 
-def test_node_overlay_gate_is_on_exactly_when_some_lab_shares(run):
-    values = run.one("kubernetes:helm.sh/v3:Release", "karpenter").inputs["values"]
-    sharing = any(lab.slices_per_gpu > 1 for lab in run.stack.settings.labs.values())
-    assert values["settings"]["featureGates"]["nodeOverlay"] is sharing
-
-
 def test_synthetic_stacks_cover_one_four_and_eight_gpus_both_architectures_and_no_sharing():
     labs = [lab for values in SYNTHETIC.values() for lab in values["gpulab:labs"].values()]
     types = [GPU_INSTANCE_TYPES[t] for lab in labs for t in lab["instanceTypes"]]

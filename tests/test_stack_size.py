@@ -20,8 +20,9 @@ import pytest
 import yaml
 
 import config
-from components.nvidia.device_plugin import helm_values
+from components.nvidia.device_plugin import RELEASE, helm_values
 from config.model import MAX_LABS, Lab, NvidiaDevicePlugin
+from config.versions import NVIDIA_DEVICE_PLUGIN_CHART_VERSION
 from tests import upstream
 from tests.conftest import BASE, ROOT, run_values, stack_values
 
@@ -44,14 +45,15 @@ def worst_case_values(labs: int) -> dict:
 
 def rendered_config_map(values: dict) -> dict:
     """The chart's ConfigMap as Helm renders it into the release's manifest."""
+    version = NVIDIA_DEVICE_PLUGIN_CHART_VERSION
     labels = {
-        "app.kubernetes.io/instance": "nvidia-device-plugin",
+        "app.kubernetes.io/instance": RELEASE,
         "app.kubernetes.io/managed-by": "Helm",
         "app.kubernetes.io/name": "nvidia-device-plugin",
-        "app.kubernetes.io/version": "0.20.0",
-        "helm.sh/chart": "nvidia-device-plugin-0.20.0",
+        "app.kubernetes.io/version": version,
+        "helm.sh/chart": f"nvidia-device-plugin-{version}",
     }
-    metadata = {"name": "nvidia-device-plugin-configs", "namespace": "nvidia-device-plugin", "labels": labels}
+    metadata = {"name": f"{RELEASE}-configs", "namespace": NvidiaDevicePlugin().namespace, "labels": labels}
     data = {name: profile.rstrip("\n") for name, profile in values["config"]["map"].items()}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
 
@@ -60,8 +62,8 @@ def stored_config_map(values: dict) -> dict:
     """The same ConfigMap as the API server stores it: with Helm's annotations, and the fields Helm set."""
     rendered = rendered_config_map(values)
     annotations = {
-        "meta.helm.sh/release-name": "nvidia-device-plugin",
-        "meta.helm.sh/release-namespace": "nvidia-device-plugin",
+        "meta.helm.sh/release-name": RELEASE,
+        "meta.helm.sh/release-namespace": NvidiaDevicePlugin().namespace,
     }
     # FieldsV1 names every key the manager set: each data key appears here once more.
     fields = {
@@ -106,7 +108,7 @@ def test_the_largest_stack_fits_helms_release_secret():
     values = worst_case_values(MAX_LABS)
     chart_files = [p for p in sorted(CHART.rglob("*")) if p.is_file() and p.suffix != ".tgz"]
     release = {
-        "name": "nvidia-device-plugin",
+        "name": RELEASE,
         "chart": {"files": [{"name": str(p), "data": base64.b64encode(p.read_bytes()).decode()} for p in chart_files]},
         "config": values,
         # The ConfigMap stands in for the manifest; the chart's other objects add a few kB to it.
