@@ -2,12 +2,14 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= staging
+# helm of the chart render: $GPULAB_HELM where it is set (the render uses it), else the pinned one in .venv/bin.
+HELM := $(if $(GPULAB_HELM),,$(VENV)/bin/helm)
 
 .PHONY: render test check
-render: $(VENV)/.installed $(VENV)/bin/helm
+render: $(VENV)/.installed $(HELM)
 	$(PY) -m tools.render $(STACK) --out out/$(STACK)
 
-test: $(VENV)/.installed $(VENV)/bin/helm
+test: $(VENV)/.installed $(HELM)
 	$(PY) -m pytest
 
 # Lint and format (ruff), types (mypy), YAML (yamllint: duplicate keys among others), GitHub workflows.

@@ -70,6 +70,15 @@ def test_without_helm_the_render_says_so_in_one_line_and_writes_the_rest(tmp_pat
     assert not (tmp_path / "out" / "charts").exists()
 
 
+def test_no_charts_leaves_helm_out_and_writes_the_rest(tmp_path, monkeypatch, capsys):
+    # A helm that would fail if it ran: --no-charts must not run it.
+    monkeypatch.setenv("GPULAB_HELM", "/bin/false")
+    assert render.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out"), "--no-charts"]) == 0
+    assert capsys.readouterr().err == ""
+    assert (tmp_path / "out" / "outputs.json").is_file()
+    assert not (tmp_path / "out" / "charts").exists()
+
+
 def test_without_the_charts_the_render_names_each_release_in_one_line(tmp_path, monkeypatch, capsys):
     rendered(BASE_STACK).require_charts()  # helm is here: the render tries the local charts, then helm pull
     monkeypatch.setenv("GPULAB_CHARTS", str(tmp_path / "empty"))

@@ -53,6 +53,15 @@ def test_a_long_preview_keeps_its_end_and_the_comment_stays_within_githubs_limit
     assert body.count("Resources: 3 to create") == 1 and "the start is cut" in body
 
 
+def test_a_preview_that_escaping_lengthens_and_a_large_cost_table_still_fit_githubs_limit(staging_render):
+    (lab,) = staging_labs(staging_render).values()
+    labs = {f"lab-{i}": lab for i in range(150)}
+    preview = '<"&>\n' * 40_000 + "Resources: 3 to create"  # each line escapes to 19 characters
+    body = preview_comment.comment("staging", labs, preview)
+    assert len(body) <= preview_comment.MAX_COMMENT_CHARS
+    assert body.count("| lab-149 | ") == 1 and "&lt;&quot;&amp;&gt;\nResources: 3 to create" in body
+
+
 def test_a_failed_preview_still_gets_the_cost_table_and_a_link_to_the_run(staging_render):
     body = preview_comment.comment("staging", staging_labs(staging_render), "", "https://github.com/o/r/actions/runs/7")
     assert "The preview did not finish; its log is in the workflow run: https://github.com/o/r/actions/runs/7" in body

@@ -56,7 +56,7 @@ def main() -> None:
     for labs in SIZES:
         per_lab = f"{(resources[labs] - resources[0]) / labs:.1f}" if labs else "-"
         print(f"{labs:>5} {seconds[labs]:>8.2f} {resources[labs]:>10} {per_lab:>8}")
-    print(f"50 labs cost {seconds[50] / seconds[1]:.2f}x one lab")
+    print(f"{SIZES[-1]} labs cost {seconds[SIZES[-1]] / seconds[1]:.2f}x one lab")
 
 
 if __name__ == "__main__":

@@ -15,8 +15,9 @@ from pathlib import Path
 
 from tools import cost_report
 
-# GitHub refuses comments over 65536 characters; the cost table and the frame need far less than the rest.
-MAX_PREVIEW_CHARS = 60_000
+# GitHub refuses comments over 65536 characters.
+MAX_COMMENT_CHARS = 65_536
+CUT_NOTE = "[... the start is cut; the whole output is in the run's log]"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -26,24 +27,36 @@ def marker(stack: str) -> str:
 
 def comment(stack: str, labs: dict, preview: str, run_url: str | None = None) -> str:
     preview = _ANSI.sub("", preview).strip()
-    if len(preview) > MAX_PREVIEW_CHARS:
-        # The end holds the policy results and the count of changes, so keep it.
-        preview = "[... the start is cut; the whole output is in the run's log]\n" + preview[-MAX_PREVIEW_CHARS:]
     failed = "The preview did not finish; its log is in the workflow run" + (f": {run_url}" if run_url else ".")
-    return "\n".join(
-        [
-            marker(stack),
-            f"#### `pulumi preview` of {stack}",
-            "",
-            *cost_report.table(labs),
-            "",
-            "<details><summary>Pulumi preview</summary>",
-            "",
-            f"<pre>\n{html.escape(preview)}\n</pre>" if preview else failed,
-            "</details>",
-            "",
-        ]
-    )
+    frame = [
+        marker(stack),
+        f"#### `pulumi preview` of {stack}",
+        "",
+        *cost_report.table(labs),
+        "",
+        "<details><summary>Pulumi preview</summary>",
+        "",
+        "{body}",
+        "</details>",
+        "",
+    ]
+    room = MAX_COMMENT_CHARS - len("\n".join(frame)) - len("<pre>\n\n</pre>") - len(CUT_NOTE) - 1
+    body = f"<pre>\n{_last_lines_escaped(preview, room)}\n</pre>" if preview else failed
+    return "\n".join(frame).replace("{body}", body)
+
+
+def _last_lines_escaped(text: str, room: int) -> str:
+    """The text HTML-escaped, cut from the front at whole lines to fit `room` characters: its end holds the policy
+    results and the count of changes. Escaping can make a line several times longer, so the cut counts escaped text."""
+    kept: list[str] = []
+    used = 0
+    for line in reversed(text.splitlines()):
+        escaped = html.escape(line)
+        if used + len(escaped) + 1 > room:
+            return "\n".join([CUT_NOTE, *reversed(kept)])
+        kept.append(escaped)
+        used += len(escaped) + 1
+    return "\n".join(reversed(kept))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,7 +32,6 @@ except ModuleNotFoundError as missing:  # an interpreter without the project's r
     )
 
 ROOT = Path(__file__).resolve().parent.parent
-HELM_RELEASE = charts.HELM_RELEASE
 # Every file and folder the render writes into its output directory. It removes them before it runs, so that a failed
 # render leaves no earlier render behind: anything new the render writes belongs in this list.
 OWNED = ("resources.json", "invokes.json", "outputs.json", "manifests", "helm", "charts")
@@ -122,7 +121,7 @@ def write(run: harness.Run, out: Path) -> None:
     (out / "invokes.json").write_text(json.dumps(invokes, indent=2, ensure_ascii=False) + "\n")
     (out / "outputs.json").write_text(json.dumps(run.outputs, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
     for r in run.resources:
-        if r.type == HELM_RELEASE:
+        if r.type == charts.HELM_RELEASE:
             release = {
                 k: r.inputs.get(k) for k in ("name", "chart", "repositoryOpts", "version", "namespace", "values")
             }
@@ -196,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.render", description=__doc__.splitlines()[0])
     parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml beside Pulumi.yaml) or path of a stack file")
     parser.add_argument("--out", required=True, type=Path, help="directory to write the render into")
+    parser.add_argument("--no-charts", action="store_true", help="skip charts/ (helm), e.g. when only outputs matter")
     args = parser.parse_args(argv)
     clean(args.out)
     try:
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     write(run, args.out)
     try:
-        not_rendered = charts.write(run, args.out)
+        not_rendered = None if args.no_charts else charts.write(run, args.out)
     except charts.TemplateError as error:
         print(f"gpulab: {error}", file=sys.stderr)
         return 1
