@@ -13,6 +13,7 @@ Values mirror the labels Karpenter puts on the node, so they can be compared one
   the datasheet; flooring keeps the figure from ever overstating what a workload can allocate.
 - ``architecture`` is ``kubernetes.io/arch``.
 - ``vcpus`` is ``karpenter.k8s.aws/instance-cpu``: what a NodePool's ``cpu`` limit counts for one node.
+- ``memory_mib`` is ``karpenter.k8s.aws/instance-memory``: the node's memory in MiB, before Karpenter's overheads.
 - ``max_pods`` is the ``pods`` capacity Karpenter computes when ``maxPods`` is not set: the VPC CNI's ENI-limited
   pod count without prefix delegation (ENIs x (IPv4 addresses per ENI - 1) + 2, ``ENILimitedPods`` in
   aws/karpenter-provider-aws v1.14.1 pkg/providers/instancetype/types.go). A pod beyond it gets no IP address.
@@ -36,6 +37,7 @@ class GpuInstanceType:
     architecture: Architecture
     vcpus: int
     max_pods: int
+    memory_mib: int
 
     def __post_init__(self) -> None:
         # A zero or fractional count would size NodeOverlays to no GPUs at all, so refuse it at import time.
@@ -60,53 +62,57 @@ class GpuInstanceType:
 #
 # fmt: off
 # family: (instance-gpu-name, instance-gpu-memory in MiB per GPU, kubernetes.io/arch,
-#          {size: (instance-gpu-count, instance-cpu, pods)})
-_FAMILIES: dict[str, tuple[str, int, Architecture, dict[str, tuple[int, int, int]]]] = {
+#          {size: (instance-gpu-count, instance-cpu, instance-memory in MiB, pods)})
+_FAMILIES: dict[str, tuple[str, int, Architecture, dict[str, tuple[int, int, int, int]]]] = {
     "g4dn": ("t4", 16384, "amd64", {
-        "xlarge": (1, 4, 29), "2xlarge": (1, 8, 29), "4xlarge": (1, 16, 29), "8xlarge": (1, 32, 58),
-        "16xlarge": (1, 64, 58), "12xlarge": (4, 48, 234), "metal": (8, 96, 737),
+        "xlarge": (1, 4, 16384, 29), "2xlarge": (1, 8, 32768, 29), "4xlarge": (1, 16, 65536, 29),
+        "8xlarge": (1, 32, 131072, 58), "16xlarge": (1, 64, 262144, 58), "12xlarge": (4, 48, 196608, 234),
+        "metal": (8, 96, 393216, 737),
     }),
     "g5": ("a10g", 22888, "amd64", {
-        "xlarge": (1, 4, 58), "2xlarge": (1, 8, 58), "4xlarge": (1, 16, 234), "8xlarge": (1, 32, 234),
-        "16xlarge": (1, 64, 234), "12xlarge": (4, 48, 737), "24xlarge": (4, 96, 737), "48xlarge": (8, 192, 345),
+        "xlarge": (1, 4, 16384, 58), "2xlarge": (1, 8, 32768, 58), "4xlarge": (1, 16, 65536, 234),
+        "8xlarge": (1, 32, 131072, 234), "16xlarge": (1, 64, 262144, 234), "12xlarge": (4, 48, 196608, 737),
+        "24xlarge": (4, 96, 393216, 737), "48xlarge": (8, 192, 786432, 345),
     }),
     "g5g": ("t4g", 16384, "arm64", {
-        "xlarge": (1, 4, 58), "2xlarge": (1, 8, 58), "4xlarge": (1, 16, 234), "8xlarge": (1, 32, 234),
-        "16xlarge": (2, 64, 737), "metal": (2, 64, 737),
+        "xlarge": (1, 4, 8192, 58), "2xlarge": (1, 8, 16384, 58), "4xlarge": (1, 16, 32768, 234),
+        "8xlarge": (1, 32, 65536, 234), "16xlarge": (2, 64, 131072, 737), "metal": (2, 64, 131072, 737),
     }),
     "g6": ("l4", 22888, "amd64", {
-        "xlarge": (1, 4, 58), "2xlarge": (1, 8, 58), "4xlarge": (1, 16, 234), "8xlarge": (1, 32, 234),
-        "16xlarge": (1, 64, 737), "12xlarge": (4, 48, 234), "24xlarge": (4, 96, 737), "48xlarge": (8, 192, 737),
+        "xlarge": (1, 4, 16384, 58), "2xlarge": (1, 8, 32768, 58), "4xlarge": (1, 16, 65536, 234),
+        "8xlarge": (1, 32, 131072, 234), "16xlarge": (1, 64, 262144, 737), "12xlarge": (4, 48, 196608, 234),
+        "24xlarge": (4, 96, 393216, 737), "48xlarge": (8, 192, 786432, 737),
     }),
     "g6e": ("l40s", 45776, "amd64", {
-        "xlarge": (1, 4, 58), "2xlarge": (1, 8, 58), "4xlarge": (1, 16, 234), "8xlarge": (1, 32, 234),
-        "16xlarge": (1, 64, 737), "12xlarge": (4, 48, 292), "24xlarge": (4, 96, 492), "48xlarge": (8, 192, 492),
+        "xlarge": (1, 4, 32768, 58), "2xlarge": (1, 8, 65536, 58), "4xlarge": (1, 16, 131072, 234),
+        "8xlarge": (1, 32, 262144, 234), "16xlarge": (1, 64, 524288, 737), "12xlarge": (4, 48, 393216, 292),
+        "24xlarge": (4, 96, 786432, 492), "48xlarge": (8, 192, 1572864, 492),
     }),
-    "gr6": ("l4", 22888, "amd64", {"4xlarge": (1, 16, 234), "8xlarge": (1, 32, 234)}),
+    "gr6": ("l4", 22888, "amd64", {"4xlarge": (1, 16, 131072, 234), "8xlarge": (1, 32, 262144, 234)}),
     "g7": ("rtx-pro-4500", 32768, "amd64", {
-        "2xlarge": (1, 8, 254), "4xlarge": (1, 16, 506), "8xlarge": (1, 32, 632), "12xlarge": (2, 48, 758),
-        "24xlarge": (4, 96, 1514), "48xlarge": (8, 192, 758),
+        "2xlarge": (1, 8, 32768, 254), "4xlarge": (1, 16, 65536, 506), "8xlarge": (1, 32, 131072, 632),
+        "12xlarge": (2, 48, 196608, 758), "24xlarge": (4, 96, 393216, 1514), "48xlarge": (8, 192, 786432, 758),
     }),
     "g7e": ("rtx-pro-server-6000", 98304, "amd64", {
-        "2xlarge": (1, 8, 254), "4xlarge": (1, 16, 506), "8xlarge": (1, 32, 506), "12xlarge": (2, 48, 632),
-        "24xlarge": (4, 96, 632), "48xlarge": (8, 192, 632),
+        "2xlarge": (1, 8, 65536, 254), "4xlarge": (1, 16, 131072, 506), "8xlarge": (1, 32, 262144, 506),
+        "12xlarge": (2, 48, 524288, 632), "24xlarge": (4, 96, 1048576, 632), "48xlarge": (8, 192, 2097152, 632),
     }),
-    "p3dn": ("v100", 32768, "amd64", {"24xlarge": (8, 96, 737)}),
-    "p4d": ("a100", 40960, "amd64", {"24xlarge": (8, 96, 737)}),
-    "p4de": ("a100", 81920, "amd64", {"24xlarge": (8, 96, 737)}),
-    "p5": ("h100", 81920, "amd64", {"4xlarge": (1, 16, 118), "48xlarge": (8, 192, 100)}),
-    "p5e": ("h200", 144384, "amd64", {"48xlarge": (8, 192, 100)}),
-    "p5en": ("h200", 144384, "amd64", {"48xlarge": (8, 192, 198)}),
-    "p6-b200": ("b200", 183359, "amd64", {"48xlarge": (8, 192, 198)}),
-    "p6-b300": ("b300", 275040, "amd64", {"48xlarge": (8, 192, 198)}),
+    "p3dn": ("v100", 32768, "amd64", {"24xlarge": (8, 96, 786432, 737)}),
+    "p4d": ("a100", 40960, "amd64", {"24xlarge": (8, 96, 1179648, 737)}),
+    "p4de": ("a100", 81920, "amd64", {"24xlarge": (8, 96, 1179648, 737)}),
+    "p5": ("h100", 81920, "amd64", {"4xlarge": (1, 16, 262144, 118), "48xlarge": (8, 192, 2097152, 100)}),
+    "p5e": ("h200", 144384, "amd64", {"48xlarge": (8, 192, 2097152, 100)}),
+    "p5en": ("h200", 144384, "amd64", {"48xlarge": (8, 192, 2097152, 198)}),
+    "p6-b200": ("b200", 183359, "amd64", {"48xlarge": (8, 192, 2097152, 198)}),
+    "p6-b300": ("b300", 275040, "amd64", {"48xlarge": (8, 192, 4194304, 198)}),
 }
 # fmt: on
 
 GPU_INSTANCE_TYPES: Mapping[str, GpuInstanceType] = MappingProxyType(
     {
-        f"{family}.{size}": GpuInstanceType(gpus, model, memory_mib // 1024, arch, vcpus, max_pods)
-        for family, (model, memory_mib, arch, sizes) in _FAMILIES.items()
-        for size, (gpus, vcpus, max_pods) in sizes.items()
+        f"{family}.{size}": GpuInstanceType(gpus, model, gpu_memory_mib // 1024, arch, vcpus, max_pods, memory_mib)
+        for family, (model, gpu_memory_mib, arch, sizes) in _FAMILIES.items()
+        for size, (gpus, vcpus, memory_mib, max_pods) in sizes.items()
     }
 )
 

@@ -1,4 +1,4 @@
-"""What a lab's node offers pods: memory per GPU instance type, and the allocatable CPU and memory Karpenter computes.
+"""What a lab's node offers pods: the allocatable CPU and memory Karpenter computes for a GPU instance type.
 
 Karpenter decides whether a pod fits a node it would launch from these figures (allocatable less DaemonSet requests),
 so a learner's requests, and the warm-seat PodTemplate shaped like it, must fit slicesPerGpu x GPUs learners into them.
@@ -8,51 +8,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from types import MappingProxyType
 
 from config.instance_types import GPU_INSTANCE_TYPES
 
-# Source: Karpenter's generated instance-type reference (aws/karpenter-provider-aws@1d927085dd81,
-# website/content/en/v1.14/reference/instance-types.md), label karpenter.k8s.aws/instance-memory (MiB), the same
-# page and label set config/instance_types.py reads.
-# fmt: off
-_MEMORY_MIB: dict[str, dict[str, int]] = {
-    "g4dn": {"xlarge": 16384, "2xlarge": 32768, "4xlarge": 65536, "8xlarge": 131072, "16xlarge": 262144,
-             "12xlarge": 196608, "metal": 393216},
-    "g5": {"xlarge": 16384, "2xlarge": 32768, "4xlarge": 65536, "8xlarge": 131072, "16xlarge": 262144,
-           "12xlarge": 196608, "24xlarge": 393216, "48xlarge": 786432},
-    "g5g": {"xlarge": 8192, "2xlarge": 16384, "4xlarge": 32768, "8xlarge": 65536, "16xlarge": 131072, "metal": 131072},
-    "g6": {"xlarge": 16384, "2xlarge": 32768, "4xlarge": 65536, "8xlarge": 131072, "16xlarge": 262144,
-           "12xlarge": 196608, "24xlarge": 393216, "48xlarge": 786432},
-    "g6e": {"xlarge": 32768, "2xlarge": 65536, "4xlarge": 131072, "8xlarge": 262144, "16xlarge": 524288,
-            "12xlarge": 393216, "24xlarge": 786432, "48xlarge": 1572864},
-    "gr6": {"4xlarge": 131072, "8xlarge": 262144},
-    "g7": {"2xlarge": 32768, "4xlarge": 65536, "8xlarge": 131072, "12xlarge": 196608, "24xlarge": 393216,
-           "48xlarge": 786432},
-    "g7e": {"2xlarge": 65536, "4xlarge": 131072, "8xlarge": 262144, "12xlarge": 524288, "24xlarge": 1048576,
-            "48xlarge": 2097152},
-    "p3dn": {"24xlarge": 786432},
-    "p4d": {"24xlarge": 1179648},
-    "p4de": {"24xlarge": 1179648},
-    "p5": {"4xlarge": 262144, "48xlarge": 2097152},
-    "p5e": {"48xlarge": 2097152},
-    "p5en": {"48xlarge": 2097152},
-    "p6-b200": {"48xlarge": 2097152},
-    "p6-b300": {"48xlarge": 4194304},
-}
-# fmt: on
-MEMORY_MIB: Mapping[str, int] = MappingProxyType(
-    {f"{family}.{size}": mib for family, sizes in _MEMORY_MIB.items() for size, mib in sizes.items()}
-)
-
 # Karpenter's default --vm-memory-overhead-percent (aws/karpenter-provider-aws v1.14.1 pkg/operator/options/options.go).
 VM_MEMORY_OVERHEAD = 0.075
-# Room kept for the DaemonSets on every GPU node: the NVIDIA device plugin (50m / 128Mi by default) and the EKS add-ons
-# (aws-node, kube-proxy, eks-pod-identity-agent). An estimate, not read from those add-ons' manifests: raise the
-# learners' requests only as far as a node really has room.
+# Room kept for the DaemonSets on every GPU node: the NVIDIA device plugin (50m / 128Mi by default; an MPS lab's node
+# runs the MPS control daemon with the same requests too) and the EKS add-ons (aws-node, kube-proxy,
+# eks-pod-identity-agent, eks-node-monitoring-agent). An estimate, not read from those add-ons' manifests: raise the
+# learners' requests, or the device plugin's, only as far as a node really has room.
 DAEMONSET_CPU_MILLIS = 250
 DAEMONSET_MEMORY_MIB = 512
 
@@ -73,7 +39,7 @@ def allocatable(instance_type: str, max_pods: int | None) -> Resources:
     """
     info = GPU_INSTANCE_TYPES[instance_type]
     pods = info.max_pods if max_pods is None else max_pods
-    memory = MEMORY_MIB[instance_type] - (64 if info.architecture == "arm64" else 0)
+    memory = info.memory_mib - (64 if info.architecture == "arm64" else 0)
     memory -= math.ceil(memory * VM_MEMORY_OVERHEAD)
     memory -= 11 * pods + 255 + 100
     cpu = info.vcpus * 1000
