@@ -1,4 +1,5 @@
-"""Karpenter's duration strings (e.g. 30m, 1h30m, 720h) as numbers, for arithmetic on them."""
+"""Karpenter's duration strings as numbers, for arithmetic on them: its general durations (30s, 1h30m, 720h) and the
+hours-and-minutes durations of its disruption budgets (2h, 45m, 1h30m)."""
 
 import re
 
@@ -9,3 +10,20 @@ _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
 def seconds(duration: str) -> int:
     """Seconds in a duration such as 1h30m; the config models have checked its grammar."""
     return sum(int(count) * _UNIT_SECONDS[unit] for count, unit in _PART.findall(duration))
+
+
+_HOURS_MINUTES = re.compile(r"(?:([0-9]+)h)?(?:([0-9]+)m)?")
+
+
+def duration_minutes(text: str) -> int:
+    """Minutes in a duration of hours and minutes, as Karpenter's budget durations write them (2h, 45m, 1h30m)."""
+    match = _HOURS_MINUTES.fullmatch(text)
+    if not text or match is None:
+        raise ValueError(f"{text!r} is not a duration of hours and minutes")
+    return 60 * int(match.group(1) or 0) + int(match.group(2) or 0)
+
+
+def format_duration(minutes: int) -> str:
+    """The budget duration Karpenter's CRD pattern accepts for a whole number of minutes: 2h, 45m or 1h30m."""
+    hours, rest = divmod(minutes, 60)
+    return f"{hours}h{rest}m" if hours and rest else f"{hours}h" if hours else f"{rest}m"

@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
-from config import schedule
+from config import durations, schedule
 from config.cost import LabCost, lab_cost
 from config.endpoint import EVERYWHERE, at_most_quota, public_access_cidr
 from config.images import qualify_image
@@ -144,7 +144,10 @@ AmiAlias = Annotated[
 CapacityType = Literal["on-demand", "spot", "reserved"]
 ImageReference = Annotated[str, AfterValidator(qualify_image)]
 # Karpenter's duration grammar (NodePool CRD): e.g. 30m, 1h30m, 720h.
-Duration = Annotated[str, _matching(r"([0-9]+(s|m|h))+", "a duration such as 10m, 1h30m or 720h")]
+DURATION = r"([0-9]+(s|m|h))+"
+Duration = Annotated[str, _matching(DURATION, "a duration such as 10m, 1h30m or 720h")]
+# Karpenter's budget durations (NodePool CRD): hours and minutes only; class durations and warmups are written alike.
+ClockDuration = Annotated[str, _matching(r"[0-9]+(h|m)|[0-9]+h[0-9]+m", "hours and minutes such as 45m, 2h or 1h30m")]
 # A Kubernetes resource quantity, e.g. 1, 500m, 1Gi.
 Quantity = Annotated[
     str, _matching(r"([0-9]+(\.[0-9]+)?)([KMGTPE]i|[mkMGTPE])?", "a Kubernetes quantity such as 1, 500m or 1Gi")
@@ -309,9 +312,9 @@ class Budget(Model):
     schedule: Annotated[str, AfterValidator(_budget_schedule)] | None = Field(
         default=None, description="Cron schedule when the budget is active (UTC, Go cron: three-letter names only)."
     )
-    duration: (
-        Annotated[str, _matching(r"[0-9]+(h|m)|[0-9]+h[0-9]+m", "hours and minutes such as 8h or 1h30m")] | None
-    ) = Field(default=None, validate_default=True, description="How long the budget is active from each schedule.")
+    duration: ClockDuration | None = Field(
+        default=None, validate_default=True, description="How long the budget is active from each schedule."
+    )
 
     @field_validator("duration")
     @classmethod
@@ -339,7 +342,6 @@ class Disruption(Model):
     )
 
 
-ClockDuration = Annotated[str, _matching(r"[0-9]+(h|m)|[0-9]+h[0-9]+m", "hours and minutes such as 45m, 2h or 1h30m")]
 # How long before a class starts its seats are asked for, by default: Karpenter's batching, EC2 launch, boot and join
 # of a GPU node with the NVIDIA AMI, the device plugin, and the pull of a multi-GiB notebook image (about five minutes
 # to a Ready node and up to ten for a 10 GB image, as reported by practitioners; not measured by gpulab), plus room
@@ -358,14 +360,14 @@ def _class_schedule(value: str) -> str:
 
 
 def _at_least_a_minute(value: str) -> str:
-    if schedule.duration_minutes(value) < 1:
+    if durations.duration_minutes(value) < 1:
         raise ValueError("must be at least 1m")
     return value
 
 
 def _warmup_range(value: str) -> str:
-    if not 1 <= schedule.duration_minutes(value) <= MAX_WARMUP_MINUTES:
-        raise ValueError(f"must be between 1m and {schedule.format_duration(MAX_WARMUP_MINUTES)}")
+    if not 1 <= durations.duration_minutes(value) <= MAX_WARMUP_MINUTES:
+        raise ValueError(f"must be between 1m and {durations.format_duration(MAX_WARMUP_MINUTES)}")
     return value
 
 
@@ -401,7 +403,7 @@ class LabClass(Model):
     def _shiftable(cls, warmup: str, info: ValidationInfo) -> str:
         if "schedule" not in info.data:
             return warmup
-        start, minutes = schedule.parse(info.data["schedule"]), schedule.duration_minutes(warmup)
+        start, minutes = schedule.parse(info.data["schedule"]), durations.duration_minutes(warmup)
         try:
             schedule.shift_earlier(start, minutes)
         except schedule.ScheduleError as error:
@@ -410,7 +412,7 @@ class LabClass(Model):
         if gap is not None and gap <= minutes:
             raise FieldProblem(
                 "schedule",
-                f"starts only {schedule.format_duration(gap)} apart at times, not more than its warmup of "
+                f"starts only {durations.format_duration(gap)} apart at times, not more than its warmup of "
                 f"{warmup}: the next start's warmup would begin before this start has released its seats; "
                 "make each start time a class of its own",
             )
@@ -423,7 +425,7 @@ class LabClass(Model):
     @property
     def warm_from(self) -> Schedule:
         """When the seats are asked for: the start, warmup earlier."""
-        return schedule.shift_earlier(self.start, schedule.duration_minutes(self.warmup))
+        return schedule.shift_earlier(self.start, durations.duration_minutes(self.warmup))
 
 
 class LearnerPod(Model):
@@ -482,7 +484,7 @@ class Lab(Model):
         validate_default=True,
         description="Most vCPUs the lab's nodes may have in total, a backstop to maxGpus.",
     )
-    expire_after: Annotated[str, _matching(r"([0-9]+(s|m|h))+|Never", "a duration such as 720h, or Never")] = Field(
+    expire_after: Annotated[str, _matching(f"{DURATION}|Never", "a duration such as 720h, or Never")] = Field(
         default="720h",
         description="Age at which Karpenter replaces a node. Expiry ignores disruption budgets and "
         "karpenter.sh/do-not-disrupt; terminationGracePeriod bounds how long the node then waits for its pods.",

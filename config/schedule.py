@@ -169,23 +169,6 @@ def _format(field: Field, bounds: _Bounds) -> str:
     return ",".join(label(r[0]) if len(r) == 1 else f"{label(r[0])}-{label(r[-1])}" for r in runs)
 
 
-_DURATION = re.compile(r"(?:([0-9]+)h)?(?:([0-9]+)m)?")
-
-
-def duration_minutes(text: str) -> int:
-    """Minutes in a duration of hours and minutes, as Karpenter's budget durations write them (2h, 45m, 1h30m)."""
-    match = _DURATION.fullmatch(text)
-    if not text or match is None:
-        raise ValueError(f"{text!r} is not a duration of hours and minutes")
-    return 60 * int(match.group(1) or 0) + int(match.group(2) or 0)
-
-
-def format_duration(minutes: int) -> str:
-    """The budget duration Karpenter's CRD pattern accepts for a whole number of minutes: 2h, 45m or 1h30m."""
-    hours, rest = divmod(minutes, 60)
-    return f"{hours}h{rest}m" if hours and rest else f"{hours}h" if hours else f"{rest}m"
-
-
 # ---------------------------------------------------------------------------------------------------------------------
 # Parsing
 

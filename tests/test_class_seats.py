@@ -13,7 +13,7 @@ from components.karpenter.class_seats_manifests import (
 )
 from components.karpenter.manifests import node_pool
 from components.labels import GPU_RESOURCE, SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
-from config import schedule
+from config import durations, schedule
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.model import BUDGETS_PER_CLASS
 from config.node_capacity import DAEMONSET_CPU_MILLIS, DAEMONSET_MEMORY_MIB, allocatable, quantity
@@ -127,7 +127,7 @@ def test_warm_jobs_fire_the_warmup_before_each_start_and_release_jobs_at_the_sta
         jobs = cron_jobs_of(run, name)
         for lab_class in lab.classes:
             warm, release = jobs[f"{class_key(lab_class)}-warm"], jobs[f"{class_key(lab_class)}-release"]
-            warmup = datetime.timedelta(minutes=schedule.duration_minutes(lab_class.warmup))
+            warmup = datetime.timedelta(minutes=durations.duration_minutes(lab_class.warmup))
             starts = list(schedule.parse(lab_class.schedule).fires(span[0] + warmup, span[1] + warmup))
             assert list(schedule.parse(warm["spec"]["schedule"]).fires(*span)) == [s - warmup for s in starts]
             assert schedule.parse(release["spec"]["schedule"]) == lab_class.start
@@ -171,7 +171,7 @@ def test_a_warm_job_gives_up_before_the_class_starts_so_it_never_undoes_the_rele
             late = (
                 warm["spec"]["startingDeadlineSeconds"] + warm["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"]
             )
-            assert late <= 60 * schedule.duration_minutes(lab_class.warmup)
+            assert late <= 60 * durations.duration_minutes(lab_class.warmup)
 
 
 def test_the_scheduler_may_only_get_and_patch_its_labs_buffers_by_name(run):
@@ -220,19 +220,19 @@ def test_class_budgets_block_moving_learners_from_warmup_to_end_and_empty_remova
         added = budgets[len(user) :]
         assert len(added) == BUDGETS_PER_CLASS * len(lab.classes)
         for lab_class, (moves, empty) in zip(lab.classes, zip(added[::2], added[1::2], strict=True), strict=True):
-            warmup = schedule.duration_minutes(lab_class.warmup)
-            duration = schedule.duration_minutes(lab_class.duration)
+            warmup = durations.duration_minutes(lab_class.warmup)
+            duration = durations.duration_minutes(lab_class.duration)
             assert moves == {
                 "nodes": "0",
                 "reasons": ["Drifted", "Underutilized"],
                 "schedule": str(lab_class.warm_from),
-                "duration": schedule.format_duration(warmup + duration),
+                "duration": durations.format_duration(warmup + duration),
             }
             assert empty == {
                 "nodes": "0",
                 "reasons": ["Empty"],
                 "schedule": str(lab_class.start),
-                "duration": schedule.format_duration(min(ARRIVAL_MINUTES, duration)),
+                "duration": durations.format_duration(min(ARRIVAL_MINUTES, duration)),
             }
 
 

@@ -177,7 +177,7 @@ def test_learner_seats_are_max_gpus_times_slices():
         (with_lab(maxPods=0), "gpulab:labs.intro.maxPods: must be at least 1, got 0"),
         (
             with_lab(disruption={"budgets": [{"nodes": "0", "schedule": "@daily", "duration": ""}]}),
-            "gpulab:labs.intro.disruption.budgets[0].duration: must be hours and minutes such as 8h or 1h30m",
+            "gpulab:labs.intro.disruption.budgets[0].duration: must be hours and minutes such as 45m, 2h or 1h30m",
         ),
         (
             with_lab(disruption={"budgets": [{"nodes": "0", "schedule": "0 13 * * monday-friday", "duration": "8h"}]}),

@@ -24,7 +24,7 @@ import hashlib
 from typing import Any
 
 from components.labels import GPU_RESOURCE, GPU_TOLERATION, LAB_LABEL, SYSTEM_NODE_SELECTOR
-from config import schedule
+from config import durations
 from config.model import Lab, LabClass
 
 BUFFER_GROUP = "autoscaling.x-k8s.io"
@@ -74,20 +74,20 @@ def class_budgets(lab: Lab) -> list[dict[str, Any]]:
     removed for the first ARRIVAL_MINUTES of the class (the buffer is released at the start)."""
     budgets = []
     for lab_class in lab.classes:
-        warmup = schedule.duration_minutes(lab_class.warmup)
-        duration = schedule.duration_minutes(lab_class.duration)
+        warmup = durations.duration_minutes(lab_class.warmup)
+        duration = durations.duration_minutes(lab_class.duration)
         budgets += [
             {
                 "nodes": "0",
                 "reasons": list(MOVES_LEARNERS),
                 "schedule": str(lab_class.warm_from),
-                "duration": schedule.format_duration(warmup + duration),
+                "duration": durations.format_duration(warmup + duration),
             },
             {
                 "nodes": "0",
                 "reasons": ["Empty"],
                 "schedule": str(lab_class.start),
-                "duration": schedule.format_duration(min(ARRIVAL_MINUTES, duration)),
+                "duration": durations.format_duration(min(ARRIVAL_MINUTES, duration)),
             },
         ]
     return budgets
@@ -179,8 +179,8 @@ def cron_jobs(lab_name: str, lab: Lab, lab_class: LabClass) -> list[dict[str, An
     """`<class>-warm` sets the class's buffer to its warm seats at the start less the warmup; `<class>-release` sets it
     back to 0 at the start. Each gives up rather than run so late that it would undo the other."""
     key = class_key(lab_class)
-    warmup_s = 60 * schedule.duration_minutes(lab_class.warmup)
-    duration_s = 60 * schedule.duration_minutes(lab_class.duration)
+    warmup_s = 60 * durations.duration_minutes(lab_class.warmup)
+    duration_s = 60 * durations.duration_minutes(lab_class.duration)
     return [
         # A warm-up that starts past the class start would re-warm a released buffer: half the warmup to start, half
         # to finish.
