@@ -25,7 +25,7 @@ from config.images import qualify_image
 from config.instance_types import COMPUTE_CAPABILITIES, GPU_INSTANCE_TYPES
 from config.instance_types import GpuInstanceType as GpuInstanceTypeData
 from config.log_retention import accepted_retention
-from config.node_capacity import Resources, quantity, seat_share
+from config.node_capacity import QUANTITY, Resources, quantity, seat_share
 from config.schedule import Schedule
 from config.sharing import DEFAULT_PROFILE, MIN_REPLICAS, LearnerShare, Sharing, learner_share, mps_max_clients
 from config.versions import KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
@@ -149,9 +149,7 @@ Duration = Annotated[str, _matching(DURATION, "a duration such as 10m, 1h30m or 
 # Karpenter's budget durations (NodePool CRD): hours and minutes only; class durations and warmups are written alike.
 ClockDuration = Annotated[str, _matching(r"[0-9]+(h|m)|[0-9]+h[0-9]+m", "hours and minutes such as 45m, 2h or 1h30m")]
 # A Kubernetes resource quantity, e.g. 1, 500m, 1Gi.
-Quantity = Annotated[
-    str, _matching(r"([0-9]+(\.[0-9]+)?)([KMGTPE]i|[mkMGTPE])?", "a Kubernetes quantity such as 1, 500m or 1Gi")
-]
+Quantity = Annotated[str, _matching(QUANTITY, "a Kubernetes quantity such as 1, 500m or 1Gi")]
 # An IAM role ARN, e.g. of an operators' role or a CI deploy role: EKS access entries name roles, not sessions.
 RoleArn = Annotated[
     str,

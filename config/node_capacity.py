@@ -78,7 +78,9 @@ _SUFFIXES = {
     "E": 10**18,
     **{suffix: 2 ** (10 * (i + 1)) for i, suffix in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
 }
-_QUANTITY = re.compile(r"([0-9]+(?:\.[0-9]+)?)([KMGTPE]i|[mkMGTPE])?")
+# The Kubernetes quantities gpulab accepts (config.model.Quantity): a decimal number and an optional unit.
+QUANTITY = r"([0-9]+(?:\.[0-9]+)?)([KMGTPE]i|[mkMGTPE])?"
+_QUANTITY = re.compile(QUANTITY)
 
 
 def quantity(text: str) -> Fraction:
