@@ -87,6 +87,8 @@ def test_a_seat_would_schedule_on_the_labs_nodes_and_only_there(run):
         assert all(unschedulable_because(spec, node) is None for node in pools[name]), name
         elsewhere = [node for other, nodes in pools.items() if other != name for node in nodes] + system_nodes(run)
         assert all(unschedulable_because(spec, node) is not None for node in elsewhere), name
+        # As Karpenter sizes the buffer's copies: by the stored template's requests, which nothing fills from limits.
+        assert spec["containers"][0]["resources"]["requests"][GPU_RESOURCE] == 1
         assert spec["containers"][0]["resources"]["limits"] == {GPU_RESOURCE: 1}
 
 

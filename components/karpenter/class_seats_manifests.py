@@ -123,8 +123,11 @@ def seat_template(lab_name: str, lab: Lab) -> dict[str, Any]:
                     {
                         "name": "learner",
                         "image": PLACEHOLDER_IMAGE,
+                        # Kubernetes copies limits into missing requests only for Pods (SetDefaults_Pod), never for a
+                        # PodTemplate, and Karpenter sizes the buffer's virtual pods by the stored requests alone: the
+                        # slice must be requested here, or the warm copies reserve no GPU.
                         "resources": {
-                            "requests": dict(lab.learner_requests),
+                            "requests": dict(lab.learner_requests) | {GPU_RESOURCE: 1},
                             "limits": {GPU_RESOURCE: 1},
                         },
                     }
