@@ -49,3 +49,19 @@ def run_stack_file(path: Path) -> harness.Run:
 @pytest.fixture(scope="session")
 def base_run() -> harness.Run:
     return run_values(BASE)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Skips by reason: each reason once, with how many tests it skipped and in which files (pytest's -rs repeats a
+    reason for every line that skips, e.g. once per stack when the upstream data is absent)."""
+    files_by_reason: dict[str, list[str]] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        _path, _line, reason = report.longrepr  # a skip's longrepr: (path, line, "Skipped: <reason>")
+        files_by_reason.setdefault(reason.removeprefix("Skipped: "), []).append(Path(report.fspath).name)
+    if not files_by_reason:
+        return
+    terminalreporter.section("skipped, by reason", sep="-")
+    for reason, files in sorted(files_by_reason.items(), key=lambda item: -len(item[1])):
+        terminalreporter.write_line(f"{len(files)} skipped in {', '.join(sorted(set(files)))}:")
+        for line in reason.splitlines():
+            terminalreporter.write_line(f"    {line}")

@@ -48,7 +48,7 @@ class Rendered:
     stack: str
     run: harness.Run
     out: Path
-    not_rendered: str | None  # the render's line about charts it could not render
+    not_rendered: list[str]  # the render's lines about charts it could not render, one per cause
 
     @property
     def kubernetes_version(self) -> str:
@@ -59,7 +59,7 @@ class Rendered:
 
     def require_charts(self) -> None:
         if self.not_rendered:
-            pytest.skip(self.not_rendered)
+            pytest.skip("\n".join(self.not_rendered))
 
     def chart(self, release: str) -> list[dict[str, Any]]:
         """The objects the release installs, as the render wrote them."""

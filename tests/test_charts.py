@@ -79,7 +79,7 @@ def test_no_charts_leaves_helm_out_and_writes_the_rest(tmp_path, monkeypatch, ca
     assert not (tmp_path / "out" / "charts").exists()
 
 
-def test_without_the_charts_the_render_names_each_release_in_one_line(tmp_path, monkeypatch, capsys):
+def test_without_the_charts_the_render_says_why_in_one_short_line_per_cause(tmp_path, monkeypatch, capsys):
     rendered(BASE_STACK).require_charts()  # helm is here: the render tries the local charts, then helm pull
     monkeypatch.setenv("GPULAB_CHARTS", str(tmp_path / "empty"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -89,11 +89,16 @@ def test_without_the_charts_the_render_names_each_release_in_one_line(tmp_path, 
     (tmp_path / "out" / "charts").mkdir(parents=True)
     (tmp_path / "out" / "charts" / "stale.yaml").write_text("stale")
     assert render.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out")]) == 0
-    (line,) = capsys.readouterr().err.splitlines()
+    lines = capsys.readouterr().err.splitlines()
     karpenter, plugin = KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
-    assert line.startswith(f"charts/ not rendered for karpenter (no local chart karpenter {karpenter}, and helm pull: ")
-    assert f"; karpenter-crd (no local chart karpenter-crd {karpenter}, and helm pull: " in line
-    assert f"; nvidia-device-plugin (no local chart nvidia-device-plugin {plugin}, and helm pull: " in line
+    where = f"not in $GPULAB_CHARTS={tmp_path / 'empty'}, and helm pull from"
+    # Both Karpenter charts come from one registry, and so fail for one cause.
+    assert [line.split(" failed: ")[0] for line in lines] == [
+        f"charts/ not rendered for karpenter {karpenter}, karpenter-crd {karpenter}: {where} public.ecr.aws",
+        f"charts/ not rendered for nvidia-device-plugin {plugin}: {where} nvidia.github.io",
+    ]
+    # helm's own reason, without the URLs and addresses it names on the way.
+    assert [line.split(" failed: ")[1] for line in lines] == ["connection refused"] * 2
     assert not (tmp_path / "out" / "charts").exists()
     assert (tmp_path / "out" / "resources.json").is_file()
 
@@ -107,7 +112,8 @@ def test_a_local_chart_of_another_version_is_not_used(tmp_path, monkeypatch):
     monkeypatch.setenv("GPULAB_CHARTS", str(tmp_path / "charts"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
-    with pytest.raises(charts.Unavailable, match=r"no local chart nvidia-device-plugin 0\.20\.0, and helm pull"):
+    pulled = r"^not in \$GPULAB_CHARTS=.*, and helm pull from nvidia\.github\.io failed: "
+    with pytest.raises(charts.Unavailable, match=pulled):
         charts.chart_folder(r.release(DEVICE_PLUGIN), charts.helm_binary())
 
 

@@ -107,6 +107,17 @@ def _local_candidates(chart_name: str) -> list[Path]:
     return sorted(upstream_folder().glob(f"*/charts/{chart_name}"))
 
 
+def _local_place() -> str:
+    """Where the local charts are looked for, as the line about a missing chart names it."""
+    configured = os.environ.get("GPULAB_CHARTS")
+    return f"$GPULAB_CHARTS={configured}" if configured else f"{upstream_folder()} (the upstream data)"
+
+
+def _host(release: Release) -> str:
+    """The host a chart is pulled from: oci://<registry>/... or the repository's URL."""
+    return (release.repository or release.chart).split("://", 1)[-1].split("/", 1)[0]
+
+
 def _cache_folder() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "gpulab" / "charts"
 
@@ -121,15 +132,16 @@ def _pull(release: Release, helm: Path) -> Path:
         command = [str(helm), "pull", release.chart, "--version", release.version, "--untar", "--untardir", staging]
         if release.repository:
             command += ["--repo", release.repository]
+        missing = f"not in {_local_place()}, and helm pull from {_host(release)}"
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=PULL_TIMEOUT_SECONDS, check=False)
         except subprocess.TimeoutExpired:
-            raise Unavailable(
-                f"no local chart {release.chart_name} {release.version}, and helm pull timed out"
-            ) from None
+            raise Unavailable(f"{missing} timed out after {PULL_TIMEOUT_SECONDS} s") from None
         if done.returncode != 0:
-            reason = (done.stderr.strip().splitlines() or ["failed"])[-1].removeprefix("Error: ")
-            raise Unavailable(f"no local chart {release.chart_name} {release.version}, and helm pull: {reason}")
+            # helm's last words, without the URLs and addresses before them (the host is named already): with no
+            # network, "no such host"; behind a closed proxy, "connection refused".
+            reason = (done.stderr.strip().splitlines() or ["failed"])[-1].removeprefix("Error: ").rsplit(": ", 1)[-1]
+            raise Unavailable(f"{missing} failed: {reason}")
         shutil.rmtree(cached, ignore_errors=True)
         (Path(staging) / release.chart_name).rename(cached)
     return cached
@@ -165,25 +177,26 @@ def template(
     return done.stdout
 
 
-def write(run: harness.Run, out: Path) -> str | None:
-    """Writes <out>/charts/<release>.yaml for every release; returns one line naming what it could not render."""
+def write(run: harness.Run, out: Path) -> list[str]:
+    """Writes <out>/charts/<release>.yaml for every release; returns one line per cause of what it could not render."""
     folder = out / "charts"
     shutil.rmtree(folder, ignore_errors=True)
     stack_releases = releases(run)
     if not stack_releases:
-        return None
+        return []
     try:
         helm = helm_binary()
     except Unavailable as missing:
-        return f"charts/ not rendered: {missing}"
-    skipped = []
+        return [f"charts/ not rendered: {missing}"]
+    # The charts each cause keeps out, e.g. both Karpenter charts when their registry cannot be reached.
+    skipped: dict[str, list[str]] = {}
     kubernetes_version = run.stack.settings.cluster.kubernetes_version
     for release in stack_releases:
         try:
             chart = chart_folder(release, helm)
         except Unavailable as missing:
-            skipped.append(f"{release.name} ({missing})")
+            skipped.setdefault(str(missing), []).append(f"{release.chart_name} {release.version}")
             continue
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{release.name}.yaml").write_text(template(release, kubernetes_version, helm, chart))
-    return f"charts/ not rendered for {'; '.join(skipped)}" if skipped else None
+    return [f"charts/ not rendered for {', '.join(names)}: {cause}" for cause, names in skipped.items()]

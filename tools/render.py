@@ -5,8 +5,8 @@
 Writes <dir>/resources.json, <dir>/invokes.json, <dir>/outputs.json, <dir>/manifests/<kind>-[<namespace>-]<name>.yaml
 and <dir>/helm/<release>.yaml, and prints a summary. A stack file with problems, or a lab whose AMI release does not
 exist, exits with status 2, prints one `gpulab:` line per problem and writes nothing.
-<dir>/charts/<release>.yaml holds what each release installs (tools/charts.py); without helm or the charts, one line
-says so and the rest is written.
+<dir>/charts/<release>.yaml holds what each release installs (tools/charts.py); without helm or the charts, one short
+line per cause says so and the rest is written.
 Either way it first removes what an earlier render wrote into <dir>, so that <dir> never shows a render but the
 current one.
 """
@@ -168,13 +168,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     write(run, args.out)
     try:
-        not_rendered = None if args.no_charts else charts.write(run, args.out)
+        not_rendered = [] if args.no_charts else charts.write(run, args.out)
     except charts.TemplateError as error:
         print(f"gpulab: {error}", file=sys.stderr)
         return 1
     print("\n".join(summary(run)))
-    if not_rendered:
-        print(not_rendered, file=sys.stderr)
+    for line in not_rendered:
+        print(line, file=sys.stderr)
     return 0
 
 
