@@ -8,6 +8,7 @@ import pulumi
 import config
 from components.cluster import Cluster
 from components.discovery_tags import DiscoveryTags
+from components.karpenter.ami import check_ami_releases
 from components.karpenter.class_seats import ClassSeats
 from components.karpenter.controller import Controller
 from components.karpenter.gpu_node_pool import GpuNodePool
@@ -37,16 +38,17 @@ def build(stack: config.StackConfig) -> None:
         capacity_buffers=settings.has_classes,
     )
     DevicePlugin("nvidia-device-plugin", settings.nvidia_device_plugin, settings.labs, provider=cluster.provider)
+    amis_found = check_ami_releases(settings.labs, settings.cluster.kubernetes_version)
     pools = {}
     for lab_name, lab in settings.labs.items():
         pools[lab_name] = GpuNodePool(
             lab_name,
             lab,
             cluster_name=settings.cluster.name,
-            kubernetes_version=settings.cluster.kubernetes_version,
             node_role_name=node_role.role_name,
             # The controller and the node role's access entry must outlive every lab's nodes (see GpuNodePool).
             runtime=[karpenter, node_role],
+            amis_found=amis_found,
             provider=cluster.provider,
         )
         if lab.classes:

@@ -82,3 +82,28 @@ def test_a_release_that_does_not_exist_fails_the_run_naming_the_lab_and_the_rele
     assert "ParameterNotFound" in error  # the provider's own words reach the user
     assert "Traceback" not in error
     assert not (tmp_path / "out").exists()
+
+
+def test_labs_that_share_a_release_share_one_look_up(monkeypatch):
+    looked_up = []
+    answer = harness._Mocks.call
+
+    def call(self, args):
+        looked_up.append(args.args.get("name")) if args.token == GET_PARAMETER else None
+        return answer(self, args)
+
+    monkeypatch.setattr(harness._Mocks, "call", call)
+    labs = {name: lab(["g4dn.xlarge"], 2, ami="al2023@v20260714") for name in ("a", "b", "c")}
+    run_values(stack_values(**{"gpulab:labs": labs}))
+    assert looked_up == list(ssm_parameters(Lab.model_validate(labs["a"]), "1.34").values())
+
+
+def test_a_missing_release_shared_by_labs_names_every_lab_it_concerns(missing_release, tmp_path, capsys):
+    stale = lab(["g4dn.xlarge"], 2, ami="al2023@v20251117")
+    labs = {"first": stale, "good": lab(["g4dn.xlarge"], 2), "second": stale}
+    stack = tmp_path / "Pulumi.case.yaml"
+    stack.write_text(__import__("yaml").safe_dump({"config": stack_values(**{"gpulab:labs": labs})}))
+    assert render([str(stack), "--out", str(tmp_path / "out")]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(":")[1] for line in lines] == ["labs.first.ami", "labs.second.ami"]
+    assert lines[0].split(": ", 1)[1] == lines[1].split(": ", 1)[1]  # the same message for each

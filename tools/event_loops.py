@@ -29,6 +29,12 @@ def owned_event_loops() -> Iterator[None]:
     asyncio.set_event_loop(loop)
     try:
         yield
+    except BaseException:
+        # A program that fails stops at its first failed registration: the rest of its outputs never finish, and
+        # asyncio would report each of them when collected ("Task was destroyed but it is pending!", "exception was
+        # never retrieved"), long after the run's own error said what went wrong.
+        loop.set_exception_handler(lambda _loop, _context: None)
+        raise
     finally:
         executor.shutdown(wait=True)
         for thread_loop in thread_loops:

@@ -133,11 +133,12 @@ def write(run: harness.Run, out: Path) -> None:
             _write_yaml(out / "manifests" / f"{r.inputs['kind'].lower()}-{scope}{metadata['name']}.yaml", r.inputs)
 
 
-class _Dumper(yaml.SafeDumper):
+# On libyaml's emitter, as the loader above: the same bytes as PyYAML's own, several times faster on a large stack.
+class _Dumper(yaml.CSafeDumper):
     """Writes multi-line strings (user data, device plugin profiles) as literal blocks a reviewer can read."""
 
 
-def _string(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+def _string(dumper: yaml.CSafeDumper, value: str) -> yaml.Node:
     style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 

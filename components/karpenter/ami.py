@@ -6,6 +6,8 @@ resolvePath). A version that is not an amazon-eks-ami release has no parameter: 
 the lab never gets a node. Looking the parameters up in the program makes `pulumi preview` fail instead.
 """
 
+from collections.abc import Mapping
+
 import pulumi
 import pulumi_aws as aws
 
@@ -34,16 +36,39 @@ def ssm_parameters(lab: Lab, kubernetes_version: str) -> dict[str, str]:
     return parameters
 
 
-def check_ami_release(lab_name: str, lab: Lab, kubernetes_version: str, parent: pulumi.Resource) -> None:
-    """Looks up each SSM parameter the lab's nodes need; ends the program with a gpulab message if one is missing."""
-    for arch, parameter in ssm_parameters(lab, kubernetes_version).items():
-        try:
-            aws.ssm.get_parameter(name=parameter, opts=pulumi.InvokeOptions(parent=parent))
-        except Exception as error:
+def check_ami_releases(labs: Mapping[str, Lab], kubernetes_version: str) -> pulumi.Output[None]:
+    """Looks up each distinct SSM parameter the labs' nodes need, once and without blocking the program.
+
+    The result resolves when every parameter exists, and otherwise fails with one gpulab line per lab and architecture
+    whose parameter is missing: a lab's resources that wait for it are then never registered, and the program ends
+    with those lines (pulumi.RunError: no traceback). The labs of a stack nearly always share one release, so a stack
+    of any size makes one or two look-ups; in a real preview each is an AWS call, and a blocking one would also run
+    the event loop over everything registered before it.
+    """
+    needs = {
+        (lab_name, arch): parameter
+        for lab_name, lab in labs.items()
+        for arch, parameter in ssm_parameters(lab, kubernetes_version).items()
+    }
+    lookups = {parameter: aws.ssm.get_parameter_output(name=parameter) for parameter in sorted(set(needs.values()))}
+
+    async def found() -> None:
+        failed: dict[str, Exception] = {}
+        for parameter, lookup in lookups.items():
+            try:
+                await lookup.future()
+            except Exception as error:
+                failed[parameter] = error
+        problems = [
             # The provider reports a missing parameter as a failed invoke, and so it does missing permissions or
             # throttling: say both, with the provider's own words.
-            raise pulumi.RunError(
-                f"gpulab:labs.{lab_name}.ami: no NVIDIA AMI for {arch} nodes of Kubernetes {kubernetes_version} in "
-                f"release {lab.ami}: looking up SSM parameter {parameter} failed ({error}). Releases are the tags "
-                "of awslabs/amazon-eks-ami; if this one is, check that the preview's credentials may read SSM."
-            ) from None
+            f"gpulab:labs.{lab_name}.ami: no NVIDIA AMI for {arch} nodes of Kubernetes {kubernetes_version} in release "
+            f"{labs[lab_name].ami}: looking up SSM parameter {parameter} failed ({failed[parameter]}). Releases are "
+            "the tags of awslabs/amazon-eks-ami; if this one is, check that the preview's credentials may read SSM."
+            for (lab_name, arch), parameter in needs.items()
+            if parameter in failed
+        ]
+        if problems:
+            raise pulumi.RunError("\n".join(problems))
+
+    return pulumi.Output.from_input(found())

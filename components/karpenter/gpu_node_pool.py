@@ -5,7 +5,6 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.karpenter.ami import check_ami_release
 from components.karpenter.manifests import ec2_node_class, node_overlays, node_pool
 from config.durations import seconds
 from config.model import Lab
@@ -33,19 +32,20 @@ class GpuNodePool(pulumi.ComponentResource):
         name: str,
         lab: Lab,
         cluster_name: str,
-        kubernetes_version: str,
         node_role_name: pulumi.Input[str],
         runtime: Sequence[pulumi.Resource],
+        amis_found: pulumi.Output[None],
         provider: k8s.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("gpulab:karpenter:GpuNodePool", name, None, opts)
-        check_ami_release(name, lab, kubernetes_version, parent=self)
         delete_after = f"{(seconds(lab.termination_grace_period) + DELETE_MARGIN_SECONDS) // 60}m"
         child = pulumi.ResourceOptions(
             parent=self,
             provider=provider,
-            depends_on=list(runtime),
+            # Registered once the stack's AMI releases are found (components/karpenter/ami.py): a lab whose release
+            # does not exist never gets an EC2NodeClass that could not become Ready.
+            depends_on=amis_found.apply(lambda _: list(runtime)),
             custom_timeouts=pulumi.CustomTimeouts(delete=delete_after),
         )
 

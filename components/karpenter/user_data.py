@@ -106,7 +106,8 @@ def node_user_data(*, pod_pids_limit: int, prepull_images: Sequence[str]) -> str
     """
     images = list(prepull_images)
 
-    parts = [(NODECONFIG_CONTENT_TYPE, yaml.safe_dump(node_config(pod_pids_limit=pod_pids_limit), sort_keys=False))]
+    node_config_text = yaml.dump(node_config(pod_pids_limit=pod_pids_limit), Dumper=yaml.CSafeDumper, sort_keys=False)
+    parts = [(NODECONFIG_CONTENT_TYPE, node_config_text)]
     if images:
         parts.append((SHELL_SCRIPT_CONTENT_TYPE, _prepull_script(images)))
 

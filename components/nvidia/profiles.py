@@ -40,4 +40,5 @@ def config_map(labs: Mapping[str, Lab]) -> dict[str, str]:
     profiles = {DEFAULT_PROFILE: profile(1)} | {
         name: profile(lab.slices_per_gpu, lab.sharing) for name, lab in labs.items()
     }
-    return {name: yaml.safe_dump(config, sort_keys=False) for name, config in profiles.items()}
+    # libyaml's emitter (the same bytes as PyYAML's): a stack of many labs has as many profiles.
+    return {name: yaml.dump(config, Dumper=yaml.CSafeDumper, sort_keys=False) for name, config in profiles.items()}
