@@ -5,12 +5,17 @@ STACK ?= staging
 # helm of the chart render: $GPULAB_HELM where it is set (the render uses it), else the pinned one in .venv/bin.
 HELM := $(if $(GPULAB_HELM),,$(VENV)/bin/helm)
 
-.PHONY: render test check
+.PHONY: render test test-charts check
 render: $(VENV)/.installed $(HELM)
 	$(PY) -m tools.render $(STACK) --out out/$(STACK)
 
+# Every test, one process per core (pyproject.toml); `make test-charts` runs the slowest part alone: the tests that
+# render and template the pinned Helm charts (marker `charts`; `pytest -m "not charts"` runs the rest).
 test: $(VENV)/.installed $(HELM)
 	$(PY) -m pytest
+
+test-charts: $(VENV)/.installed $(HELM)
+	$(PY) -m pytest -m charts
 
 # Lint and format (ruff), types (mypy), YAML (yamllint: duplicate keys among others), GitHub workflows.
 check: $(VENV)/.dev-installed

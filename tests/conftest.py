@@ -1,6 +1,14 @@
-"""Shared fixtures: stack configurations as the Pulumi CLI would hand them over, and runs of the program under mocks."""
+"""Shared fixtures: stack configurations as the Pulumi CLI would hand them over, and runs of the program under mocks.
+
+A run of the program under mocks is the suite's main cost (0.2 to 1 s each), and many tests read the same stack: every
+run made through `run_config` (and so `run_values`, `run_stack_file` and tests/rendered.py) happens once per test
+process for a given stack name and configuration, and tests share the recorded Run. A test that changes what it reads
+from a Run copies it first (copy.deepcopy), as the tests that plant defects do; a test that patches the harness calls
+`harness.run` itself.
+"""
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +46,23 @@ def as_cli_config(values: dict[str, Any]) -> dict[str, str]:
     return harness.config_from_stack_file({"config": values})
 
 
+_RUNS: dict[tuple[str, str], harness.Run] = {}
+
+
+def run_config(stack: str, cli_config: dict[str, str]) -> harness.Run:
+    """harness.run, once per stack name and configuration in this test process (a failed run is not kept)."""
+    key = (stack, json.dumps(cli_config, sort_keys=True))
+    if key not in _RUNS:
+        _RUNS[key] = harness.run(stack, cli_config)
+    return _RUNS[key]
+
+
 def run_values(values: dict[str, Any], stack: str = "test") -> harness.Run:
-    return harness.run(stack, as_cli_config(values))
+    return run_config(stack, as_cli_config(values))
 
 
 def run_stack_file(path: Path) -> harness.Run:
-    return harness.run(path.name.split(".")[1], harness.config_from_stack_file(yaml.safe_load(path.read_text())))
+    return run_config(path.name.split(".")[1], harness.config_from_stack_file(yaml.safe_load(path.read_text())))
 
 
 @pytest.fixture(scope="session")

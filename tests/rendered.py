@@ -8,6 +8,7 @@ own one-line reason when helm or the pinned charts are not on this machine.
 from __future__ import annotations
 
 import functools
+import json
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import BASE, STACK_FILES, as_cli_config
+from tests.conftest import BASE, STACK_FILES, as_cli_config, run_config
 from tests.synthetic import SYNTHETIC
 from tools import charts, harness, render
 
@@ -83,13 +84,24 @@ class Rendered:
         """helm template of the release as the render runs it, with other values; raises charts.TemplateError."""
         self.require_charts()
         release = self.release(name)
-        helm = charts.helm_binary()
-        return charts.template(release, self.kubernetes_version, helm, charts.chart_folder(release, helm), values)
+        # Everything helm is given (the chart's files are pinned by its version).
+        r, values_text = release, json.dumps(values, sort_keys=True)
+        key = (r.name, r.chart, r.repository, r.version, r.namespace, r.skip_crds, self.kubernetes_version, values_text)
+        if key not in _TEMPLATES:
+            helm = charts.helm_binary()
+            chart = charts.chart_folder(release, helm)
+            _TEMPLATES[key] = charts.template(release, self.kubernetes_version, helm, chart, values)
+        return _TEMPLATES[key]
+
+
+# helm template's output, once per release inputs in this test process: helm gives the same bytes for the same inputs,
+# and the stacks share many (the chart-values check templates every stack's values with each leaf changed).
+_TEMPLATES: dict[tuple, str] = {}
 
 
 @functools.cache
 def rendered(stack: str) -> Rendered:
-    run = harness.run(stack, _CONFIGS[stack])
+    run = run_config(stack, _CONFIGS[stack])
     out = Path(_FOLDER.name) / stack
     render.write(run, out)
     return Rendered(stack, run, out, charts.write(run, out))

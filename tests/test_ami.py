@@ -5,7 +5,7 @@ import pytest
 
 from components.karpenter.ami import ssm_parameters
 from config.model import Lab
-from tests.conftest import run_values, stack_values
+from tests.conftest import as_cli_config, run_values, stack_values
 from tests.synthetic import lab
 from tools import harness
 from tools.render import main as render
@@ -94,7 +94,7 @@ def test_labs_that_share_a_release_share_one_look_up(monkeypatch):
 
     monkeypatch.setattr(harness._Mocks, "call", call)
     labs = {name: lab(["g4dn.xlarge"], 2, ami="al2023@v20260714") for name in ("a", "b", "c")}
-    run_values(stack_values(**{"gpulab:labs": labs}))
+    harness.run("test", as_cli_config(stack_values(**{"gpulab:labs": labs})))  # not run_values: its runs are shared
     assert looked_up == list(ssm_parameters(Lab.model_validate(labs["a"]), "1.34").values())
 
 

@@ -9,6 +9,9 @@ from tests.crd_schema import requires_upstream
 from tests.k8s_schema import object_problems
 from tests.rendered import BASE_STACK, STACKS, rendered
 
+# The suite's slowest part, on its own: `make test-charts` (pytest -m charts).
+pytestmark = pytest.mark.charts
+
 
 @requires_upstream
 @pytest.mark.parametrize("stack", STACKS)

@@ -8,6 +8,9 @@ from tests.chart_values import changed, leaves, unread, with_leaf
 from tests.rendered import BASE_STACK, STACKS, rendered
 from tools import charts
 
+# The suite's slowest part, on its own: `make test-charts` (pytest -m charts).
+pytestmark = pytest.mark.charts
+
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_the_charts_read_every_value_the_program_sets(stack):

@@ -10,6 +10,9 @@ from components.nvidia.device_plugin import RELEASE as DEVICE_PLUGIN
 from tests.chart_checks import controller_problems, device_plugin_problems, mps_daemon_problems, profile_replicas
 from tests.rendered import BASE_STACK, STACKS, load_objects, rendered
 
+# The suite's slowest part, on its own: `make test-charts` (pytest -m charts).
+pytestmark = pytest.mark.charts
+
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_the_karpenter_controller_is_wired_to_the_stacks_cluster_queue_identity_and_system_nodes(stack):

@@ -13,6 +13,9 @@ from tests.k8s_schema import is_built_in
 from tests.rendered import BASE_STACK, STACKS, load_objects, rendered
 from tools import charts, render
 
+# The suite's slowest part, on its own: `make test-charts` (pytest -m charts).
+pytestmark = pytest.mark.charts
+
 CRD = "CustomResourceDefinition"
 
 

@@ -1,12 +1,14 @@
-"""Benchmark of the offline render with 1, 10 and 50 labs (a script to run by hand, not a timed test).
+"""Benchmark of the offline render: how its time grows with the labs of a stack (a script to run by hand).
 
-    python -m tools.benchmark
+    python -m tools.benchmark [--sizes 0 1 10 100 1000] [--repeats 3]
 
-Writes synthetic stack files and times `python -m tools.render` on each as a user runs it, a whole process, taking
-the fastest of a few runs so that noise from other processes does not blur the comparison. Prints the wall time, the
-resources registered and the resources each lab adds.
+Writes synthetic stack files and times `python -m tools.render` on each as a user runs it, a whole process, charts
+included, taking the fastest of a few runs so that noise from other processes does not blur the comparison. Prints a
+line per run as it goes (stderr), then a table: per size, the fastest wall time, the resources registered, the
+resources and seconds each lab adds, and the time against the render of one lab.
 """
 
+import argparse
 import json
 import subprocess
 import sys
@@ -17,8 +19,9 @@ from pathlib import Path
 import yaml
 
 from tools.render import ROOT
+from tools.table import Column, markdown
 
-SIZES = (0, 1, 10, 50)
+SIZES = (0, 1, 10, 100, 1000)
 REPEATS = 3
 LAB = {"instanceTypes": ["g4dn.xlarge", "g4dn.12xlarge"], "slicesPerGpu": 3, "maxGpus": 4, "ami": "al2023@v20260714"}
 CLUSTER = {
@@ -31,7 +34,7 @@ CLUSTER = {
 
 def write_stack(folder: Path, labs: int) -> Path:
     path = folder / f"Pulumi.bench-{labs}.yaml"
-    labs_config = {f"lab-{i:03d}": LAB for i in range(labs)}
+    labs_config = {f"lab-{i:04d}": LAB for i in range(labs)}
     config = {"aws:region": "eu-west-1", "gpulab:cluster": CLUSTER, "gpulab:labs": labs_config}
     path.write_text(yaml.safe_dump({"config": config}))
     return path
@@ -44,19 +47,39 @@ def timed_render(stack: Path, out: Path) -> float:
     return time.perf_counter() - start
 
 
-def main() -> None:
-    seconds, resources = {}, {}
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m tools.benchmark", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=SIZES, help="lab counts to render (default: %(default)s)"
+    )
+    parser.add_argument("--repeats", type=int, default=REPEATS, help="runs per size; the fastest counts")
+    args = parser.parse_args(argv)
+    sizes = sorted(set(args.sizes) | {0, 1})  # the baselines every row is read against
+    seconds: dict[int, float] = {}
+    resources: dict[int, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        for labs in SIZES:
-            stack = write_stack(folder, labs)
-            seconds[labs] = min(timed_render(stack, folder / f"out-{labs}") for _ in range(REPEATS))
-            resources[labs] = len(json.loads((folder / f"out-{labs}" / "resources.json").read_text()))
-    print(f"{'labs':>5} {'seconds':>8} {'resources':>10} {'per lab':>8}")
-    for labs in SIZES:
-        per_lab = f"{(resources[labs] - resources[0]) / labs:.1f}" if labs else "-"
-        print(f"{labs:>5} {seconds[labs]:>8.2f} {resources[labs]:>10} {per_lab:>8}")
-    print(f"{SIZES[-1]} labs cost {seconds[SIZES[-1]] / seconds[1]:.2f}x one lab")
+        for labs in sizes:
+            stack, out = write_stack(folder, labs), folder / f"out-{labs}"
+            runs = []
+            for run in range(1, args.repeats + 1):
+                runs.append(timed_render(stack, out))
+                print(f"render of {labs} labs, run {run} of {args.repeats}: {runs[-1]:.2f} s", file=sys.stderr)
+            seconds[labs] = min(runs)
+            resources[labs] = len(json.loads((out / "resources.json").read_text()))
+
+    def per_lab(labs: int, figure: float, decimals: int) -> str:
+        return f"{figure / labs:.{decimals}f}" if labs else "-"
+
+    columns: tuple[Column[int], ...] = (
+        Column("labs", str, numeric=True),
+        Column(f"seconds (fastest of {args.repeats})", lambda n: f"{seconds[n]:.2f}", numeric=True),
+        Column("resources", lambda n: str(resources[n]), numeric=True),
+        Column("resources per lab", lambda n: per_lab(n, resources[n] - resources[0], 1), numeric=True),
+        Column("seconds per lab", lambda n: per_lab(n, seconds[n] - seconds[0], 3), numeric=True),
+        Column("x one lab", lambda n: f"{seconds[n] / seconds[1]:.2f}", numeric=True),
+    )
+    print("\n".join(markdown(columns, sizes)))
 
 
 if __name__ == "__main__":
