@@ -318,7 +318,8 @@ def with_classes(*classes: dict, **lab: object) -> dict:
         ),
         (
             with_classes({"schedule": "0 9 * * *", "duration": "1h", "seats": 3}),
-            "gpulab:labs.intro.classes[0].seats: unknown key; allowed keys: duration, schedule, warmSeats, warmup",
+            "gpulab:labs.intro.classes[0].seats: unknown key; did you mean warmSeats? allowed keys: duration, "
+            "schedule, warmSeats, warmup",
         ),
         (
             with_classes(learnerPod={"cpu": "2"}),
