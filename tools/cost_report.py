@@ -10,13 +10,15 @@ NONE = "-"
 
 
 def table(labs: Mapping[str, Any]) -> list[str]:
-    """Per lab: seat-hour price range, ceiling per hour and cap; then the ceiling of all labs together."""
+    """Per lab: seat-hour price range, ceiling per hour, cap, and what warming each class costs; then the ceiling of
+    all labs together."""
     lines = [
         f"cost of the labs' GPU nodes in USD at {PRICE_SOURCE}: list prices of one region, not a bill (spot "
         "capacity costs less; README, What a lab costs):",
         "",
-        "| lab | learner seats | per seat-hour | ceiling per hour | maxHourlyCost | instance types without a price |",
-        "|---|---:|---:|---:|---:|---|",
+        "| lab | learner seats | per seat-hour | ceiling per hour | maxHourlyCost | instance types without a price "
+        "| warm seats per class |",
+        "|---|---:|---:|---:|---:|---|---|",
     ]
     for name, lab in labs.items():
         cost = lab["cost"]
@@ -31,6 +33,7 @@ def table(labs: Mapping[str, Any]) -> list[str]:
             usd(ceiling) if ceiling is not None else "no price",
             usd(cap) if cap is not None else NONE,
             ", ".join(cost["unpriced"]) or NONE,
+            "; ".join(_warmup(warmup) for warmup in cost["warmups"]) or NONE,
         ]
         lines.append(f"| {' | '.join(cells)} |")
     ceilings = [lab["cost"]["ceilingPerHour"] for lab in labs.values()]
@@ -38,5 +41,11 @@ def table(labs: Mapping[str, Any]) -> list[str]:
     if any(lab["cost"]["unpriced"] for lab in labs.values()):
         total += " (priced types only)"
     seats = sum(lab["learnerSeats"] for lab in labs.values())
-    lines.append(f"| all labs | {seats} |  | {total} |  |  |")
+    lines.append(f"| all labs | {seats} |  | {total} |  |  |  |")
     return lines
+
+
+def _warmup(warmup: Mapping[str, Any]) -> str:
+    """What warming one class costs: its warm seats' nodes for the warmup before it starts."""
+    amount = " to ".join(dict.fromkeys(usd(a) for a in warmup["usd"])) if warmup["usd"] else "no price"
+    return f"{amount} for {warmup['warmSeats']} seats {warmup['warmup']} before `{warmup['schedule']}`"
