@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import BASE, ROOT, STACK_FILES, stack_values
+from tests.conftest import BASE, ROOT, STACK_FILES, run_values, stack_values
 from tools import render
 
 
@@ -103,6 +103,24 @@ def test_summary_names_the_cluster_and_each_labs_types_capacity_and_seats(capsys
     assert lines[0].startswith("cluster lab-test: Kubernetes 1.34 in eu-west-1")
     assert "lab intro: g4dn.xlarge (on-demand); up to 4 GPUs x 3 slices = 12 learner seats" in lines
     assert "lab spot: g5.xlarge (spot, on-demand); up to 4 GPUs x 3 slices = 12 learner seats" in lines
+
+
+def test_summary_shows_each_labs_ami_release_and_the_disruption_budgets_its_node_pool_carries():
+    budgets = [
+        {"nodes": "10%"},
+        {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 8 * * mon-fri", "duration": "9h"},
+    ]
+    classes = [{"schedule": "0 9 * * mon", "duration": "10m"}]
+    values = stack_values(**lab(ami="al2023@v20260714", disruption={"budgets": budgets}, classes=classes))
+    lines = render.summary(run_values(values))
+    # The user's budgets, then the class's two: nothing moves learners from the warmup to the end, and no empty node
+    # goes while they arrive (here only the class's 10 minutes).
+    assert (
+        "  AMI al2023@v20260714; disruption budgets: 10% nodes at a time; 0 nodes at a time (Drifted) from "
+        "'0 8 * * mon-fri' for 9h; 0 nodes at a time (Drifted, Underutilized) from '40 8 * * mon' for 30m; "
+        "0 nodes at a time (Empty) from '0 9 * * mon' for 10m"
+    ) in lines
+    assert "  AMI al2023@v20260714; disruption budgets: 1 node at a time" in render.summary(run_values(BASE))
 
 
 def lab(**changes):

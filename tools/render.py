@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # render leaves no earlier render behind: anything new the render writes belongs in this list.
 OWNED = ("resources.json", "invokes.json", "outputs.json", "manifests", "helm", "charts")
 MERGE_TAG = "tag:yaml.org,2002:merge"
+NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 
 
 # On libyaml's parser (PyYAML's wheels include it): a 4 MB stack file takes seconds, not most of a minute.
@@ -165,8 +166,24 @@ def summary(run: harness.Run) -> list[str]:
             "learner seats"
         )
         lines.append(f"  each learner: {lab.learner_share.describe()}")
+        lines.append(f"  {node_lines(run, name, lab)}")
         lines += [f"  {line}" for line in class_lines(lab)]
     return [*lines, *cost_report.table(run.outputs["labs"])]
+
+
+def node_lines(run: harness.Run, name: str, lab: Lab) -> str:
+    """The lab's AMI release and the disruption budgets its NodePool really carries (classes' included): a change to
+    either replaces or keeps nodes, so a reviewer should see both."""
+    pool_name = run.outputs["labs"][name]["nodePool"]
+    (pool,) = [r for r in run.of_type(NODE_POOL) if r.inputs["metadata"]["name"] == pool_name]
+    budgets = "; ".join(_budget(b) for b in pool.inputs["spec"]["disruption"]["budgets"])
+    return f"AMI {lab.ami}; disruption budgets: {budgets}"
+
+
+def _budget(budget: dict[str, Any]) -> str:
+    reasons = f" ({', '.join(budget['reasons'])})" if budget.get("reasons") else ""
+    when = f" from {budget['schedule']!r} for {budget['duration']}" if budget.get("schedule") else ""
+    return f"{budget['nodes']} node{'s' * (budget['nodes'] != '1')} at a time{reasons}{when}"
 
 
 def class_lines(lab: Lab) -> list[str]:
