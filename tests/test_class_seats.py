@@ -365,3 +365,76 @@ def test_every_rendered_manifest_gets_a_file_of_its_own(run, tmp_path):
     render.write(run, tmp_path)
     written = len(list((tmp_path / "manifests").iterdir()))
     assert written == len([r for r in run.resources if r.type.startswith("kubernetes:") and r.type != RELEASE])
+
+
+# --- figures a user would notice, as literals -----------------------------------------------------------------------
+
+ONE_LAB_CLASSES = [
+    {"schedule": "0 9 * * mon", "duration": "1h"},
+    {"schedule": "0 14 * * wed", "duration": "10m", "warmSeats": 12},
+    {"schedule": "0 16 * * fri", "duration": "2h", "warmup": "1h", "warmSeats": 5},
+]
+
+
+@pytest.fixture(scope="module")
+def one_lab():
+    """intro: 4 GPUs x 3 slices = 12 learner seats, and three classes."""
+    return run_values(with_classes(*ONE_LAB_CLASSES))
+
+
+def jobs_by_schedule(run) -> dict[str, dict]:
+    return {r.inputs["spec"]["schedule"]: r.inputs["spec"] for r in in_namespace(run, CRON_JOB, "intro")}
+
+
+def warm_replicas(job: dict) -> int:
+    (container,) = job["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    return json.loads(container["args"][-1].removeprefix("--patch="))["spec"]["replicas"]
+
+
+def test_a_class_warms_all_twelve_seats_by_default_and_exactly_the_warm_seats_it_names(one_lab):
+    jobs = jobs_by_schedule(one_lab)
+    # Warmed 20m ahead by default, 1h ahead for the Friday class; 12 seats is also the most a class may name.
+    assert {when: warm_replicas(jobs[when]) for when in ("40 8 * * mon", "40 13 * * wed", "0 15 * * fri")} == {
+        "40 8 * * mon": 12,
+        "40 13 * * wed": 12,
+        "0 15 * * fri": 5,
+    }
+
+
+def test_warm_seats_equal_to_the_labs_twelve_seats_are_accepted_and_one_more_is_not():
+    from tests.test_config import parsed, problems
+
+    lab = parsed(with_classes({"schedule": "0 9 * * *", "duration": "1h", "warmSeats": 12})).settings.labs["intro"]
+    assert lab.warm_seats(lab.classes[0]) == 12
+    assert problems(with_classes({"schedule": "0 9 * * *", "duration": "1h", "warmSeats": 13})) == [
+        "gpulab:labs.intro.classes[0].warmSeats: must be at most the lab's 12 learner seats"
+    ]
+
+
+def test_release_jobs_may_start_and_run_until_half_the_class_is_over_and_warm_jobs_half_the_warmup(one_lab):
+    jobs = jobs_by_schedule(one_lab)
+    deadlines = {
+        when: (jobs[when]["startingDeadlineSeconds"], jobs[when]["jobTemplate"]["spec"]["activeDeadlineSeconds"])
+        for when in ("0 9 * * mon", "0 16 * * fri", "40 8 * * mon", "0 15 * * fri")
+    }
+    assert deadlines == {
+        "0 9 * * mon": (1800, 1800),  # a 1h class
+        "0 16 * * fri": (3600, 3600),  # a 2h class
+        "40 8 * * mon": (600, 600),  # a 20m warmup
+        "0 15 * * fri": (1800, 1800),  # a 1h warmup
+    }
+
+
+def test_the_empty_budget_lasts_the_arrival_time_or_the_whole_of_a_shorter_class(one_lab):
+    budgets = one_lab.one(NODE_POOL, "nodepool-intro").inputs["spec"]["disruption"]["budgets"]
+    empty = {b["schedule"]: b["duration"] for b in budgets if b.get("reasons") == ["Empty"]}
+    assert empty == {"0 9 * * mon": "15m", "0 14 * * wed": "10m", "0 16 * * fri": "15m"}
+
+
+def test_capacity_buffers_wait_for_the_karpenter_controller_and_its_crds(run):
+    # Created after the CRD and the controller, deleted before them: an unknown kind fails the first `pulumi up`,
+    # and buffers outliving the CRD would be stuck.
+    buffers = run.of_type(BUFFER)
+    assert buffers
+    for buffer in buffers:
+        assert {f"{RELEASE}::karpenter-crd", f"{RELEASE}::karpenter"} <= set(buffer.dependencies), buffer.name
