@@ -2,11 +2,12 @@
 
     python -m tools.upstream <folder> [--url <source>=<git URL> ...]
 
-For a clone without ../shared beside it (`make upstream` fetches into `.upstream/`, which git ignores), so that
-`GPULAB_UPSTREAM=<folder> make test` runs every test. Each source is a git repository fetched at its tag (shallow, and
-a sparse checkout of the paths it needs); the tag must point at the pinned commit, so that a moved tag fails instead
-of passing. The layout and the release-pipeline rewrites are those ../shared/upstream/README.md describes. The pins
-here (tag, commit, image digest) are the only ones: the pull-request workflow fetches through this module too.
+It is for a clone without ../shared beside it: `make upstream` fetches into `.upstream/` (git ignores it), and
+`GPULAB_UPSTREAM=.upstream make test` then runs every test. Each source is a git repository fetched at its tag
+(shallow, and a sparse checkout of the paths it needs); the tag must point at the pinned commit, so that a moved tag
+fails instead of passing. The layout and the release-pipeline rewrites are those ../shared/upstream/README.md
+describes. The pins here (tag, commit, image digest) are the only ones: the pull-request workflow fetches through this
+module too.
 """
 
 from __future__ import annotations
