@@ -13,7 +13,7 @@ def table(labs: Mapping[str, Any]) -> list[str]:
     """Per lab: seat-hour price range, ceiling per hour and cap; then the ceiling of all labs together."""
     lines = [
         f"cost of the labs' GPU nodes in USD at {PRICE_SOURCE}: list prices of one region, not a bill (spot "
-        "capacity costs less; README, What a lab costs):",
+        "capacity costs less; docs/cost.md):",
         "",
         "| lab | learner seats | per seat-hour | ceiling per hour | maxHourlyCost | instance types without a price |",
         "|---|---:|---:|---:|---:|---|",
