@@ -14,8 +14,9 @@ from typing import Any
 import pulumi
 from pydantic import BaseModel, ValidationError
 
+from config.fields import FieldProblem
 from config.keys import NAMESPACE, key_problems
-from config.model import FieldProblem, Settings
+from config.model import Settings
 
 
 class ConfigError(Exception):

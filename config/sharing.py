@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from pydantic import ValidationInfo
+
 from config.instance_types import COMPUTE_CAPABILITIES, GPU_INSTANCE_TYPES
 
 # Spelled as the keys of `sharing` in the plugin's config file (api/config/v1/sharing.go), which profiles use as is.
@@ -71,3 +73,29 @@ def learner_share(sharing: Sharing, slices_per_gpu: int, instance_types: Iterabl
     # through MPS").
     caps = [GPU_INSTANCE_TYPES[t].gpu_memory_gib * 10 // slices_per_gpu / 10 for t in instance_types]
     return LearnerShare("mps", (min(caps), max(caps)), 100 // slices_per_gpu)
+
+
+def mps_replicas_the_daemon_accepts(slices: int, info: ValidationInfo) -> int:
+    """A lab's slicesPerGpu as MPS replicas: at least the plugin's minimum, at most what each GPU's daemon serves."""
+    if info.data.get("sharing") != "mps":
+        return slices
+    if slices < MIN_REPLICAS:
+        raise ValueError(
+            f"must be at least {MIN_REPLICAS} with sharing 'mps' (the device plugin refuses fewer replicas); a lab "
+            "with one learner per GPU shares nothing, so leave sharing out"
+        )
+    for name in info.data.get("instance_types", []):
+        model = GPU_INSTANCE_TYPES[name].gpu_model
+        limit = mps_max_clients(model)
+        if slices > limit:
+            capability = COMPUTE_CAPABILITIES[model]
+            why = (
+                f"{model} has compute capability {capability[0]}.{capability[1]}"
+                if capability
+                else f"gpulab cannot confirm the compute capability of {model} (config/instance_types.py)"
+            )
+            raise ValueError(
+                f"must be at most {limit} with sharing 'mps' on {name}: NVIDIA's MPS daemon serves "
+                f"{limit} clients per GPU below compute capability 7.5, and {why}"
+            )
+    return slices

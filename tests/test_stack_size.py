@@ -21,7 +21,8 @@ import yaml
 
 import config
 from components.nvidia.device_plugin import RELEASE, helm_values
-from config.model import MAX_LABS, Lab, NvidiaDevicePlugin
+from config.limits import MAX_LABS
+from config.model import Lab, NvidiaDevicePlugin
 from config.versions import NVIDIA_DEVICE_PLUGIN_CHART_VERSION
 from tests import upstream
 from tests.conftest import BASE, ROOT, run_values, stack_values
