@@ -14,8 +14,8 @@ from components.karpenter.class_seats_manifests import (
 from components.karpenter.manifests import node_pool
 from components.labels import GPU_RESOURCE, SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
 from config import durations, schedule
-from config.instance_types import GPU_INSTANCE_TYPES
 from config.classes import BUDGETS_PER_CLASS
+from config.instance_types import GPU_INSTANCE_TYPES
 from config.node_capacity import DAEMONSET_CPU_MILLIS, DAEMONSET_MEMORY_MIB, allocatable, quantity
 from tests.conftest import BASE, run_values, stack_values
 from tests.crd_schema import crd_problems, requires_upstream
