@@ -163,7 +163,8 @@ def test_fetch_replaces_an_earlier_fetch(tmp_path):
 
 def test_a_tag_that_moved_from_the_pinned_commit_fails(tmp_path):
     source = replace(_fake_sources(tmp_path)["nvidia-device-plugin"], commit="0" * 40)
-    moved = f"tag {source.tag} of file://.* is commit [0-9a-f]{{40}}, not the pinned {'0' * 40}"
+    where = rf"^{source.name} \(file://.* at {source.tag}\)"
+    moved = rf"{where}: tag {source.tag} is commit [0-9a-f]{{40}}, not the pinned 0{{40}}$"
 
     with pytest.raises(upstream.UpstreamError, match=moved):
         upstream.fetch(tmp_path / "upstream", [source])
@@ -176,7 +177,10 @@ def test_a_line_the_release_rewrite_no_longer_finds_fails(tmp_path):
     (jupyterhub,) = [s for s in upstream.SOURCES if s.name.startswith("jupyterhub-")]
     source = replace(jupyterhub, url=(tmp_path / "repo").as_uri(), commit=commit)
 
-    with pytest.raises(upstream.UpstreamError, match=r"values\.yaml: expected 5 match.* found 1; review the rewrite"):
+    with pytest.raises(
+        upstream.UpstreamError,
+        match=r"^jupyterhub-.*: jupyterhub/values\.yaml: expected 5 match.* found 1; review the rewrite$",
+    ):
         upstream.fetch(tmp_path / "upstream", [source])
 
 

@@ -61,7 +61,8 @@ def _rewrite(path: Path, pattern: str, replacement: str, count: int = 1) -> None
     text = path.read_text()
     new, found = re.subn(pattern, replacement, text, flags=re.MULTILINE)
     if found != count:
-        raise UpstreamError(f"{path}: expected {count} match(es) of {pattern!r}, found {found}; review the rewrite")
+        where = f"{path.parent.name}/{path.name}"
+        raise UpstreamError(f"{where}: expected {count} match(es) of {pattern!r}, found {found}; review the rewrite")
     path.write_text(new)
 
 
@@ -101,7 +102,7 @@ def _jupyterhub(checkout: Path, dst: Path) -> None:
     script = checkout / "tools/generate-json-schema.py"
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
     if done.returncode != 0:
-        raise UpstreamError(f"{script.name}: {done.stderr.strip().splitlines()[-1:] or done.returncode}")
+        raise UpstreamError(f"{script.name}: {_reason(done)}")
     (chart / "values.schema.yaml").unlink()
     _copy(chart, dst / "charts/jupyterhub")
     _copy(chart / "values.yaml", dst / "chart-values.yaml")
@@ -143,10 +144,16 @@ SOURCES = (
 FOLDERS = {source.name.rsplit("-", 1)[0]: source.name for source in SOURCES}
 
 
+def _reason(done: subprocess.CompletedProcess[str]) -> str:
+    """The last line a failed command wrote, which is where git and Python say why."""
+    lines = done.stderr.strip().splitlines()
+    return lines[-1] if lines else f"exit status {done.returncode}"
+
+
 def _git(*args: str, cwd: Path | None = None) -> str:
     done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
     if done.returncode != 0:
-        raise UpstreamError(f"git {' '.join(args)}: {done.stderr.strip().splitlines()[-1:] or done.returncode}")
+        raise UpstreamError(f"git {args[0]}: {_reason(done)}")
     return done.stdout.strip()
 
 
@@ -156,9 +163,7 @@ def checkout(source: Source, into: Path) -> None:
     _git("clone", *shallow, "--branch", source.tag, source.url, str(into))
     head = _git("rev-parse", "HEAD^{commit}", cwd=into)
     if head != source.commit:
-        raise UpstreamError(
-            f"{source.name}: tag {source.tag} of {source.url} is commit {head}, not the pinned {source.commit}"
-        )
+        raise UpstreamError(f"tag {source.tag} is commit {head}, not the pinned {source.commit}")
     _git("sparse-checkout", "set", "--no-cone", *source.paths, cwd=into)
     _git("checkout", "--quiet", cwd=into)
 
@@ -170,8 +175,11 @@ def fetch(folder: Path, sources: Sequence[Source] = SOURCES) -> list[Path]:
     for source in sources:
         with tempfile.TemporaryDirectory() as scratch:
             work = Path(scratch)
-            checkout(source, work / "src")
-            source.arrange(work / "src", work / "out")
+            try:
+                checkout(source, work / "src")
+                source.arrange(work / "src", work / "out")
+            except UpstreamError as error:
+                raise UpstreamError(f"{source.name} ({source.url} at {source.tag}): {error}") from None
             dst = folder / source.name
             shutil.rmtree(dst, ignore_errors=True)
             shutil.move(work / "out", dst)
