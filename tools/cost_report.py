@@ -42,7 +42,7 @@ def table(labs: Mapping[str, Any]) -> list[str]:
     seats = sum(lab["learnerSeats"] for lab in labs.values())
     return [
         f"cost of the labs' GPU nodes in USD at {PRICE_SOURCE}: list prices of one region, not a bill (spot "
-        "capacity costs less; README, What a lab costs):",
+        "capacity costs less; docs/cost.md):",
         "",
         *markdown(COLUMNS, labs.items(), last=["all labs", str(seats), "", total, "", ""]),
     ]
