@@ -6,9 +6,10 @@ import yaml
 import config
 from config.instance_types import COMPUTE_CAPABILITIES, GPU_INSTANCE_TYPES
 from config.sharing import learner_share, mps_max_clients
+from tests import tables
 from tests.conftest import BASE, run_values, stack_values
 from tests.synthetic import SYNTHETIC
-from tools import render
+from tools.summary import summary
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -84,6 +85,13 @@ def test_mps_memory_cap_never_overstates_the_gpus_share_and_compute_is_the_daemo
         assert share.compute_percent == 100 // slices
 
 
+@pytest.mark.parametrize(("slices", "percent"), [(2, 50), (3, 33), (6, 16), (7, 14), (15, 6), (16, 6), (48, 2)])
+def test_mps_compute_share_is_floored_as_the_daemon_floors_it(slices, percent):
+    # The daemon's activeThreadPercentage is 100 / replicas in integer division: 6 slices get 16%, 15 get 6%, where
+    # rounding would say 17% and 7%.
+    assert learner_share("mps", slices, ["g4dn.xlarge"]).compute_percent == percent
+
+
 def test_a_lab_mixing_gpu_models_reports_the_range_of_caps_and_exports_the_smallest(mixed_run):
     lab = mixed_run.stack.settings.labs["isolated"]
     caps = [GPU_INSTANCE_TYPES[t].gpu_memory_gib / lab.slices_per_gpu for t in lab.instance_types]
@@ -125,14 +133,12 @@ def test_summary_says_what_each_learner_gets():
             }
         )
     )
-    lines = render.summary(run)
-    # The line after each lab's line says what its learners get.
-    assert {line.split(":")[0]: lines[i + 1] for i, line in enumerate(lines) if line.startswith("lab ")} == {
-        "lab isolated": "  each learner: MPS, at most 5.3 GiB of GPU memory and 33% of the GPU compute",
-        "lab mixed": "  each learner: MPS, at most 5.3-14.6 GiB of GPU memory (by GPU model) and 33% of the GPU "
-        "compute",
-        "lab turns": "  each learner: time-slicing, GPU memory shared and uncapped, compute in turns",
-        "lab solo": "  each learner: a whole GPU (no sharing)",
+    rows = {row["lab"]: (row["sharing"], row["each learner gets"]) for row in tables.table(summary(run), "labs:")}
+    assert rows == {
+        "isolated": ("MPS", "at most 5.3 GiB of GPU memory and 33% of the GPU compute"),
+        "mixed": ("MPS", "at most 5.3-14.6 GiB of GPU memory (by GPU model) and 33% of the GPU compute"),
+        "turns": ("time-slicing", "GPU memory shared and uncapped, compute in turns"),
+        "solo": ("none", "a whole GPU"),
     }
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import tables
 from tests.conftest import BASE, ROOT
 from tools import preview_comment, render
 
@@ -34,9 +35,11 @@ def test_comment_starts_with_the_stacks_marker_then_shows_the_cost_table_before_
     body = preview_comment.comment("staging", staging_labs(staging_render), PREVIEW)
     lines = body.splitlines()
     assert lines[:2] == ["<!-- gpulab-preview:staging -->", "#### `pulumi preview` of staging"]
-    table = next(i for i, line in enumerate(lines) if line.startswith("| lab | learner seats | per seat-hour |"))
+    table = next(
+        i for i, line in enumerate(lines) if tables.cells(line)[:3] == ["lab", "learner seats", "per seat-hour"]
+    )
     assert table < lines.index("<pre>")
-    assert any(line.startswith("| intro | ") for line in lines)
+    assert [row["lab"] for row in tables.table(lines)] == ["intro", "all labs"]
 
 
 def test_preview_is_shown_without_terminal_colours_and_escaped_for_html(staging_render):
@@ -59,13 +62,14 @@ def test_a_preview_that_escaping_lengthens_and_a_large_cost_table_still_fit_gith
     preview = '<"&>\n' * 40_000 + "Resources: 3 to create"  # each line escapes to 19 characters
     body = preview_comment.comment("staging", labs, preview)
     assert len(body) <= preview_comment.MAX_COMMENT_CHARS
-    assert body.count("| lab-149 | ") == 1 and "&lt;&quot;&amp;&gt;\nResources: 3 to create" in body
+    assert [row["lab"] for row in tables.table(body.splitlines())][-2:] == ["lab-149", "all labs"]
+    assert "&lt;&quot;&amp;&gt;\nResources: 3 to create" in body
 
 
 def test_a_failed_preview_still_gets_the_cost_table_and_a_link_to_the_run(staging_render):
     body = preview_comment.comment("staging", staging_labs(staging_render), "", "https://github.com/o/r/actions/runs/7")
     assert "The preview did not finish; its log is in the workflow run: https://github.com/o/r/actions/runs/7" in body
-    assert "<pre>" not in body and any(line.startswith("| intro | ") for line in body.splitlines())
+    assert "<pre>" not in body and [row["lab"] for row in tables.table(body.splitlines())] == ["intro", "all labs"]
 
 
 # --- .ci/preview-comment posts one comment per stack, and updates it on the next push -------------------------------
@@ -85,13 +89,15 @@ else:
 """
 
 
-def post(tmp_path: Path, staging_render: Path, comments: list[dict]) -> list[dict]:
-    """Runs .ci/preview-comment for staging on pull request 42 against a fake gh; the calls it made."""
+def post(tmp_path: Path, staging_render: Path, comments: list[dict], preview: str | None = PREVIEW) -> list[dict]:
+    """Runs .ci/preview-comment for staging on pull request 42 against a fake gh; the calls it made. A preview of
+    None leaves no preview file, as a job that failed before the preview step does."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "gh").write_text(f"#!{sys.executable}\n{FAKE_GH}")
     (bin_dir / "gh").chmod(0o755)
-    (tmp_path / "preview.txt").write_text(PREVIEW)
+    if preview is not None:
+        (tmp_path / "preview.txt").write_text(preview)
     env = dict(
         os.environ,
         PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
@@ -124,4 +130,34 @@ def test_next_preview_updates_the_stacks_comment_and_ignores_a_look_alike_by_som
     comments = [bot(5, f"{marker}\nold"), bot(6, f"{marker}\nnot ours", login="mallory"), bot(7, "other")]
     calls = post(tmp_path, staging_render, comments)
     assert [(c["method"], c["path"]) for c in calls] == [("PATCH", "repos/acme/gpulab/issues/comments/5")]
-    assert "| intro | " in calls[0]["body"]
+    assert [row["lab"] for row in tables.table(calls[0]["body"].splitlines())] == ["intro", "all labs"]
+
+
+@needs_jq
+def test_a_preview_larger_than_linux_allows_an_environment_variable_still_gets_its_comment(tmp_path, staging_render):
+    # 300 KiB: passed through an environment variable, it would exceed Linux's 128 KiB for one (MAX_ARG_STRLEN).
+    large = "~ kubernetes:core/v1:ConfigMap update\n" * 8_000 + "Resources: 1 to update"
+    assert len(large.encode()) > 128 * 1024
+    (call,) = post(tmp_path, staging_render, [], preview=large)
+    assert call["body"].rstrip().endswith("Resources: 1 to update\n</pre>\n</details>")
+    assert len(call["body"]) <= preview_comment.MAX_COMMENT_CHARS
+
+
+@needs_jq
+def test_a_preview_that_never_ran_gets_the_cost_table_and_a_link_to_the_run(tmp_path, staging_render):
+    (call,) = post(tmp_path, staging_render, [], preview=None)
+    assert "The preview did not finish; its log is in the workflow run" in call["body"]
+    assert [row["lab"] for row in tables.table(call["body"].splitlines())] == ["intro", "all labs"]
+
+
+def test_the_workflow_hands_the_preview_to_the_comment_by_file_never_through_the_environment():
+    workflow = yaml.safe_load((ROOT / ".github/workflows/pull-request.yml").read_text())
+    steps = workflow["jobs"]["preview"]["steps"]
+    for step in steps:
+        assert not any("steps." in str(value) for value in step.get("env", {}).values()), step.get("name")
+    (preview,) = [s for s in steps if "pulumi preview" in s.get("run", "")]
+    (comment,) = [s for s in steps if ".ci/preview-comment" in s.get("run", "")]
+    # The preview's output goes into the file the comment step reads; bash's pipefail keeps a failed preview failed.
+    assert preview["shell"] == "bash"
+    assert 'tee "$RUNNER_TEMP/preview.txt"' in preview["run"]
+    assert comment["run"].split()[-1] == '"$RUNNER_TEMP/preview.txt"'

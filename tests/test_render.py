@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import BASE, ROOT, STACK_FILES, stack_values
+from tests import tables
+from tests.conftest import BASE, ROOT, STACK_FILES, run_values, stack_values
 from tools import render
+from tools.summary import summary
 
 
 def render_files(out: Path) -> dict[str, bytes]:
@@ -100,9 +102,35 @@ def test_summary_names_the_cluster_and_each_labs_types_capacity_and_seats(capsys
     values = stack_values(**{"gpulab:labs": {"intro": BASE["gpulab:labs"]["intro"], "spot": spot}})
     assert render.main([str(write_stack(tmp_path, values)), "--out", str(tmp_path / "out")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("cluster lab-test: Kubernetes 1.34 in eu-west-1")
-    assert "lab intro: g4dn.xlarge (on-demand); up to 4 GPUs x 3 slices = 12 learner seats" in lines
-    assert "lab spot: g5.xlarge (spot, on-demand); up to 4 GPUs x 3 slices = 12 learner seats" in lines
+    assert tables.cluster(lines).items() >= {"cluster": "lab-test", "Kubernetes": "1.34", "region": "eu-west-1"}.items()
+    shared = {"GPUs, at most": "4", "slices per GPU": "3", "learner seats": "12", "sharing": "time-slicing"}
+    assert [row | shared == row for row in tables.table(lines, "labs:")] == [True, True]
+    assert [(r["lab"], r["instance types"], r["capacity types"]) for r in tables.table(lines, "labs:")] == [
+        ("intro", "g4dn.xlarge", "on-demand"),
+        ("spot", "g5.xlarge", "spot, on-demand"),
+    ]
+
+
+def test_summary_shows_each_labs_ami_release_and_the_disruption_budgets_its_node_pool_carries():
+    budgets = [
+        {"nodes": "10%"},
+        {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 8 * * mon-fri", "duration": "9h"},
+    ]
+    classes = [{"schedule": "0 9 * * mon", "duration": "10m"}]
+    run = run_values(stack_values(**lab(ami="al2023@v20260714", disruption={"budgets": budgets}, classes=classes)))
+    (row,) = tables.table(summary(run), "labs:")
+    # The user's budgets, then the class's two: nothing moves learners from the warmup to the end, and no empty node
+    # goes while they arrive (here only the class's 10 minutes).
+    assert (row["AMI"], row["disruption budgets (nodes at a time)"]) == (
+        "al2023@v20260714",
+        "10%; 0 (Drifted) from 0 8 * * mon-fri for 9h; 0 (Drifted, Underutilized) from 40 8 * * mon for 30m; "
+        "0 (Empty) from 0 9 * * mon for 10m",
+    )
+    # What the summary shows is what the NodePool carries.
+    pool = run.one("kubernetes:karpenter.sh/v1:NodePool", "nodepool-intro").inputs
+    assert len(pool["spec"]["disruption"]["budgets"]) == 4
+    (base,) = tables.table(summary(run_values(BASE)), "labs:")
+    assert (base["AMI"], base["disruption budgets (nodes at a time)"]) == ("al2023@v20260714", "1")
 
 
 def lab(**changes):
@@ -220,7 +248,9 @@ config:
 def test_a_lab_built_with_a_yaml_merge_key_renders_with_the_merged_values(tmp_path, capsys):
     out = tmp_path / "out"
     assert render.main([str(write_stack(tmp_path, MERGED)), "--out", str(out)]) == 0
-    assert "lab vision: g5.xlarge (on-demand); up to 4 GPUs x 5 slices = 20 learner seats" in capsys.readouterr().out
+    (vision,) = [row for row in tables.table(capsys.readouterr().out.splitlines(), "labs:") if row["lab"] == "vision"]
+    shown = ("instance types", "capacity types", "GPUs, at most", "slices per GPU", "learner seats")
+    assert [vision[column] for column in shown] == ["g5.xlarge", "on-demand", "4", "5", "20"]
     pool = yaml.safe_load((out / "manifests" / "nodepool-vision.yaml").read_text())
     node_class = yaml.safe_load((out / "manifests" / "ec2nodeclass-vision.yaml").read_text())
     assert pool["spec"]["limits"]["nvidia.com/gpu"] == "20"

@@ -20,6 +20,7 @@ So the buffer is released as the class starts, and a budget that stops Karpenter
 minutes of the class keeps the warm nodes until the learners are on them.
 """
 
+import copy
 import hashlib
 from typing import Any
 
@@ -39,8 +40,20 @@ MOVES_LEARNERS = ["Drifted", "Underutilized"]
 # kubectl from the Kubernetes release (registry.k8s.io, listed under "Container Images" for v1.34.1 in
 # kubernetes/kubernetes CHANGELOG/CHANGELOG-1.34.md); its entrypoint is kubectl.
 KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.34.1"
-# The UID/GID of distroless' nonroot user: any non-zero ID would do, the restricted profile only forbids root.
-NONROOT = 65532
+# The kubectl image is built on debian-base and sets no USER (kubernetes build/server-image/kubectl/Dockerfile), so
+# its default user is root, which runAsNonRoot refuses: the pods name a UID and GID. Any non-zero ID passes the
+# restricted profile; 65532 is the one distroless images call nonroot. It has no entry in the image's /etc/passwd,
+# which kubectl never reads: it needs only $HOME, which the job sets.
+RUN_AS_ID = 65532
+# What the restricted Pod Security profile asks of a pod and of each container (k8s.io/pod-security-admission policy,
+# kubernetes-1.34.1), which the class namespace enforces.
+POD_SECURITY = {
+    "runAsNonRoot": True,
+    "runAsUser": RUN_AS_ID,
+    "runAsGroup": RUN_AS_ID,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 SCHEDULER = "class-scheduler"
 SEAT_TEMPLATE = "learner-seat"
 # A CronJob's name may have at most 52 characters: the controller appends an 11-character suffix to its Jobs' names.
@@ -113,10 +126,17 @@ def seat_template(lab_name: str, lab: Lab) -> dict[str, Any]:
         "metadata": _meta(lab_name, SEAT_TEMPLATE),
         "template": {
             "metadata": {"labels": _labels(lab_name)},
-            # Never pulled: its pods exist only in Karpenter's memory.
-            "spec": learner_pod_spec(lab_name, lab, PLACEHOLDER_IMAGE),
+            "spec": _seat_spec(lab_name, lab),
         },
     }
+
+
+def _seat_spec(lab_name: str, lab: Lab) -> dict[str, Any]:
+    spec = learner_pod_spec(lab_name, lab, PLACEHOLDER_IMAGE)  # never pulled: its pods exist only in Karpenter's memory
+    # Nothing runs it, but its namespace enforces the restricted profile on every pod spec it stores.
+    spec["securityContext"] = copy.deepcopy(POD_SECURITY)
+    spec["containers"][0]["securityContext"] = copy.deepcopy(CONTAINER_SECURITY)
+    return spec
 
 
 def capacity_buffer(lab_name: str, lab_class: LabClass) -> dict[str, Any]:
@@ -142,7 +162,9 @@ def service_account(lab_name: str) -> dict[str, Any]:
 
 
 def role(lab_name: str, lab: Lab) -> dict[str, Any]:
-    """May read and patch this lab's class buffers by name, and nothing else."""
+    """May patch this lab's class buffers by name, and nothing else: `kubectl patch <resource> <name>` sends one PATCH
+    and no GET (kubernetes/kubectl kubernetes-1.34.1 pkg/cmd/patch/patch.go: its builder never asks for the latest
+    object), besides the discovery requests every authenticated user may make."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
@@ -152,7 +174,7 @@ def role(lab_name: str, lab: Lab) -> dict[str, Any]:
                 "apiGroups": [BUFFER_GROUP],
                 "resources": [BUFFER_RESOURCE],
                 "resourceNames": [class_key(c) for c in lab.classes],
-                "verbs": ["get", "patch"],
+                "verbs": ["patch"],
             }
         ],
     }
@@ -201,23 +223,13 @@ def _cron_job(lab_name: str, name: str, when: str, buffer: str, replicas: int, d
         "env": [{"name": "HOME", "value": home}],
         "volumeMounts": [{"name": "home", "mountPath": home}],
         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "64Mi"}},
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
-            "readOnlyRootFilesystem": True,
-            "runAsNonRoot": True,
-        },
+        "securityContext": copy.deepcopy(CONTAINER_SECURITY) | {"readOnlyRootFilesystem": True},
     }
     pod_spec = {
         "serviceAccountName": SCHEDULER,
         "restartPolicy": "OnFailure",
         "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": NONROOT,
-            "runAsGroup": NONROOT,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": copy.deepcopy(POD_SECURITY),
         "containers": [container],
         "volumes": [{"name": "home", "emptyDir": {}}],
     }
