@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/awslabs/operatorpkg/status"
 	"github.com/patrickmn/go-cache"
 	"github.com/samber/lo"
 	corev1 "k8s.io/api/core/v1"
@@ -99,7 +98,6 @@ type cluster struct {
 	provider    cloudprovider.CloudProvider // decorated with the NodeOverlays, as Karpenter's provisioner sees it
 	provisioner *provisioning.Provisioner
 	buffers     *capacitybuffer.Controller
-	launches    *launchStandIn
 }
 
 func newCluster(ctx context.Context, r *Render, region string) (*cluster, error) {
@@ -151,12 +149,11 @@ func newCluster(ctx context.Context, r *Render, region string) (*cluster, error)
 	}
 	store := nodeoverlay.NewInstanceTypeStore()
 	recorder := events.NewRecorder(&record.FakeRecorder{})
-	launches := &launchStandIn{}
-	awsProvider := awscloudprovider.New(instanceTypes, launches, recorder, kube, nil, nil, reservations, placementGroups, store, nil)
+	awsProvider := awscloudprovider.New(instanceTypes, &launchStandIn{}, recorder, kube, nil, nil, reservations, placementGroups, store, nil)
 	provider := overlay.Decorate(awsProvider, kube, store)
 	clusterState := state.NewCluster(clk, kube, provider)
 	c := &cluster{
-		ctx: ctx, kube: kube, clock: clk, state: clusterState, aws: awsProvider, provider: provider, launches: launches,
+		ctx: ctx, kube: kube, clock: clk, state: clusterState, aws: awsProvider, provider: provider,
 	}
 	// The provisioner and the buffer controller share one cache of virtual pods (pkg/controllers/controllers.go).
 	virtualPods := virtualpods.NewVirtualPodCache(kube)
@@ -223,11 +220,6 @@ func (c *cluster) apply(r *Render) error {
 			}}
 		})
 		conditions := nc.StatusConditions()
-		for _, t := range conditions.List() {
-			if t.Type != status.ConditionReady {
-				conditions.SetTrue(t.Type)
-			}
-		}
 		for _, t := range []string{awsv1.ConditionTypeAMIsReady, awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady,
 			awsv1.ConditionTypeInstanceProfileReady, awsv1.ConditionTypeValidationSucceeded, awsv1.ConditionTypePlacementGroupReady,
 			awsv1.ConditionTypeCapacityReservationsReady} {
@@ -318,7 +310,6 @@ type launched struct {
 	nodeClaim *karpv1.NodeClaim
 	options   []string // its instance-type options other than the one launched, cheapest first
 	price     float64
-	isNew     bool
 }
 
 // schedule runs one provisioning pass (Provisioner.Schedule), creates the NodeClaims it decides on
@@ -373,7 +364,7 @@ func (c *cluster) launch(nc *scheduling.NodeClaim) (*launched, error) {
 	if err := c.register(nodeClaim); err != nil {
 		return nil, err
 	}
-	return &launched{nodeClaim: nodeClaim, options: options, price: price, isNew: true}, nil
+	return &launched{nodeClaim: nodeClaim, options: options, price: price}, nil
 }
 
 // register makes the launched NodeClaim's node join and initialize, as Karpenter's test harness does

@@ -142,9 +142,6 @@ func (c *cluster) buffer(class ClassOutput, name string) (Scenario, []*launched,
 	for _, nc := range results.NewNodeClaims {
 		virtual = append(virtual, nc.Pods...)
 	}
-	for i := range created {
-		created[i].isNew = false
-	}
 	return scenario(name, 0, class.WarmSeats, nodes, created, virtual, results), created, nil
 }
 
