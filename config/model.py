@@ -21,6 +21,7 @@ from config.classes import (
     warmup_range,
 )
 from config.cost import LabCost, lab_cost, within_max_hourly_cost
+from config.disks import DiskPlan, DiskStrategy, gate_in_release, plan, root_volume_fits, strategy_fits
 from config.disruption import budget_schedule, schedule_with_duration
 from config.endpoint import EVERYWHERE, at_most_quota, public_access_cidr
 from config.fields import (
@@ -160,31 +161,36 @@ class Cluster(Model):
 
 
 class RootVolume(Model):
-    """The gp3 root volume of a lab's nodes; images, including pre-pulled ones, live on it."""
+    """The gp3 root volume of a lab's nodes. Keys left out follow the lab's disk strategy (config/disks.py): the OS's
+    20 GiB at gp3's included 3000 IOPS and 125 MiB/s when every type keeps its images on the instance store, else the
+    100 GiB and 10000 IOPS that images need."""
 
-    size_gib: Annotated[int, between(20, 16384)] = Field(default=100, description="Size in GiB.")
-    iops: Annotated[int, between(3000, 80000)] = Field(
-        default=10000, validate_default=True, description="Provisioned IOPS."
+    size_gib: Annotated[int, between(20, 16384)] | None = Field(
+        default=None, description="Size in GiB; 20 with images on the instance store, else 100."
     )
-    throughput_mibps: Annotated[int, between(125, 2000)] = Field(
-        default=125, validate_default=True, description="Throughput in MiB/s."
+    iops: Annotated[int, between(3000, 80000)] | None = Field(
+        default=None, description="Provisioned IOPS; 3000 with images on the instance store, else 10000."
+    )
+    throughput_mibps: Annotated[int, between(125, 2000)] | None = Field(
+        default=None, description="Throughput in MiB/s; 125 unless set."
     )
     encrypted: bool = Field(default=True, description="Encrypt the volume (with the account's default EBS key).")
 
-    # EBS rejects gp3 volumes above 500 IOPS per GiB or 0.25 MiB/s per provisioned IOPS.
+    # EBS rejects gp3 volumes above 500 IOPS per GiB or 0.25 MiB/s per provisioned IOPS. These check the keys the lab
+    # sets; config/disks.py checks them again against the defaults of the keys it leaves out.
     @field_validator("iops")
     @classmethod
-    def _iops_per_gib(cls, iops: int, info: ValidationInfo) -> int:
+    def _iops_per_gib(cls, iops: int | None, info: ValidationInfo) -> int | None:
         size = info.data.get("size_gib")
-        if size is not None and iops > 500 * size:
+        if size is not None and iops is not None and iops > 500 * size:
             raise ValueError(f"must be at most 500 per GiB, so {500 * size} for {size} GiB")
         return iops
 
     @field_validator("throughput_mibps")
     @classmethod
-    def _throughput_per_iops(cls, throughput: int, info: ValidationInfo) -> int:
+    def _throughput_per_iops(cls, throughput: int | None, info: ValidationInfo) -> int | None:
         iops = info.data.get("iops")
-        if iops is not None and throughput * 4 > iops:
+        if iops is not None and throughput is not None and throughput * 4 > iops:
             raise ValueError(f"must be at most iops / 4, so {iops // 4} for {iops} IOPS")
         return throughput
 
@@ -291,7 +297,20 @@ class Lab(Model):
         validate_default=True,
         description="On-demand capacity reservations the lab may use; needed for 'reserved'.",
     )
-    root_volume: RootVolume = Field(default_factory=RootVolume, description="Root volume of the lab's nodes.")
+    disk_strategy: Annotated[DiskStrategy | None, AfterValidator(strategy_fits)] = Field(
+        default=None,
+        description="Where images and pods' data live: instanceStore (a RAID0 of the instance's NVMe disks; the root "
+        "volume keeps only the OS) or rootVolume. Unset, the instance store on every type that has one.",
+    )
+    root_volume: Annotated[RootVolume, AfterValidator(root_volume_fits)] = Field(
+        default_factory=RootVolume, validate_default=True, description="Root volume of the lab's nodes."
+    )
+    fast_image_pull: Annotated[bool | None, AfterValidator(gate_in_release)] = Field(
+        default=None,
+        description="nodeadm's FastImagePull: containerd pulls and unpacks layers in parallel (SOCI). Unset, on when "
+        "every instance type clears nodeadm's 4 vCPU / 7 GiB threshold and pulls onto the instance store or a "
+        "root volume of at least 600 MiB/s, and the AMI release has the gate (v20250821 or later).",
+    )
     prepull_images: Annotated[list[ImageReference], AfterValidator(unique)] = Field(
         default_factory=list, description="Images pulled onto each node as it boots, before learners' pods need them."
     )
@@ -356,9 +375,16 @@ class Lab(Model):
         return lab_class.warm_seats or self.learner_seats
 
     @property
+    def disk(self) -> DiskPlan:
+        """The lab's disks as its nodes get them: RAID0 or not, the root volume, parallel pull (config/disks.py)."""
+        return plan(self.instance_types, self.disk_strategy, self.root_volume, self.fast_image_pull, self.ami)
+
+    @property
     def cost(self) -> LabCost:
-        """The lab's cost figures at the reference prices (config/prices.py)."""
-        return lab_cost(self.instance_types, self.slices_per_gpu, self.max_gpus, self.max_hourly_cost)
+        """The lab's cost figures at the reference prices (config/prices.py), each node's root volume included."""
+        return lab_cost(
+            self.instance_types, self.slices_per_gpu, self.max_gpus, self.max_hourly_cost, root=self.disk.root
+        )
 
     @property
     def architectures(self) -> list[str]:
