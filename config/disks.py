@@ -75,6 +75,16 @@ class DiskPlan:
     fast_image_pull: bool
     image_disk: Mapping[str, str]  # instance type -> where its images and pods' data live
 
+    def describe(self) -> str:
+        """One line for the render's summary: what the EC2NodeClass asks for, and where each type's images land."""
+        root = self.root
+        where = "; ".join(f"{t} on the {disk}" for t, disk in self.image_disk.items())
+        return (
+            f"{'RAID0 of the instance store' if self.raid0 else 'no instance store'}, root volume {root.size_gib} GiB "
+            f"gp3 at {root.iops} IOPS and {root.throughput_mibps} MiB/s, parallel pull "
+            f"{'on' if self.fast_image_pull else 'off'}; images: {where}"
+        )
+
 
 def has_nvme(instance_type: str) -> bool:
     return GPU_INSTANCE_TYPES[instance_type].local_nvme_gb > 0

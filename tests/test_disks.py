@@ -17,6 +17,7 @@ from config.instance_types import GPU_INSTANCE_TYPES
 from tests.conftest import BASE, run_values, stack_values
 from tests.crd_schema import crd_problems, requires_upstream
 from tests.synthetic import lab
+from tools import render
 
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 TENSORFLOW = "tensorflow/tensorflow:2.12.0-gpu"
@@ -127,6 +128,15 @@ def test_every_known_type_clears_nodeadms_threshold_so_the_gate_decides_the_cri_
         t.vcpus >= FAST_PULL_MIN_VCPUS and t.memory_mib >= FAST_PULL_MIN_MEMORY_MIB + 1024
         for t in GPU_INSTANCE_TYPES.values()
     )
+
+
+def test_the_render_summary_says_what_each_type_of_a_mixed_lab_gets():
+    run = run_values(stack_values(**{"gpulab:labs": {"x": lab(MIXED, 2)}}))
+    expected = (
+        "  disks: RAID0 of the instance store, root volume 100 GiB gp3 at 10000 IOPS and 125 MiB/s, parallel pull off; "
+        "images: g4dn.xlarge on the instance store (125 GB NVMe); g5g.xlarge on the root volume (100 GiB, 125 MiB/s)"
+    )
+    assert expected in render.summary(run)
 
 
 # --- what the lab renders -----------------------------------------------------------------------------------------

@@ -165,6 +165,7 @@ def summary(run: harness.Run) -> list[str]:
             "learner seats"
         )
         lines.append(f"  each learner: {lab.learner_share.describe()}")
+        lines.append(f"  disks: {lab.disk.describe()}")
         lines += [f"  {line}" for line in class_lines(lab)]
     return [*lines, *cost_report.table(run.outputs["labs"])]
 
