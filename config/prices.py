@@ -67,6 +67,10 @@ ON_DEMAND_USD_PER_HOUR: Mapping[str, float] = MappingProxyType({
 # throughput above the 125 MiB/s it includes per MiB/s-month (the page writes MB/s for the unit gp3 is provisioned in,
 # MiB/s). Billing is per second; a month is taken as 730 hours (8,760 hours a year / 12), the month of AWS's Pricing
 # Calculator, so that per-hour figures do not depend on the length of a calendar month.
+# Not confirmed from AWS's US page itself when this was written (no internet access): the gp3 baseline (3,000 IOPS and
+# 125 MB/s included), per-second billing and the "(IOPS provisioned - 3,000)" formula are as AWS's EBS pricing page
+# states them for its European sovereign region (aws.eu/ebs/pricing); the us-east-1 amounts and the 730-hour month are
+# the commonly quoted ones. Check them against aws.amazon.com/ebs/pricing before relying on a figure.
 GP3_USD_PER_GB_MONTH = "0.08"
 GP3_USD_PER_IOPS_MONTH = "0.005"
 GP3_USD_PER_MIBPS_MONTH = "0.04"
