@@ -65,6 +65,9 @@ class Volume:
     throughput_mibps: int
     encrypted: bool
 
+    def describe(self) -> str:
+        return f"{self.size_gib} GiB gp3, {self.iops} IOPS, {self.throughput_mibps} MiB/s"
+
 
 @dataclass(frozen=True)
 class DiskPlan:
@@ -74,16 +77,6 @@ class DiskPlan:
     root: Volume
     fast_image_pull: bool
     image_disk: Mapping[str, str]  # instance type -> where its images and pods' data live
-
-    def describe(self) -> str:
-        """One line for the render's summary: what the EC2NodeClass asks for, and where each type's images land."""
-        root = self.root
-        where = "; ".join(f"{t} on the {disk}" for t, disk in self.image_disk.items())
-        return (
-            f"{'RAID0 of the instance store' if self.raid0 else 'no instance store'}, root volume {root.size_gib} GiB "
-            f"gp3 at {root.iops} IOPS and {root.throughput_mibps} MiB/s, parallel pull "
-            f"{'on' if self.fast_image_pull else 'off'}; images: {where}"
-        )
 
 
 def has_nvme(instance_type: str) -> bool:
@@ -147,7 +140,7 @@ def plan(
         image_disk={
             t: f"instance store ({GPU_INSTANCE_TYPES[t].local_nvme_gb} GB NVMe)"
             if on_raid0 and has_nvme(t)
-            else f"root volume ({root.size_gib} GiB, {root.throughput_mibps} MiB/s)"
+            else "root volume"
             for t in instance_types
         },
     )

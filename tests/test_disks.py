@@ -14,10 +14,11 @@ from components.karpenter.user_data import NODECONFIG_CONTENT_TYPE
 from config.cost import lab_cost, root_volume_per_hour
 from config.disks import FAST_PULL_MIN_MEMORY_MIB, FAST_PULL_MIN_VCPUS, Volume
 from config.instance_types import GPU_INSTANCE_TYPES
+from tests import tables
 from tests.conftest import BASE, run_values, stack_values
 from tests.crd_schema import crd_problems, requires_upstream
 from tests.synthetic import lab
-from tools import render
+from tools.summary import summary
 
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 TENSORFLOW = "tensorflow/tensorflow:2.12.0-gpu"
@@ -52,7 +53,7 @@ def test_a_lab_on_ebs_only_types_keeps_the_seed_root_volume_and_pulls_one_layer_
     disk = parse_lab(EBS_ONLY).disk
     # 125 MiB/s is below the 600 nodeadm recommends for parallel pull: it could only be slower.
     assert (disk.raid0, disk.root, disk.fast_image_pull) == (False, Volume(100, 10000, 125, True), False)
-    assert disk.image_disk == {"g5g.xlarge": "root volume (100 GiB, 125 MiB/s)"}
+    assert disk.image_disk == {"g5g.xlarge": "root volume"}
 
 
 def test_a_mixed_lab_gets_raid0_for_its_nvme_types_and_the_full_root_volume_for_its_ebs_only_ones():
@@ -61,7 +62,7 @@ def test_a_mixed_lab_gets_raid0_for_its_nvme_types_and_the_full_root_volume_for_
     assert (disk.raid0, disk.root, disk.fast_image_pull) == (True, Volume(100, 10000, 125, True), False)
     assert disk.image_disk == {
         "g4dn.xlarge": "instance store (125 GB NVMe)",
-        "g5g.xlarge": "root volume (100 GiB, 125 MiB/s)",
+        "g5g.xlarge": "root volume",
     }
 
 
@@ -130,13 +131,14 @@ def test_every_known_type_clears_nodeadms_threshold_so_the_gate_decides_the_cri_
     )
 
 
-def test_the_render_summary_says_what_each_type_of_a_mixed_lab_gets():
+def test_the_render_summary_says_where_each_type_of_a_mixed_lab_keeps_its_images():
     run = run_values(stack_values(**{"gpulab:labs": {"x": lab(MIXED, 2)}}))
-    expected = (
-        "  disks: RAID0 of the instance store, root volume 100 GiB gp3 at 10000 IOPS and 125 MiB/s, parallel pull off; "
-        "images: g4dn.xlarge on the instance store (125 GB NVMe); g5g.xlarge on the root volume (100 GiB, 125 MiB/s)"
+    (row,) = [row for row in tables.table(summary(run), after="labs:") if row["lab"] == "x"]
+    assert (row["images on"], row["root volume"], row["parallel pull"]) == (
+        "g4dn.xlarge: instance store (125 GB NVMe); g5g.xlarge: root volume",
+        "100 GiB gp3, 10000 IOPS, 125 MiB/s",
+        "off",
     )
-    assert expected in render.summary(run)
 
 
 # --- what the lab renders -----------------------------------------------------------------------------------------
