@@ -6,8 +6,14 @@ a seat-hour on an instance type costs that node-hour / (its GPUs x slicesPerGpu)
 Karpenter run at most maxGpus GPUs, each costing at most the highest per-GPU node-hour among the lab's instance types:
 that product is the lab's ceiling per hour. Figures cover the instance types that have a reference price; the others
 are listed, never priced. Amounts are USD rounded to 4 decimals, the ceiling upwards so that it stays an upper bound.
+
+Warm seats cost too: before each class, its warm seats' nodes run for the warmup with no learner on them yet. Their
+cost is the nodes the warm seats need (a node seats slicesPerGpu x its GPUs) times the warmup at the node's price, root
+volume included, given per class for the cheapest and the dearest of the lab's priced types (as if Karpenter launched
+only that type).
 """
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
@@ -15,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationInfo
 
+from config import durations
 from config.disks import Volume, root_volume
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.prices import (
@@ -38,6 +45,24 @@ def usd(amount: float) -> str:
 
 
 @dataclass(frozen=True)
+class ClassWarmup:
+    """One class's warm seats, and what warming them costs before it starts."""
+
+    schedule: str
+    warm_seats: int
+    warmup: str  # a ClockDuration, e.g. 20m
+    usd: tuple[float, float] | None  # (cheapest, dearest) over the priced types; None when none has a price
+
+    def as_output(self) -> dict[str, Any]:
+        return {
+            "schedule": self.schedule,
+            "warmSeats": self.warm_seats,
+            "warmup": self.warmup,
+            "usd": list(self.usd) if self.usd else None,
+        }
+
+
+@dataclass(frozen=True)
 class LabCost:
     """One lab's figures at the reference prices; all None when none of its instance types has a price."""
 
@@ -47,6 +72,7 @@ class LabCost:
     unpriced: tuple[str, ...]  # the lab's instance types without a reference price
     max_hourly_cost: float | None  # the lab's cap (maxHourlyCost), if it has one
     root_volume_per_node_hour: float | None = None  # USD per node-hour of each node's root volume, when it is counted
+    warmups: tuple[ClassWarmup, ...] = ()  # one per class, in the order of the lab's classes
 
     @property
     def cap_problem(self) -> str | None:
@@ -80,6 +106,7 @@ class LabCost:
             "rootVolumePerNodeHour": self.root_volume_per_node_hour,
             "maxHourlyCost": self.max_hourly_cost,
             "unpriced": list(self.unpriced),
+            "warmups": [warmup.as_output() for warmup in self.warmups],
             "source": self.sources,
         }
 
@@ -94,17 +121,42 @@ def root_volume_per_hour(volume: Volume) -> Decimal:
     return per_month / HOURS_PER_MONTH
 
 
+def warmup_cost(
+    instance_types: Sequence[str], slices_per_gpu: int, warm_seats: int, warmup: str, disk: Decimal = Decimal(0)
+) -> tuple[float, float] | None:
+    """USD to run the nodes of `warm_seats` seats for `warmup` before a class: (cheapest, dearest) over the priced
+    types, each as if all the warm nodes were of that type; `disk` is each node's root volume per hour."""
+    hours = Decimal(durations.duration_minutes(warmup)) / 60
+    amounts = [
+        _rounded(
+            math.ceil(warm_seats / (slices_per_gpu * GPU_INSTANCE_TYPES[t].gpus))
+            * (Decimal(str(ON_DEMAND_USD_PER_HOUR[t])) + disk)
+            * hours,
+            ROUND_HALF_UP,
+        )
+        for t in instance_types
+        if t in ON_DEMAND_USD_PER_HOUR
+    ]
+    return (min(amounts), max(amounts)) if amounts else None
+
+
 def lab_cost(
     instance_types: Sequence[str],
     slices_per_gpu: int,
     max_gpus: int,
     max_hourly_cost: float | None = None,
     root: Volume | None = None,
+    classes: Sequence[tuple[str, int, str]] = (),
 ) -> LabCost:
-    """The figures of a lab; without `root`, of its instances alone."""
+    """The figures of a lab; without `root`, of its instances alone. `classes`: (schedule, warm seats, warmup) of each
+    of the lab's classes."""
     # Decimal arithmetic on the prices as upstream writes them, so that rounding happens once, at the end.
     disk = root_volume_per_hour(root) if root else Decimal(0)
     disk_figure = _rounded(disk, ROUND_HALF_UP) if root else None
+    warmups = tuple(
+        ClassWarmup(schedule, seats, warmup, warmup_cost(instance_types, slices_per_gpu, seats, warmup, disk))
+        for schedule, seats, warmup in classes
+    )
     per_gpu = {
         t: (Decimal(str(ON_DEMAND_USD_PER_HOUR[t])) + disk) / GPU_INSTANCE_TYPES[t].gpus
         for t in instance_types
@@ -112,7 +164,7 @@ def lab_cost(
     }
     unpriced = tuple(t for t in instance_types if t not in ON_DEMAND_USD_PER_HOUR)
     if not per_gpu:
-        return LabCost(None, None, None, unpriced, max_hourly_cost, disk_figure)
+        return LabCost(None, None, None, unpriced, max_hourly_cost, disk_figure, warmups)
     seat_hours = [_rounded(price / slices_per_gpu, ROUND_HALF_UP) for price in per_gpu.values()]
     dearest = max(per_gpu, key=per_gpu.__getitem__)
     # Six decimals say where the ceiling comes from without the endless digits of a disk's monthly price / 730.
@@ -126,6 +178,7 @@ def lab_cost(
         unpriced=unpriced,
         max_hourly_cost=max_hourly_cost,
         root_volume_per_node_hour=disk_figure,
+        warmups=warmups,
     )
 
 

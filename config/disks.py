@@ -35,7 +35,8 @@ DiskStrategy = Literal["instanceStore", "rootVolume"]
 
 # AL2023 AMIs are registered with a 20 GiB root volume (amazon-eks-ami v20260714 templates/al2023/template.json,
 # ami_block_device_mappings), the size Karpenter 1.14.1 gives AL2023 nodes by default (pkg/providers/amifamily/
-# resolver.go, DefaultEBS): the OS fits in it. gp3's included performance costs nothing above the storage.
+# resolver.go, DefaultEBS): the OS fits in it (how much it leaves free for logs is not measured here). gp3's included
+# performance costs nothing above the storage.
 OS_ROOT_GIB = 20
 # The seed's root volume: images are pulled onto it where there is no instance store.
 IMAGES_ROOT_GIB, IMAGES_ROOT_IOPS = 100, 10000

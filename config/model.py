@@ -381,9 +381,16 @@ class Lab(Model):
 
     @property
     def cost(self) -> LabCost:
-        """The lab's cost figures at the reference prices (config/prices.py), each node's root volume included."""
+        """The lab's cost figures at the reference prices (config/prices.py), each node's root volume and its classes'
+        warm-ups included."""
+        classes = [(c.schedule, self.warm_seats(c), c.warmup) for c in self.classes]
         return lab_cost(
-            self.instance_types, self.slices_per_gpu, self.max_gpus, self.max_hourly_cost, root=self.disk.root
+            self.instance_types,
+            self.slices_per_gpu,
+            self.max_gpus,
+            self.max_hourly_cost,
+            root=self.disk.root,
+            classes=classes,
         )
 
     @property

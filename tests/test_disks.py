@@ -11,7 +11,7 @@ import yaml
 
 import config
 from components.karpenter.user_data import NODECONFIG_CONTENT_TYPE
-from config.cost import lab_cost, root_volume_per_hour
+from config.cost import lab_cost, root_volume_per_hour, warmup_cost
 from config.disks import FAST_PULL_MIN_MEMORY_MIB, FAST_PULL_MIN_VCPUS, Volume
 from config.instance_types import GPU_INSTANCE_TYPES
 from tests import tables
@@ -228,3 +228,8 @@ def test_a_multi_gpu_node_shares_its_root_volume_among_its_gpus():
     cost = lab_cost(["g6.12xlarge"], 2, 8, root=Volume(20, 3000, 125, True))
     assert (cost.seat_hour, cost.ceiling_per_hour) == ((0.5755, 0.5755), 9.2076)
     assert cost.ceiling_basis == "maxGpus 8 x 1.150948 USD per GPU-hour of g6.12xlarge, its root volume included"
+
+
+def test_warm_nodes_are_billed_with_their_root_volumes():
+    # 12 seats / 3 per g4dn.xlarge = 4 nodes x (0.526 + 43.00 / 730 for the seed's volume) x 20/60 h = 0.77987215
+    assert warmup_cost(["g4dn.xlarge"], 3, 12, "20m", disk=Decimal("43.00") / 730) == (0.7799, 0.7799)
