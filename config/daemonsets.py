@@ -188,11 +188,11 @@ EKS_ADDON_DAEMONSETS: tuple[AddonDaemonSet, ...] = (
         _BOTH,
     ),
     # The add-on is built from the chart of aws/eks-pod-identity-agent, whose tags are agent versions, not add-on
-    # versions: charts/eks-pod-identity-agent at commit 2f8687e (resources: {} for the agent, none for its init).
+    # versions: charts/eks-pod-identity-agent at commit d4dc0f3 (resources: {} for the agent, none for its init).
     AddonDaemonSet(
         "eks-pod-identity-agent",
         f"EKS add-on eks-pod-identity-agent {POD_IDENTITY_AGENT_ADDON_VERSION}: aws/eks-pod-identity-agent "
-        "charts/eks-pod-identity-agent/values.yaml, commit 2f8687e",
+        "charts/eks-pod-identity-agent/values.yaml, commit d4dc0f3",
         {
             "tolerations": TOLERATE_EVERYTHING,
             "affinity": _affinity(_LINUX, _BOTH_ARCHES, _NOT_FARGATE_HYBRID_AUTO),
