@@ -1,13 +1,15 @@
 """The DaemonSets that run on a lab's GPU nodes, and what each of their pods requests.
 
 Karpenter 1.14.1 sizes a node it would launch by its allocatable less the requests of every DaemonSet pod that would
-run there (kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling, the daemon overhead of each NodeClaim
-template), each pod sized by pkg/utils/resources `Ceiling`: k8s.io/component-helpers `resource.PodRequests`, the sum of
-its containers' requests or its largest init container's if larger (a restartable init container counts in both). A
-DaemonSet lands where its tolerations, node selector and node affinity admit the node: every EKS add-on below
-tolerates every taint, the GPU taint `nvidia.com/gpu:NoSchedule` included; the dcgm-server tolerates it only because
-gpulab configures it to (components/cluster.py). tests/test_daemonsets.py checks each placement with the scheduling
-predicate against the rendered lab nodes, and the chart's DaemonSets against `helm template` of the pinned chart.
+run there (kubernetes-sigs/karpenter pkg/controllers/provisioning: getDaemonSetPods in provisioner.go, the daemon
+overhead of each NodeClaim template in scheduling/nodeclaim.go), each pod sized by pkg/utils/resources `Ceiling`,
+which is k8s.io/component-helpers `resource.PodRequests`: the sum of its containers' requests, or its largest init
+container's if larger (a restartable init container counts in both). A DaemonSet lands where its tolerations, node
+selector and node affinity admit the node: every EKS add-on below tolerates every taint, the GPU taint
+`nvidia.com/gpu:NoSchedule` included; the dcgm-server tolerates it only because gpulab configures it to
+(components/cluster.py). tests/test_daemonsets.py checks each placement with the scheduling predicate against the
+rendered lab nodes, and the chart's DaemonSets against `helm template` of the pinned chart; tests/test_addon_sources.py
+checks the add-ons against their sources.
 
 Requests are exact: CPU in cores, memory in bytes.
 """
@@ -61,7 +63,8 @@ def memory_text(size: Fraction) -> str:
 def _container_requests(container: Mapping[str, Any]) -> tuple[Fraction, Fraction]:
     resources = container.get("resources") or {}
     # A DaemonSet's pods are Pods: the API server fills a missing request from its limit (SetDefaults_Pod), and
-    # Karpenter reads the DaemonSet's running pod once there is one.
+    # Karpenter reads a running pod of the DaemonSet once there is one, its template before (getDaemonSetPods). Every
+    # DaemonSet counted here requests what it limits, so both give the same.
     requests = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
     return quantity(str(requests.get("cpu", "0"))), quantity(str(requests.get("memory", "0")))
 
@@ -160,8 +163,9 @@ EKS_ADDON_DAEMONSETS: tuple[AddonDaemonSet, ...] = (
     # pkg/addons/default/testdata/sample-1.25.json (commit 16f64c8): the figure used here, unconfirmed for 1.34.
     AddonDaemonSet(
         "kube-proxy",
-        "EKS add-on kube-proxy (config/versions.py KUBE_PROXY_ADDON_VERSIONS); requests and placement as in "
-        "eksctl-io/eksctl pkg/addons/default/testdata/sample-1.25.json, commit 16f64c8",
+        "EKS add-on kube-proxy (per Kubernetes version, config/versions.py): no public manifest at the pinned "
+        "versions; as EKS installed it for Kubernetes 1.25, eksctl-io/eksctl "
+        "pkg/addons/default/testdata/sample-1.25.json, commit 16f64c8",
         {
             "tolerations": TOLERATE_EVERYTHING,
             "affinity": _affinity(
