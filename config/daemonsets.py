@@ -50,12 +50,12 @@ class DaemonSetRequests:
         return f"{self.name} {cpu_text(self.cpu)}/{memory_text(self.memory)}"
 
 
-def cpu_text(cores: Fraction) -> str:
+def cpu_text(cores: Fraction, /) -> str:
     millis = cores * 1000
     return f"{millis.numerator}m" if millis.denominator == 1 else f"{float(millis):g}m"
 
 
-def memory_text(size: Fraction) -> str:
+def memory_text(size: Fraction, /) -> str:
     mib = size / 2**20
     return f"{mib.numerator}Mi" if mib.denominator == 1 else f"{float(mib):g}Mi"
 
