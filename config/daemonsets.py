@@ -160,12 +160,12 @@ _DCGM_INSTANCE_TYPES = frozenset(name for name in GPU_INSTANCE_TYPES if name.spl
 EKS_ADDON_DAEMONSETS: tuple[AddonDaemonSet, ...] = (
     # No public manifest of the kube-proxy add-on at a pinned version gives its requests. The DaemonSet EKS installs
     # requests 100m CPU and no memory and tolerates every taint, as captured from a cluster in eksctl-io/eksctl
-    # pkg/addons/default/testdata/sample-1.25.json (commit 16f64c8): the figure used here, unconfirmed for 1.34.
+    # pkg/addons/default/testdata/sample-1.25.json (v0.230.0): the figure used here, unconfirmed for 1.34.
     AddonDaemonSet(
         "kube-proxy",
         "EKS add-on kube-proxy (per Kubernetes version, config/versions.py): no public manifest at the pinned "
         "versions; as EKS installed it for Kubernetes 1.25, eksctl-io/eksctl "
-        "pkg/addons/default/testdata/sample-1.25.json, commit 16f64c8",
+        "pkg/addons/default/testdata/sample-1.25.json, v0.230.0",
         {
             "tolerations": TOLERATE_EVERYTHING,
             "affinity": _affinity(
@@ -192,11 +192,11 @@ EKS_ADDON_DAEMONSETS: tuple[AddonDaemonSet, ...] = (
         _BOTH,
     ),
     # The add-on is built from the chart of aws/eks-pod-identity-agent, whose tags are agent versions, not add-on
-    # versions: charts/eks-pod-identity-agent at commit d4dc0f3 (resources: {} for the agent, none for its init).
+    # versions: charts/eks-pod-identity-agent at v0.1.37 (resources: {} for the agent, none for its init).
     AddonDaemonSet(
         "eks-pod-identity-agent",
         f"EKS add-on eks-pod-identity-agent {POD_IDENTITY_AGENT_ADDON_VERSION}: aws/eks-pod-identity-agent "
-        "charts/eks-pod-identity-agent/values.yaml, commit d4dc0f3",
+        "charts/eks-pod-identity-agent/values.yaml, v0.1.37",
         {
             "tolerations": TOLERATE_EVERYTHING,
             "affinity": _affinity(_LINUX, _BOTH_ARCHES, _NOT_FARGATE_HYBRID_AUTO),

@@ -126,7 +126,7 @@ class Cluster(Model):
     )
     # GitHub: "We do not recommend allowing by IP address" (docs.github.com, "About GitHub's IP addresses"); the Actions
     # ranges are far more blocks than EKS' 40. A runner with a fixed egress (self-hosted, or a larger runner with a
-    # static IP) can be listed instead; README, "The cluster's API, logs, keys and trust".
+    # static IP) can be listed instead; docs/control-plane.md.
     public_access_cidrs: Annotated[
         list[Annotated[str, AfterValidator(public_access_cidr)]], AfterValidator(unique), AfterValidator(at_most_quota)
     ] = Field(
@@ -357,7 +357,7 @@ class Lab(Model):
     max_hourly_cost: (
         Annotated[float, AfterValidator(positive_amount), AfterValidator(within_max_hourly_cost)] | None
     ) = Field(
-        default=None, description="Cap in USD on the lab's cost ceiling per hour at the reference prices (see README)."
+        default=None, description="Cap in USD on the lab's cost ceiling per hour at reference prices (docs/cost.md)."
     )
 
     @property

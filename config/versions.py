@@ -6,6 +6,9 @@ KARPENTER_CHART_REPOSITORY = "oci://public.ecr.aws/karpenter"
 NVIDIA_DEVICE_PLUGIN_CHART_VERSION = "0.20.0"
 NVIDIA_DEVICE_PLUGIN_CHART_REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
 
+# jupyterhub/zero-to-jupyterhub-k8s, chart jupyterhub (JupyterHub 5.5.0); tools/upstream.py fetches its reference data.
+JUPYTERHUB_CHART_VERSION = "4.4.0"
+
 # EKS add-ons, pinned so that the DaemonSets on every node, and what they request of it (config/daemonsets.py), do not
 # follow whatever version EKS or pulumi-eks picks on the day of a `pulumi up`. pulumi-eks 4.4.0 creates the kube-proxy
 # and vpc-cni add-ons itself, at the most recent version for the cluster's Kubernetes version unless told one

@@ -1,10 +1,10 @@
 """The EKS add-on DaemonSets of config/daemonsets.py against their published sources at the pinned versions.
 
-The sources live in the upstream reference data, under eks-addons/ (not there yet: each test skips naming the file
-it needs): the VPC CNI's manifest and the node monitoring agent's and Pod Identity agent's charts at the versions
-config/daemonsets.py cites, and the kube-proxy DaemonSet eksctl captured from an EKS cluster. A chart is rendered with
-`helm template` and the configuration the program gives its add-on. Each DaemonSet must request what gpulab counts
-and land on exactly the same GPU nodes, for every instance type gpulab knows.
+The sources are in the upstream reference data as tools/upstream.py fetches them (each test skips, naming the file
+it needs, when they are not): the VPC CNI's manifest and the node monitoring agent's and Pod Identity agent's charts
+at the versions config/daemonsets.py cites, and the kube-proxy DaemonSet eksctl captured from an EKS cluster. A chart
+is rendered with `helm template` and the configuration the program gives its add-on. Each DaemonSet must request what
+gpulab counts and land on exactly the same GPU nodes, for every instance type gpulab knows.
 """
 
 import json
@@ -17,26 +17,15 @@ import yaml
 from components.labels import GPU_PRESENT_LABEL, GPU_TAINT
 from config.daemonsets import EKS_ADDON_DAEMONSETS, pod_requests
 from config.instance_types import GPU_INSTANCE_TYPES
-from config.versions import NODE_MONITORING_AGENT_ADDON_VERSION, VPC_CNI_ADDON_VERSION
 from tests.scheduling import Node, unschedulable_because
 from tests.upstream import UPSTREAM
-from tools import charts
+from tools import charts, upstream
+from tools.upstream import FOLDERS
 
-ADDONS = UPSTREAM / "eks-addons"
-
-
-def _upstream_tag(addon_version: str) -> str:
-    # An EKS add-on version is the upstream tag and an EKS build: v1.21.1-eksbuild.8 is built from v1.21.1.
-    return addon_version.split("-", 1)[0]
-
-
-VPC_CNI_MANIFEST = ADDONS / f"amazon-vpc-cni-k8s-{_upstream_tag(VPC_CNI_ADDON_VERSION)}/config/master/aws-k8s-cni.yaml"
-NODE_MONITORING_CHART = (
-    ADDONS / f"eks-node-monitoring-agent-{_upstream_tag(NODE_MONITORING_AGENT_ADDON_VERSION)}"
-    "/charts/eks-node-monitoring-agent"
-)
-POD_IDENTITY_CHART = ADDONS / "eks-pod-identity-agent-d4dc0f3/charts/eks-pod-identity-agent"
-KUBE_PROXY_SAMPLE = ADDONS / "eksctl-16f64c8/pkg/addons/default/testdata/sample-1.25.json"
+VPC_CNI = UPSTREAM / FOLDERS["amazon-vpc-cni-k8s"] / upstream.VPC_CNI_MANIFEST
+NODE_MONITORING_CHART = UPSTREAM / FOLDERS["eks-node-monitoring-agent"] / upstream.NODE_MONITORING_AGENT_CHART
+POD_IDENTITY_CHART = UPSTREAM / FOLDERS["eks-pod-identity-agent"] / upstream.POD_IDENTITY_AGENT_CHART
+KUBE_PROXY_SAMPLE = UPSTREAM / FOLDERS["eksctl"] / upstream.KUBE_PROXY_SAMPLE
 
 # One GPU node of every instance type gpulab knows, as a lab's NodePool makes it (labels and the GPU taint).
 NODES = [
@@ -91,7 +80,7 @@ def assert_same(upstream: dict[str, dict], names: list[str]) -> None:
 
 
 def test_the_vpc_cni_daemonset_is_the_manifest_of_its_version():
-    objects = list(yaml.safe_load_all(need(VPC_CNI_MANIFEST).read_text()))
+    objects = list(yaml.safe_load_all(need(VPC_CNI).read_text()))
     assert_same(daemonsets(objects), ["aws-node"])
 
 
