@@ -7,9 +7,19 @@ live beside the concern they guard (config/fields.py for the shared ones and how
 sharing.py, classes.py, disruption.py, cost.py) and are attached here to the key they report on.
 """
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 from config import durations, schedule
 from config.classes import (
@@ -21,6 +31,7 @@ from config.classes import (
     warmup_range,
 )
 from config.cost import LabCost, lab_cost, within_max_hourly_cost
+from config.daemonsets import DEVICE_PLUGIN_DEFAULTS, ContainerResources
 from config.disks import DiskPlan, DiskStrategy, gate_in_release, plan, root_volume_fits, strategy_fits
 from config.disruption import budget_schedule, schedule_with_duration
 from config.endpoint import EVERYWHERE, at_most_quota, public_access_cidr
@@ -47,6 +58,7 @@ from config.fields import (
     VpcId,
     at_least,
     between,
+    kube_proxy_pinned,
     matching,
     positive_amount,
     two_or_more,
@@ -54,16 +66,20 @@ from config.fields import (
 )
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.limits import (
+    STACK_DEVICE_PLUGIN,
     cpu_limit_holds_a_node,
     fits_one_stack,
     learner_pod_fits,
     max_gpus_hold_a_node,
     max_pods_have_addresses,
+    max_pods_hold_the_seats,
+    node_shares,
     reserved_needs_reservations,
+    seat_share,
     share_text,
 )
 from config.log_retention import accepted_retention
-from config.node_capacity import seat_share
+from config.node_capacity import NodeShare
 from config.schedule import Schedule
 from config.sharing import DEFAULT_PROFILE, LearnerShare, Sharing, learner_share, mps_replicas_the_daemon_accepts
 from config.versions import KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
@@ -96,7 +112,9 @@ class SystemNodes(Model):
 
 class Cluster(Model):
     name: ClusterName = Field(description="EKS cluster name; also the karpenter.sh/discovery tag value.")
-    kubernetes_version: KubernetesVersion = Field(description="Kubernetes minor version of the control plane.")
+    kubernetes_version: Annotated[KubernetesVersion, AfterValidator(kube_proxy_pinned)] = Field(
+        description="Kubernetes minor version of the control plane."
+    )
     vpc_id: VpcId = Field(description="The existing VPC the cluster runs in.")
     private_subnet_ids: Annotated[list[SubnetId], AfterValidator(unique), AfterValidator(two_or_more)] = Field(
         description="Private subnets of the cluster and of every node, in at least two availability zones."
@@ -317,11 +335,15 @@ class Lab(Model):
     pod_pids_limit: Annotated[int, between(1024, 4194304)] = Field(
         default=32768, description="Most processes one pod may run (kubelet podPidsLimit)."
     )
-    max_pods: Annotated[int, at_least(1), AfterValidator(max_pods_have_addresses)] | None = Field(
+    max_pods: Annotated[
+        Annotated[int, at_least(1), AfterValidator(max_pods_have_addresses)] | None,
+        AfterValidator(max_pods_hold_the_seats),
+    ] = Field(
         default=None,
         validate_default=True,
-        description="Most pods per node (kubelet maxPods). Unset, Karpenter uses each instance type's ENI-limited "
-        "count: the pods the VPC CNI can give an IP address without prefix delegation.",
+        description="Most pods per node (kubelet maxPods), learners and DaemonSet pods together. Unset, Karpenter "
+        "uses each instance type's ENI-limited count: the pods the VPC CNI can give an IP address without prefix "
+        "delegation.",
     )
     cpu_limit: Annotated[int, at_least(1), AfterValidator(cpu_limit_holds_a_node)] = Field(
         default=1000,
@@ -362,10 +384,21 @@ class Lab(Model):
         """What each learner gets of a GPU (strategy, and with MPS its memory cap and compute share)."""
         return learner_share(self.sharing, self.slices_per_gpu, self.instance_types)
 
+    # The device plugin's resources of the stack this lab was validated in (config.limits.STACK_DEVICE_PLUGIN).
+    _device_plugin: ContainerResources = PrivateAttr(default=DEVICE_PLUGIN_DEFAULTS)
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._device_plugin = STACK_DEVICE_PLUGIN.get() or DEVICE_PLUGIN_DEFAULTS
+
+    @property
+    def node_shares(self) -> list[NodeShare]:
+        """A learner's share of a node of each instance type, and the DaemonSets taken off it."""
+        return node_shares(self.instance_types, self.sharing, self.slices_per_gpu, self.max_pods, self._device_plugin)
+
     @property
     def learner_requests(self) -> dict[str, str]:
         """A learner pod's CPU and memory requests: the lab's setting, else the smallest per-seat share of a node."""
-        share = seat_share(self.instance_types, self.slices_per_gpu, self.max_pods)
+        share = seat_share(self.node_shares)
         return {
             "cpu": self.learner_pod.cpu or share_text("cpu", share),
             "memory": self.learner_pod.memory or share_text("memory", share),
@@ -430,8 +463,8 @@ def _not_default(namespace: str) -> str:
 class DevicePluginResources(Model):
     """Requests of each device plugin pod; the memory request is its limit too."""
 
-    cpu: Quantity = Field(default="50m", description="CPU request.")
-    memory: Quantity = Field(default="128Mi", description="Memory request and limit.")
+    cpu: Quantity = Field(default=DEVICE_PLUGIN_DEFAULTS.cpu, description="CPU request.")
+    memory: Quantity = Field(default=DEVICE_PLUGIN_DEFAULTS.memory, description="Memory request and limit.")
 
 
 class NvidiaDevicePlugin(Model):
@@ -451,6 +484,17 @@ class NvidiaDevicePlugin(Model):
 # the largest profiles, this many labs fit and one more does not: tests/test_stack_size.py measures it.
 
 
+def _device_plugin_resources(data: Any) -> ContainerResources | None:
+    """nvidiaDevicePlugin.resources of a stack file's settings; None when invalid, which validation reports itself."""
+    plugin = data.get("nvidiaDevicePlugin", {}) if isinstance(data, dict) else None
+    if not isinstance(plugin, dict):
+        return None
+    try:
+        return DevicePluginResources.model_validate(plugin.get("resources", {}))
+    except ValidationError:
+        return None
+
+
 class Settings(Model):
     """Everything under `gpulab:` in one stack file."""
 
@@ -462,6 +506,16 @@ class Settings(Model):
     nvidia_device_plugin: NvidiaDevicePlugin = Field(
         default_factory=NvidiaDevicePlugin, validate_default=True, description="The NVIDIA device plugin."
     )
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _labs_see_the_device_plugin(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> "Settings":
+        # Every lab's node runs the device plugin's pods; their requests are a setting validated after the labs.
+        token = STACK_DEVICE_PLUGIN.set(_device_plugin_resources(data))
+        try:
+            return handler(data)
+        finally:
+            STACK_DEVICE_PLUGIN.reset(token)
 
     @field_validator("nvidia_device_plugin")
     @classmethod
