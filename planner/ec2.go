@@ -60,10 +60,11 @@ func newEC2StandIn(rows map[string]InstanceTypeRow, zones []string) (*ec2StandIn
 
 // instanceTypeInfo is the DescribeInstanceTypes entry of one type, with the fields NewInstanceType reads
 // (aws/karpenter-provider-aws v1.14.1 pkg/providers/instancetype/types.go): vCPUs, memory and GPUs from gpulab's table
-// (config/instance_types.py, which cites Karpenter's generated instance-type reference), network interfaces, IPv4
-// addresses per interface and hypervisor from the provider's generated VPC limits (zz_generated.vpclimits.go, the same
-// data the VPC CNI's max-pods come from). Fields neither source has (CPU manufacturer and clock, EBS and network
-// bandwidth, local NVMe, EFA) are left out: they only add labels gpulab's NodePools and overlays never select on.
+// (config/instance_types.py, which cites Karpenter's generated instance-type reference), and its instance-store NVMe,
+// which an EC2NodeClass with instanceStorePolicy RAID0 makes the node's ephemeral storage; network interfaces, IPv4
+// addresses per interface and hypervisor from the provider's generated VPC limits (zz_generated.vpclimits.go, the
+// same data the VPC CNI's max-pods come from). Fields neither source has (CPU manufacturer and clock, EBS and network
+// bandwidth, EFA) are left out: they only add labels gpulab's NodePools and overlays never select on.
 func instanceTypeInfo(name string, row InstanceTypeRow) (ec2types.InstanceTypeInfo, error) {
 	limits, ok := instancetype.Limits[name]
 	if !ok {
@@ -80,8 +81,14 @@ func instanceTypeInfo(name string, row InstanceTypeRow) (ec2types.InstanceTypeIn
 			MaximumNetworkInterfaces: aws.Int32(int32(card.MaximumNetworkInterfaces)),
 		}
 	})
+	var storage *ec2types.InstanceStorageInfo
+	// The table's figure is Karpenter's instance-local-nvme label, which it sets only for NVMe instance storage.
+	if row.LocalNVMeGB > 0 {
+		storage = &ec2types.InstanceStorageInfo{TotalSizeInGB: aws.Int64(row.LocalNVMeGB), NvmeSupport: ec2types.EphemeralNvmeSupportRequired}
+	}
 	return ec2types.InstanceTypeInfo{
 		InstanceType:          ec2types.InstanceType(name),
+		InstanceStorageInfo:   storage,
 		BareMetal:             aws.Bool(limits.IsBareMetal),
 		Hypervisor:            ec2types.InstanceTypeHypervisor(limits.Hypervisor),
 		SupportedUsageClasses: []ec2types.UsageClassType{ec2types.UsageClassTypeOnDemand, ec2types.UsageClassTypeSpot},

@@ -53,6 +53,7 @@ type InstanceTypeRow struct {
 	Architecture string `json:"architecture"`
 	VCPUs        int32  `json:"vcpus"`
 	MemoryMiB    int64  `json:"memoryMib"`
+	LocalNVMeGB  int64  `json:"localNvmeGb"`
 	GPU          GPU    `json:"gpu"`
 }
 

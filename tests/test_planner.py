@@ -152,23 +152,28 @@ def test_a_class_buffer_warms_exactly_its_seats_and_its_learners_need_no_new_nod
 
 @pytest.mark.parametrize("stack", ALL)
 def test_the_plans_cost_is_gpulabs_reference_price_of_its_nodes_within_the_labs_cost_figures(stack, binary):
+    """Karpenter prices instances only; gpulab's figures add each node's root volume (rootVolumePerNodeHour)."""
     for name, settings, out, scenarios in planned_labs(stack, binary):
         cost = out["cost"]
         if cost["ceilingPerHour"] is None:  # no priced type: Karpenter launches none offline (docs/planner.md)
             continue
+        disk = cost["rootVolumePerNodeHour"]
         for s in scenarios.values():
             prices = [ON_DEMAND_USD_PER_HOUR[claim["instanceType"]] for claim in s["nodeClaims"]]
             assert s["costPerHour"] == pytest.approx(sum(prices), abs=1e-6), (name, s["name"])
             # No scenario runs more GPUs than the NodePool's limit lets Karpenter run: the lab's ceiling bounds it.
-            assert s["costPerHour"] <= cost["ceilingPerHour"] + 1e-9, (name, s["name"])
+            assert s["costPerHour"] + disk * len(prices) <= cost["ceilingPerHour"] + 1e-4, (name, s["name"])
             for claim in s["nodeClaims"]:
                 instance_type = claim["instanceType"]
-                seat_hour = ON_DEMAND_USD_PER_HOUR[instance_type] / seats_per_node(settings, instance_type)
+                node_hour = ON_DEMAND_USD_PER_HOUR[instance_type] + disk
                 low, high = cost["seatHour"]
-                assert low - 5e-5 <= seat_hour <= high + 5e-5, (name, claim)
-        # A full single-type lab is the ceiling itself (rounded up to 4 decimals).
+                assert low - 1e-4 <= node_hour / seats_per_node(settings, instance_type) <= high + 1e-4, (name, claim)
+        # A full single-type lab is the ceiling itself.
         if len(settings.instance_types) == 1 and not cost["unpriced"]:
-            assert scenarios["full"]["costPerHour"] == pytest.approx(cost["ceilingPerHour"], abs=1e-4), name
+            full = scenarios["full"]
+            assert full["costPerHour"] + disk * len(full["nodeClaims"]) == pytest.approx(
+                cost["ceilingPerHour"], abs=1e-4 * len(full["nodeClaims"])
+            ), name
 
 
 @pytest.mark.parametrize("stack", ALL)
@@ -189,7 +194,7 @@ def test_the_planner_stack_launches_what_its_labs_promise_in_exact_numbers(binar
     assert shape("single", "one-gpu") == (1, 0, ["g4dn.xlarge"])
     assert shape("single", "full") == (4, 0, ["g4dn.xlarge"] * 4)
     assert shape("single", "over") == (4, 1, ["g4dn.xlarge"] * 4)
-    assert scenarios["single"]["full"]["costPerHour"] == pytest.approx(4 * 0.526)
+    assert scenarios["single"]["full"]["costPerHour"] == pytest.approx(4 * ON_DEMAND_USD_PER_HOUR["g4dn.xlarge"])
     # Five warm seats on three-slice nodes: two nodes; the second class warms the whole lab (12 seats).
     assert shape("classy", "class-0-buffer") == (2, 0, ["g4dn.xlarge"] * 2)
     assert shape("classy", "class-0-arrival") == (2, 0, ["g4dn.xlarge"] * 2)

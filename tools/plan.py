@@ -68,12 +68,13 @@ def build() -> Path:
 
 
 def write_instance_types(out: Path) -> None:
-    """config/instance_types.py as the planner reads it: per type its CPU, memory, architecture and GPUs."""
+    """config/instance_types.py as the planner reads it: per type its CPU, memory, architecture, NVMe and GPUs."""
     rows = {
         name: {
             "architecture": t.architecture,
             "vcpus": t.vcpus,
             "memoryMib": t.memory_mib,
+            "localNvmeGb": t.local_nvme_gb,
             "gpu": {"model": t.gpu_model, "count": t.gpus, "memoryMib": t.gpu_memory_mib},
         }
         for name, t in sorted(GPU_INSTANCE_TYPES.items())
