@@ -83,7 +83,8 @@ def learner_share(sharing: Sharing, slices_per_gpu: int, instance_types: Iterabl
     if sharing == "timeSlicing":
         return LearnerShare("timeSlicing", None, None)
     # EC2's GPU memory in whole GiB (floored, config/instance_types.py) divided by the slices, floored to a tenth of a
-    # GiB; the daemon divides what the driver reports, which can be a little less (README, "Sharing a GPU through MPS").
+    # GiB; the daemon divides what the driver reports, which can be a little less (docs/sharing.md, "Sharing a GPU
+    # through MPS").
     caps = [GPU_INSTANCE_TYPES[t].gpu_memory_gib * 10 // slices_per_gpu / 10 for t in instance_types]
     return LearnerShare("mps", (min(caps), max(caps)), 100 // slices_per_gpu)
 

@@ -9,6 +9,7 @@ from a Run copies it first (copy.deepcopy), as the tests that plant defects do; 
 
 import copy
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,9 @@ import pytest
 import yaml
 
 from tools import harness
+
+# Renders in tests leave the planner out (it has tests of its own, tests/test_planner.py, which build it once).
+os.environ.setdefault("GPULAB_PLANNER", "off")
 
 ROOT = Path(__file__).resolve().parent.parent
 STACK_FILES = sorted(ROOT.glob("Pulumi.*.yaml"))

@@ -55,10 +55,11 @@ def test_an_environment_without_labs_is_valid():
     assert parsed(values).settings.labs == {}
 
 
-def test_lab_defaults_reproduce_the_origin_node_settings():
+def test_lab_defaults_reproduce_the_origin_node_settings_but_the_disks():
     lab = parsed(stack_values()).settings.labs["intro"]
-    volume = lab.root_volume
-    assert (volume.size_gib, volume.iops, volume.throughput_mibps, volume.encrypted) == (100, 10000, 125, True)
+    # A g4dn.xlarge has 125 GB of NVMe, which takes the images (tests/test_disks.py): the root volume keeps the OS only.
+    volume = lab.disk.root
+    assert (volume.size_gib, volume.iops, volume.throughput_mibps, volume.encrypted) == (20, 3000, 125, True)
     # maxPods is the exception: the origin's 110 is more pods than the VPC CNI has addresses for on a g4dn.xlarge.
     assert (lab.pod_pids_limit, lab.max_pods, lab.cpu_limit) == (32768, None, 1000)
 
@@ -95,9 +96,9 @@ def test_learner_seats_are_max_gpus_times_slices():
         (
             with_lab(slicesPerGPU=2),
             "gpulab:labs.intro.slicesPerGPU: unknown key; did you mean slicesPerGpu? allowed keys: ami, "
-            "capacityReservationIds, capacityTypes, classes, cpuLimit, disruption, expireAfter, instanceTypes, "
-            "learnerPod, maxGpus, maxHourlyCost, maxPods, podPidsLimit, prepullImages, rootVolume, sharing, "
-            "slicesPerGpu",
+            "capacityReservationIds, capacityTypes, classes, cpuLimit, diskStrategy, disruption, expireAfter, "
+            "fastImagePull, instanceTypes, learnerPod, maxGpus, maxHourlyCost, maxPods, podPidsLimit, prepullImages, "
+            "rootVolume, sharing, slicesPerGpu",
         ),
         (
             with_lab(instanceTypes=["m5.large"]),
@@ -148,6 +149,9 @@ def test_learner_seats_are_max_gpus_times_slices():
             with_cluster(privateSubnetIds=["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60001"]),
             "gpulab:cluster.privateSubnetIds: must not repeat subnet-0a1b2c3d4e5f60001",
         ),
+        # Keys are matched as users mistype them, case and all: maxGPUs is maxGpus, not the closer-cased maxPods.
+        (with_lab(maxGPUs=2), "gpulab:labs.intro.maxGPUs: unknown key; did you mean maxGpus? allowed keys: "),
+        (with_lab(LEARNERPOD={}), "gpulab:labs.intro.LEARNERPOD: unknown key; did you mean learnerPod? allowed keys: "),
         (with_cluster(privateSubnetIds=["sub-1", "sub-2"]), "gpulab:cluster.privateSubnetIds[0]: must be a subnet ID"),
         (with_cluster(systemNodes={"size": 1}), "gpulab:cluster.systemNodes.size: must be between 2 and 10, got 1"),
         (with_cluster(endpoint="public"), "gpulab:cluster.endpoint: unknown key; did you mean privateEndpoint?"),
@@ -324,6 +328,7 @@ def test_an_unknown_key_in_a_budget_is_named_with_the_keys_a_budget_allows():
             "region",
             "region: no namespace; Pulumi keys are <namespace>:<name>; did you mean aws:region?",
         ),
+        ("Labs", "Labs: no namespace; Pulumi keys are <namespace>:<name>; did you mean gpulab:labs?"),
     ],
 )
 def test_a_key_no_one_would_read_is_refused_naming_the_key_gpulab_reads(key, expected):

@@ -68,7 +68,7 @@ def test_mps_settings_the_daemon_would_refuse_are_reported(lab, expected):
         run_values(with_lab(**lab))
 
 
-@pytest.mark.parametrize(("instance_type", "slices"), [("g4dn.xlarge", 48), ("g5.xlarge", 16), ("p3dn.24xlarge", 16)])
+@pytest.mark.parametrize(("instance_type", "slices"), [("g4dn.12xlarge", 48), ("g5.xlarge", 16), ("p3dn.24xlarge", 16)])
 def test_mps_accepts_as_many_slices_as_the_daemon_serves(instance_type, slices):
     run = run_values(with_lab(sharing="mps", slicesPerGpu=slices, instanceTypes=[instance_type], maxGpus=8))
     assert run.outputs["labs"]["intro"]["learnerSeats"] == 8 * slices
@@ -83,6 +83,13 @@ def test_mps_memory_cap_never_overstates_the_gpus_share_and_compute_is_the_daemo
         assert low == high
         assert low * slices <= gpu.gpu_memory_gib < (low + 0.1) * slices, instance_type
         assert share.compute_percent == 100 // slices
+
+
+@pytest.mark.parametrize(("slices", "percent"), [(2, 50), (3, 33), (6, 16), (7, 14), (15, 6), (16, 6), (48, 2)])
+def test_mps_compute_share_is_floored_as_the_daemon_floors_it(slices, percent):
+    # The daemon's activeThreadPercentage is 100 / replicas in integer division: 6 slices get 16%, 15 get 6%, where
+    # rounding would say 17% and 7%.
+    assert learner_share("mps", slices, ["g4dn.xlarge"]).compute_percent == percent
 
 
 def test_a_lab_mixing_gpu_models_reports_the_range_of_caps_and_exports_the_smallest(mixed_run):

@@ -32,7 +32,7 @@ ETCD_MAX_REQUEST = 3 * MIB // 2
 CHART = upstream.NVIDIA_DEVICE_PLUGIN / "charts" / "nvidia-device-plugin"
 # The largest profile: time-slicing with two-digit replicas.
 WORST_LAB = Lab.model_validate(
-    {"instanceTypes": ["g4dn.xlarge"], "slicesPerGpu": 48, "maxGpus": 1, "ami": "al2023@latest"}
+    {"instanceTypes": ["g4dn.12xlarge"], "slicesPerGpu": 48, "maxGpus": 4, "ami": "al2023@latest"}
 )
 
 
@@ -126,5 +126,5 @@ def test_a_stack_with_one_lab_more_than_fits_is_refused_naming_the_limit():
         run_values(values)
 
 
-def test_the_readme_states_the_limit():
-    assert f"A stack holds at most {MAX_LABS} labs." in (ROOT / "README.md").read_text()
+def test_the_configuration_reference_states_the_limit():
+    assert f"A stack holds at most {MAX_LABS} labs." in (ROOT / "docs" / "configuration.md").read_text()
