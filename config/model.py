@@ -24,6 +24,7 @@ from config.endpoint import EVERYWHERE, at_most_quota, public_access_cidr
 from config.images import qualify_image
 from config.instance_types import COMPUTE_CAPABILITIES, GPU_INSTANCE_TYPES
 from config.instance_types import GpuInstanceType as GpuInstanceTypeData
+from config.jupyterhub import JupyterHub, notebook_image_problem
 from config.log_retention import accepted_retention
 from config.node_capacity import QUANTITY, Resources, quantity, seat_share
 from config.schedule import Schedule
@@ -143,6 +144,15 @@ AmiAlias = Annotated[
 ]
 CapacityType = Literal["on-demand", "spot", "reserved"]
 ImageReference = Annotated[str, AfterValidator(qualify_image)]
+
+
+def _runs_a_notebook_server(image: str) -> str:
+    if problem := notebook_image_problem(image):
+        raise ValueError(problem)
+    return image
+
+
+NotebookImage = Annotated[ImageReference, AfterValidator(_runs_a_notebook_server)]
 # Karpenter's duration grammar (NodePool CRD): e.g. 30m, 1h30m, 720h.
 DURATION = r"([0-9]+(s|m|h))+"
 Duration = Annotated[str, _matching(DURATION, "a duration such as 10m, 1h30m or 720h")]
@@ -508,6 +518,14 @@ class Lab(Model):
     max_hourly_cost: Annotated[float, AfterValidator(_positive_amount)] | None = Field(
         default=None, description="Cap in USD on the lab's cost ceiling per hour at the reference prices (see README)."
     )
+    notebook_image: NotebookImage | None = Field(
+        default=None,
+        description="Image of learners' notebook servers when gpulab:jupyterhub is set; it must run "
+        "jupyterhub-singleuser. The lab's nodes pre-pull it.",
+    )
+    on_spawn_page: bool = Field(
+        default=True, description="Offer the lab on JupyterHub's spawn page (when gpulab:jupyterhub is set)."
+    )
 
     @field_validator("capacity_reservation_ids")
     @classmethod
@@ -645,6 +663,12 @@ class Lab(Model):
             "memory": self.learner_pod.memory or _share_text("memory", share),
         }
 
+    @property
+    def node_images(self) -> list[str]:
+        """What the lab's nodes pull as they boot: prepullImages, and the notebook image learners start."""
+        extra = [self.notebook_image] if self.notebook_image and self.notebook_image not in self.prepull_images else []
+        return [*self.prepull_images, *extra]
+
     def warm_seats(self, lab_class: LabClass) -> int:
         return lab_class.warm_seats or self.learner_seats
 
@@ -734,6 +758,12 @@ class Settings(Model):
         default_factory=NvidiaDevicePlugin, validate_default=True, description="The NVIDIA device plugin."
     )
 
+    jupyterhub: JupyterHub | None = Field(
+        default=None,
+        validate_default=True,
+        description="JupyterHub with one profile per lab; absent, no JupyterHub is installed (docs/jupyterhub.md).",
+    )
+
     @field_validator("nvidia_device_plugin")
     @classmethod
     def _own_namespaces(cls, plugin: NvidiaDevicePlugin, info: ValidationInfo) -> NvidiaDevicePlugin:
@@ -742,6 +772,28 @@ class Settings(Model):
         if karpenter and karpenter.namespace == plugin.namespace and plugin.namespace not in BUILT_IN_NAMESPACES:
             raise FieldProblem("karpenter.namespace", "must differ from nvidiaDevicePlugin.namespace")
         return plugin
+
+    @field_validator("jupyterhub")
+    @classmethod
+    def _hub_has_its_labs(cls, hub: JupyterHub | None, info: ValidationInfo) -> JupyterHub | None:
+        if hub is None or "labs" not in info.data:
+            return hub
+        taken = {s.namespace for s in (info.data.get("karpenter"), info.data.get("nvidia_device_plugin")) if s}
+        if hub.namespace in taken | BUILT_IN_NAMESPACES:
+            raise FieldProblem(
+                "jupyterhub.namespace", f"must be a namespace of its own, not {hub.namespace!r}, which another uses"
+            )
+        offered = {name: lab for name, lab in info.data["labs"].items() if lab.on_spawn_page}
+        if not offered:
+            # With no profile KubeSpawner starts a pod without the GPU toleration or a lab's node selector.
+            raise ValueError("needs at least one lab on the spawn page (a lab with onSpawnPage: true)")
+        for name, lab in offered.items():
+            if lab.notebook_image is None:
+                raise FieldProblem(
+                    f"labs.{name}.notebookImage",
+                    "required for a lab on the JupyterHub spawn page (or onSpawnPage: false)",
+                )
+        return hub
 
     @property
     def shares_gpus(self) -> bool:

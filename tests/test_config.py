@@ -96,8 +96,8 @@ def test_learner_seats_are_max_gpus_times_slices():
             with_lab(slicesPerGPU=2),
             "gpulab:labs.intro.slicesPerGPU: unknown key; did you mean slicesPerGpu? allowed keys: ami, "
             "capacityReservationIds, capacityTypes, classes, cpuLimit, disruption, expireAfter, instanceTypes, "
-            "learnerPod, maxGpus, maxHourlyCost, maxPods, podPidsLimit, prepullImages, rootVolume, sharing, "
-            "slicesPerGpu",
+            "learnerPod, maxGpus, maxHourlyCost, maxPods, notebookImage, onSpawnPage, podPidsLimit, prepullImages, "
+            "rootVolume, sharing, slicesPerGpu",
         ),
         (
             with_lab(instanceTypes=["m5.large"]),
@@ -153,7 +153,7 @@ def test_learner_seats_are_max_gpus_times_slices():
         (with_cluster(endpoint="public"), "gpulab:cluster.endpoint: unknown key; did you mean privateEndpoint?"),
         (
             stack_values(**{"gpulab:lab": {}}),
-            "gpulab:lab: unknown key; did you mean labs? allowed keys: cluster, karpenter, labs",
+            "gpulab:lab: unknown key; did you mean labs? allowed keys: cluster, jupyterhub, karpenter, labs",
         ),
         (stack_values(**{"aws:region": ""}), "aws:region: required"),
         (

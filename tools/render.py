@@ -166,7 +166,25 @@ def summary(run: harness.Run) -> list[str]:
         )
         lines.append(f"  each learner: {lab.learner_share.describe()}")
         lines += [f"  {line}" for line in class_lines(lab)]
-    return [*lines, *cost_report.table(run.outputs["labs"])]
+    return [*lines, *hub_lines(run), *cost_report.table(run.outputs["labs"])]
+
+
+def hub_lines(run: harness.Run) -> list[str]:
+    """Where learners sign in, how, and which labs they may start: the stack's `jupyterhub` output and its settings."""
+    hub = run.stack.settings.jupyterhub
+    if hub is None:
+        return []
+    output = run.outputs["jupyterhub"]
+    culling = hub.culling
+    ends = f"idle servers stopped after {culling.idle_timeout}" + (
+        f", every server after {culling.max_age}" if culling.max_age else ""
+    )
+    return [
+        f"jupyterhub at {output['address']} ({hub.auth.type} sign-in, {hub.load_balancer.scheme} load balancer, TLS "
+        f"ended there); {ends}; homes: {hub.homes}",
+        f"  spawn page: {', '.join(output['profiles'])}; each learner pod gets one GPU slice and the lab's "
+        "learner requests",
+    ]
 
 
 def class_lines(lab: Lab) -> list[str]:

@@ -73,7 +73,7 @@ def ec2_node_class(lab_name: str, lab: Lab, cluster_name: str, node_role: Any) -
             "httpPutResponseHopLimit": 1,
             "httpTokens": "required",
         },
-        "userData": node_user_data(pod_pids_limit=lab.pod_pids_limit, prepull_images=lab.prepull_images),
+        "userData": node_user_data(pod_pids_limit=lab.pod_pids_limit, prepull_images=lab.node_images),
         "tags": {LAB_LABEL: lab_name},
     }
     if lab.max_pods is not None:
