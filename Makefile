@@ -2,15 +2,22 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= staging
+# Where `make upstream` puts the upstream reference data (git ignores it); the tests read it with GPULAB_UPSTREAM.
+UPSTREAM ?= .upstream
 # helm of the chart render: $GPULAB_HELM where it is set (the render uses it), else the pinned one in .venv/bin.
 HELM := $(if $(GPULAB_HELM),,$(VENV)/bin/helm)
 
-.PHONY: render test check
+.PHONY: render test check upstream
 render: $(VENV)/.installed $(HELM)
 	$(PY) -m tools.render $(STACK) --out out/$(STACK)
 
 test: $(VENV)/.installed $(HELM)
 	$(PY) -m pytest
+
+# The upstream reference data of the pinned versions (tools/upstream.py), for a clone without ../shared/upstream:
+# `make upstream`, then `GPULAB_UPSTREAM=.upstream make test` runs every test.
+upstream: $(VENV)/.installed
+	$(PY) -m tools.upstream $(UPSTREAM)
 
 # Lint and format (ruff), types (mypy), YAML (yamllint: duplicate keys among others), GitHub workflows.
 check: $(VENV)/.dev-installed

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 from typing import Any
 
+from pydantic import ValidationInfo
+
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.prices import ON_DEMAND_USD_PER_HOUR, PRICE_SOURCE
 
@@ -89,3 +91,13 @@ def lab_cost(
 
 def _rounded(amount: Decimal, rounding: str) -> float:
     return float(amount.quantize(Decimal(1).scaleb(-DECIMALS), rounding=rounding))
+
+
+def within_max_hourly_cost(cap: float | None, info: ValidationInfo) -> float | None:
+    """A lab's maxHourlyCost: at least its ceiling at the reference prices, so that the cap can hold."""
+    if cap is None or not {"instance_types", "slices_per_gpu", "max_gpus"} <= info.data.keys():
+        return cap
+    cost = lab_cost(info.data["instance_types"], info.data["slices_per_gpu"], info.data["max_gpus"], cap)
+    if problem := cost.cap_problem:
+        raise ValueError(problem)
+    return cap

@@ -2,53 +2,31 @@
 
 Absent, nothing of JupyterHub is installed. Its client secret is not here: OAuth client secrets come from the Pulumi
 secret `gpulab:jupyterhubClientSecret` (config/load.py), so that the stack file and the render never hold one.
-
-The models repeat config.model's base configuration rather than import it, because config.model imports this module
-for Settings and Lab (config/ imports run one way).
 """
 
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
 from config import durations
+from config.fields import (
+    BUILT_IN_NAMESPACES,
+    Duration,
+    FieldProblem,
+    ImageReference,
+    Model,
+    Namespace,
+    SubnetId,
+    between,
+    matching,
+    unique,
+)
 from config.images import DOCKER_HUB
 
 # The Pulumi secret that holds the OAuth client secret of the GitHub or OIDC app.
 CLIENT_SECRET_KEY = "jupyterhubClientSecret"
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, alias_generator=to_camel)
-
-
-def _matching(pattern: str, what: str) -> AfterValidator:
-    compiled = re.compile(pattern)
-
-    def check(value: str) -> str:
-        if not compiled.fullmatch(value):
-            raise ValueError(f"must be {what}, got {value!r}")
-        return value
-
-    return AfterValidator(check)
-
-
-def _unique(values: list[str]) -> list[str]:
-    duplicates = sorted({v for v in values if values.count(v) > 1})
-    if duplicates:
-        raise ValueError(f"must not repeat {', '.join(duplicates)}")
-    return values
-
-
-def _between(low: int, high: int) -> AfterValidator:
-    def check(value: int) -> int:
-        if not low <= value <= high:
-            raise ValueError(f"must be between {low} and {high}, got {value}")
-        return value
-
-    return AfterValidator(check)
 
 
 def _at_least_a_minute(value: str) -> str:
@@ -59,31 +37,25 @@ def _at_least_a_minute(value: str) -> str:
 
 HostName = Annotated[
     str,
-    _matching(
+    matching(
         r"([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]([a-z0-9-]{0,61}[a-z0-9])?",
         "a lowercase DNS name such as hub.example.edu",
     ),
 ]
-HttpsUrl = Annotated[str, _matching(r"https://[^\s/?#]+(/[^\s?#]*)?", "an https:// URL without query or fragment")]
+HttpsUrl = Annotated[str, matching(r"https://[^\s/?#]+(/[^\s?#]*)?", "an https:// URL without query or fragment")]
 CertificateArn = Annotated[
     str,
-    _matching(
+    matching(
         r"arn:aws(-[a-z]+)*:acm:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:certificate/[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}",
         "an ACM certificate ARN such as arn:aws:acm:eu-west-1:123456789012:certificate/"
         "0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9",
     ),
 ]
-SubnetId = Annotated[str, _matching(r"subnet-[0-9a-f]{8,17}", "a subnet ID such as subnet-0a1b2c3d4e5f60718")]
-Namespace = Annotated[
-    str, _matching(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", "a Kubernetes namespace name (a DNS-1123 label)")
-]
-# Karpenter's duration grammar, which the rest of the stack file uses too: 30m, 1h30m, 12h.
-Duration = Annotated[str, _matching(r"([0-9]+(s|m|h))+", "a duration such as 30m, 1h30m or 12h")]
 Name = Annotated[str, Field(min_length=1)]
-NameList = Annotated[list[Name], AfterValidator(_unique)]
+NameList = Annotated[list[Name], AfterValidator(unique)]
 # EKS add-on versions are the driver's release and an EKS build number (aws eks describe-addon-versions).
 AddonVersion = Annotated[
-    str, _matching(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+", "an EKS add-on version such as v1.2.3-eksbuild.1")
+    str, matching(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+", "an EKS add-on version such as v1.2.3-eksbuild.1")
 ]
 
 # Images that cannot start a JupyterHub server, by repository as containerd names it (config/images.py): none of
@@ -108,6 +80,16 @@ def notebook_image_problem(image: str) -> str | None:
     )
 
 
+def _runs_a_notebook_server(image: str) -> str:
+    if problem := notebook_image_problem(image):
+        raise ValueError(problem)
+    return image
+
+
+# A lab's notebookImage: a reference as containerd names it, of an image that can start a learner's server.
+NotebookImage = Annotated[ImageReference, AfterValidator(_runs_a_notebook_server)]
+
+
 def _someone_may_sign_in(value: list[str], info: ValidationInfo, keys: tuple[str, ...]) -> list[str]:
     # OAuthenticator 16+ lets nobody in unless an allow list names them (or allow_all, which gpulab does not offer
     # for OAuth: anyone with a GitHub account would get a GPU).
@@ -117,7 +99,7 @@ def _someone_may_sign_in(value: list[str], info: ValidationInfo, keys: tuple[str
     return value
 
 
-class GitHub(_Model):
+class GitHub(Model):
     """Sign-in with GitHub (OAuthenticator's GitHubOAuthenticator): a GitHub OAuth app."""
 
     type: Literal["github"] = Field(description="GitHub OAuth.")
@@ -138,7 +120,7 @@ class GitHub(_Model):
         return _someone_may_sign_in(value, info, ("allowed_users",))
 
 
-class Oidc(_Model):
+class Oidc(Model):
     """Sign-in with a generic OAuth 2 / OpenID Connect provider (OAuthenticator's GenericOAuthenticator)."""
 
     type: Literal["oidc"] = Field(description="Generic OAuth 2 / OIDC.")
@@ -163,7 +145,7 @@ class Oidc(_Model):
         return _someone_may_sign_in(value, info, ("allowed_users",))
 
 
-class Lti13(_Model):
+class Lti13(Model):
     """Launch from a learning platform (Canvas, Moodle, Open edX...) with LTI 1.3 (ltiauthenticator's
     LTI13Authenticator). The platform decides who may launch the tool, so without allowedUsers everyone it launches
     may sign in."""
@@ -182,7 +164,7 @@ class Lti13(_Model):
     )
 
 
-class Dummy(_Model):
+class Dummy(Model):
     """No real sign-in: anyone who reaches the hub signs in under any name (JupyterHub's DummyAuthenticator). Only for
     a private test stack; the policy pack refuses it in production."""
 
@@ -194,13 +176,13 @@ Auth = Annotated[GitHub | Oidc | Lti13 | Dummy, Field(discriminator="type")]
 NEEDS_CLIENT_SECRET = ("github", "oidc")
 
 
-class LoadBalancer(_Model):
+class LoadBalancer(Model):
     """The AWS load balancer in front of the hub's proxy, which terminates TLS (the chart's `offload` mode)."""
 
     scheme: Literal["internal", "internet-facing"] = Field(
         default="internal", description="Reachable inside the VPC only (internal) or from the internet."
     )
-    subnet_ids: Annotated[list[SubnetId], Field(min_length=1), AfterValidator(_unique)] = Field(
+    subnet_ids: Annotated[list[SubnetId], Field(min_length=1), AfterValidator(unique)] = Field(
         description="Subnets of the load balancer, one per availability zone: public ones when internet-facing."
     )
     certificate_arn: CertificateArn = Field(
@@ -208,7 +190,7 @@ class LoadBalancer(_Model):
     )
 
 
-class Culling(_Model):
+class Culling(Model):
     """When the hub stops learners' servers (jupyterhub-idle-culler), so that a forgotten notebook frees its slice."""
 
     idle_timeout: Annotated[Duration, AfterValidator(_at_least_a_minute)] = Field(
@@ -222,7 +204,7 @@ class Culling(_Model):
     )
 
 
-class JupyterHub(_Model):
+class JupyterHub(Model):
     """The JupyterHub release, its sign-in, its load balancer and its volumes."""
 
     namespace: Namespace = Field(default="jupyterhub", description="Namespace of the hub and of learners' pods.")
@@ -239,10 +221,10 @@ class JupyterHub(_Model):
         default="none",
         description="Learners' home directories: none (lost when the server stops) or one volume per learner.",
     )
-    home_size_gib: Annotated[int, _between(1, 16384)] = Field(
+    home_size_gib: Annotated[int, between(1, 16384)] = Field(
         default=10, description="Size of each learner's home volume (with homes: perLearner)."
     )
-    hub_database_size_gib: Annotated[int, _between(1, 16384)] = Field(
+    hub_database_size_gib: Annotated[int, between(1, 16384)] = Field(
         default=1, description="Size of the hub's database volume (SQLite: users, servers, tokens)."
     )
     ebs_csi_driver_version: AddonVersion | None = Field(
@@ -253,3 +235,25 @@ class JupyterHub(_Model):
     @property
     def address(self) -> str:
         return f"https://{self.host}/"
+
+
+def hub_has_its_labs(hub: JupyterHub | None, info: ValidationInfo) -> JupyterHub | None:
+    """gpulab:jupyterhub beside the labs and the other components: a namespace of its own, a lab on the spawn page,
+    and a notebook image for every lab there."""
+    if hub is None or "labs" not in info.data:
+        return hub
+    taken = {s.namespace for s in (info.data.get("karpenter"), info.data.get("nvidia_device_plugin")) if s}
+    if hub.namespace in taken | BUILT_IN_NAMESPACES:
+        raise FieldProblem(
+            "jupyterhub.namespace", f"must be a namespace of its own, not {hub.namespace!r}, which another uses"
+        )
+    offered = {name: lab for name, lab in info.data["labs"].items() if lab.on_spawn_page}
+    if not offered:
+        # With no profile KubeSpawner starts a pod without the GPU toleration or a lab's node selector.
+        raise ValueError("needs at least one lab on the spawn page (a lab with onSpawnPage: true)")
+    for name, lab in offered.items():
+        if lab.notebook_image is None:
+            raise FieldProblem(
+                f"labs.{name}.notebookImage", "required for a lab on the JupyterHub spawn page (or onSpawnPage: false)"
+            )
+    return hub

@@ -14,9 +14,10 @@ from typing import Any
 import pulumi
 from pydantic import BaseModel, ValidationError
 
+from config.fields import FieldProblem
 from config.jupyterhub import CLIENT_SECRET_KEY, NEEDS_CLIENT_SECRET
 from config.keys import NAMESPACE, key_problems
-from config.model import FieldProblem, Settings
+from config.model import Settings
 
 _SET_SECRET = f"set it with `pulumi config set --secret {NAMESPACE}:{CLIENT_SECRET_KEY} <secret>`"
 

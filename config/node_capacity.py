@@ -78,13 +78,13 @@ _SUFFIXES = {
     "E": 10**18,
     **{suffix: 2 ** (10 * (i + 1)) for i, suffix in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
 }
-# The Kubernetes quantities gpulab accepts (config.model.Quantity): a decimal number and an optional unit.
+# The Kubernetes quantities gpulab accepts (config.fields.Quantity): a decimal number and an optional unit.
 QUANTITY = r"([0-9]+(?:\.[0-9]+)?)([KMGTPE]i|[mkMGTPE])?"
 _QUANTITY = re.compile(QUANTITY)
 
 
 def quantity(text: str) -> Fraction:
-    """A Kubernetes quantity of the form config.model.Quantity accepts (e.g. 500m, 1.5, 4Gi), as an exact number."""
+    """A Kubernetes quantity of the form config.fields.Quantity accepts (e.g. 500m, 1.5, 4Gi), as an exact number."""
     match = _QUANTITY.fullmatch(text)
     if match is None:
         raise ValueError(f"{text!r} is not a Kubernetes quantity")

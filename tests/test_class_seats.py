@@ -14,15 +14,17 @@ from components.karpenter.class_seats_manifests import (
 from components.karpenter.manifests import node_pool
 from components.labels import GPU_RESOURCE, SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
 from config import durations, schedule
+from config.classes import BUDGETS_PER_CLASS
 from config.instance_types import GPU_INSTANCE_TYPES
-from config.model import BUDGETS_PER_CLASS
 from config.node_capacity import DAEMONSET_CPU_MILLIS, DAEMONSET_MEMORY_MIB, allocatable, quantity
+from tests import tables
 from tests.conftest import BASE, run_values, stack_values
 from tests.crd_schema import crd_problems, requires_upstream
 from tests.nodes import lab_nodes, system_nodes
 from tests.scheduling import unschedulable_because
 from tests.synthetic import SYNTHETIC
 from tools import render
+from tools.summary import summary
 
 BUFFER = "kubernetes:autoscaling.x-k8s.io/v1beta1:CapacityBuffer"
 CRON_JOB = "kubernetes:batch/v1:CronJob"
@@ -327,22 +329,27 @@ def test_a_lab_without_classes_changes_nothing_in_its_node_pool(base_run):
     assert budgets == [b.model_dump(by_alias=True, exclude_none=True) for b in lab.disruption.budgets]
 
 
-def test_the_summary_shows_each_class_start_length_warm_seats_and_from_when(run):
-    lines = render.summary(run)
-    for name, lab in labs_with_classes(run).items():
-        at = next(i for i, line in enumerate(lines) if line.startswith(f"lab {name}:"))
-        end = next((i for i in range(at + 1, len(lines)) if not lines[i].startswith("  ")), len(lines))
-        details = lines[at + 1 : end]
-        requests = [i for i, line in enumerate(details) if line.startswith("  learner pods request cpu ")]
-        assert [details[i] for i in requests] == [
-            f"  learner pods request cpu {lab.learner_requests['cpu']}, memory {lab.learner_requests['memory']}; "
-            "warm seats are shaped like them"
-        ]
-        assert details[requests[0] + 1 : requests[0] + 1 + len(lab.classes)] == [
-            f"  class {lab_class.schedule!r} (UTC) for {lab_class.duration}: {lab.warm_seats(lab_class)} warm "
-            f"seats from {lab_class.warm_from} ({lab_class.warmup} ahead), released at the start"
-            for lab_class in lab.classes
-        ]
+def test_the_summary_shows_each_class_start_length_warm_seats_from_when_and_what_a_seat_requests(run):
+    rows = tables.table(summary(run), "classes:")
+    assert rows == [
+        {
+            "lab": name,
+            "starts (UTC)": lab_class.schedule,
+            "lasts": lab_class.duration,
+            "warm seats": str(lab.warm_seats(lab_class)),
+            "warm from (UTC)": str(lab_class.warm_from),
+            "ahead": lab_class.warmup,
+            "each seat requests": f"cpu {lab.learner_requests['cpu']}, memory {lab.learner_requests['memory']}",
+        }
+        for name, lab in labs_with_classes(run).items()
+        for lab_class in lab.classes
+    ]
+    # Monday 00:10 warmed 20 minutes ahead is Sunday 23:50; its seats default to the lab's 8 GPUs x 3 slices.
+    assert rows[0] | {"warm seats": "24", "warm from (UTC)": "50 23 * * sun", "ahead": "20m"} == rows[0]
+
+
+def test_a_stack_without_classes_has_no_class_table(base_run):
+    assert not any(line.startswith("classes:") for line in summary(base_run))
 
 
 def test_every_rendered_manifest_gets_a_file_of_its_own(run, tmp_path):

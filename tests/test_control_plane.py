@@ -11,9 +11,10 @@ import pytest
 from components.control_plane import log_group_name, secrets_key_alias
 from config.endpoint import MAX_PUBLIC_ACCESS_CIDRS
 from config.log_retention import LOG_RETENTION_DAYS
+from tests import tables
 from tests.conftest import run_values
 from tests.test_config import parsed, problems, with_cluster
-from tools import render
+from tools.summary import summary
 
 EKS = "eks:index:Cluster"
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
@@ -193,20 +194,21 @@ def test_deletion_protection_and_extended_support_reach_the_cluster():
     [
         (
             {},
-            "control plane: API public to 0.0.0.0/0 and private in the VPC; logs kept 365 days; "
-            "deletion protection off; STANDARD support",
+            ("public to 0.0.0.0/0 and private in the VPC", "kept 365 days", "off", "STANDARD"),
         ),
         (
             {"publicAccessCidrs": [], "logRetentionDays": 90, "deletionProtection": True, "supportType": "EXTENDED"},
-            "control plane: API private in the VPC; logs kept 90 days; deletion protection on; EXTENDED support",
+            ("private in the VPC", "kept 90 days", "on", "EXTENDED"),
         ),
         (
             {"publicAccessCidrs": ["1.2.3.4/32", "52.0.0.0/8"], "privateEndpoint": False},
-            "control plane: API public to 1.2.3.4/32, 52.0.0.0/8; logs kept 365 days; deletion protection off; "
-            "STANDARD support",
+            ("public to 1.2.3.4/32, 52.0.0.0/8", "kept 365 days", "off", "STANDARD"),
         ),
     ],
     ids=["defaults", "private-only", "public-only"],
 )
 def test_render_summary_says_who_reaches_the_api_and_how_the_control_plane_is_kept(changes, expected):
-    assert render.summary(run_values(with_cluster(**changes)))[1] == expected
+    rows = tables.cluster(summary(run_values(with_cluster(**changes))))
+    assert tuple(rows[label] for label in ("API endpoint", "control plane logs", "deletion protection", "support")) == (
+        expected
+    )

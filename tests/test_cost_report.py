@@ -6,9 +6,11 @@ from pathlib import Path
 import pytest
 
 from config.prices import PRICE_SOURCE
+from tests import tables
 from tests.conftest import STACK_FILES, run_values, stack_values
 from tests.synthetic import lab
 from tools import cost_report, harness, render
+from tools.summary import summary
 
 TWO_LABS = stack_values(
     **{
@@ -23,13 +25,12 @@ TWO_LABS = stack_values(
 
 
 def rows(lines: list[str]) -> dict[str, list[str]]:
-    """The table's body rows by their first cell."""
-    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines if line.startswith("| ")]
-    return {row[0]: row[1:] for row in cells[1:]}
+    """The cost table's body rows by their first cell."""
+    return {row["lab"]: list(row.values())[1:] for row in tables.table(lines, "cost of the labs' GPU nodes")}
 
 
 def test_summary_shows_each_labs_seat_hour_price_ceiling_and_cap_and_the_total_of_the_stack():
-    lines = render.summary(run_values(TWO_LABS))
+    lines = summary(run_values(TWO_LABS))
     assert rows(lines) == {
         "a": ["4", "0.4024", "1.6096", "-", "-"],
         "b": ["4", "2.6232", "10.4927", "11.0000", "-"],
@@ -38,7 +39,7 @@ def test_summary_shows_each_labs_seat_hour_price_ceiling_and_cap_and_the_total_o
 
 
 def test_summary_labels_the_figures_with_the_price_source():
-    (title,) = [line for line in render.summary(run_values(TWO_LABS)) if PRICE_SOURCE in line]
+    (title,) = [line for line in summary(run_values(TWO_LABS)) if PRICE_SOURCE in line]
     assert "list prices of one region, not a bill" in title
 
 
@@ -46,7 +47,7 @@ def test_a_lab_without_prices_says_so_and_the_total_covers_priced_types_only():
     values = stack_values(
         **{"gpulab:labs": {"new": lab(["g7.2xlarge"], 2), "mixed": lab(["g4dn.xlarge", "p5e.48xlarge"], 3, 8)}}
     )
-    assert rows(render.summary(run_values(values))) == {
+    assert rows(summary(run_values(values))) == {
         "new": ["4", "no price", "no price", "-", "g7.2xlarge"],
         "mixed": ["24", "0.1753", "4.2080", "-", "p5e.48xlarge"],
         "all labs": ["28", "", "4.2080 (priced types only)", "", ""],
@@ -59,9 +60,7 @@ def test_a_range_of_seat_hour_prices_is_shown_cheapest_first():
 
 
 def test_a_stack_without_labs_has_an_empty_table_with_a_zero_total():
-    assert rows(render.summary(run_values(stack_values(**{"gpulab:labs": {}})))) == {
-        "all labs": ["0", "", "0.0000", "", ""]
-    }
+    assert rows(summary(run_values(stack_values(**{"gpulab:labs": {}})))) == {"all labs": ["0", "", "0.0000", "", ""]}
 
 
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)

@@ -6,9 +6,10 @@ import yaml
 import config
 from config.instance_types import COMPUTE_CAPABILITIES, GPU_INSTANCE_TYPES
 from config.sharing import learner_share, mps_max_clients
+from tests import tables
 from tests.conftest import BASE, run_values, stack_values
 from tests.synthetic import SYNTHETIC
-from tools import render
+from tools.summary import summary
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -125,14 +126,12 @@ def test_summary_says_what_each_learner_gets():
             }
         )
     )
-    lines = render.summary(run)
-    # The line after each lab's line says what its learners get.
-    assert {line.split(":")[0]: lines[i + 1] for i, line in enumerate(lines) if line.startswith("lab ")} == {
-        "lab isolated": "  each learner: MPS, at most 5.3 GiB of GPU memory and 33% of the GPU compute",
-        "lab mixed": "  each learner: MPS, at most 5.3-14.6 GiB of GPU memory (by GPU model) and 33% of the GPU "
-        "compute",
-        "lab turns": "  each learner: time-slicing, GPU memory shared and uncapped, compute in turns",
-        "lab solo": "  each learner: a whole GPU (no sharing)",
+    rows = {row["lab"]: (row["sharing"], row["each learner gets"]) for row in tables.table(summary(run), "labs:")}
+    assert rows == {
+        "isolated": ("MPS", "at most 5.3 GiB of GPU memory and 33% of the GPU compute"),
+        "mixed": ("MPS", "at most 5.3-14.6 GiB of GPU memory (by GPU model) and 33% of the GPU compute"),
+        "turns": ("time-slicing", "GPU memory shared and uncapped, compute in turns"),
+        "solo": ("none", "a whole GPU"),
     }
 
 

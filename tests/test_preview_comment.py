@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import tables
 from tests.conftest import BASE, ROOT
 from tools import preview_comment, render
 
@@ -34,9 +35,11 @@ def test_comment_starts_with_the_stacks_marker_then_shows_the_cost_table_before_
     body = preview_comment.comment("staging", staging_labs(staging_render), PREVIEW)
     lines = body.splitlines()
     assert lines[:2] == ["<!-- gpulab-preview:staging -->", "#### `pulumi preview` of staging"]
-    table = next(i for i, line in enumerate(lines) if line.startswith("| lab | learner seats | per seat-hour |"))
+    table = next(
+        i for i, line in enumerate(lines) if tables.cells(line)[:3] == ["lab", "learner seats", "per seat-hour"]
+    )
     assert table < lines.index("<pre>")
-    assert any(line.startswith("| intro | ") for line in lines)
+    assert [row["lab"] for row in tables.table(lines)] == ["intro", "all labs"]
 
 
 def test_preview_is_shown_without_terminal_colours_and_escaped_for_html(staging_render):
@@ -59,13 +62,14 @@ def test_a_preview_that_escaping_lengthens_and_a_large_cost_table_still_fit_gith
     preview = '<"&>\n' * 40_000 + "Resources: 3 to create"  # each line escapes to 19 characters
     body = preview_comment.comment("staging", labs, preview)
     assert len(body) <= preview_comment.MAX_COMMENT_CHARS
-    assert body.count("| lab-149 | ") == 1 and "&lt;&quot;&amp;&gt;\nResources: 3 to create" in body
+    assert [row["lab"] for row in tables.table(body.splitlines())][-2:] == ["lab-149", "all labs"]
+    assert "&lt;&quot;&amp;&gt;\nResources: 3 to create" in body
 
 
 def test_a_failed_preview_still_gets_the_cost_table_and_a_link_to_the_run(staging_render):
     body = preview_comment.comment("staging", staging_labs(staging_render), "", "https://github.com/o/r/actions/runs/7")
     assert "The preview did not finish; its log is in the workflow run: https://github.com/o/r/actions/runs/7" in body
-    assert "<pre>" not in body and any(line.startswith("| intro | ") for line in body.splitlines())
+    assert "<pre>" not in body and [row["lab"] for row in tables.table(body.splitlines())] == ["intro", "all labs"]
 
 
 # --- .ci/preview-comment posts one comment per stack, and updates it on the next push -------------------------------
@@ -124,4 +128,4 @@ def test_next_preview_updates_the_stacks_comment_and_ignores_a_look_alike_by_som
     comments = [bot(5, f"{marker}\nold"), bot(6, f"{marker}\nnot ours", login="mallory"), bot(7, "other")]
     calls = post(tmp_path, staging_render, comments)
     assert [(c["method"], c["path"]) for c in calls] == [("PATCH", "repos/acme/gpulab/issues/comments/5")]
-    assert "| intro | " in calls[0]["body"]
+    assert [row["lab"] for row in tables.table(calls[0]["body"].splitlines())] == ["intro", "all labs"]

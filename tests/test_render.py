@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import tables
 from tests.conftest import BASE, ROOT, STACK_FILES, stack_values
 from tools import render
 
@@ -100,9 +101,13 @@ def test_summary_names_the_cluster_and_each_labs_types_capacity_and_seats(capsys
     values = stack_values(**{"gpulab:labs": {"intro": BASE["gpulab:labs"]["intro"], "spot": spot}})
     assert render.main([str(write_stack(tmp_path, values)), "--out", str(tmp_path / "out")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("cluster lab-test: Kubernetes 1.34 in eu-west-1")
-    assert "lab intro: g4dn.xlarge (on-demand); up to 4 GPUs x 3 slices = 12 learner seats" in lines
-    assert "lab spot: g5.xlarge (spot, on-demand); up to 4 GPUs x 3 slices = 12 learner seats" in lines
+    assert tables.cluster(lines).items() >= {"cluster": "lab-test", "Kubernetes": "1.34", "region": "eu-west-1"}.items()
+    shared = {"GPUs, at most": "4", "slices per GPU": "3", "learner seats": "12", "sharing": "time-slicing"}
+    assert [row | shared == row for row in tables.table(lines, "labs:")] == [True, True]
+    assert [(r["lab"], r["instance types"], r["capacity types"]) for r in tables.table(lines, "labs:")] == [
+        ("intro", "g4dn.xlarge", "on-demand"),
+        ("spot", "g5.xlarge", "spot, on-demand"),
+    ]
 
 
 def lab(**changes):
@@ -220,7 +225,9 @@ config:
 def test_a_lab_built_with_a_yaml_merge_key_renders_with_the_merged_values(tmp_path, capsys):
     out = tmp_path / "out"
     assert render.main([str(write_stack(tmp_path, MERGED)), "--out", str(out)]) == 0
-    assert "lab vision: g5.xlarge (on-demand); up to 4 GPUs x 5 slices = 20 learner seats" in capsys.readouterr().out
+    (vision,) = [row for row in tables.table(capsys.readouterr().out.splitlines(), "labs:") if row["lab"] == "vision"]
+    shown = ("instance types", "capacity types", "GPUs, at most", "slices per GPU", "learner seats")
+    assert [vision[column] for column in shown] == ["g5.xlarge", "on-demand", "4", "5", "20"]
     pool = yaml.safe_load((out / "manifests" / "nodepool-vision.yaml").read_text())
     node_class = yaml.safe_load((out / "manifests" / "ec2nodeclass-vision.yaml").read_text())
     assert pool["spec"]["limits"]["nvidia.com/gpu"] == "20"

@@ -21,7 +21,8 @@ import yaml
 
 import config
 from components.nvidia.device_plugin import RELEASE, helm_values
-from config.model import MAX_LABS, Lab, NvidiaDevicePlugin
+from config.limits import MAX_LABS
+from config.model import Lab, NvidiaDevicePlugin
 from config.versions import NVIDIA_DEVICE_PLUGIN_CHART_VERSION
 from tests import upstream
 from tests.conftest import BASE, ROOT, run_values, stack_values
@@ -125,5 +126,5 @@ def test_a_stack_with_one_lab_more_than_fits_is_refused_naming_the_limit():
         run_values(values)
 
 
-def test_the_readme_states_the_limit():
-    assert f"A stack holds at most {MAX_LABS} labs." in (ROOT / "README.md").read_text()
+def test_the_configuration_reference_states_the_limit():
+    assert f"A stack holds at most {MAX_LABS} labs." in (ROOT / "docs" / "configuration.md").read_text()

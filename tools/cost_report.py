@@ -5,38 +5,44 @@ from typing import Any
 
 from config.cost import DECIMALS, usd
 from config.prices import PRICE_SOURCE
+from tools.table import Column, markdown
 
 NONE = "-"
+
+# Each lab's entry of the `labs` output, by name.
+LabOutput = tuple[str, Mapping[str, Any]]
+
+
+def _seat_hour(item: LabOutput) -> str:
+    seat_hour = item[1]["cost"]["seatHour"]
+    # [cheapest, dearest], shown once when they are equal.
+    return " to ".join(dict.fromkeys(usd(amount) for amount in seat_hour)) if seat_hour else "no price"
+
+
+def _or(value: float | None, otherwise: str) -> str:
+    return usd(value) if value is not None else otherwise
+
+
+COLUMNS: tuple[Column[LabOutput], ...] = (
+    Column("lab", lambda item: item[0]),
+    Column("learner seats", lambda item: str(item[1]["learnerSeats"]), numeric=True),
+    Column("per seat-hour", _seat_hour, numeric=True),
+    Column("ceiling per hour", lambda item: _or(item[1]["cost"]["ceilingPerHour"], "no price"), numeric=True),
+    Column("maxHourlyCost", lambda item: _or(item[1]["cost"]["maxHourlyCost"], NONE), numeric=True),
+    Column("instance types without a price", lambda item: ", ".join(item[1]["cost"]["unpriced"]) or NONE),
+)
 
 
 def table(labs: Mapping[str, Any]) -> list[str]:
     """Per lab: seat-hour price range, ceiling per hour and cap; then the ceiling of all labs together."""
-    lines = [
-        f"cost of the labs' GPU nodes in USD at {PRICE_SOURCE}: list prices of one region, not a bill (spot "
-        "capacity costs less; README, What a lab costs):",
-        "",
-        "| lab | learner seats | per seat-hour | ceiling per hour | maxHourlyCost | instance types without a price |",
-        "|---|---:|---:|---:|---:|---|",
-    ]
-    for name, lab in labs.items():
-        cost = lab["cost"]
-        seat_hour = cost["seatHour"]
-        # [cheapest, dearest], shown once when they are equal.
-        low_high = list(dict.fromkeys(usd(amount) for amount in seat_hour)) if seat_hour else ["no price"]
-        ceiling, cap = cost["ceilingPerHour"], cost["maxHourlyCost"]
-        cells = [
-            name,
-            str(lab["learnerSeats"]),
-            " to ".join(low_high),
-            usd(ceiling) if ceiling is not None else "no price",
-            usd(cap) if cap is not None else NONE,
-            ", ".join(cost["unpriced"]) or NONE,
-        ]
-        lines.append(f"| {' | '.join(cells)} |")
     ceilings = [lab["cost"]["ceilingPerHour"] for lab in labs.values()]
     total = usd(round(sum(c for c in ceilings if c is not None), DECIMALS))
     if any(lab["cost"]["unpriced"] for lab in labs.values()):
         total += " (priced types only)"
     seats = sum(lab["learnerSeats"] for lab in labs.values())
-    lines.append(f"| all labs | {seats} |  | {total} |  |  |")
-    return lines
+    return [
+        f"cost of the labs' GPU nodes in USD at {PRICE_SOURCE}: list prices of one region, not a bill (spot "
+        "capacity costs less; docs/cost.md):",
+        "",
+        *markdown(COLUMNS, labs.items(), last=["all labs", str(seats), "", total, "", ""]),
+    ]

@@ -23,8 +23,8 @@ try:
     import yaml
 
     import config
-    from config.model import Cluster, Lab
-    from tools import charts, cost_report, harness
+    from tools import charts, harness
+    from tools.summary import summary
 except ModuleNotFoundError as missing:  # an interpreter without the project's requirements, e.g. the system python3
     sys.exit(
         f"gpulab: {missing.name} is not installed for {sys.executable}; run `make render`, or "
@@ -148,65 +148,6 @@ _Dumper.add_representer(str, _string)
 def _write_yaml(path: Path, document: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.dump(document, Dumper=_Dumper, sort_keys=False, default_flow_style=False))
-
-
-def summary(run: harness.Run) -> list[str]:
-    settings = run.stack.settings
-    cluster = settings.cluster
-    lines = [
-        f"cluster {cluster.name}: Kubernetes {cluster.kubernetes_version} in {run.stack.region}, "
-        f"{len(cluster.private_subnet_ids)} private subnets, {len(run.resources)} resources",
-        _control_plane(cluster),
-    ]
-    for name, lab in settings.labs.items():
-        lines.append(
-            f"lab {name}: {', '.join(lab.instance_types)} ({', '.join(lab.capacity_types)}); "
-            f"up to {lab.max_gpus} GPU{'s' * (lab.max_gpus != 1)} x {lab.slices_per_gpu} slices = {lab.learner_seats} "
-            "learner seats"
-        )
-        lines.append(f"  each learner: {lab.learner_share.describe()}")
-        lines += [f"  {line}" for line in class_lines(lab)]
-    return [*lines, *hub_lines(run), *cost_report.table(run.outputs["labs"])]
-
-
-def hub_lines(run: harness.Run) -> list[str]:
-    """Where learners sign in, how, and which labs they may start: the stack's `jupyterhub` output and its settings."""
-    hub = run.stack.settings.jupyterhub
-    if hub is None:
-        return []
-    output = run.outputs["jupyterhub"]
-    culling = hub.culling
-    ends = f"idle servers stopped after {culling.idle_timeout}" + (
-        f", every server after {culling.max_age}" if culling.max_age else ""
-    )
-    return [
-        f"jupyterhub at {output['address']} ({hub.auth.type} sign-in, {hub.load_balancer.scheme} load balancer, TLS "
-        f"ended there); {ends}; homes: {hub.homes}",
-        f"  spawn page: {', '.join(output['profiles'])}; each learner pod gets one GPU slice and the lab's "
-        "learner requests",
-    ]
-
-
-def class_lines(lab: Lab) -> list[str]:
-    """For a lab with classes: its learner pods' requests, then per class: start, length, warm seats, from when."""
-    if not lab.classes:
-        return []
-    requests = ", ".join(f"{key} {value}" for key, value in lab.learner_requests.items())
-    return [f"learner pods request {requests}; warm seats are shaped like them"] + [
-        f"class {c.schedule!r} (UTC) for {c.duration}: {lab.warm_seats(c)} warm seats from {c.warm_from} "
-        f"({c.warmup} ahead), released at the start"
-        for c in lab.classes
-    ]
-
-
-def _control_plane(cluster: Cluster) -> str:
-    """Who reaches the API and how the control plane is kept, as a security review of the preview would ask."""
-    reach = [f"public to {', '.join(cluster.public_access_cidrs)}"] if cluster.public_access_cidrs else []
-    reach += ["private in the VPC"] if cluster.private_endpoint else []
-    return (
-        f"control plane: API {' and '.join(reach)}; logs kept {cluster.log_retention_days} days; "
-        f"deletion protection {'on' if cluster.deletion_protection else 'off'}; {cluster.support_type} support"
-    )
 
 
 def main(argv: list[str] | None = None) -> int:

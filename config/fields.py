@@ -1,0 +1,147 @@
+"""The building blocks of the stack configuration's models: the base model, the shared checks and the value types.
+
+Checks that compare keys are field validators of the key they report on, reading the keys declared before it from
+`info.data`, which holds exactly those that are valid. Pydantic runs them even when other keys of the model fail, where
+it would skip a model validator, so that every key's problem is reported in one pass (a key with several problems
+reports its first). They set `validate_default` on their field, so that they also run when the key is left to its
+default. A check that reports at another key of its model raises FieldProblem naming that key.
+"""
+
+import math
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationInfo
+from pydantic.alias_generators import to_camel
+
+from config.images import qualify_image
+from config.instance_types import GPU_INSTANCE_TYPES
+from config.instance_types import GpuInstanceType as GpuInstanceTypeData
+from config.node_capacity import QUANTITY
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, alias_generator=to_camel)
+
+
+class FieldProblem(ValueError):
+    """A problem that a field validator finds with another key of its model: `key` is that key's path in the model
+    (e.g. "schedule", "classes[1].warmSeats", "learnerPod.cpu"), where the message is reported."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+
+
+def between(low: int, high: int):
+    def check(value: int) -> int:
+        if not low <= value <= high:
+            raise ValueError(f"must be between {low} and {high}, got {value}")
+        return value
+
+    return AfterValidator(check)
+
+
+def at_least(low: int):
+    def check(value: int) -> int:
+        if value < low:
+            raise ValueError(f"must be at least {low}, got {value}")
+        return value
+
+    return AfterValidator(check)
+
+
+def matching(pattern: str, what: str):
+    compiled = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if not compiled.fullmatch(value):
+            raise ValueError(f"must be {what}, got {value!r}")
+        return value
+
+    return AfterValidator(check)
+
+
+def positive_amount(value: float) -> float:
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"must be a positive amount of US dollars, got {value:g}")
+    return value
+
+
+def unique(values: list) -> list:
+    duplicates = sorted({v for v in values if values.count(v) > 1})
+    if duplicates:
+        raise ValueError(f"must not repeat {', '.join(map(str, duplicates))}")
+    return values
+
+
+def two_or_more(subnets: list[str]) -> list[str]:
+    # Karpenter's two replicas must land in two zones, and EKS itself wants subnets in two zones.
+    if len(subnets) < 2:
+        raise ValueError(f"needs at least two subnets in different availability zones, got {len(subnets)}")
+    return subnets
+
+
+def quoted_version(value: object) -> object:
+    # YAML reads an unquoted 1.30 as the float 1.3: insist on a string rather than guess what was meant.
+    if isinstance(value, float | int):
+        raise ValueError(f'must be a quoted string such as "1.34", got the number {value}')
+    return value
+
+
+def gpu_instance_type(value: str) -> str:
+    if value not in GPU_INSTANCE_TYPES:
+        raise ValueError(
+            f"{value!r} is not an NVIDIA GPU instance type that gpulab knows (the list is in config/instance_types.py)"
+        )
+    return value
+
+
+DNS_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
+
+
+# EKS allows 100 characters, but the interruption queue is named after the cluster and SQS allows 80.
+ClusterName = Annotated[
+    str,
+    matching(
+        r"[a-z]([a-z0-9-]{0,78}[a-z0-9])?",
+        "lowercase letters, digits and '-', starting with a letter and at most 80 long",
+    ),
+]
+KubernetesVersion = Annotated[
+    str, BeforeValidator(quoted_version), matching(r"1\.[0-9]{2}", 'a Kubernetes minor version such as "1.34"')
+]
+VpcId = Annotated[str, matching(r"vpc-[0-9a-f]{8,17}", "a VPC ID such as vpc-0a1b2c3d4e5f60718")]
+SubnetId = Annotated[str, matching(r"subnet-[0-9a-f]{8,17}", "a subnet ID such as subnet-0a1b2c3d4e5f60718")]
+GpuInstanceType = Annotated[str, AfterValidator(gpu_instance_type)]
+# Karpenter resolves al2023@<version> to the release of that date; for GPU instance types it picks the NVIDIA variant.
+AmiAlias = Annotated[
+    str, matching(r"al2023@(v[0-9]{8}|latest)", "an AL2023 AMI alias, al2023@v<YYYYMMDD> or al2023@latest")
+]
+CapacityType = Literal["on-demand", "spot", "reserved"]
+ImageReference = Annotated[str, AfterValidator(qualify_image)]
+# Karpenter's duration grammar (NodePool CRD): e.g. 30m, 1h30m, 720h.
+DURATION = r"([0-9]+(s|m|h))+"
+Duration = Annotated[str, matching(DURATION, "a duration such as 10m, 1h30m or 720h")]
+# Karpenter's budget durations (NodePool CRD): hours and minutes only; class durations and warmups are written alike.
+ClockDuration = Annotated[str, matching(r"[0-9]+(h|m)|[0-9]+h[0-9]+m", "hours and minutes such as 45m, 2h or 1h30m")]
+# A Kubernetes resource quantity, e.g. 1, 500m, 1Gi.
+Quantity = Annotated[str, matching(QUANTITY, "a Kubernetes quantity such as 1, 500m or 1Gi")]
+# An IAM role ARN, e.g. of an operators' role or a CI deploy role: EKS access entries name roles, not sessions.
+RoleArn = Annotated[
+    str,
+    matching(
+        r"arn:aws(-[a-z]+)*:iam::[0-9]{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}",
+        "an IAM role ARN such as arn:aws:iam::123456789012:role/platform-admins",
+    ),
+]
+ReservationId = Annotated[str, matching(r"cr-[0-9a-f]{17}", "a capacity reservation ID such as cr-0123456789abcdef0")]
+Version = Annotated[str, matching(r"[0-9]+\.[0-9]+\.[0-9]+", "a chart version such as 1.14.1")]
+Namespace = Annotated[str, matching(DNS_LABEL, "a Kubernetes namespace name (a DNS-1123 label)")]
+# Namespaces every cluster has: gpulab installs into them as they are and creates any other it is given.
+BUILT_IN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+
+
+def lab_instance_types(info: ValidationInfo) -> list[tuple[str, GpuInstanceTypeData]]:
+    """The lab's instance types and their data, for a check of a key declared after instanceTypes; none if invalid."""
+    return [(name, GPU_INSTANCE_TYPES[name]) for name in info.data.get("instance_types", [])]

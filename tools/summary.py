@@ -1,0 +1,101 @@
+"""The summary the render prints: the cluster, a table of the labs, a table of their classes, then the cost table.
+
+Every table is defined here as a list of columns (a header and how to read the cell), and the cluster as a list of
+rows (a label and how to read the value): a new figure is one more column or row in one of these lists.
+"""
+
+from collections.abc import Callable
+
+from config.jupyterhub import JupyterHub
+from config.model import Cluster, Lab, LabClass
+from tools import cost_report, harness
+from tools.table import Column, markdown
+
+# Each lab, by name.
+LabItem = tuple[str, Lab]
+# Each class of a lab, with the lab and its name.
+ClassItem = tuple[str, Lab, LabClass]
+
+
+def _api(cluster: Cluster) -> str:
+    """Who reaches the API, as a security review of the preview would ask."""
+    reach = [f"public to {', '.join(cluster.public_access_cidrs)}"] if cluster.public_access_cidrs else []
+    reach += ["private in the VPC"] if cluster.private_endpoint else []
+    return " and ".join(reach)
+
+
+CLUSTER_ROWS: tuple[tuple[str, Callable[[harness.Run], str]], ...] = (
+    ("Kubernetes", lambda run: run.stack.settings.cluster.kubernetes_version),
+    ("region", lambda run: run.stack.region),
+    ("private subnets", lambda run: str(len(run.stack.settings.cluster.private_subnet_ids))),
+    ("resources", lambda run: str(len(run.resources))),
+    ("API endpoint", lambda run: _api(run.stack.settings.cluster)),
+    ("control plane logs", lambda run: f"kept {run.stack.settings.cluster.log_retention_days} days"),
+    ("deletion protection", lambda run: "on" if run.stack.settings.cluster.deletion_protection else "off"),
+    ("support", lambda run: run.stack.settings.cluster.support_type),
+)
+
+LAB_COLUMNS: tuple[Column[LabItem], ...] = (
+    Column("lab", lambda item: item[0]),
+    Column("instance types", lambda item: ", ".join(item[1].instance_types)),
+    Column("capacity types", lambda item: ", ".join(item[1].capacity_types)),
+    Column("GPUs, at most", lambda item: str(item[1].max_gpus), numeric=True),
+    Column("slices per GPU", lambda item: str(item[1].slices_per_gpu), numeric=True),
+    Column("learner seats", lambda item: str(item[1].learner_seats), numeric=True),
+    Column("sharing", lambda item: item[1].learner_share.name),
+    Column("each learner gets", lambda item: item[1].learner_share.gets()),
+)
+
+CLASS_COLUMNS: tuple[Column[ClassItem], ...] = (
+    Column("lab", lambda item: item[0]),
+    Column("starts (UTC)", lambda item: item[2].schedule),
+    Column("lasts", lambda item: item[2].duration),
+    Column("warm seats", lambda item: str(item[1].warm_seats(item[2])), numeric=True),
+    Column("warm from (UTC)", lambda item: str(item[2].warm_from)),
+    Column("ahead", lambda item: item[2].warmup),
+    Column("each seat requests", lambda item: ", ".join(f"{k} {v}" for k, v in item[1].learner_requests.items())),
+)
+
+
+def _hub(run: harness.Run) -> JupyterHub:
+    hub = run.stack.settings.jupyterhub
+    assert hub is not None
+    return hub
+
+
+# Where learners sign in, how, and which labs they may start (docs/jupyterhub.md).
+HUB_ROWS: tuple[tuple[str, Callable[[harness.Run], str]], ...] = (
+    ("address", lambda run: run.outputs["jupyterhub"]["address"]),
+    ("sign-in", lambda run: _hub(run).auth.type),
+    ("load balancer", lambda run: f"{_hub(run).load_balancer.scheme}, HTTPS only, TLS ended there"),
+    ("spawn page", lambda run: ", ".join(run.outputs["jupyterhub"]["profiles"])),
+    ("idle servers stopped after", lambda run: _hub(run).culling.idle_timeout),
+    ("every server stopped after", lambda run: _hub(run).culling.max_age or "never"),
+    ("home directories", lambda run: _hub(run).homes),
+)
+
+
+def summary(run: harness.Run) -> list[str]:
+    settings = run.stack.settings
+    labs = list(settings.labs.items())
+    classes = [(name, lab, lab_class) for name, lab in labs for lab_class in lab.classes]
+    cluster_columns: tuple[Column[tuple[str, Callable[[harness.Run], str]]], ...] = (
+        Column("cluster", lambda row: row[0]),
+        Column(settings.cluster.name, lambda row: row[1](run)),
+    )
+    lines = markdown(cluster_columns, CLUSTER_ROWS)
+    lines += ["", "labs:", "", *markdown(LAB_COLUMNS, labs)] if labs else ["", "labs: none"]
+    if classes:
+        lines += [
+            "",
+            "classes: warm seats, shaped like learner pods, are asked for ahead of each start and released at it:",
+            "",
+            *markdown(CLASS_COLUMNS, classes),
+        ]
+    if settings.jupyterhub:
+        hub_columns: tuple[Column[tuple[str, Callable[[harness.Run], str]]], ...] = (
+            Column("jupyterhub", lambda row: row[0]),
+            Column("", lambda row: row[1](run)),
+        )
+        lines += ["", *markdown(hub_columns, HUB_ROWS)]
+    return [*lines, "", *cost_report.table(run.outputs["labs"])]
