@@ -12,6 +12,7 @@ from traitlets.config import Config
 from components.jupyterhub.hub import RELEASE
 from components.jupyterhub.profiles import MPS_LEARNER_UID
 from components.labels import GPU_RESOURCE, GPU_TAINT
+from config.classes import DEFAULT_WARMUP
 from config.durations import seconds
 from config.node_capacity import quantity, seat_share
 from tests.hub_pods import hub_config, learner_pod
@@ -148,3 +149,9 @@ def test_the_outputs_name_the_hubs_address_its_profiles_and_what_each_learner_po
         output = r.run.outputs["labs"][lab_name]
         assert quantity(output["learnerCpu"]) == quantity(str(cpu))
         assert quantity(output["learnerMemory"]) == quantity(str(memory))
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_the_hub_waits_for_a_new_gpu_node_as_long_as_a_class_warms_one_up(stack):
+    # JupyterHub's Spawner gives up after 60 s by default and the chart after 300 s: less than a cold GPU node takes.
+    assert _config(stack).KubeSpawner.start_timeout >= seconds(DEFAULT_WARMUP)

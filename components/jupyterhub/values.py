@@ -9,6 +9,7 @@ from typing import Any
 from components.jupyterhub.profiles import profile_list
 from components.labels import GPU_RESOURCE, SYSTEM_NODE_LABEL, SYSTEM_NODE_SELECTOR, SYSTEM_NODE_VALUE
 from config import durations
+from config.classes import DEFAULT_WARMUP
 from config.jupyterhub import JupyterHub
 from config.model import Lab
 
@@ -186,6 +187,9 @@ def helm_values(hub: JupyterHub, labs: Mapping[str, Lab]) -> dict[str, Any]:
             # The lab nodes' instance metadata already answers no pod (hop limit 1, IMDSv2 only: the policy pack's
             # ec2nodeclass-hardening), so the chart's privileged iptables init container would only add a pull.
             "cloudMetadata": {"blockWithIptables": False},
+            # A learner without a warm seat waits for a new GPU node and its notebook image: as long as a class's
+            # warmup allows for it, not the chart's 300 s, after which the hub gives up on the server.
+            "startTimeout": durations.seconds(DEFAULT_WARMUP),
         },
         "cull": culler(hub),
     }
