@@ -254,6 +254,9 @@ def run(stack_name: str, stack_config: Mapping[str, str], secrets: Sequence[str]
     mocks = _Mocks(stack.region)
     monitor = _Monitor(mocks)
     mocks.monitor = monitor
+    # set_mocks makes a root stack resource only when there is none: without this a run would export into the stack
+    # of the process's first run, whose outputs (a `jupyterhub` this stack has not) would stay in this run's.
+    pulumi.runtime.settings.set_root_resource(None)  # type: ignore[arg-type]
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack_name, preview=False, monitor=monitor)
     result = Run(stack=stack)
 

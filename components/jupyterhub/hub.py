@@ -80,7 +80,8 @@ class Hub(pulumi.ComponentResource):
             cluster_name=cluster.cluster_name,
             addon_name=EBS_CSI_ADDON,
             addon_version=settings.ebs_csi_driver_version,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[association, permissions]),
+            # The cluster's Pod Identity agent (a child of the cluster) hands the controller its role's credentials.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster, association, permissions]),
         )
 
         k8s_child = pulumi.ResourceOptions(parent=self, provider=cluster.provider, depends_on=[cluster])
