@@ -17,7 +17,7 @@ from pydantic.alias_generators import to_camel
 from config.images import qualify_image
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.instance_types import GpuInstanceType as GpuInstanceTypeData
-from config.node_capacity import QUANTITY
+from config.node_capacity import QUANTITY, quantity
 
 
 class Model(BaseModel):
@@ -125,8 +125,19 @@ DURATION = r"([0-9]+(s|m|h))+"
 Duration = Annotated[str, matching(DURATION, "a duration such as 10m, 1h30m or 720h")]
 # Karpenter's budget durations (NodePool CRD): hours and minutes only; class durations and warmups are written alike.
 ClockDuration = Annotated[str, matching(r"[0-9]+(h|m)|[0-9]+h[0-9]+m", "hours and minutes such as 45m, 2h or 1h30m")]
-# A Kubernetes resource quantity, e.g. 1, 500m, 1Gi.
-Quantity = Annotated[str, matching(QUANTITY, "a Kubernetes quantity such as 1, 500m or 1Gi")]
+
+
+def not_negative(value: str) -> str:
+    # The API server refuses a negative request or limit (ValidateNonnegativeQuantity).
+    if quantity(value) < 0:
+        raise ValueError(f"must not be negative, got {value!r}: Kubernetes refuses negative requests")
+    return value
+
+
+# A Kubernetes resource quantity in any form Kubernetes reads, e.g. 1, 0.5, 500m, 1Gi, 4e9.
+Quantity = Annotated[
+    str, matching(QUANTITY, "a Kubernetes quantity such as 1, 0.5, 500m, 1Gi or 4e9"), AfterValidator(not_negative)
+]
 # An IAM role ARN, e.g. of an operators' role or a CI deploy role: EKS access entries name roles, not sessions.
 RoleArn = Annotated[
     str,

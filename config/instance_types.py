@@ -127,7 +127,10 @@ GPU_INSTANCE_TYPES: Mapping[str, GpuInstanceType] = MappingProxyType(
 # - NVIDIA TensorRT 8.5.3 support matrix, "Hardware and Precision" (docs.nvidia.com/deeplearning/tensorrt/archives/
 #   tensorrt-853/support-matrix): T4 7.5.
 # Not confirmed: A10G (g5) and T4G (g5g) are AWS's names for variants that NVIDIA's lists do not name (they list the
-# A10 at 8.6 and the T4 at 7.5); gpulab does not assume the variants match.
+# A10 at 8.6 and the T4 at 7.5); gpulab does not assume the variants match. Searched again for issue 17: no NVIDIA
+# page and no published `nvidia-smi --query-gpu=compute_cap` output from a g5 or g5g instance was found. Third-party
+# statements exist for the A10G only (pytorch/test-infra#769 and vantage-sh/ec2instances.info#724 say 8.6), none for
+# the T4G; neither is a measurement or NVIDIA's word, so both stay at the lower limit until one is.
 # MIG: none of these GPUs is MIG-only. The A100, H100, H200, B200 and RTX PRO Blackwell GPUs support MIG as an optional
 # mode (MIG user guide); gpulab never enables it and its profiles use migStrategy none, so MPS sees whole GPUs.
 COMPUTE_CAPABILITIES: Mapping[str, tuple[int, int] | None] = MappingProxyType(

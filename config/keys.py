@@ -13,8 +13,10 @@ from collections.abc import Iterable
 from config.model import Settings
 
 NAMESPACE = "gpulab"
-# Where a key written without its namespace belongs.
-_HOMES = {field.alias or name: f"{NAMESPACE}:{field.alias or name}" for name, field in Settings.model_fields.items()}
+# Where a key written without its namespace belongs, by its lowercase spelling (`Labs` and `labs` alike).
+_HOMES = {
+    (field.alias or name).lower(): f"{NAMESPACE}:{field.alias or name}" for name, field in Settings.model_fields.items()
+}
 _HOMES["region"] = "aws:region"
 
 
@@ -24,7 +26,7 @@ def key_problems(keys: Iterable[str]) -> list[str]:
     for key in keys:
         namespace, colon, name = key.partition(":")
         if not (colon and namespace):
-            home = _HOMES.get(key.lstrip(":"))
+            home = _HOMES.get(key.lstrip(":").lower())
             hint = f"; did you mean {home}?" if home else ""
             lines.append(f"{key}: no namespace; Pulumi keys are <namespace>:<name>{hint}")
         elif namespace != NAMESPACE and _one_edit_apart(re.sub(r"[-_.]", "", namespace.lower()), NAMESPACE):

@@ -167,8 +167,10 @@ def _describe(value: Any) -> str:
 
 def _unknown_key(loc: tuple) -> str:
     allowed = _allowed_keys(loc[:-1])
-    close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
-    hint = f"did you mean {close[0]}? " if close else ""
+    # Compared as lowercase, as a user mistypes them: maxGPUs is maxGpus, not maxPods.
+    by_lowercase = {key.lower(): key for key in allowed}
+    close = difflib.get_close_matches(str(loc[-1]).lower(), by_lowercase, n=1)
+    hint = f"did you mean {by_lowercase[close[0]]}? " if close else ""
     return f"unknown key; {hint}allowed keys: {', '.join(allowed)}"
 
 

@@ -372,8 +372,9 @@ class Lab(Model):
 
     @property
     def cost(self) -> LabCost:
-        """The lab's cost figures at the reference prices (config/prices.py)."""
-        return lab_cost(self.instance_types, self.slices_per_gpu, self.max_gpus, self.max_hourly_cost)
+        """The lab's cost figures at the reference prices (config/prices.py), its classes' warm-ups included."""
+        classes = [(c.schedule, self.warm_seats(c), c.warmup) for c in self.classes]
+        return lab_cost(self.instance_types, self.slices_per_gpu, self.max_gpus, self.max_hourly_cost, classes)
 
     @property
     def architectures(self) -> list[str]:

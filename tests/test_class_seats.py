@@ -2,6 +2,7 @@
 
 import datetime
 import json
+from fractions import Fraction
 
 import pytest
 
@@ -21,6 +22,7 @@ from tests import tables
 from tests.conftest import BASE, run_values, stack_values
 from tests.crd_schema import crd_problems, requires_upstream
 from tests.nodes import lab_nodes, system_nodes
+from tests.pod_specs import karpenter_requests, pod_specs, restricted_problems
 from tests.scheduling import unschedulable_because
 from tests.synthetic import SYNTHETIC
 from tools import render
@@ -89,36 +91,40 @@ def test_a_seat_would_schedule_on_the_labs_nodes_and_only_there(run):
         assert all(unschedulable_because(spec, node) is None for node in pools[name]), name
         elsewhere = [node for other, nodes in pools.items() if other != name for node in nodes] + system_nodes(run)
         assert all(unschedulable_because(spec, node) is not None for node in elsewhere), name
-        # As Karpenter sizes the buffer's copies: by the stored template's requests, which nothing fills from limits.
-        assert spec["containers"][0]["resources"]["requests"][GPU_RESOURCE] == 1
-        assert spec["containers"][0]["resources"]["limits"] == {GPU_RESOURCE: 1}
 
 
-def test_slices_per_gpu_seats_fit_every_instance_type_of_the_lab(run):
+def test_a_warm_copy_reserves_one_slice_and_the_learners_cpu_and_memory_as_karpenter_sizes_it(run):
     for name, lab in labs_with_classes(run).items():
-        requests = in_namespace(run, POD_TEMPLATE, name)[0].inputs["template"]["spec"]["containers"][0]["resources"]
-        cpu_millis = quantity(requests["requests"]["cpu"]) * 1000
-        memory_mib = quantity(requests["requests"]["memory"]) / 2**20
+        spec = in_namespace(run, POD_TEMPLATE, name)[0].inputs["template"]["spec"]
+        # The stored template's requests, which nothing fills from limits; limits do not count.
+        assert karpenter_requests(spec) == {
+            GPU_RESOURCE: 1,
+            "cpu": quantity(lab.learner_requests["cpu"]),
+            "memory": quantity(lab.learner_requests["memory"]),
+        }, name
+
+
+def copies_per_node(requests: dict, instance_type: str, lab) -> int:
+    """How many warm copies Karpenter packs onto a new node of the type: the NodeOverlay's slices, the allocatable
+    CPU and memory less the DaemonSets' room, each divided by what one copy requests (a resource it does not request
+    never limits it)."""
+    node = allocatable(instance_type, lab.max_pods)
+    room = {
+        GPU_RESOURCE: Fraction(lab.slices_per_gpu * GPU_INSTANCE_TYPES[instance_type].gpus),
+        "cpu": Fraction(node.cpu_millis - DAEMONSET_CPU_MILLIS, 1000),
+        "memory": Fraction((node.memory_mib - DAEMONSET_MEMORY_MIB) * 2**20),
+    }
+    return min(int(room[key] // requests[key]) for key in room if requests.get(key))
+
+
+def test_a_node_of_each_type_takes_exactly_its_slices_of_warm_copies_so_seats_warm_whole_gpus(run):
+    # With the slice unrequested, a g4dn.xlarge of a 3-slice lab would take its CPU's worth of copies, not 3, and a
+    # class would get a fraction of the warm GPUs it asked for.
+    for name, lab in labs_with_classes(run).items():
+        requests = karpenter_requests(in_namespace(run, POD_TEMPLATE, name)[0].inputs["template"]["spec"])
         for instance_type in lab.instance_types:
-            node = allocatable(instance_type, lab.max_pods)
-            seats = lab.slices_per_gpu * GPU_INSTANCE_TYPES[instance_type].gpus
-            assert seats * cpu_millis + DAEMONSET_CPU_MILLIS <= node.cpu_millis, (name, instance_type)
-            assert seats * memory_mib + DAEMONSET_MEMORY_MIB <= node.memory_mib, (name, instance_type)
-
-
-@pytest.mark.parametrize(
-    ("instance_type", "pods", "cpu", "memory"),
-    # aws/karpenter-provider-aws@1d927085dd81 website/content/en/v1.14/reference/instance-types.md, "Resources".
-    [
-        ("g4dn.xlarge", 29, 3920, 14481),
-        ("g5g.xlarge", 58, 3920, 6525),
-        ("g6e.xlarge", 58, 3920, 29317),
-        ("p5.48xlarge", 100, 191450, 1938410),
-    ],
-)
-def test_allocatable_matches_karpenters_instance_type_reference(instance_type, pods, cpu, memory):
-    node = allocatable(instance_type, pods)
-    assert (node.cpu_millis, node.memory_mib) == (cpu, memory)
+            slices = lab.slices_per_gpu * GPU_INSTANCE_TYPES[instance_type].gpus
+            assert copies_per_node(requests, instance_type, lab) == slices, (name, instance_type)
 
 
 def cron_jobs_of(run, name: str) -> dict[str, dict]:
@@ -178,17 +184,21 @@ def test_a_warm_job_gives_up_before_the_class_starts_so_it_never_undoes_the_rele
             assert late <= 60 * durations.duration_minutes(lab_class.warmup)
 
 
-def test_the_scheduler_may_only_get_and_patch_its_labs_buffers_by_name(run):
+def test_the_scheduler_may_only_patch_its_labs_buffers_by_name_which_is_all_its_jobs_do(run):
     for name in labs_with_classes(run):
         (role,) = in_namespace(run, ROLE, name)
         buffers = sorted(r.inputs["metadata"]["name"] for r in in_namespace(run, BUFFER, name))
         (rule,) = role.inputs["rules"]
+        # `kubectl patch <type> <name>` (kubectl 1.34.1) sends one PATCH and never a GET of the object.
         assert {**rule, "resourceNames": sorted(rule["resourceNames"])} == {
             "apiGroups": ["autoscaling.x-k8s.io"],
             "resources": ["capacitybuffers"],
             "resourceNames": buffers,
-            "verbs": ["get", "patch"],
+            "verbs": ["patch"],
         }
+        for job in cron_jobs_of(run, name).values():
+            (container,) = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+            assert container["args"][0] == "patch"
         (binding,) = in_namespace(run, ROLE_BINDING, name)
         account = binding.inputs["subjects"][0]
         assert binding.inputs["roleRef"]["name"] == role.inputs["metadata"]["name"]
@@ -197,23 +207,28 @@ def test_the_scheduler_may_only_get_and_patch_its_labs_buffers_by_name(run):
             assert job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["serviceAccountName"] == account["name"]
 
 
-def test_scheduler_pods_run_restricted_on_the_system_nodes(run):
+def test_scheduler_pods_run_on_the_system_nodes(run):
     for name in labs_with_classes(run):
         for job in cron_jobs_of(run, name).values():
             pod = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]
             assert pod["nodeSelector"][SYSTEM_NODE_LABEL] == SYSTEM_NODE_VALUE
-            assert pod["securityContext"]["runAsNonRoot"] is True
-            assert pod["securityContext"]["runAsUser"] != 0
-            assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
-            (container,) = pod["containers"]
-            assert container["securityContext"]["allowPrivilegeEscalation"] is False
-            assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_every_pod_spec_in_a_class_namespace_passes_the_restricted_profile_it_enforces(run):
+    for name in labs_with_classes(run):
         namespace = next(
             r
             for r in run.of_type("kubernetes:core/v1:Namespace")
             if r.inputs["metadata"]["name"] == namespace_name(name)
         )
         assert namespace.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+        inside = [
+            r.inputs for r in run.resources if r.inputs.get("metadata", {}).get("namespace") == namespace_name(name)
+        ]
+        specs = dict(pod_specs(inside))
+        # The seat template and each class's two CronJobs.
+        assert len(specs) == 1 + 2 * len(run.stack.settings.labs[name].classes)
+        assert {where: restricted_problems(spec) for where, spec in specs.items()} == {key: [] for key in specs}
 
 
 def test_class_budgets_block_moving_learners_from_warmup_to_end_and_empty_removal_while_they_arrive(run):
@@ -305,7 +320,8 @@ def with_classes(*classes: dict, **lab: object) -> dict:
         ),
         (
             with_classes({"schedule": "0 9 * * *", "duration": "1h", "seats": 3}),
-            "gpulab:labs.intro.classes[0].seats: unknown key; allowed keys: duration, schedule, warmSeats, warmup",
+            "gpulab:labs.intro.classes[0].seats: unknown key; did you mean warmSeats? allowed keys: duration, "
+            "schedule, warmSeats, warmup",
         ),
         (
             with_classes(learnerPod={"cpu": "2"}),
@@ -356,3 +372,76 @@ def test_every_rendered_manifest_gets_a_file_of_its_own(run, tmp_path):
     render.write(run, tmp_path)
     written = len(list((tmp_path / "manifests").iterdir()))
     assert written == len([r for r in run.resources if r.type.startswith("kubernetes:") and r.type != RELEASE])
+
+
+# --- figures a user would notice, as literals -----------------------------------------------------------------------
+
+ONE_LAB_CLASSES = [
+    {"schedule": "0 9 * * mon", "duration": "1h"},
+    {"schedule": "0 14 * * wed", "duration": "10m", "warmSeats": 12},
+    {"schedule": "0 16 * * fri", "duration": "2h", "warmup": "1h", "warmSeats": 5},
+]
+
+
+@pytest.fixture(scope="module")
+def one_lab():
+    """intro: 4 GPUs x 3 slices = 12 learner seats, and three classes."""
+    return run_values(with_classes(*ONE_LAB_CLASSES))
+
+
+def jobs_by_schedule(run) -> dict[str, dict]:
+    return {r.inputs["spec"]["schedule"]: r.inputs["spec"] for r in in_namespace(run, CRON_JOB, "intro")}
+
+
+def warm_replicas(job: dict) -> int:
+    (container,) = job["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    return json.loads(container["args"][-1].removeprefix("--patch="))["spec"]["replicas"]
+
+
+def test_a_class_warms_all_twelve_seats_by_default_and_exactly_the_warm_seats_it_names(one_lab):
+    jobs = jobs_by_schedule(one_lab)
+    # Warmed 20m ahead by default, 1h ahead for the Friday class; 12 seats is also the most a class may name.
+    assert {when: warm_replicas(jobs[when]) for when in ("40 8 * * mon", "40 13 * * wed", "0 15 * * fri")} == {
+        "40 8 * * mon": 12,
+        "40 13 * * wed": 12,
+        "0 15 * * fri": 5,
+    }
+
+
+def test_warm_seats_equal_to_the_labs_twelve_seats_are_accepted_and_one_more_is_not():
+    from tests.test_config import parsed, problems
+
+    lab = parsed(with_classes({"schedule": "0 9 * * *", "duration": "1h", "warmSeats": 12})).settings.labs["intro"]
+    assert lab.warm_seats(lab.classes[0]) == 12
+    assert problems(with_classes({"schedule": "0 9 * * *", "duration": "1h", "warmSeats": 13})) == [
+        "gpulab:labs.intro.classes[0].warmSeats: must be at most the lab's 12 learner seats"
+    ]
+
+
+def test_release_jobs_may_start_and_run_until_half_the_class_is_over_and_warm_jobs_half_the_warmup(one_lab):
+    jobs = jobs_by_schedule(one_lab)
+    deadlines = {
+        when: (jobs[when]["startingDeadlineSeconds"], jobs[when]["jobTemplate"]["spec"]["activeDeadlineSeconds"])
+        for when in ("0 9 * * mon", "0 16 * * fri", "40 8 * * mon", "0 15 * * fri")
+    }
+    assert deadlines == {
+        "0 9 * * mon": (1800, 1800),  # a 1h class
+        "0 16 * * fri": (3600, 3600),  # a 2h class
+        "40 8 * * mon": (600, 600),  # a 20m warmup
+        "0 15 * * fri": (1800, 1800),  # a 1h warmup
+    }
+
+
+def test_the_empty_budget_lasts_the_arrival_time_or_the_whole_of_a_shorter_class(one_lab):
+    budgets = one_lab.one(NODE_POOL, "nodepool-intro").inputs["spec"]["disruption"]["budgets"]
+    empty = {b["schedule"]: b["duration"] for b in budgets if b.get("reasons") == ["Empty"]}
+    assert empty == {"0 9 * * mon": "15m", "0 14 * * wed": "10m", "0 16 * * fri": "15m"}
+
+
+def test_capacity_buffers_wait_for_the_karpenter_controller_and_its_crds(run):
+    # Created after the CRD and the controller, deleted before them: an unknown kind fails the first `pulumi up`,
+    # and buffers outliving the CRD would be stuck.
+    buffers = run.of_type(BUFFER)
+    assert buffers
+    for buffer in buffers:
+        assert {f"{RELEASE}::karpenter-crd", f"{RELEASE}::karpenter"} <= set(buffer.dependencies), buffer.name

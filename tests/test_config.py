@@ -148,6 +148,9 @@ def test_learner_seats_are_max_gpus_times_slices():
             with_cluster(privateSubnetIds=["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60001"]),
             "gpulab:cluster.privateSubnetIds: must not repeat subnet-0a1b2c3d4e5f60001",
         ),
+        # Keys are matched as users mistype them, case and all: maxGPUs is maxGpus, not the closer-cased maxPods.
+        (with_lab(maxGPUs=2), "gpulab:labs.intro.maxGPUs: unknown key; did you mean maxGpus? allowed keys: "),
+        (with_lab(LEARNERPOD={}), "gpulab:labs.intro.LEARNERPOD: unknown key; did you mean learnerPod? allowed keys: "),
         (with_cluster(privateSubnetIds=["sub-1", "sub-2"]), "gpulab:cluster.privateSubnetIds[0]: must be a subnet ID"),
         (with_cluster(systemNodes={"size": 1}), "gpulab:cluster.systemNodes.size: must be between 2 and 10, got 1"),
         (with_cluster(endpoint="public"), "gpulab:cluster.endpoint: unknown key; did you mean privateEndpoint?"),
@@ -324,6 +327,7 @@ def test_an_unknown_key_in_a_budget_is_named_with_the_keys_a_budget_allows():
             "region",
             "region: no namespace; Pulumi keys are <namespace>:<name>; did you mean aws:region?",
         ),
+        ("Labs", "Labs: no namespace; Pulumi keys are <namespace>:<name>; did you mean gpulab:labs?"),
     ],
 )
 def test_a_key_no_one_would_read_is_refused_naming_the_key_gpulab_reads(key, expected):

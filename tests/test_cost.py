@@ -8,7 +8,7 @@ import pytest
 import config
 from components.karpenter.manifests import node_overlays, node_pool
 from components.labels import COST_CEILING_ANNOTATION, GPU_RESOURCE, MAX_HOURLY_COST_ANNOTATION
-from config.cost import lab_cost
+from config.cost import lab_cost, warmup_cost
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.prices import ON_DEMAND_USD_PER_HOUR, PRICE_SOURCE
 from tests.conftest import STACK_FILES, run_stack_file, run_values, stack_values
@@ -50,8 +50,41 @@ def test_a_lab_with_no_priced_type_has_no_figures_and_says_which_types():
         "ceilingPerHour": None,
         "maxHourlyCost": None,
         "unpriced": ["g7.2xlarge", "p5e.48xlarge"],
+        "warmups": [],
         "source": PRICE_SOURCE,
     }
+
+
+# --- what warming a class's seats costs ------------------------------------------------------------------------------
+
+
+def test_warming_twelve_seats_of_g4dn_xlarge_in_three_slices_for_20m_costs_four_nodes_for_a_third_hour():
+    # 12 seats / 3 per node = 4 nodes x 0.526 x 20/60 = 0.70133..
+    assert warmup_cost(["g4dn.xlarge"], 3, 12, "20m") == (0.7013, 0.7013)
+
+
+def test_a_part_filled_node_is_billed_whole():
+    # 4 seats / 3 per node: 2 nodes x 0.526 x 1/3 = 0.35066..
+    assert warmup_cost(["g4dn.xlarge"], 3, 4, "20m") == (0.3507, 0.3507)
+
+
+def test_warming_spans_the_cheapest_and_the_dearest_type_and_leaves_unpriced_ones_out():
+    # g4dn.xlarge: 4 nodes x 0.526 x 1.5 h = 3.156; g4dn.12xlarge seats 12: 1 node x 3.912 x 1.5 = 5.868
+    assert warmup_cost(["g4dn.12xlarge", "g7.2xlarge", "g4dn.xlarge"], 3, 12, "1h30m") == (3.156, 5.868)
+    assert warmup_cost(["g7.2xlarge"], 3, 12, "20m") is None
+
+
+def test_stack_output_carries_each_classs_warm_up_cost():
+    classes = [
+        {"schedule": "0 9 * * mon", "duration": "1h"},
+        {"schedule": "0 14 * * fri", "duration": "2h", "warmSeats": 4, "warmup": "1h"},
+    ]
+    run = run_values(stack_values(**{"gpulab:labs": {"c": lab(["g4dn.xlarge"], 3, max_gpus=4, classes=classes)}}))
+    # 12 seats (4 GPUs x 3): 4 nodes x 0.526 x 20m; 4 seats: 2 nodes x 0.526 x 1 h = 1.052
+    assert run.outputs["labs"]["c"]["cost"]["warmups"] == [
+        {"schedule": "0 9 * * mon", "warmSeats": 12, "warmup": "20m", "usd": [0.7013, 0.7013]},
+        {"schedule": "0 14 * * fri", "warmSeats": 4, "warmup": "1h", "usd": [1.052, 1.052]},
+    ]
 
 
 def test_a_lab_mixing_priced_and_unpriced_types_has_figures_for_the_priced_ones():
@@ -142,6 +175,7 @@ def test_stack_output_carries_the_cost_of_each_lab(base_run):
         "ceilingPerHour": 2.104,
         "maxHourlyCost": None,
         "unpriced": [],
+        "warmups": [],
         "source": PRICE_SOURCE,
     }
 

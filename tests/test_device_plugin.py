@@ -90,7 +90,8 @@ def test_smoke_workload_asks_for_one_more_slice_than_a_gpu_has():
     assert pod["nodeSelector"] == {"gpulab.dev/lab": "intro"}
     assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     (container,) = pod["containers"]
-    assert container["resources"] == {"limits": {"nvidia.com/gpu": 1}}
+    # Requested too: Kubernetes fills requests from limits only in the Pods it creates, not in the stored template.
+    assert container["resources"] == {"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 1}}
     assert "nvidia-smi" in " ".join(container["command"])
     assert deployment.inputs["metadata"]["namespace"] == "nvidia-device-plugin"
 

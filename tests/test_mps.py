@@ -85,6 +85,13 @@ def test_mps_memory_cap_never_overstates_the_gpus_share_and_compute_is_the_daemo
         assert share.compute_percent == 100 // slices
 
 
+@pytest.mark.parametrize(("slices", "percent"), [(2, 50), (3, 33), (6, 16), (7, 14), (15, 6), (16, 6), (48, 2)])
+def test_mps_compute_share_is_floored_as_the_daemon_floors_it(slices, percent):
+    # The daemon's activeThreadPercentage is 100 / replicas in integer division: 6 slices get 16%, 15 get 6%, where
+    # rounding would say 17% and 7%.
+    assert learner_share("mps", slices, ["g4dn.xlarge"]).compute_percent == percent
+
+
 def test_a_lab_mixing_gpu_models_reports_the_range_of_caps_and_exports_the_smallest(mixed_run):
     lab = mixed_run.stack.settings.labs["isolated"]
     caps = [GPU_INSTANCE_TYPES[t].gpu_memory_gib / lab.slices_per_gpu for t in lab.instance_types]

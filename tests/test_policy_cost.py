@@ -51,6 +51,14 @@ def test_nodepool_built_for_a_lab_over_its_cap_is_refused_by_the_pack_as_by_the_
     assert re.search(r"may cost up to 11\.3440 USD per hour .*cap of 10\.0000", message)
 
 
+def test_a_cap_exactly_at_the_ceiling_passes_the_pack_as_it_passes_the_configuration() -> None:
+    # g4dn.xlarge, maxGpus 4: a ceiling of exactly 2.1040 USD per hour.
+    run = run_values(stack_values(**{"gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3, 4, maxHourlyCost=2.104)}}))
+    props = capped_pool(run)
+    assert props["metadata"]["annotations"].items() >= {CEILING: "2.1040", CAP: "2.1040"}.items()
+    assert violations((rules.NODE_POOL, props)) == {}
+
+
 def test_nodepool_with_a_cap_and_no_ceiling_fires(capped_run: Run) -> None:
     props = capped_pool(capped_run)
     del props["metadata"]["annotations"][CEILING]

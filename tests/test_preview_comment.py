@@ -89,13 +89,15 @@ else:
 """
 
 
-def post(tmp_path: Path, staging_render: Path, comments: list[dict]) -> list[dict]:
-    """Runs .ci/preview-comment for staging on pull request 42 against a fake gh; the calls it made."""
+def post(tmp_path: Path, staging_render: Path, comments: list[dict], preview: str | None = PREVIEW) -> list[dict]:
+    """Runs .ci/preview-comment for staging on pull request 42 against a fake gh; the calls it made. A preview of
+    None leaves no preview file, as a job that failed before the preview step does."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "gh").write_text(f"#!{sys.executable}\n{FAKE_GH}")
     (bin_dir / "gh").chmod(0o755)
-    (tmp_path / "preview.txt").write_text(PREVIEW)
+    if preview is not None:
+        (tmp_path / "preview.txt").write_text(preview)
     env = dict(
         os.environ,
         PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
@@ -129,3 +131,33 @@ def test_next_preview_updates_the_stacks_comment_and_ignores_a_look_alike_by_som
     calls = post(tmp_path, staging_render, comments)
     assert [(c["method"], c["path"]) for c in calls] == [("PATCH", "repos/acme/gpulab/issues/comments/5")]
     assert [row["lab"] for row in tables.table(calls[0]["body"].splitlines())] == ["intro", "all labs"]
+
+
+@needs_jq
+def test_a_preview_larger_than_linux_allows_an_environment_variable_still_gets_its_comment(tmp_path, staging_render):
+    # 300 KiB: passed through an environment variable, it would exceed Linux's 128 KiB for one (MAX_ARG_STRLEN).
+    large = "~ kubernetes:core/v1:ConfigMap update\n" * 8_000 + "Resources: 1 to update"
+    assert len(large.encode()) > 128 * 1024
+    (call,) = post(tmp_path, staging_render, [], preview=large)
+    assert call["body"].rstrip().endswith("Resources: 1 to update\n</pre>\n</details>")
+    assert len(call["body"]) <= preview_comment.MAX_COMMENT_CHARS
+
+
+@needs_jq
+def test_a_preview_that_never_ran_gets_the_cost_table_and_a_link_to_the_run(tmp_path, staging_render):
+    (call,) = post(tmp_path, staging_render, [], preview=None)
+    assert "The preview did not finish; its log is in the workflow run" in call["body"]
+    assert [row["lab"] for row in tables.table(call["body"].splitlines())] == ["intro", "all labs"]
+
+
+def test_the_workflow_hands_the_preview_to_the_comment_by_file_never_through_the_environment():
+    workflow = yaml.safe_load((ROOT / ".github/workflows/pull-request.yml").read_text())
+    steps = workflow["jobs"]["preview"]["steps"]
+    for step in steps:
+        assert not any("steps." in str(value) for value in step.get("env", {}).values()), step.get("name")
+    (preview,) = [s for s in steps if "pulumi preview" in s.get("run", "")]
+    (comment,) = [s for s in steps if ".ci/preview-comment" in s.get("run", "")]
+    # The preview's output goes into the file the comment step reads; bash's pipefail keeps a failed preview failed.
+    assert preview["shell"] == "bash"
+    assert 'tee "$RUNNER_TEMP/preview.txt"' in preview["run"]
+    assert comment["run"].split()[-1] == '"$RUNNER_TEMP/preview.txt"'

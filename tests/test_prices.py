@@ -12,7 +12,7 @@ from config.prices import ON_DEMAND_USD_PER_HOUR
 from config.versions import KARPENTER_CHART_VERSION
 from tests.upstream import KARPENTER
 
-# Not yet part of ../shared/upstream; the pull-request workflow puts it there (GPULAB_UPSTREAM may name another folder).
+# In ../shared/upstream (or GPULAB_UPSTREAM); the pull-request workflow puts it there in CI.
 UPSTREAM_PRICES = KARPENTER / "zz_generated.pricing_aws.go"
 
 

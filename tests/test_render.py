@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from tests import tables
-from tests.conftest import BASE, ROOT, STACK_FILES, stack_values
+from tests.conftest import BASE, ROOT, STACK_FILES, run_values, stack_values
 from tools import render
+from tools.summary import summary
 
 
 def render_files(out: Path) -> dict[str, bytes]:
@@ -108,6 +109,28 @@ def test_summary_names_the_cluster_and_each_labs_types_capacity_and_seats(capsys
         ("intro", "g4dn.xlarge", "on-demand"),
         ("spot", "g5.xlarge", "spot, on-demand"),
     ]
+
+
+def test_summary_shows_each_labs_ami_release_and_the_disruption_budgets_its_node_pool_carries():
+    budgets = [
+        {"nodes": "10%"},
+        {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 8 * * mon-fri", "duration": "9h"},
+    ]
+    classes = [{"schedule": "0 9 * * mon", "duration": "10m"}]
+    run = run_values(stack_values(**lab(ami="al2023@v20260714", disruption={"budgets": budgets}, classes=classes)))
+    (row,) = tables.table(summary(run), "labs:")
+    # The user's budgets, then the class's two: nothing moves learners from the warmup to the end, and no empty node
+    # goes while they arrive (here only the class's 10 minutes).
+    assert (row["AMI"], row["disruption budgets (nodes at a time)"]) == (
+        "al2023@v20260714",
+        "10%; 0 (Drifted) from 0 8 * * mon-fri for 9h; 0 (Drifted, Underutilized) from 40 8 * * mon for 30m; "
+        "0 (Empty) from 0 9 * * mon for 10m",
+    )
+    # What the summary shows is what the NodePool carries.
+    pool = run.one("kubernetes:karpenter.sh/v1:NodePool", "nodepool-intro").inputs
+    assert len(pool["spec"]["disruption"]["budgets"]) == 4
+    (base,) = tables.table(summary(run_values(BASE)), "labs:")
+    assert (base["AMI"], base["disruption budgets (nodes at a time)"]) == ("al2023@v20260714", "1")
 
 
 def lab(**changes):

@@ -23,6 +23,18 @@ def _or(value: float | None, otherwise: str) -> str:
     return usd(value) if value is not None else otherwise
 
 
+def _warmups(item: LabOutput) -> str:
+    """What warming each class costs: its warm seats' nodes for the warmup before it starts."""
+    return (
+        "; ".join(
+            f"{' to '.join(dict.fromkeys(usd(a) for a in w['usd'])) if w['usd'] else 'no price'} for {w['warmSeats']} "
+            f"seats {w['warmup']} before `{w['schedule']}`"
+            for w in item[1]["cost"]["warmups"]
+        )
+        or NONE
+    )
+
+
 COLUMNS: tuple[Column[LabOutput], ...] = (
     Column("lab", lambda item: item[0]),
     Column("learner seats", lambda item: str(item[1]["learnerSeats"]), numeric=True),
@@ -30,11 +42,13 @@ COLUMNS: tuple[Column[LabOutput], ...] = (
     Column("ceiling per hour", lambda item: _or(item[1]["cost"]["ceilingPerHour"], "no price"), numeric=True),
     Column("maxHourlyCost", lambda item: _or(item[1]["cost"]["maxHourlyCost"], NONE), numeric=True),
     Column("instance types without a price", lambda item: ", ".join(item[1]["cost"]["unpriced"]) or NONE),
+    Column("warm seats per class", _warmups),
 )
 
 
 def table(labs: Mapping[str, Any]) -> list[str]:
-    """Per lab: seat-hour price range, ceiling per hour and cap; then the ceiling of all labs together."""
+    """Per lab: seat-hour price range, ceiling per hour, cap, and what warming each class costs; then the ceiling of
+    all labs together."""
     ceilings = [lab["cost"]["ceilingPerHour"] for lab in labs.values()]
     total = usd(round(sum(c for c in ceilings if c is not None), DECIMALS))
     if any(lab["cost"]["unpriced"] for lab in labs.values()):
@@ -44,5 +58,5 @@ def table(labs: Mapping[str, Any]) -> list[str]:
         f"cost of the labs' GPU nodes in USD at {PRICE_SOURCE}: list prices of one region, not a bill (spot "
         "capacity costs less; docs/cost.md):",
         "",
-        *markdown(COLUMNS, labs.items(), last=["all labs", str(seats), "", total, "", ""]),
+        *markdown(COLUMNS, labs.items(), last=["all labs", str(seats), "", total, "", "", ""]),
     ]

@@ -63,11 +63,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.preview_comment", description=__doc__.splitlines()[0])
     parser.add_argument("--stack", required=True, help="the stack's name")
     parser.add_argument("--outputs", required=True, type=Path, help="outputs.json of the stack's offline render")
-    parser.add_argument("--preview", required=True, type=Path, help="file holding the output of `pulumi preview`")
+    parser.add_argument(
+        "--preview", required=True, type=Path, help="the output of `pulumi preview`; absent if it never ran"
+    )
     parser.add_argument("--run-url", help="the workflow run, linked when the preview has no output")
     args = parser.parse_args(argv)
     labs = json.loads(args.outputs.read_text())["labs"]
-    sys.stdout.write(comment(args.stack, labs, args.preview.read_text(), args.run_url))
+    # The preview step writes the file as it runs; a job that failed before it (credentials, say) leaves none.
+    preview = args.preview.read_text() if args.preview.is_file() else ""
+    sys.stdout.write(comment(args.stack, labs, preview, args.run_url))
     return 0
 
 

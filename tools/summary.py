@@ -5,7 +5,9 @@ rows (a label and how to read the value): a new figure is one more column or row
 """
 
 from collections.abc import Callable
+from typing import Any
 
+from components.karpenter.manifests import node_pool
 from config.jupyterhub import JupyterHub
 from config.model import Cluster, Lab, LabClass
 from tools import cost_report, harness
@@ -35,6 +37,19 @@ CLUSTER_ROWS: tuple[tuple[str, Callable[[harness.Run], str]], ...] = (
     ("support", lambda run: run.stack.settings.cluster.support_type),
 )
 
+
+def _budget(budget: dict[str, Any]) -> str:
+    reasons = f" ({', '.join(budget['reasons'])})" if budget.get("reasons") else ""
+    when = f" from {budget['schedule']} for {budget['duration']}" if budget.get("schedule") else ""
+    return f"{budget['nodes']}{reasons}{when}"
+
+
+def _budgets(item: LabItem) -> str:
+    """The disruption budgets the lab's NodePool carries, its classes' included: nodes at a time, for which reasons,
+    when (UTC). A reviewer of a change to them, or to the AMI, sees here when nodes may be replaced."""
+    return "; ".join(_budget(b) for b in node_pool(*item)["spec"]["disruption"]["budgets"])
+
+
 LAB_COLUMNS: tuple[Column[LabItem], ...] = (
     Column("lab", lambda item: item[0]),
     Column("instance types", lambda item: ", ".join(item[1].instance_types)),
@@ -44,6 +59,8 @@ LAB_COLUMNS: tuple[Column[LabItem], ...] = (
     Column("learner seats", lambda item: str(item[1].learner_seats), numeric=True),
     Column("sharing", lambda item: item[1].learner_share.name),
     Column("each learner gets", lambda item: item[1].learner_share.gets()),
+    Column("AMI", lambda item: item[1].ami),
+    Column("disruption budgets (nodes at a time)", _budgets),
 )
 
 CLASS_COLUMNS: tuple[Column[ClassItem], ...] = (

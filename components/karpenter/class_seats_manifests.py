@@ -20,6 +20,7 @@ So the buffer is released as the class starts, and a budget that stops Karpenter
 minutes of the class keeps the warm nodes until the learners are on them.
 """
 
+import copy
 import hashlib
 from typing import Any
 
@@ -38,8 +39,20 @@ MOVES_LEARNERS = ["Drifted", "Underutilized"]
 # kubectl from the Kubernetes release (registry.k8s.io, listed under "Container Images" for v1.34.1 in
 # kubernetes/kubernetes CHANGELOG/CHANGELOG-1.34.md); its entrypoint is kubectl.
 KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.34.1"
-# The UID/GID of distroless' nonroot user: any non-zero ID would do, the restricted profile only forbids root.
-NONROOT = 65532
+# The kubectl image is built on debian-base and sets no USER (kubernetes build/server-image/kubectl/Dockerfile), so
+# its default user is root, which runAsNonRoot refuses: the pods name a UID and GID. Any non-zero ID passes the
+# restricted profile; 65532 is the one distroless images call nonroot. It has no entry in the image's /etc/passwd,
+# which kubectl never reads: it needs only $HOME, which the job sets.
+RUN_AS_ID = 65532
+# What the restricted Pod Security profile asks of a pod and of each container (k8s.io/pod-security-admission policy,
+# kubernetes-1.34.1), which the class namespace enforces.
+POD_SECURITY = {
+    "runAsNonRoot": True,
+    "runAsUser": RUN_AS_ID,
+    "runAsGroup": RUN_AS_ID,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 # The PodTemplate needs an image, never pulled (its pods exist only in Karpenter's memory), so any resolvable one does:
 # the Kubernetes pause image, the version kubeadm 1.32 defaults to (kubernetes/kubernetes 00886ac01fec,
 # cmd/kubeadm/app/constants/constants.go, PauseVersion).
@@ -119,10 +132,13 @@ def seat_template(lab_name: str, lab: Lab) -> dict[str, Any]:
             "spec": {
                 "nodeSelector": {LAB_LABEL: lab_name},
                 "tolerations": [dict(GPU_TOLERATION)],
+                # Nothing runs it, but its namespace enforces the restricted profile on every pod spec it stores.
+                "securityContext": copy.deepcopy(POD_SECURITY),
                 "containers": [
                     {
                         "name": "learner",
                         "image": PLACEHOLDER_IMAGE,
+                        "securityContext": copy.deepcopy(CONTAINER_SECURITY),
                         # Kubernetes copies limits into missing requests only for Pods (SetDefaults_Pod), never for a
                         # PodTemplate, and Karpenter sizes the buffer's virtual pods by the stored requests alone: the
                         # slice must be requested here, or the warm copies reserve no GPU.
@@ -152,7 +168,9 @@ def service_account(lab_name: str) -> dict[str, Any]:
 
 
 def role(lab_name: str, lab: Lab) -> dict[str, Any]:
-    """May read and patch this lab's class buffers by name, and nothing else."""
+    """May patch this lab's class buffers by name, and nothing else: `kubectl patch <resource> <name>` sends one PATCH
+    and no GET (kubernetes/kubectl kubernetes-1.34.1 pkg/cmd/patch/patch.go: its builder never asks for the latest
+    object), besides the discovery requests every authenticated user may make."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
@@ -162,7 +180,7 @@ def role(lab_name: str, lab: Lab) -> dict[str, Any]:
                 "apiGroups": [BUFFER_GROUP],
                 "resources": [BUFFER_RESOURCE],
                 "resourceNames": [class_key(c) for c in lab.classes],
-                "verbs": ["get", "patch"],
+                "verbs": ["patch"],
             }
         ],
     }
@@ -211,23 +229,13 @@ def _cron_job(lab_name: str, name: str, when: str, buffer: str, replicas: int, d
         "env": [{"name": "HOME", "value": home}],
         "volumeMounts": [{"name": "home", "mountPath": home}],
         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "64Mi"}},
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
-            "readOnlyRootFilesystem": True,
-            "runAsNonRoot": True,
-        },
+        "securityContext": copy.deepcopy(CONTAINER_SECURITY) | {"readOnlyRootFilesystem": True},
     }
     pod_spec = {
         "serviceAccountName": SCHEDULER,
         "restartPolicy": "OnFailure",
         "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": NONROOT,
-            "runAsGroup": NONROOT,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": copy.deepcopy(POD_SECURITY),
         "containers": [container],
         "volumes": [{"name": "home", "emptyDir": {}}],
     }

@@ -57,7 +57,9 @@ def smoke_deployment(lab_name: str, lab: Lab, namespace: str) -> dict:
                             "name": "nvidia-smi",
                             "image": SMOKE_IMAGE,
                             "command": ["sh", "-c", smoke_script(lab)],
-                            "resources": {"limits": {GPU_RESOURCE: 1}},
+                            # Requested as well as limited: Kubernetes fills requests from limits in the Pods it
+                            # creates, never in the stored template that reviews and tools read.
+                            "resources": {"requests": {GPU_RESOURCE: 1}, "limits": {GPU_RESOURCE: 1}},
                         }
                     ],
                 },
