@@ -70,7 +70,7 @@ NO_SINGLEUSER = {
 
 def notebook_image_problem(image: str) -> str | None:
     """Why a (qualified) image cannot be a learner's notebook server, or None when gpulab knows no reason."""
-    repository = re.sub(r"(@.*|:[^:/]*)$", "", image)
+    repository = re.sub(r":[^:/]*$", "", image.partition("@")[0])  # without its digest and tag
     reason = NO_SINGLEUSER.get(repository)
     if reason is None:
         return None

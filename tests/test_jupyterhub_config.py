@@ -227,3 +227,22 @@ def test_labs_off_the_spawn_page_get_no_profile():
     }
     settings = load(with_secret(hub_stack(**labs))).settings
     assert [p["slug"] for p in profile_list(settings.labs)] == ["shown"]
+
+
+@pytest.mark.parametrize(
+    ("image", "refused"),
+    [
+        ("tensorflow/tensorflow:2.12.0-gpu", True),
+        ("tensorflow/tensorflow:2.12.0-gpu@sha256:" + "a" * 64, True),
+        ("docker.io/pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime", True),
+        ("localhost:5000/tensorflow/tensorflow:2.12.0-gpu", False),  # a registry of one's own may add jupyterhub
+        (NOTEBOOK_IMAGE, False),
+    ],
+)
+def test_images_known_not_to_start_a_server_are_refused_by_repository_whatever_the_tag(image, refused):
+    values = with_secret(hub_stack(intro=lab(["g4dn.xlarge"], 3, notebookImage=image)))
+    if refused:
+        (line,) = problems(values)
+        assert line.startswith("gpulab:labs.intro.notebookImage: cannot run jupyterhub-singleuser")
+    else:
+        assert load(values).settings.labs["intro"].notebook_image.endswith(image.split("/", 1)[-1])
