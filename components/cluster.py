@@ -11,6 +11,12 @@ from components.control_plane import cluster_args, log_group_name, secrets_key_a
 from components.labels import GPU_TOLERATION, SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
 from components.node_role import NodeRole
 from config.model import Cluster as ClusterConfig
+from config.versions import (
+    KUBE_PROXY_ADDON_VERSIONS,
+    NODE_MONITORING_AGENT_ADDON_VERSION,
+    POD_IDENTITY_AGENT_ADDON_VERSION,
+    VPC_CNI_ADDON_VERSION,
+)
 
 CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
@@ -60,6 +66,11 @@ class Cluster(pulumi.ComponentResource):
             encryption_config_key_arn=secrets_key.arn,
             # Pod Identity replaces IRSA for Karpenter, so no OIDC provider is needed.
             create_oidc_provider=False,
+            # pulumi-eks installs both add-ons; pinned, their DaemonSets (and what they take of every node) stay put.
+            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(
+                version=KUBE_PROXY_ADDON_VERSIONS[config.kubernetes_version]
+            ),
+            vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=VPC_CNI_ADDON_VERSION),
             **cluster_args(config),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[logs]),
         )
@@ -73,6 +84,7 @@ class Cluster(pulumi.ComponentResource):
             f"{name}-pod-identity-agent",
             cluster_name=self.cluster_name,
             addon_name="eks-pod-identity-agent",
+            addon_version=POD_IDENTITY_AGENT_ADDON_VERSION,
             opts=child,
         )
 
@@ -94,16 +106,17 @@ class Cluster(pulumi.ComponentResource):
         # Reports GPU health as the node condition AcceleratedHardwareReady, which Karpenter's node repair acts on.
         # Its agent DaemonSet tolerates every taint, but the dcgm-server DaemonSet it reads GPU health from tolerates
         # none by default; without it on a tainted GPU node the agent reports DCGMError, the condition turns False and
-        # Karpenter would replace healthy nodes every 10 minutes (aws/eks-node-monitoring-agent v1.7.0,
+        # Karpenter would replace healthy nodes every 10 minutes (aws/eks-node-monitoring-agent v1.6.1,
         # charts/eks-node-monitoring-agent/values.yaml: nodeAgent.tolerations, dcgmAgent.tolerations; the add-on
-        # accepts dcgmAgent.tolerations, charts/configuration.schema.json). Its dcgm-server affinity lists every
-        # amd64 type in config/instance_types.py; on arm64 the agent does not monitor NVIDIA GPUs. The add-on version is
-        # EKS's default for the cluster's Kubernetes version (not pinned, like eks-pod-identity-agent); the key exists
-        # in the add-on's configuration schema from v1.6.0 on, and EKS refuses the add-on if its version lacks it.
+        # accepts dcgmAgent.tolerations from v1.6.0 on, charts/configuration.schema.json). Its dcgm-server affinity
+        # at the pinned version lists the amd64 types of config/instance_types.py but the g7 and g7e families, so
+        # those nodes run no DCGM server and meet the same fate until a later pinned version lists them (v1.6.2 does;
+        # config/versions.py says why it is not pinned); on arm64 the agent does not monitor NVIDIA GPUs.
         aws.eks.Addon(
             f"{name}-node-monitoring-agent",
             cluster_name=self.cluster_name,
             addon_name="eks-node-monitoring-agent",
+            addon_version=NODE_MONITORING_AGENT_ADDON_VERSION,
             configuration_values=json.dumps({"dcgmAgent": {"tolerations": [GPU_TOLERATION]}}),
             opts=child,
         )

@@ -1,14 +1,16 @@
 """What a lab's GPU nodes cost at the reference prices of config/prices.py: per learner seat-hour, and at most per hour.
 
-A learner seat is one slice of one GPU, so a seat-hour on an instance type costs its hourly price / (its GPUs x
-slicesPerGpu). The lab's NodePool limit lets Karpenter run at most maxGpus GPUs, each costing at most the highest
-per-GPU price among the lab's instance types: that product is the lab's ceiling per hour. Figures cover the instance
-types that have a reference price; the others are listed, never priced. Amounts are USD rounded to 4 decimals, the
-ceiling upwards so that it stays an upper bound.
+A node costs its instance's hourly price plus its gp3 root volume's per node-hour (storage, and IOPS and throughput
+above what gp3 includes; an instance store is part of the instance's price). A learner seat is one slice of one GPU, so
+a seat-hour on an instance type costs that node-hour / (its GPUs x slicesPerGpu). The lab's NodePool limit lets
+Karpenter run at most maxGpus GPUs, each costing at most the highest per-GPU node-hour among the lab's instance types:
+that product is the lab's ceiling per hour. Figures cover the instance types that have a reference price; the others
+are listed, never priced. Amounts are USD rounded to 4 decimals, the ceiling upwards so that it stays an upper bound.
 
 Warm seats cost too: before each class, its warm seats' nodes run for the warmup with no learner on them yet. Their
-cost is the nodes the warm seats need (a node seats slicesPerGpu x its GPUs) times the warmup at the node's price,
-given per class for the cheapest and the dearest of the lab's priced types (as if Karpenter launched only that type).
+cost is the nodes the warm seats need (a node seats slicesPerGpu x its GPUs) times the warmup at the node's price, root
+volume included, given per class for the cheapest and the dearest of the lab's priced types (as if Karpenter launched
+only that type).
 """
 
 import math
@@ -20,8 +22,19 @@ from typing import Any
 from pydantic import ValidationInfo
 
 from config import durations
+from config.disks import Volume, root_volume
 from config.instance_types import GPU_INSTANCE_TYPES
-from config.prices import ON_DEMAND_USD_PER_HOUR, PRICE_SOURCE
+from config.prices import (
+    DISK_PRICE_SOURCE,
+    GP3_INCLUDED_IOPS,
+    GP3_INCLUDED_MIBPS,
+    GP3_USD_PER_GB_MONTH,
+    GP3_USD_PER_IOPS_MONTH,
+    GP3_USD_PER_MIBPS_MONTH,
+    HOURS_PER_MONTH,
+    ON_DEMAND_USD_PER_HOUR,
+    PRICE_SOURCE,
+)
 
 DECIMALS = 4
 
@@ -58,6 +71,7 @@ class LabCost:
     ceiling_basis: str | None  # how the ceiling is made up, for messages
     unpriced: tuple[str, ...]  # the lab's instance types without a reference price
     max_hourly_cost: float | None  # the lab's cap (maxHourlyCost), if it has one
+    root_volume_per_node_hour: float | None = None  # USD per node-hour of each node's root volume, when it is counted
     warmups: tuple[ClassWarmup, ...] = ()  # one per class, in the order of the lab's classes
 
     @property
@@ -74,33 +88,49 @@ class LabCost:
         if self.ceiling_per_hour > self.max_hourly_cost:
             return (
                 f"the lab may cost up to {usd(self.ceiling_per_hour)} USD per hour ({self.ceiling_basis}; "
-                f"{PRICE_SOURCE}), more than this cap of {usd(self.max_hourly_cost)}: lower maxGpus, leave out the "
+                f"{self.sources}), more than this cap of {usd(self.max_hourly_cost)}: lower maxGpus, leave out the "
                 "dearest instance type or raise the cap"
             )
         return None
+
+    @property
+    def sources(self) -> str:
+        """The price sources behind the figures: the instances', and the disks' when they are counted."""
+        return PRICE_SOURCE if self.root_volume_per_node_hour is None else f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}"
 
     def as_output(self) -> dict[str, Any]:
         """The `labs.<lab>.cost` stack output."""
         return {
             "seatHour": list(self.seat_hour) if self.seat_hour else None,
             "ceilingPerHour": self.ceiling_per_hour,
+            "rootVolumePerNodeHour": self.root_volume_per_node_hour,
             "maxHourlyCost": self.max_hourly_cost,
             "unpriced": list(self.unpriced),
             "warmups": [warmup.as_output() for warmup in self.warmups],
-            "source": PRICE_SOURCE,
+            "source": self.sources,
         }
 
 
+def root_volume_per_hour(volume: Volume) -> Decimal:
+    """USD per node-hour of a gp3 root volume: its GiB, and its IOPS and MiB/s above what gp3 includes."""
+    per_month = (
+        volume.size_gib * Decimal(GP3_USD_PER_GB_MONTH)
+        + max(volume.iops - GP3_INCLUDED_IOPS, 0) * Decimal(GP3_USD_PER_IOPS_MONTH)
+        + max(volume.throughput_mibps - GP3_INCLUDED_MIBPS, 0) * Decimal(GP3_USD_PER_MIBPS_MONTH)
+    )
+    return per_month / HOURS_PER_MONTH
+
+
 def warmup_cost(
-    instance_types: Sequence[str], slices_per_gpu: int, warm_seats: int, warmup: str
+    instance_types: Sequence[str], slices_per_gpu: int, warm_seats: int, warmup: str, disk: Decimal = Decimal(0)
 ) -> tuple[float, float] | None:
     """USD to run the nodes of `warm_seats` seats for `warmup` before a class: (cheapest, dearest) over the priced
-    types, each as if all the warm nodes were of that type."""
+    types, each as if all the warm nodes were of that type; `disk` is each node's root volume per hour."""
     hours = Decimal(durations.duration_minutes(warmup)) / 60
     amounts = [
         _rounded(
             math.ceil(warm_seats / (slices_per_gpu * GPU_INSTANCE_TYPES[t].gpus))
-            * Decimal(str(ON_DEMAND_USD_PER_HOUR[t]))
+            * (Decimal(str(ON_DEMAND_USD_PER_HOUR[t])) + disk)
             * hours,
             ROUND_HALF_UP,
         )
@@ -115,31 +145,39 @@ def lab_cost(
     slices_per_gpu: int,
     max_gpus: int,
     max_hourly_cost: float | None = None,
+    root: Volume | None = None,
     classes: Sequence[tuple[str, int, str]] = (),
 ) -> LabCost:
-    """`classes`: (schedule, warm seats, warmup) of each of the lab's classes."""
+    """The figures of a lab; without `root`, of its instances alone. `classes`: (schedule, warm seats, warmup) of each
+    of the lab's classes."""
+    # Decimal arithmetic on the prices as upstream writes them, so that rounding happens once, at the end.
+    disk = root_volume_per_hour(root) if root else Decimal(0)
+    disk_figure = _rounded(disk, ROUND_HALF_UP) if root else None
     warmups = tuple(
-        ClassWarmup(schedule, seats, warmup, warmup_cost(instance_types, slices_per_gpu, seats, warmup))
+        ClassWarmup(schedule, seats, warmup, warmup_cost(instance_types, slices_per_gpu, seats, warmup, disk))
         for schedule, seats, warmup in classes
     )
-    # Decimal arithmetic on the prices as upstream writes them, so that rounding happens once, at the end.
     per_gpu = {
-        t: Decimal(str(ON_DEMAND_USD_PER_HOUR[t])) / GPU_INSTANCE_TYPES[t].gpus
+        t: (Decimal(str(ON_DEMAND_USD_PER_HOUR[t])) + disk) / GPU_INSTANCE_TYPES[t].gpus
         for t in instance_types
         if t in ON_DEMAND_USD_PER_HOUR
     }
     unpriced = tuple(t for t in instance_types if t not in ON_DEMAND_USD_PER_HOUR)
     if not per_gpu:
-        return LabCost(None, None, None, unpriced, max_hourly_cost, warmups)
+        return LabCost(None, None, None, unpriced, max_hourly_cost, disk_figure, warmups)
     seat_hours = [_rounded(price / slices_per_gpu, ROUND_HALF_UP) for price in per_gpu.values()]
     dearest = max(per_gpu, key=per_gpu.__getitem__)
+    # Six decimals say where the ceiling comes from without the endless digits of a disk's monthly price / 730.
+    gpu_hour = f"{per_gpu[dearest].quantize(Decimal('1e-6'), rounding=ROUND_CEILING).normalize():f}"
     return LabCost(
         seat_hour=(min(seat_hours), max(seat_hours)),
         # Rounded up: a ceiling must never read lower than what the NodePool limit lets Karpenter run.
         ceiling_per_hour=_rounded(max_gpus * per_gpu[dearest], ROUND_CEILING),
-        ceiling_basis=f"maxGpus {max_gpus} x {per_gpu[dearest].normalize():f} USD per GPU-hour of {dearest}",
+        ceiling_basis=f"maxGpus {max_gpus} x {gpu_hour} USD per GPU-hour of {dearest}"
+        + (", its root volume included" if root else ""),
         unpriced=unpriced,
         max_hourly_cost=max_hourly_cost,
+        root_volume_per_node_hour=disk_figure,
         warmups=warmups,
     )
 
@@ -150,9 +188,14 @@ def _rounded(amount: Decimal, rounding: str) -> float:
 
 def within_max_hourly_cost(cap: float | None, info: ValidationInfo) -> float | None:
     """A lab's maxHourlyCost: at least its ceiling at the reference prices, so that the cap can hold."""
-    if cap is None or not {"instance_types", "slices_per_gpu", "max_gpus"} <= info.data.keys():
+    if (
+        cap is None
+        or not {"instance_types", "slices_per_gpu", "max_gpus", "disk_strategy", "root_volume"} <= info.data.keys()
+    ):
         return cap
-    cost = lab_cost(info.data["instance_types"], info.data["slices_per_gpu"], info.data["max_gpus"], cap)
+    types = info.data["instance_types"]
+    root = root_volume(types, info.data["disk_strategy"], info.data["root_volume"])
+    cost = lab_cost(types, info.data["slices_per_gpu"], info.data["max_gpus"], cap, root=root)
     if problem := cost.cap_problem:
         raise ValueError(problem)
     return cap

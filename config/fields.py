@@ -18,6 +18,7 @@ from config.images import qualify_image
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.instance_types import GpuInstanceType as GpuInstanceTypeData
 from config.node_capacity import QUANTITY, quantity
+from config.versions import KUBE_PROXY_ADDON_VERSIONS
 
 
 class Model(BaseModel):
@@ -87,6 +88,16 @@ def quoted_version(value: object) -> object:
     if isinstance(value, float | int):
         raise ValueError(f'must be a quoted string such as "1.34", got the number {value}')
     return value
+
+
+def kube_proxy_pinned(version: str) -> str:
+    # EKS builds kube-proxy per Kubernetes minor version, and gpulab pins the build (config/versions.py).
+    if version not in KUBE_PROXY_ADDON_VERSIONS:
+        raise ValueError(
+            f"gpulab pins the kube-proxy add-on for Kubernetes {', '.join(sorted(KUBE_PROXY_ADDON_VERSIONS))}, not "
+            f"{version}: add its EKS add-on version to KUBE_PROXY_ADDON_VERSIONS in config/versions.py"
+        )
+    return version
 
 
 def gpu_instance_type(value: str) -> str:

@@ -14,6 +14,8 @@ Values mirror the labels Karpenter puts on the node, so they can be compared one
 - ``architecture`` is ``kubernetes.io/arch``.
 - ``vcpus`` is ``karpenter.k8s.aws/instance-cpu``: what a NodePool's ``cpu`` limit counts for one node.
 - ``memory_mib`` is ``karpenter.k8s.aws/instance-memory``: the node's memory in MiB, before Karpenter's overheads.
+- ``local_nvme_gb`` is ``karpenter.k8s.aws/instance-local-nvme``: the instance-store NVMe in GB (0: EBS only), where
+  an EC2NodeClass with ``instanceStorePolicy: RAID0`` puts images and pods' data (config/disks.py).
 - ``max_pods`` is the ``pods`` capacity Karpenter computes when ``maxPods`` is not set: the VPC CNI's ENI-limited
   pod count without prefix delegation (ENIs x (IPv4 addresses per ENI - 1) + 2, ``ENILimitedPods`` in
   aws/karpenter-provider-aws v1.14.1 pkg/providers/instancetype/types.go). A pod beyond it gets no IP address.
@@ -38,6 +40,7 @@ class GpuInstanceType:
     vcpus: int
     max_pods: int
     memory_mib: int
+    local_nvme_gb: int  # karpenter.k8s.aws/instance-local-nvme: total instance-store NVMe in GB; 0 for EBS-only types
 
     def __post_init__(self) -> None:
         # A zero or fractional count would size NodeOverlays to no GPUs at all, so refuse it at import time.
@@ -62,57 +65,67 @@ class GpuInstanceType:
 #
 # fmt: off
 # family: (instance-gpu-name, instance-gpu-memory in MiB per GPU, kubernetes.io/arch,
-#          {size: (instance-gpu-count, instance-cpu, instance-memory in MiB, pods)})
-_FAMILIES: dict[str, tuple[str, int, Architecture, dict[str, tuple[int, int, int, int]]]] = {
+#          {size: (instance-gpu-count, instance-cpu, instance-memory in MiB, pods, instance-local-nvme in GB)})
+# instance-local-nvme is the total size of the instance-store NVMe disks (EC2's InstanceStorageInfo.TotalSizeInGB); a
+# type without the label has none and is written 0 here (every g5g size). The reference lists no disk count, and none is
+# needed: an instanceStorePolicy RAID0 array spans every disk (config/disks.py).
+_FAMILIES: dict[str, tuple[str, int, Architecture, dict[str, tuple[int, int, int, int, int]]]] = {
     "g4dn": ("t4", 16384, "amd64", {
-        "xlarge": (1, 4, 16384, 29), "2xlarge": (1, 8, 32768, 29), "4xlarge": (1, 16, 65536, 29),
-        "8xlarge": (1, 32, 131072, 58), "16xlarge": (1, 64, 262144, 58), "12xlarge": (4, 48, 196608, 234),
-        "metal": (8, 96, 393216, 737),
+        "xlarge": (1, 4, 16384, 29, 125), "2xlarge": (1, 8, 32768, 29, 225), "4xlarge": (1, 16, 65536, 29, 225),
+        "8xlarge": (1, 32, 131072, 58, 900), "16xlarge": (1, 64, 262144, 58, 900),
+        "12xlarge": (4, 48, 196608, 234, 900), "metal": (8, 96, 393216, 737, 1800),
     }),
     "g5": ("a10g", 22888, "amd64", {
-        "xlarge": (1, 4, 16384, 58), "2xlarge": (1, 8, 32768, 58), "4xlarge": (1, 16, 65536, 234),
-        "8xlarge": (1, 32, 131072, 234), "16xlarge": (1, 64, 262144, 234), "12xlarge": (4, 48, 196608, 737),
-        "24xlarge": (4, 96, 393216, 737), "48xlarge": (8, 192, 786432, 345),
+        "xlarge": (1, 4, 16384, 58, 250), "2xlarge": (1, 8, 32768, 58, 450), "4xlarge": (1, 16, 65536, 234, 600),
+        "8xlarge": (1, 32, 131072, 234, 900), "16xlarge": (1, 64, 262144, 234, 1900),
+        "12xlarge": (4, 48, 196608, 737, 3800), "24xlarge": (4, 96, 393216, 737, 3800),
+        "48xlarge": (8, 192, 786432, 345, 7600),
     }),
     "g5g": ("t4g", 16384, "arm64", {
-        "xlarge": (1, 4, 8192, 58), "2xlarge": (1, 8, 16384, 58), "4xlarge": (1, 16, 32768, 234),
-        "8xlarge": (1, 32, 65536, 234), "16xlarge": (2, 64, 131072, 737), "metal": (2, 64, 131072, 737),
+        "xlarge": (1, 4, 8192, 58, 0), "2xlarge": (1, 8, 16384, 58, 0), "4xlarge": (1, 16, 32768, 234, 0),
+        "8xlarge": (1, 32, 65536, 234, 0), "16xlarge": (2, 64, 131072, 737, 0), "metal": (2, 64, 131072, 737, 0),
     }),
     "g6": ("l4", 22888, "amd64", {
-        "xlarge": (1, 4, 16384, 58), "2xlarge": (1, 8, 32768, 58), "4xlarge": (1, 16, 65536, 234),
-        "8xlarge": (1, 32, 131072, 234), "16xlarge": (1, 64, 262144, 737), "12xlarge": (4, 48, 196608, 234),
-        "24xlarge": (4, 96, 393216, 737), "48xlarge": (8, 192, 786432, 737),
+        "xlarge": (1, 4, 16384, 58, 250), "2xlarge": (1, 8, 32768, 58, 450), "4xlarge": (1, 16, 65536, 234, 600),
+        "8xlarge": (1, 32, 131072, 234, 900), "16xlarge": (1, 64, 262144, 737, 1880),
+        "12xlarge": (4, 48, 196608, 234, 3760), "24xlarge": (4, 96, 393216, 737, 3760),
+        "48xlarge": (8, 192, 786432, 737, 7520),
     }),
     "g6e": ("l40s", 45776, "amd64", {
-        "xlarge": (1, 4, 32768, 58), "2xlarge": (1, 8, 65536, 58), "4xlarge": (1, 16, 131072, 234),
-        "8xlarge": (1, 32, 262144, 234), "16xlarge": (1, 64, 524288, 737), "12xlarge": (4, 48, 393216, 292),
-        "24xlarge": (4, 96, 786432, 492), "48xlarge": (8, 192, 1572864, 492),
+        "xlarge": (1, 4, 32768, 58, 250), "2xlarge": (1, 8, 65536, 58, 450), "4xlarge": (1, 16, 131072, 234, 600),
+        "8xlarge": (1, 32, 262144, 234, 900), "16xlarge": (1, 64, 524288, 737, 1900),
+        "12xlarge": (4, 48, 393216, 292, 3800), "24xlarge": (4, 96, 786432, 492, 3800),
+        "48xlarge": (8, 192, 1572864, 492, 7600),
     }),
-    "gr6": ("l4", 22888, "amd64", {"4xlarge": (1, 16, 131072, 234), "8xlarge": (1, 32, 262144, 234)}),
+    "gr6": ("l4", 22888, "amd64", {"4xlarge": (1, 16, 131072, 234, 600), "8xlarge": (1, 32, 262144, 234, 900)}),
     "g7": ("rtx-pro-4500", 32768, "amd64", {
-        "2xlarge": (1, 8, 32768, 254), "4xlarge": (1, 16, 65536, 506), "8xlarge": (1, 32, 131072, 632),
-        "12xlarge": (2, 48, 196608, 758), "24xlarge": (4, 96, 393216, 1514), "48xlarge": (8, 192, 786432, 758),
+        "2xlarge": (1, 8, 32768, 254, 440), "4xlarge": (1, 16, 65536, 506, 875), "8xlarge": (1, 32, 131072, 632, 930),
+        "12xlarge": (2, 48, 196608, 758, 1900), "24xlarge": (4, 96, 393216, 1514, 3800),
+        "48xlarge": (8, 192, 786432, 758, 7600),
     }),
     "g7e": ("rtx-pro-server-6000", 98304, "amd64", {
-        "2xlarge": (1, 8, 65536, 254), "4xlarge": (1, 16, 131072, 506), "8xlarge": (1, 32, 262144, 506),
-        "12xlarge": (2, 48, 524288, 632), "24xlarge": (4, 96, 1048576, 632), "48xlarge": (8, 192, 2097152, 632),
+        "2xlarge": (1, 8, 65536, 254, 1900), "4xlarge": (1, 16, 131072, 506, 1900),
+        "8xlarge": (1, 32, 262144, 506, 1900), "12xlarge": (2, 48, 524288, 632, 3800),
+        "24xlarge": (4, 96, 1048576, 632, 7600), "48xlarge": (8, 192, 2097152, 632, 15200),
     }),
-    "p3dn": ("v100", 32768, "amd64", {"24xlarge": (8, 96, 786432, 737)}),
-    "p4d": ("a100", 40960, "amd64", {"24xlarge": (8, 96, 1179648, 737)}),
-    "p4de": ("a100", 81920, "amd64", {"24xlarge": (8, 96, 1179648, 737)}),
-    "p5": ("h100", 81920, "amd64", {"4xlarge": (1, 16, 262144, 118), "48xlarge": (8, 192, 2097152, 100)}),
-    "p5e": ("h200", 144384, "amd64", {"48xlarge": (8, 192, 2097152, 100)}),
-    "p5en": ("h200", 144384, "amd64", {"48xlarge": (8, 192, 2097152, 198)}),
-    "p6-b200": ("b200", 183359, "amd64", {"48xlarge": (8, 192, 2097152, 198)}),
-    "p6-b300": ("b300", 275040, "amd64", {"48xlarge": (8, 192, 4194304, 198)}),
+    "p3dn": ("v100", 32768, "amd64", {"24xlarge": (8, 96, 786432, 737, 1800)}),
+    "p4d": ("a100", 40960, "amd64", {"24xlarge": (8, 96, 1179648, 737, 8000)}),
+    "p4de": ("a100", 81920, "amd64", {"24xlarge": (8, 96, 1179648, 737, 8000)}),
+    "p5": ("h100", 81920, "amd64", {"4xlarge": (1, 16, 262144, 118, 3800), "48xlarge": (8, 192, 2097152, 100, 30400)}),
+    "p5e": ("h200", 144384, "amd64", {"48xlarge": (8, 192, 2097152, 100, 30400)}),
+    "p5en": ("h200", 144384, "amd64", {"48xlarge": (8, 192, 2097152, 198, 30400)}),
+    "p6-b200": ("b200", 183359, "amd64", {"48xlarge": (8, 192, 2097152, 198, 30400)}),
+    "p6-b300": ("b300", 275040, "amd64", {"48xlarge": (8, 192, 4194304, 198, 30400)}),
 }
 # fmt: on
 
 GPU_INSTANCE_TYPES: Mapping[str, GpuInstanceType] = MappingProxyType(
     {
-        f"{family}.{size}": GpuInstanceType(gpus, model, gpu_memory_mib // 1024, arch, vcpus, max_pods, memory_mib)
+        f"{family}.{size}": GpuInstanceType(
+            gpus, model, gpu_memory_mib // 1024, arch, vcpus, max_pods, memory_mib, local_nvme_gb
+        )
         for family, (model, gpu_memory_mib, arch, sizes) in _FAMILIES.items()
-        for size, (gpus, vcpus, memory_mib, max_pods) in sizes.items()
+        for size, (gpus, vcpus, memory_mib, max_pods, local_nvme_gb) in sizes.items()
     }
 )
 

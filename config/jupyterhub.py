@@ -24,6 +24,7 @@ from config.fields import (
     unique,
 )
 from config.images import DOCKER_HUB
+from config.versions import EBS_CSI_DRIVER_ADDON_VERSION
 
 # The Pulumi secret that holds the OAuth client secret of the GitHub or OIDC app.
 CLIENT_SECRET_KEY = "jupyterhubClientSecret"
@@ -227,9 +228,9 @@ class JupyterHub(Model):
     hub_database_size_gib: Annotated[int, between(1, 16384)] = Field(
         default=1, description="Size of the hub's database volume (SQLite: users, servers, tokens)."
     )
-    ebs_csi_driver_version: AddonVersion | None = Field(
-        default=None,
-        description="Version of the EKS add-on aws-ebs-csi-driver; unset: EKS's default for the cluster's version.",
+    ebs_csi_driver_version: AddonVersion = Field(
+        default=EBS_CSI_DRIVER_ADDON_VERSION,
+        description="Version of the EKS add-on aws-ebs-csi-driver (config/versions.py says where the default is from).",
     )
 
     @property

@@ -3,13 +3,24 @@ start, learners that would not fill a node, and the most labs one stack holds.""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from contextvars import ContextVar
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationInfo
 
+from config.daemonsets import (
+    DEVICE_PLUGIN_DEFAULTS,
+    ContainerResources,
+    cpu_text,
+    memory_text,
+    node_daemonsets,
+)
 from config.fields import FieldProblem, lab_instance_types
-from config.node_capacity import Resources, quantity, seat_share
+from config.instance_types import GPU_INSTANCE_TYPES
+from config.node_capacity import NodeShare, Resources, node_share, quantity
+from config.sharing import Sharing
 
 if TYPE_CHECKING:  # the models attach these checks, so they import this module
     from config.model import LearnerPod
@@ -58,27 +69,97 @@ def cpu_limit_holds_a_node(cpu_limit: int, info: ValidationInfo) -> int:
     return cpu_limit
 
 
+# The device plugin's pods run on every lab's nodes, and their requests are one stack-wide setting
+# (nvidiaDevicePlugin.resources) that pydantic validates after the labs. Settings makes it known here while it
+# validates (config.model.Settings._labs_see_the_device_plugin), so that each lab's checks count the plugin's pods with
+# the resources the chart gets; None while that setting is itself invalid (it is reported on its own). A lab validated
+# outside a stack counts the setting's defaults.
+STACK_DEVICE_PLUGIN: ContextVar[ContainerResources | None] = ContextVar(
+    "stack_device_plugin", default=DEVICE_PLUGIN_DEFAULTS
+)
+
+
+def node_shares(
+    instance_types: Sequence[str],
+    sharing: Sharing,
+    slices_per_gpu: int,
+    max_pods: int | None,
+    plugin: ContainerResources,
+) -> list[NodeShare]:
+    """A learner's share of a node of each of the lab's instance types, its DaemonSets taken off."""
+    return [node_share(t, slices_per_gpu, max_pods, node_daemonsets(t, sharing, plugin)) for t in instance_types]
+
+
+def seat_share(shares: Sequence[NodeShare]) -> Resources:
+    """The most CPU and memory one learner may request so that every GPU slice of a node of each type gets a learner."""
+    return Resources(min(s.share.cpu_millis for s in shares), min(s.share.memory_mib for s in shares))
+
+
 def share_text(key: str, share: Resources) -> str:
     """A seat's share of one resource as a Kubernetes quantity: millicores for cpu, MiB for memory."""
     return f"{share.cpu_millis}m" if key == "cpu" else f"{share.memory_mib}Mi"
 
 
+def _figures(key: str, node: NodeShare) -> str:
+    """How a node's share of one resource comes about, every figure named."""
+    if key == "cpu":
+        offered, text, amount = Fraction(node.allocatable.cpu_millis, 1000), cpu_text, (lambda d: d.cpu)
+    else:
+        offered, text, amount = Fraction(node.allocatable.memory_mib * 2**20), memory_text, (lambda d: d.memory)
+    taken = sum((amount(d) for d in node.daemonsets), Fraction(0))
+    each = ", ".join(f"{d.name} {text(amount(d))}" for d in node.daemonsets)
+    return (
+        f"{node.instance_type} has {text(offered)} allocatable {key}; its DaemonSets request {text(taken)} ({each}); "
+        f"the {text(offered - taken)} left over {node.seats} seats is {share_text(key, node.share)} each"
+    )
+
+
 def learner_pod_fits(learner_pod: LearnerPod, info: ValidationInfo) -> LearnerPod:
     """Requests no larger than a seat's share, so that every slice of each instance type's node gets a learner."""
-    if not {"instance_types", "slices_per_gpu", "max_pods"} <= info.data.keys():
+    plugin = STACK_DEVICE_PLUGIN.get()
+    if plugin is None or not {"instance_types", "sharing", "slices_per_gpu", "max_pods"} <= info.data.keys():
         return learner_pod
-    share = seat_share(info.data["instance_types"], info.data["slices_per_gpu"], info.data["max_pods"])
-    for key, asked, most in (
-        ("cpu", learner_pod.cpu, Fraction(share.cpu_millis, 1000)),
-        ("memory", learner_pod.memory, Fraction(share.memory_mib * 2**20)),
-    ):
-        if asked is not None and quantity(asked) > most:
+    data = info.data
+    shares = node_shares(data["instance_types"], data["sharing"], data["slices_per_gpu"], data["max_pods"], plugin)
+    for key, asked, unit in (("cpu", learner_pod.cpu, Fraction(1, 1000)), ("memory", learner_pod.memory, 2**20)):
+        tightest = min(shares, key=lambda s: s.share.cpu_millis if key == "cpu" else s.share.memory_mib)
+        most = tightest.share.cpu_millis if key == "cpu" else tightest.share.memory_mib
+        if most < 1:
+            raise FieldProblem(
+                f"learnerPod.{key}", f"no room for a learner on every slice of each node: {_figures(key, tightest)}"
+            )
+        if asked is not None and quantity(asked) > most * unit:
             raise FieldProblem(
                 f"learnerPod.{key}",
-                f"must be at most {share_text(key, share)} so that every "
-                "slice of each instance type's node gets a learner (allocatable less room for DaemonSets)",
+                f"must be at most {share_text(key, tightest.share)} so that every slice of each instance type's node "
+                f"gets a learner: {_figures(key, tightest)}",
             )
     return learner_pod
+
+
+def max_pods_hold_the_seats(max_pods: int | None, info: ValidationInfo) -> int | None:
+    # A node takes no more pods than maxPods, and Karpenter counts each DaemonSet pod among them
+    # (pkg/utils/resources RequestsForPods): the learners get what the DaemonSets leave.
+    if not {"instance_types", "sharing", "slices_per_gpu"} <= info.data.keys():
+        return max_pods
+    for name in info.data["instance_types"]:
+        instance_type = GPU_INSTANCE_TYPES[name]
+        pods = instance_type.max_pods if max_pods is None else max_pods
+        daemonsets = node_daemonsets(name, info.data["sharing"], DEVICE_PLUGIN_DEFAULTS)
+        seats = info.data["slices_per_gpu"] * instance_type.gpus
+        if seats + len(daemonsets) > pods:
+            why = (
+                f"{name} takes {seats} learners and {len(daemonsets)} DaemonSet pods "
+                f"({', '.join(d.name for d in daemonsets)})"
+            )
+            if max_pods is not None:
+                raise ValueError(f"must be at least {seats + len(daemonsets)}: {why}")
+            raise FieldProblem(
+                "slicesPerGpu",
+                f"too many learners for a node: {why}, but its pods are limited to {pods} (the VPC CNI's "
+                "ENI-limited count; maxPods cannot exceed it)",
+            )
+    return max_pods
 
 
 # Every lab's device plugin profile lands in one ConfigMap, whose values may total 1 MiB and which etcd stores, keys

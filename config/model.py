@@ -7,9 +7,19 @@ live beside the concern they guard (config/fields.py for the shared ones and how
 sharing.py, classes.py, disruption.py, cost.py) and are attached here to the key they report on.
 """
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 from config import durations, schedule
 from config.classes import (
@@ -21,6 +31,8 @@ from config.classes import (
     warmup_range,
 )
 from config.cost import LabCost, lab_cost, within_max_hourly_cost
+from config.daemonsets import DEVICE_PLUGIN_DEFAULTS, ContainerResources
+from config.disks import DiskPlan, DiskStrategy, gate_in_release, plan, root_volume_fits, strategy_fits
 from config.disruption import budget_schedule, schedule_with_duration
 from config.endpoint import EVERYWHERE, at_most_quota, public_access_cidr
 from config.fields import (
@@ -46,6 +58,7 @@ from config.fields import (
     VpcId,
     at_least,
     between,
+    kube_proxy_pinned,
     matching,
     positive_amount,
     two_or_more,
@@ -54,16 +67,20 @@ from config.fields import (
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.jupyterhub import JupyterHub, NotebookImage, hub_has_its_labs
 from config.limits import (
+    STACK_DEVICE_PLUGIN,
     cpu_limit_holds_a_node,
     fits_one_stack,
     learner_pod_fits,
     max_gpus_hold_a_node,
     max_pods_have_addresses,
+    max_pods_hold_the_seats,
+    node_shares,
     reserved_needs_reservations,
+    seat_share,
     share_text,
 )
 from config.log_retention import accepted_retention
-from config.node_capacity import seat_share
+from config.node_capacity import NodeShare
 from config.schedule import Schedule
 from config.sharing import DEFAULT_PROFILE, LearnerShare, Sharing, learner_share, mps_replicas_the_daemon_accepts
 from config.versions import KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
@@ -96,7 +113,9 @@ class SystemNodes(Model):
 
 class Cluster(Model):
     name: ClusterName = Field(description="EKS cluster name; also the karpenter.sh/discovery tag value.")
-    kubernetes_version: KubernetesVersion = Field(description="Kubernetes minor version of the control plane.")
+    kubernetes_version: Annotated[KubernetesVersion, AfterValidator(kube_proxy_pinned)] = Field(
+        description="Kubernetes minor version of the control plane."
+    )
     vpc_id: VpcId = Field(description="The existing VPC the cluster runs in.")
     private_subnet_ids: Annotated[list[SubnetId], AfterValidator(unique), AfterValidator(two_or_more)] = Field(
         description="Private subnets of the cluster and of every node, in at least two availability zones."
@@ -161,31 +180,36 @@ class Cluster(Model):
 
 
 class RootVolume(Model):
-    """The gp3 root volume of a lab's nodes; images, including pre-pulled ones, live on it."""
+    """The gp3 root volume of a lab's nodes. Keys left out follow the lab's disk strategy (config/disks.py): the OS's
+    20 GiB at gp3's included 3000 IOPS and 125 MiB/s when every type keeps its images on the instance store, else the
+    100 GiB and 10000 IOPS that images need."""
 
-    size_gib: Annotated[int, between(20, 16384)] = Field(default=100, description="Size in GiB.")
-    iops: Annotated[int, between(3000, 80000)] = Field(
-        default=10000, validate_default=True, description="Provisioned IOPS."
+    size_gib: Annotated[int, between(20, 16384)] | None = Field(
+        default=None, description="Size in GiB; 20 with images on the instance store, else 100."
     )
-    throughput_mibps: Annotated[int, between(125, 2000)] = Field(
-        default=125, validate_default=True, description="Throughput in MiB/s."
+    iops: Annotated[int, between(3000, 80000)] | None = Field(
+        default=None, description="Provisioned IOPS; 3000 with images on the instance store, else 10000."
+    )
+    throughput_mibps: Annotated[int, between(125, 2000)] | None = Field(
+        default=None, description="Throughput in MiB/s; 125 unless set."
     )
     encrypted: bool = Field(default=True, description="Encrypt the volume (with the account's default EBS key).")
 
-    # EBS rejects gp3 volumes above 500 IOPS per GiB or 0.25 MiB/s per provisioned IOPS.
+    # EBS rejects gp3 volumes above 500 IOPS per GiB or 0.25 MiB/s per provisioned IOPS. These check the keys the lab
+    # sets; config/disks.py checks them again against the defaults of the keys it leaves out.
     @field_validator("iops")
     @classmethod
-    def _iops_per_gib(cls, iops: int, info: ValidationInfo) -> int:
+    def _iops_per_gib(cls, iops: int | None, info: ValidationInfo) -> int | None:
         size = info.data.get("size_gib")
-        if size is not None and iops > 500 * size:
+        if size is not None and iops is not None and iops > 500 * size:
             raise ValueError(f"must be at most 500 per GiB, so {500 * size} for {size} GiB")
         return iops
 
     @field_validator("throughput_mibps")
     @classmethod
-    def _throughput_per_iops(cls, throughput: int, info: ValidationInfo) -> int:
+    def _throughput_per_iops(cls, throughput: int | None, info: ValidationInfo) -> int | None:
         iops = info.data.get("iops")
-        if iops is not None and throughput * 4 > iops:
+        if iops is not None and throughput is not None and throughput * 4 > iops:
             raise ValueError(f"must be at most iops / 4, so {iops // 4} for {iops} IOPS")
         return throughput
 
@@ -292,18 +316,35 @@ class Lab(Model):
         validate_default=True,
         description="On-demand capacity reservations the lab may use; needed for 'reserved'.",
     )
-    root_volume: RootVolume = Field(default_factory=RootVolume, description="Root volume of the lab's nodes.")
+    disk_strategy: Annotated[DiskStrategy | None, AfterValidator(strategy_fits)] = Field(
+        default=None,
+        description="Where images and pods' data live: instanceStore (a RAID0 of the instance's NVMe disks; the root "
+        "volume keeps only the OS) or rootVolume. Unset, the instance store on every type that has one.",
+    )
+    root_volume: Annotated[RootVolume, AfterValidator(root_volume_fits)] = Field(
+        default_factory=RootVolume, validate_default=True, description="Root volume of the lab's nodes."
+    )
+    fast_image_pull: Annotated[bool | None, AfterValidator(gate_in_release)] = Field(
+        default=None,
+        description="nodeadm's FastImagePull: containerd pulls and unpacks layers in parallel (SOCI). Unset, on when "
+        "every instance type clears nodeadm's 4 vCPU / 7 GiB threshold and pulls onto the instance store or a "
+        "root volume of at least 600 MiB/s, and the AMI release has the gate (v20250821 or later).",
+    )
     prepull_images: Annotated[list[ImageReference], AfterValidator(unique)] = Field(
         default_factory=list, description="Images pulled onto each node as it boots, before learners' pods need them."
     )
     pod_pids_limit: Annotated[int, between(1024, 4194304)] = Field(
         default=32768, description="Most processes one pod may run (kubelet podPidsLimit)."
     )
-    max_pods: Annotated[int, at_least(1), AfterValidator(max_pods_have_addresses)] | None = Field(
+    max_pods: Annotated[
+        Annotated[int, at_least(1), AfterValidator(max_pods_have_addresses)] | None,
+        AfterValidator(max_pods_hold_the_seats),
+    ] = Field(
         default=None,
         validate_default=True,
-        description="Most pods per node (kubelet maxPods). Unset, Karpenter uses each instance type's ENI-limited "
-        "count: the pods the VPC CNI can give an IP address without prefix delegation.",
+        description="Most pods per node (kubelet maxPods), learners and DaemonSet pods together. Unset, Karpenter "
+        "uses each instance type's ENI-limited count: the pods the VPC CNI can give an IP address without prefix "
+        "delegation.",
     )
     cpu_limit: Annotated[int, at_least(1), AfterValidator(cpu_limit_holds_a_node)] = Field(
         default=1000,
@@ -352,10 +393,21 @@ class Lab(Model):
         """What each learner gets of a GPU (strategy, and with MPS its memory cap and compute share)."""
         return learner_share(self.sharing, self.slices_per_gpu, self.instance_types)
 
+    # The device plugin's resources of the stack this lab was validated in (config.limits.STACK_DEVICE_PLUGIN).
+    _device_plugin: ContainerResources = PrivateAttr(default=DEVICE_PLUGIN_DEFAULTS)
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._device_plugin = STACK_DEVICE_PLUGIN.get() or DEVICE_PLUGIN_DEFAULTS
+
+    @property
+    def node_shares(self) -> list[NodeShare]:
+        """A learner's share of a node of each instance type, and the DaemonSets taken off it."""
+        return node_shares(self.instance_types, self.sharing, self.slices_per_gpu, self.max_pods, self._device_plugin)
+
     @property
     def learner_requests(self) -> dict[str, str]:
         """A learner pod's CPU and memory requests: the lab's setting, else the smallest per-seat share of a node."""
-        share = seat_share(self.instance_types, self.slices_per_gpu, self.max_pods)
+        share = seat_share(self.node_shares)
         return {
             "cpu": self.learner_pod.cpu or share_text("cpu", share),
             "memory": self.learner_pod.memory or share_text("memory", share),
@@ -371,10 +423,23 @@ class Lab(Model):
         return lab_class.warm_seats or self.learner_seats
 
     @property
+    def disk(self) -> DiskPlan:
+        """The lab's disks as its nodes get them: RAID0 or not, the root volume, parallel pull (config/disks.py)."""
+        return plan(self.instance_types, self.disk_strategy, self.root_volume, self.fast_image_pull, self.ami)
+
+    @property
     def cost(self) -> LabCost:
-        """The lab's cost figures at the reference prices (config/prices.py), its classes' warm-ups included."""
+        """The lab's cost figures at the reference prices (config/prices.py), each node's root volume and its classes'
+        warm-ups included."""
         classes = [(c.schedule, self.warm_seats(c), c.warmup) for c in self.classes]
-        return lab_cost(self.instance_types, self.slices_per_gpu, self.max_gpus, self.max_hourly_cost, classes)
+        return lab_cost(
+            self.instance_types,
+            self.slices_per_gpu,
+            self.max_gpus,
+            self.max_hourly_cost,
+            root=self.disk.root,
+            classes=classes,
+        )
 
     @property
     def architectures(self) -> list[str]:
@@ -413,8 +478,8 @@ def _not_default(namespace: str) -> str:
 class DevicePluginResources(Model):
     """Requests of each device plugin pod; the memory request is its limit too."""
 
-    cpu: Quantity = Field(default="50m", description="CPU request.")
-    memory: Quantity = Field(default="128Mi", description="Memory request and limit.")
+    cpu: Quantity = Field(default=DEVICE_PLUGIN_DEFAULTS.cpu, description="CPU request.")
+    memory: Quantity = Field(default=DEVICE_PLUGIN_DEFAULTS.memory, description="Memory request and limit.")
 
 
 class NvidiaDevicePlugin(Model):
@@ -434,6 +499,17 @@ class NvidiaDevicePlugin(Model):
 # the largest profiles, this many labs fit and one more does not: tests/test_stack_size.py measures it.
 
 
+def _device_plugin_resources(data: Any) -> ContainerResources | None:
+    """nvidiaDevicePlugin.resources of a stack file's settings; None when invalid, which validation reports itself."""
+    plugin = data.get("nvidiaDevicePlugin", {}) if isinstance(data, dict) else None
+    if not isinstance(plugin, dict):
+        return None
+    try:
+        return DevicePluginResources.model_validate(plugin.get("resources", {}))
+    except ValidationError:
+        return None
+
+
 class Settings(Model):
     """Everything under `gpulab:` in one stack file."""
 
@@ -450,6 +526,16 @@ class Settings(Model):
         validate_default=True,
         description="JupyterHub with one profile per lab; absent, no JupyterHub is installed (docs/jupyterhub.md).",
     )
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _labs_see_the_device_plugin(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> "Settings":
+        # Every lab's node runs the device plugin's pods; their requests are a setting validated after the labs.
+        token = STACK_DEVICE_PLUGIN.set(_device_plugin_resources(data))
+        try:
+            return handler(data)
+        finally:
+            STACK_DEVICE_PLUGIN.reset(token)
 
     @field_validator("nvidia_device_plugin")
     @classmethod

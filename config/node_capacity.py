@@ -1,26 +1,26 @@
 """What a lab's node offers pods: the allocatable CPU and memory Karpenter computes for a GPU instance type.
 
-Karpenter decides whether a pod fits a node it would launch from these figures (allocatable less DaemonSet requests),
-so a learner's requests, and the warm-seat PodTemplate shaped like it, must fit slicesPerGpu x GPUs learners into them.
+Karpenter decides whether a pod fits a node it would launch from these figures (allocatable less the requests of the
+DaemonSets that run there, config/daemonsets.py), so a learner's requests, and the warm-seat PodTemplate shaped like
+it, must fit slicesPerGpu x GPUs learners into them.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from config.instance_types import GPU_INSTANCE_TYPES
 
+if TYPE_CHECKING:  # config.daemonsets reads quantities with this module's parser
+    from config.daemonsets import DaemonSetRequests
+
 # Karpenter's default --vm-memory-overhead-percent (aws/karpenter-provider-aws v1.14.1 pkg/operator/options/options.go).
 VM_MEMORY_OVERHEAD = 0.075
-# Room kept for the DaemonSets on every GPU node: the NVIDIA device plugin (50m / 128Mi by default; an MPS lab's node
-# runs the MPS control daemon with the same requests too) and the EKS add-ons (aws-node, kube-proxy,
-# eks-pod-identity-agent, eks-node-monitoring-agent). An estimate, not read from those add-ons' manifests: raise the
-# learners' requests, or the device plugin's, only as far as a node really has room.
-DAEMONSET_CPU_MILLIS = 250
-DAEMONSET_MEMORY_MIB = 512
 
 
 @dataclass(frozen=True)
@@ -50,21 +50,30 @@ def allocatable(instance_type: str, max_pods: int | None) -> Resources:
     return Resources(cpu - int(reserved), memory)
 
 
-def seat_share(instance_types: list[str], slices_per_gpu: int, max_pods: int | None) -> Resources:
-    """The most CPU and memory one learner may request so that every GPU slice of a node of each type gets a learner.
+@dataclass(frozen=True)
+class NodeShare:
+    """One learner's share of a lab's node of one instance type, and the figures it comes from."""
+
+    instance_type: str
+    allocatable: Resources
+    daemonsets: tuple[DaemonSetRequests, ...]  # every DaemonSet pod on the node (config/daemonsets.py)
+    seats: int  # learners the node takes: slicesPerGpu x its GPUs
+    share: Resources  # what is left of the allocatable for each seat, rounded down to 1m and 1Mi
+
+
+def node_share(
+    instance_type: str, slices_per_gpu: int, max_pods: int | None, daemonsets: Sequence[DaemonSetRequests]
+) -> NodeShare:
+    """What each of the slicesPerGpu x GPUs learners of a node may request so that they and its DaemonSets fit.
 
     `max_pods` is the lab's kubelet maxPods, None when unset.
     """
-    shares = []
-    for name in instance_types:
-        node = allocatable(name, max_pods)
-        seats = slices_per_gpu * GPU_INSTANCE_TYPES[name].gpus
-        shares.append(
-            Resources(
-                (node.cpu_millis - DAEMONSET_CPU_MILLIS) // seats, (node.memory_mib - DAEMONSET_MEMORY_MIB) // seats
-            )
-        )
-    return Resources(min(s.cpu_millis for s in shares), min(s.memory_mib for s in shares))
+    node = allocatable(instance_type, max_pods)
+    seats = slices_per_gpu * GPU_INSTANCE_TYPES[instance_type].gpus
+    cpu = Fraction(node.cpu_millis, 1000) - sum((d.cpu for d in daemonsets), Fraction(0))
+    memory = node.memory_mib * 2**20 - sum((d.memory for d in daemonsets), Fraction(0))
+    share = Resources(math.floor(cpu * 1000 / seats), math.floor(memory / 2**20 / seats))
+    return NodeShare(instance_type, node, tuple(daemonsets), seats, share)
 
 
 # A Kubernetes quantity, as k8s.io/apimachinery pkg/api/resource/quantity.go reads one (kubernetes-1.34.1): the

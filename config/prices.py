@@ -61,3 +61,21 @@ ON_DEMAND_USD_PER_HOUR: Mapping[str, float] = MappingProxyType({
     "p6-b300.48xlarge": 142.416000,
 })
 # fmt: on
+
+# Amazon EBS gp3 in us-east-1, from AWS's EBS pricing page (aws.amazon.com/ebs/pricing, US East (N. Virginia)), as
+# strings for Decimal arithmetic: storage per GB-month, IOPS above the 3,000 every gp3 volume includes per IOPS-month,
+# throughput above the 125 MiB/s it includes per MiB/s-month (the page writes MB/s for the unit gp3 is provisioned in,
+# MiB/s). Billing is per second; a month is taken as 730 hours (8,760 hours a year / 12), the month of AWS's Pricing
+# Calculator, so that per-hour figures do not depend on the length of a calendar month.
+# Not confirmed from AWS's US page itself when this was written (no internet access): the gp3 baseline (3,000 IOPS and
+# 125 MB/s included), per-second billing and the "(IOPS provisioned - 3,000)" formula are as AWS's EBS pricing page
+# states them for its European sovereign region (aws.eu/ebs/pricing); the us-east-1 amounts and the 730-hour month are
+# the commonly quoted ones. Check them against aws.amazon.com/ebs/pricing before relying on a figure.
+GP3_USD_PER_GB_MONTH = "0.08"
+GP3_USD_PER_IOPS_MONTH = "0.005"
+GP3_USD_PER_MIBPS_MONTH = "0.04"
+GP3_INCLUDED_IOPS = 3000
+GP3_INCLUDED_MIBPS = 125
+HOURS_PER_MONTH = 730
+
+DISK_PRICE_SOURCE = f"{REGION} gp3 list prices (aws.amazon.com/ebs/pricing), {HOURS_PER_MONTH} hours a month"

@@ -9,3 +9,40 @@ NVIDIA_DEVICE_PLUGIN_CHART_REPOSITORY = "https://nvidia.github.io/k8s-device-plu
 # jupyterhub/zero-to-jupyterhub-k8s, chart jupyterhub (JupyterHub 5.5.0); tools/upstream.py fetches its reference data.
 JUPYTERHUB_CHART_VERSION = "4.4.0"
 JUPYTERHUB_CHART_REPOSITORY = "https://hub.jupyter.org/helm-chart/"
+
+# EKS add-ons, pinned so that the DaemonSets on every node, and what they request of it (config/daemonsets.py), do not
+# follow whatever version EKS or pulumi-eks picks on the day of a `pulumi up`. pulumi-eks 4.4.0 creates the kube-proxy
+# and vpc-cni add-ons itself, at the most recent version for the cluster's Kubernetes version unless told one
+# (nodejs/eks/cluster/cluster.ts and nodejs/eks/addons/cni-addon.ts, `getAddonVersion` with `mostRecent: true`; checked
+# at pulumi/pulumi-eks v4.3.0 and at main 7bf0c1b, identical there: the mirror holds no v4.4.0 tag).
+#
+# kube-proxy builds exist per Kubernetes minor version. These are the versions the EKS API listed on 2025-11-14
+# (`aws eks describe-addon-versions`, quoted in awsdocs/amazon-eks-user-guide pull request #1168, "Fix kube-proxy addon
+# versions to match EKS API"); a cluster version without one here is refused (config.fields.KubernetesVersion).
+KUBE_PROXY_ADDON_VERSIONS = {
+    "1.34": "v1.34.0-eksbuild.4",
+    "1.33": "v1.33.3-eksbuild.10",
+    "1.32": "v1.32.6-eksbuild.12",
+    "1.31": "v1.31.10-eksbuild.12",
+    "1.30": "v1.30.14-eksbuild.18",
+    "1.29": "v1.29.15-eksbuild.26",
+    "1.28": "v1.28.15-eksbuild.41",
+}
+# Listed for Kubernetes 1.33 by `eksctl utils describe-addon-versions` on 2026-05-19 (ministryofjustice/
+# cloud-platform-infrastructure pull request #4638). EKS publishes one VPC CNI build for all its Kubernetes versions
+# (the version table of the EKS User Guide, managing-vpc-cni), but this build's compatibility with each version above
+# is not confirmed here; EKS refuses an incompatible one at CreateAddon.
+VPC_CNI_ADDON_VERSION = "v1.21.1-eksbuild.8"
+# Shown by `aws eks describe-addon-configuration --addon-version v1.3.9-eksbuild.1` on 2025-10-02 (aws/eks-hybrid pull
+# request #763); compatibility with each Kubernetes version above is not confirmed here.
+POD_IDENTITY_AGENT_ADDON_VERSION = "v1.3.9-eksbuild.1"
+# The add-on version zalando-incubator/kubernetes-on-aws pull request #10794 (2026-03-17) moved to, built from
+# aws/eks-node-monitoring-agent v1.6.1 (its chart's nodeAgent.image.tag is v1.6.1-eksbuild.1). The newest add-on
+# version a public source names; later chart tags exist (v1.7.0, 2026-08-04), their add-on versions are unconfirmed.
+# Its configuration accepts dcgmAgent.tolerations (charts/configuration.schema.json, from v1.6.0 on).
+NODE_MONITORING_AGENT_ADDON_VERSION = "v1.6.1-eksbuild.1"
+# The version AWS marked defaultVersion of the aws-ebs-csi-driver add-on for Kubernetes 1.36 on 2026-09-21
+# (mitodl/ol-infrastructure pull request #5959, "Bump the EBS CSI driver addon to v1.66.0-eksbuild.1"), built from
+# kubernetes-sigs/aws-ebs-csi-driver v1.66.0. Its compatibility with each Kubernetes version above is not confirmed
+# here; EKS refuses an incompatible one at CreateAddon, and gpulab:jupyterhub.ebsCsiDriverVersion overrides it.
+EBS_CSI_DRIVER_ADDON_VERSION = "v1.66.0-eksbuild.1"

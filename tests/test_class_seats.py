@@ -17,7 +17,7 @@ from components.labels import GPU_RESOURCE, SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
 from config import durations, schedule
 from config.classes import BUDGETS_PER_CLASS
 from config.instance_types import GPU_INSTANCE_TYPES
-from config.node_capacity import DAEMONSET_CPU_MILLIS, DAEMONSET_MEMORY_MIB, allocatable, quantity
+from config.node_capacity import quantity
 from tests import tables
 from tests.conftest import BASE, run_values, stack_values
 from tests.crd_schema import crd_problems, requires_upstream
@@ -106,13 +106,14 @@ def test_a_warm_copy_reserves_one_slice_and_the_learners_cpu_and_memory_as_karpe
 
 def copies_per_node(requests: dict, instance_type: str, lab) -> int:
     """How many warm copies Karpenter packs onto a new node of the type: the NodeOverlay's slices, the allocatable
-    CPU and memory less the DaemonSets' room, each divided by what one copy requests (a resource it does not request
-    never limits it)."""
-    node = allocatable(instance_type, lab.max_pods)
+    CPU and memory less the requests of the DaemonSets on the node (tests/test_daemonsets.py checks those against the
+    chart and the add-ons' sources), each divided by what one copy requests (a resource it does not request never
+    limits it)."""
+    (node,) = [share for share in lab.node_shares if share.instance_type == instance_type]
     room = {
         GPU_RESOURCE: Fraction(lab.slices_per_gpu * GPU_INSTANCE_TYPES[instance_type].gpus),
-        "cpu": Fraction(node.cpu_millis - DAEMONSET_CPU_MILLIS, 1000),
-        "memory": Fraction((node.memory_mib - DAEMONSET_MEMORY_MIB) * 2**20),
+        "cpu": Fraction(node.allocatable.cpu_millis, 1000) - sum(d.cpu for d in node.daemonsets),
+        "memory": node.allocatable.memory_mib * 2**20 - sum(d.memory for d in node.daemonsets),
     }
     return min(int(room[key] // requests[key]) for key in room if requests.get(key))
 
@@ -325,7 +326,7 @@ def with_classes(*classes: dict, **lab: object) -> dict:
         ),
         (
             with_classes(learnerPod={"cpu": "2"}),
-            "gpulab:labs.intro.learnerPod.cpu: must be at most 1223m so that every slice",
+            "gpulab:labs.intro.learnerPod.cpu: must be at most 1236m so that every slice",
         ),
         (
             with_classes(*[{"schedule": f"0 9 {day} * *", "duration": "1h"} for day in range(1, 26)]),

@@ -1,8 +1,17 @@
 """gpulab:eks:Cluster, gpulab:iam:NodeRole and gpulab:network:DiscoveryTags: the inputs the program passes to AWS."""
 
 import json
+import re
 
-from tests.conftest import BASE
+import pytest
+
+from config.versions import (
+    KUBE_PROXY_ADDON_VERSIONS,
+    NODE_MONITORING_AGENT_ADDON_VERSION,
+    POD_IDENTITY_AGENT_ADDON_VERSION,
+    VPC_CNI_ADDON_VERSION,
+)
+from tests.conftest import BASE, STACK_FILES, run_stack_file
 
 SUBNETS = BASE["gpulab:cluster"]["privateSubnetIds"]
 
@@ -27,7 +36,36 @@ def test_kubernetes_secrets_are_encrypted_with_a_rotating_kms_key(base_run):
 
 def test_pod_identity_agent_addon_is_installed_on_the_cluster(base_run):
     addon = base_run.one("aws:eks/addon:Addon", "cluster-pod-identity-agent").inputs
-    assert addon == {"addonName": "eks-pod-identity-agent", "clusterName": "lab-test"}
+    assert addon == {
+        "addonName": "eks-pod-identity-agent",
+        "addonVersion": POD_IDENTITY_AGENT_ADDON_VERSION,
+        "clusterName": "lab-test",
+    }
+
+
+EKS_ADDON_VERSION = re.compile(r"v(\d+)\.(\d+)\.\d+-eksbuild\.\d+")
+
+
+@pytest.mark.parametrize("stack", STACK_FILES, ids=lambda p: p.name)
+def test_every_eks_addon_the_stack_installs_runs_a_pinned_version(stack):
+    # Unpinned, EKS and pulumi-eks pick a version on the day of `pulumi up`, and with it the DaemonSets on every node.
+    run = run_stack_file(stack)
+    eks = run.one("eks:index:Cluster", "cluster-eks").inputs
+    versions = {a.inputs["addonName"]: a.inputs.get("addonVersion") for a in run.of_type("aws:eks/addon:Addon")}
+    versions |= {
+        "kube-proxy": eks["kubeProxyAddonOptions"]["version"],
+        "vpc-cni": eks["vpcCniOptions"]["addonVersion"],
+    }
+    assert versions == {
+        "eks-pod-identity-agent": POD_IDENTITY_AGENT_ADDON_VERSION,
+        "eks-node-monitoring-agent": NODE_MONITORING_AGENT_ADDON_VERSION,
+        "kube-proxy": KUBE_PROXY_ADDON_VERSIONS[eks["version"]],
+        "vpc-cni": VPC_CNI_ADDON_VERSION,
+    }
+    assert all(EKS_ADDON_VERSION.fullmatch(v) for v in versions.values()), versions
+    # kube-proxy is built per Kubernetes minor version and must match the control plane's.
+    major, minor = EKS_ADDON_VERSION.fullmatch(versions["kube-proxy"]).groups()
+    assert f"{major}.{minor}" == eks["version"]
 
 
 def test_system_node_group_spans_the_subnets_with_two_labelled_nodes(base_run):

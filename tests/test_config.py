@@ -55,10 +55,11 @@ def test_an_environment_without_labs_is_valid():
     assert parsed(values).settings.labs == {}
 
 
-def test_lab_defaults_reproduce_the_origin_node_settings():
+def test_lab_defaults_reproduce_the_origin_node_settings_but_the_disks():
     lab = parsed(stack_values()).settings.labs["intro"]
-    volume = lab.root_volume
-    assert (volume.size_gib, volume.iops, volume.throughput_mibps, volume.encrypted) == (100, 10000, 125, True)
+    # A g4dn.xlarge has 125 GB of NVMe, which takes the images (tests/test_disks.py): the root volume keeps the OS only.
+    volume = lab.disk.root
+    assert (volume.size_gib, volume.iops, volume.throughput_mibps, volume.encrypted) == (20, 3000, 125, True)
     # maxPods is the exception: the origin's 110 is more pods than the VPC CNI has addresses for on a g4dn.xlarge.
     assert (lab.pod_pids_limit, lab.max_pods, lab.cpu_limit) == (32768, None, 1000)
 
@@ -95,8 +96,9 @@ def test_learner_seats_are_max_gpus_times_slices():
         (
             with_lab(slicesPerGPU=2),
             "gpulab:labs.intro.slicesPerGPU: unknown key; did you mean slicesPerGpu? allowed keys: ami, "
-            "capacityReservationIds, capacityTypes, classes, cpuLimit, disruption, expireAfter, instanceTypes, "
-            "learnerPod, maxGpus, maxHourlyCost, maxPods, notebookImage, onSpawnPage, podPidsLimit, prepullImages, "
+            "capacityReservationIds, capacityTypes, classes, cpuLimit, diskStrategy, disruption, expireAfter, "
+            "fastImagePull, instanceTypes, learnerPod, maxGpus, maxHourlyCost, maxPods, notebookImage, onSpawnPage, "
+            "podPidsLimit, prepullImages, "
             "rootVolume, sharing, slicesPerGpu",
         ),
         (

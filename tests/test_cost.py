@@ -8,13 +8,14 @@ import pytest
 import config
 from components.karpenter.manifests import node_overlays, node_pool
 from components.labels import COST_CEILING_ANNOTATION, GPU_RESOURCE, MAX_HOURLY_COST_ANNOTATION
-from config.cost import lab_cost, warmup_cost
+from config.cost import lab_cost, root_volume_per_hour, warmup_cost
 from config.instance_types import GPU_INSTANCE_TYPES
-from config.prices import ON_DEMAND_USD_PER_HOUR, PRICE_SOURCE
+from config.prices import DISK_PRICE_SOURCE, ON_DEMAND_USD_PER_HOUR, PRICE_SOURCE
 from tests.conftest import STACK_FILES, run_stack_file, run_values, stack_values
 from tests.synthetic import SYNTHETIC, lab
 
 SOURCE = re.escape(PRICE_SOURCE)
+DISK_SOURCE = re.escape(DISK_PRICE_SOURCE)
 
 # --- the arithmetic, against figures worked out by hand from the upstream prices ------------------------------------
 
@@ -48,6 +49,7 @@ def test_a_lab_with_no_priced_type_has_no_figures_and_says_which_types():
     assert cost.as_output() == {
         "seatHour": None,
         "ceilingPerHour": None,
+        "rootVolumePerNodeHour": None,
         "maxHourlyCost": None,
         "unpriced": ["g7.2xlarge", "p5e.48xlarge"],
         "warmups": [],
@@ -80,10 +82,11 @@ def test_stack_output_carries_each_classs_warm_up_cost():
         {"schedule": "0 14 * * fri", "duration": "2h", "warmSeats": 4, "warmup": "1h"},
     ]
     run = run_values(stack_values(**{"gpulab:labs": {"c": lab(["g4dn.xlarge"], 3, max_gpus=4, classes=classes)}}))
-    # 12 seats (4 GPUs x 3): 4 nodes x 0.526 x 20m; 4 seats: 2 nodes x 0.526 x 1 h = 1.052
+    # Each node 0.526 + its 20 GiB root volume's 1.60 / 730 = 0.52819178 per hour. 12 seats (4 GPUs x 3): 4 nodes x
+    # 0.52819178 x 20m = 0.70425571; 4 seats: 2 nodes x 0.52819178 x 1 h = 1.05638356
     assert run.outputs["labs"]["c"]["cost"]["warmups"] == [
-        {"schedule": "0 9 * * mon", "warmSeats": 12, "warmup": "20m", "usd": [0.7013, 0.7013]},
-        {"schedule": "0 14 * * fri", "warmSeats": 4, "warmup": "1h", "usd": [1.052, 1.052]},
+        {"schedule": "0 9 * * mon", "warmSeats": 12, "warmup": "20m", "usd": [0.7043, 0.7043]},
+        {"schedule": "0 14 * * fri", "warmSeats": 4, "warmup": "1h", "usd": [1.0564, 1.0564]},
     ]
 
 
@@ -99,11 +102,12 @@ def test_ceiling_bounds_what_the_nodepool_limit_lets_karpenter_run_of_any_one_ty
         limit = int(node_pool(lab_name, lab_config)["spec"]["limits"][GPU_RESOURCE])
         overlays = {o["spec"]["requirements"][1]["values"][0]: o for o in node_overlays(lab_name, lab_config)}
         ceiling = lab_config.cost.ceiling_per_hour
+        disk = float(root_volume_per_hour(lab_config.disk.root))  # every node has its root volume
         most = {}  # the dearest fleet of each priced type that fits in the limit
         for instance_type in set(lab_config.instance_types) & set(ON_DEMAND_USD_PER_HOUR):
             gpus = GPU_INSTANCE_TYPES[instance_type].gpus
             advertised = int(overlays[str(gpus)]["spec"]["capacity"][GPU_RESOURCE]) if overlays else gpus
-            most[instance_type] = limit // advertised * ON_DEMAND_USD_PER_HOUR[instance_type]
+            most[instance_type] = limit // advertised * (ON_DEMAND_USD_PER_HOUR[instance_type] + disk)
         if not most:
             continue
         assert ceiling is not None and max(most.values()) <= ceiling + 1e-9, (lab_name, most, ceiling)
@@ -128,17 +132,18 @@ def with_cap(cap, instance_types=("g4dn.xlarge",)):
     return stack_values(**{"gpulab:labs": {"intro": lab(list(instance_types), 3, max_gpus=4, maxHourlyCost=cap)}})
 
 
-def test_a_lab_whose_ceiling_exceeds_its_cap_is_refused_naming_the_ceiling_and_the_price_source():
+def test_a_lab_whose_ceiling_exceeds_its_cap_is_refused_naming_the_ceiling_and_the_price_sources():
     with pytest.raises(config.ConfigError, match=r"^gpulab:labs\.intro\.maxHourlyCost: ") as refused:
         run_values(with_cap(2))
+    # 0.526 + 20 GiB x 0.08 / 730 for the root volume = 0.5281918 per GPU-hour, shown rounded up to 6 decimals
     expected = (
-        r"the lab may cost up to 2\.1040 USD per hour \(maxGpus 4 x 0\.526 USD per GPU-hour of g4dn\.xlarge; "
-        rf"{SOURCE}\), more than this cap of 2\.0000"
+        r"the lab may cost up to 2\.1128 USD per hour \(maxGpus 4 x 0\.528192 USD per GPU-hour of g4dn\.xlarge, its "
+        rf"root volume included; {SOURCE}; {DISK_SOURCE}\), more than this cap of 2\.0000"
     )
     assert re.search(expected, refused.value.lines[0])
 
 
-@pytest.mark.parametrize("cap", [2.104, 3, 100.5])
+@pytest.mark.parametrize("cap", [2.1128, 3, 100.5])
 def test_a_cap_at_or_above_the_ceiling_is_accepted_and_reaches_the_output(cap):
     run = run_values(with_cap(cap))
     assert run.outputs["labs"]["intro"]["cost"]["maxHourlyCost"] == cap
@@ -171,12 +176,14 @@ def test_a_cap_that_is_not_a_positive_amount_is_refused(cap, expected):
 
 def test_stack_output_carries_the_cost_of_each_lab(base_run):
     assert base_run.outputs["labs"]["intro"]["cost"] == {
-        "seatHour": [0.1753, 0.1753],
-        "ceilingPerHour": 2.104,
+        # (0.526 + 20 GiB x 0.08 / 730) / 3 slices = 0.176064; x 4 GPUs = 2.112767, rounded up
+        "seatHour": [0.1761, 0.1761],
+        "ceilingPerHour": 2.1128,
+        "rootVolumePerNodeHour": 0.0022,
         "maxHourlyCost": None,
         "unpriced": [],
         "warmups": [],
-        "source": PRICE_SOURCE,
+        "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}",
     }
 
 
@@ -195,7 +202,7 @@ def nodepool_annotations(run, lab_name):
 
 def test_nodepool_carries_the_ceiling_and_the_cap_that_a_preview_shows():
     annotations = nodepool_annotations(run_values(with_cap(3)), "intro")
-    assert annotations == {COST_CEILING_ANNOTATION: "2.1040", MAX_HOURLY_COST_ANNOTATION: "3.0000"}
+    assert annotations == {COST_CEILING_ANNOTATION: "2.1128", MAX_HOURLY_COST_ANNOTATION: "3.0000"}
 
 
 def test_nodepool_of_a_lab_without_a_priced_type_or_cap_carries_no_cost_annotation():

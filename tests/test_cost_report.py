@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from config.prices import PRICE_SOURCE
+from config.prices import DISK_PRICE_SOURCE, PRICE_SOURCE
 from tests import tables
 from tests.conftest import STACK_FILES, run_values, stack_values
 from tests.synthetic import lab
@@ -15,9 +15,13 @@ from tools.summary import summary
 TWO_LABS = stack_values(
     **{
         "gpulab:labs": {
-            # 0.8048 per GPU-hour: 2 GPUs x 0.8048 = 1.6096; seats 0.8048 / 2 = 0.4024
+            # Both types have NVMe, so each node's root volume is 20 GiB at gp3's included performance:
+            # 20 x 0.08 USD per GB-month / 730 hours = 0.00219178 per node-hour, shown 0.0022.
+            # g6.xlarge: 0.8048 + 0.00219178 = 0.80699178 per GPU-hour: 2 GPUs x = 1.61398356, rounded up 1.6140;
+            # seats / 2 = 0.40349589 -> 0.4035
             "a": lab(["g6.xlarge"], 2, max_gpus=2),
-            # 10.49264 / 4 = 2.62316 per GPU-hour: 4 x 2.62316 = 10.49264, rounded up 10.4927; seats / 1 = 2.6232
+            # g6e.12xlarge: (10.49264 + 0.00219178) / 4 = 2.62370795 per GPU-hour: 4 x = 10.49483178, rounded up
+            # 10.4949; seats / 1 = 2.6237
             "b": lab(["g6e.12xlarge"], 1, max_gpus=4, maxHourlyCost=11),
         }
     }
@@ -32,14 +36,15 @@ def rows(lines: list[str]) -> dict[str, list[str]]:
 def test_summary_shows_each_labs_seat_hour_price_ceiling_and_cap_and_the_total_of_the_stack():
     lines = summary(run_values(TWO_LABS))
     assert rows(lines) == {
-        "a": ["4", "0.4024", "1.6096", "-", "-", "-"],
-        "b": ["4", "2.6232", "10.4927", "11.0000", "-", "-"],
-        "all labs": ["8", "", "12.1023", "", "", ""],
+        "a": ["4", "0.4035", "1.6140", "0.0022", "-", "-", "-"],
+        "b": ["4", "2.6237", "10.4949", "0.0022", "11.0000", "-", "-"],
+        "all labs": ["8", "", "12.1089", "", "", "", ""],
     }
 
 
-def test_summary_labels_the_figures_with_the_price_source():
+def test_summary_labels_the_figures_with_the_price_sources():
     (title,) = [line for line in summary(run_values(TWO_LABS)) if PRICE_SOURCE in line]
+    assert DISK_PRICE_SOURCE in title
     assert "list prices of one region, not a bill" in title
 
 
@@ -48,20 +53,23 @@ def test_a_lab_without_prices_says_so_and_the_total_covers_priced_types_only():
         **{"gpulab:labs": {"new": lab(["g7.2xlarge"], 2), "mixed": lab(["g4dn.xlarge", "p5e.48xlarge"], 3, 8)}}
     )
     assert rows(summary(run_values(values))) == {
-        "new": ["4", "no price", "no price", "-", "g7.2xlarge", "-"],
-        "mixed": ["24", "0.1753", "4.2080", "-", "p5e.48xlarge", "-"],
-        "all labs": ["28", "", "4.2080 (priced types only)", "", "", ""],
+        # The disk has a price where the instance has none: g7.2xlarge keeps its images on 440 GB of NVMe.
+        "new": ["4", "no price", "no price", "0.0022", "-", "g7.2xlarge", "-"],
+        # (0.526 + 0.00219178) / 3 = 0.17606393; 8 GPUs x 0.52819178 = 4.22553425, rounded up
+        "mixed": ["24", "0.1761", "4.2256", "0.0022", "-", "p5e.48xlarge", "-"],
+        "all labs": ["28", "", "4.2256 (priced types only)", "", "", "", ""],
     }
 
 
 def test_a_range_of_seat_hour_prices_is_shown_cheapest_first():
     values = stack_values(**{"gpulab:labs": {"mix": lab(["g5.12xlarge", "g4dn.xlarge"], 2, 4)}})
-    assert rows(cost_report.table(run_values(values).outputs["labs"]))["mix"][1] == "0.2630 to 0.7090"
+    # g4dn.xlarge (0.526 + 0.00219178) / 2 = 0.2641; g5.12xlarge (5.672 + 0.00219178) / 4 GPUs / 2 = 0.7093
+    assert rows(cost_report.table(run_values(values).outputs["labs"]))["mix"][1] == "0.2641 to 0.7093"
 
 
 def test_a_stack_without_labs_has_an_empty_table_with_a_zero_total():
     assert rows(summary(run_values(stack_values(**{"gpulab:labs": {}})))) == {
-        "all labs": ["0", "", "0.0000", "", "", ""]
+        "all labs": ["0", "", "0.0000", "", "", "", ""]
     }
 
 
@@ -84,8 +92,8 @@ def test_the_table_shows_what_warming_each_class_costs_beside_the_labs_figures()
     values = stack_values(
         **{"gpulab:labs": {"c": lab(["g4dn.xlarge", "g4dn.12xlarge"], 3, max_gpus=4, classes=classes)}}
     )
-    # 12 seats: 4 g4dn.xlarge x 0.526 x 20m = 0.7013 or 1 g4dn.12xlarge x 3.912 / 3 = 1.304; 4 seats for 1 h: 2 x 0.526
-    # or 1 x 3.912
+    # Each node with its 20 GiB root volume (1.60 / 730 = 0.00219178 per hour). 12 seats: 4 g4dn.xlarge x 0.52819178 x
+    # 20m = 0.7043 or 1 g4dn.12xlarge x 3.91419178 / 3 = 1.3047; 4 seats for 1 h: 2 x 0.52819178 or 1 x 3.91419178
     assert rows(cost_report.table(run_values(values).outputs["labs"]))["c"][-1] == (
-        "0.7013 to 1.3040 for 12 seats 20m before `0 9 * * mon`; 1.0520 to 3.9120 for 4 seats 1h before `0 14 * * fri`"
+        "0.7043 to 1.3047 for 12 seats 20m before `0 9 * * mon`; 1.0564 to 3.9142 for 4 seats 1h before `0 14 * * fri`"
     )

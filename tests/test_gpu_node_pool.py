@@ -28,7 +28,7 @@ def with_intro(**changes):
     return stack_values(**{"gpulab:labs": {"intro": {**BASE["gpulab:labs"]["intro"], **changes}}})
 
 
-def test_node_class_with_the_defaults_reproduces_the_origin_node(base_run):
+def test_node_class_with_the_defaults_reproduces_the_origin_node_but_puts_images_on_the_nvme(base_run):
     node_class = spec(base_run, NODE_CLASS, "ec2nodeclass-intro")
     assert node_class["amiSelectorTerms"] == [{"alias": "al2023@v20260714"}]
     assert node_class["role"] == base_run.outputs["nodeRoleName"]
@@ -39,15 +39,16 @@ def test_node_class_with_the_defaults_reproduces_the_origin_node(base_run):
             "deviceName": "/dev/xvda",
             "rootVolume": True,
             "ebs": {
-                "volumeSize": "100Gi",
+                "volumeSize": "20Gi",
                 "volumeType": "gp3",
-                "iops": 10000,
+                "iops": 3000,
                 "throughput": 125,
                 "encrypted": True,
                 "deleteOnTermination": True,
             },
         }
     ]
+    assert node_class["instanceStorePolicy"] == "RAID0"
     assert node_class["metadataOptions"]["httpTokens"] == "required"
     assert node_class["metadataOptions"]["httpPutResponseHopLimit"] == 1
     # No kubelet maxPods: Karpenter then gives each instance type the pods its ENIs have addresses for.

@@ -36,7 +36,8 @@ LONGEST = stack_values(
         "gpulab:labs": {
             LONGEST_LAB: lab(
                 ["g5.xlarge", "g5.12xlarge", "g5.48xlarge"],
-                48,
+                # Two-digit replicas, and as many learners as a g5.48xlarge's 345 pods hold beside its DaemonSets.
+                42,
                 max_gpus=8,
                 smokeTest=True,
                 classes=[{"schedule": "0 9 * * mon-fri", "duration": "2h"}],

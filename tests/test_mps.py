@@ -68,7 +68,7 @@ def test_mps_settings_the_daemon_would_refuse_are_reported(lab, expected):
         run_values(with_lab(**lab))
 
 
-@pytest.mark.parametrize(("instance_type", "slices"), [("g4dn.xlarge", 48), ("g5.xlarge", 16), ("p3dn.24xlarge", 16)])
+@pytest.mark.parametrize(("instance_type", "slices"), [("g4dn.12xlarge", 48), ("g5.xlarge", 16), ("p3dn.24xlarge", 16)])
 def test_mps_accepts_as_many_slices_as_the_daemon_serves(instance_type, slices):
     run = run_values(with_lab(sharing="mps", slicesPerGpu=slices, instanceTypes=[instance_type], maxGpus=8))
     assert run.outputs["labs"]["intro"]["learnerSeats"] == 8 * slices

@@ -21,7 +21,8 @@ CEILING = labels.COST_CEILING_ANNOTATION
 
 @pytest.fixture(scope="module")
 def capped_run() -> Run:
-    # intro: g4dn.xlarge, maxGpus 4: a ceiling of 2.1040 USD per hour, under a cap of 3.
+    # intro: g4dn.xlarge, maxGpus 4: 4 x (0.526 + a 20 GiB root volume's 1.60 / 730) = 2.11277, so a ceiling of 2.1128
+    # USD per hour, under a cap of 3.
     return run_values(stack_values(**{"gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3, 4, maxHourlyCost=3)}}))
 
 
@@ -30,7 +31,7 @@ def capped_pool(run: Run) -> dict[str, Any]:
 
 
 def test_every_resource_of_a_stack_with_a_capped_lab_passes_every_rule(capped_run: Run) -> None:
-    assert capped_pool(capped_run)["metadata"]["annotations"].items() >= {CEILING: "2.1040", CAP: "3.0000"}.items()
+    assert capped_pool(capped_run)["metadata"]["annotations"].items() >= {CEILING: "2.1128", CAP: "3.0000"}.items()
     failing = {f"{r.type}::{r.name}": found for r in capped_run.resources if (found := violations(r))}
     assert failing == {}
 
@@ -39,7 +40,7 @@ def test_nodepool_whose_ceiling_exceeds_its_cap_fires(capped_run: Run) -> None:
     props = capped_pool(capped_run)
     props["metadata"]["annotations"][CAP] = "2.0000"
     message = only(violations((rules.NODE_POOL, props)), POLICY)
-    assert re.search(r"^the NodePool may cost up to 2\.1040 USD per hour .*, more than its cap of 2\.0000", message)
+    assert re.search(r"^the NodePool may cost up to 2\.1128 USD per hour .*, more than its cap of 2\.0000", message)
 
 
 def test_nodepool_built_for_a_lab_over_its_cap_is_refused_by_the_pack_as_by_the_configuration() -> None:
@@ -48,14 +49,15 @@ def test_nodepool_built_for_a_lab_over_its_cap_is_refused_by_the_pack_as_by_the_
     over = over.model_copy(update={"max_hourly_cost": 10.0})
     assert over.cost.cap_problem is not None
     message = only(violations((rules.NODE_POOL, node_pool("vision", over))), POLICY)
-    assert re.search(r"may cost up to 11\.3440 USD per hour .*cap of 10\.0000", message)
+    # 8 GPUs x (5.672 + 1.60 / 730 for the 20 GiB root volume) / 4 GPUs per node = 11.34838, rounded up
+    assert re.search(r"may cost up to 11\.3484 USD per hour .*cap of 10\.0000", message)
 
 
 def test_a_cap_exactly_at_the_ceiling_passes_the_pack_as_it_passes_the_configuration() -> None:
-    # g4dn.xlarge, maxGpus 4: a ceiling of exactly 2.1040 USD per hour.
-    run = run_values(stack_values(**{"gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3, 4, maxHourlyCost=2.104)}}))
+    # g4dn.xlarge, maxGpus 4, its 20 GiB root volume included: a ceiling of exactly 2.1128 USD per hour.
+    run = run_values(stack_values(**{"gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3, 4, maxHourlyCost=2.1128)}}))
     props = capped_pool(run)
-    assert props["metadata"]["annotations"].items() >= {CEILING: "2.1040", CAP: "2.1040"}.items()
+    assert props["metadata"]["annotations"].items() >= {CEILING: "2.1128", CAP: "2.1128"}.items()
     assert violations((rules.NODE_POOL, props)) == {}
 
 

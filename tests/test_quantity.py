@@ -43,7 +43,7 @@ def test_what_kubernetes_refuses_to_read_is_refused(text):
 
 
 def with_learner_pod(**learner_pod: str) -> dict:
-    # One g4dn.xlarge GPU in three slices: each learner may have at most 1223m and 4656Mi (4882169856 bytes).
+    # One g4dn.xlarge GPU in three slices: each learner may have at most 1236m and 4774Mi (5005901824 bytes).
     intro = {**BASE["gpulab:labs"]["intro"], "learnerPod": learner_pod}
     return stack_values(**{"gpulab:labs": {"intro": intro}})
 
@@ -52,24 +52,24 @@ def with_learner_pod(**learner_pod: str) -> dict:
     "learner_pod",
     [
         {"cpu": "0.5", "memory": "4e9"},
-        {"cpu": "1223m", "memory": "4656Mi"},  # exactly a seat's share
-        {"cpu": "1.223", "memory": "4882169856"},
+        {"cpu": "1236m", "memory": "4774Mi"},  # exactly a seat's share
+        {"cpu": "1.236", "memory": "5005901824"},
         {"cpu": ".25", "memory": "4.5Gi"},
-        {"cpu": "1223000000n", "memory": "4882169.856k"},
+        {"cpu": "1236000000n", "memory": "5005901.824k"},
     ],
 )
 def test_learner_pod_accepts_every_form_up_to_a_seats_share(learner_pod):
     lab = parsed(with_learner_pod(**learner_pod)).settings.labs["intro"]
-    assert lab.learner_requests == {"cpu": "1223m", "memory": "4656Mi"} | learner_pod
+    assert lab.learner_requests == {"cpu": "1236m", "memory": "4774Mi"} | learner_pod
 
 
 @pytest.mark.parametrize(
     ("learner_pod", "expected"),
     [
-        ({"cpu": "1.224"}, "gpulab:labs.intro.learnerPod.cpu: must be at most 1223m so that every slice"),
-        ({"cpu": "1223000001n"}, "gpulab:labs.intro.learnerPod.cpu: must be at most 1223m so that every slice"),
-        ({"memory": "5e9"}, "gpulab:labs.intro.learnerPod.memory: must be at most 4656Mi so that every slice"),
-        ({"memory": "4.55Gi"}, "gpulab:labs.intro.learnerPod.memory: must be at most 4656Mi so that every slice"),
+        ({"cpu": "1.237"}, "gpulab:labs.intro.learnerPod.cpu: must be at most 1236m so that every slice"),
+        ({"cpu": "1236000001n"}, "gpulab:labs.intro.learnerPod.cpu: must be at most 1236m so that every slice"),
+        ({"memory": "5.1e9"}, "gpulab:labs.intro.learnerPod.memory: must be at most 4774Mi so that every slice"),
+        ({"memory": "4.67Gi"}, "gpulab:labs.intro.learnerPod.memory: must be at most 4774Mi so that every slice"),
         ({"cpu": "-1"}, "gpulab:labs.intro.learnerPod.cpu: must not be negative, got '-1': Kubernetes refuses"),
         ({"cpu": "1K"}, "gpulab:labs.intro.learnerPod.cpu: must be a Kubernetes quantity such as 1, 0.5, 500m"),
         ({"memory": "4 Gi"}, "gpulab:labs.intro.learnerPod.memory: must be a Kubernetes quantity such as 1, 0.5"),

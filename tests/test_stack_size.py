@@ -32,7 +32,7 @@ ETCD_MAX_REQUEST = 3 * MIB // 2
 CHART = upstream.NVIDIA_DEVICE_PLUGIN / "charts" / "nvidia-device-plugin"
 # The largest profile: time-slicing with two-digit replicas.
 WORST_LAB = Lab.model_validate(
-    {"instanceTypes": ["g4dn.xlarge"], "slicesPerGpu": 48, "maxGpus": 1, "ami": "al2023@latest"}
+    {"instanceTypes": ["g4dn.12xlarge"], "slicesPerGpu": 48, "maxGpus": 4, "ami": "al2023@latest"}
 )
 
 

@@ -55,7 +55,26 @@ FILES = {
         "tools/generate-json-schema.py": SCHEMA_SCRIPT,
         "images/hub/requirements.txt": "not fetched\n",
     },
+    "amazon-vpc-cni-k8s": {
+        upstream.VPC_CNI_MANIFEST: "kind: DaemonSet\n",
+        "config/master/cni-metrics-helper.yaml": "not fetched\n",
+    },
+    "eks-node-monitoring-agent": {
+        f"{upstream.NODE_MONITORING_AGENT_CHART}/Chart.yaml": "name: eks-node-monitoring-agent\n",
+        f"{upstream.NODE_MONITORING_AGENT_CHART}/templates/dcgm-daemonset.yaml": "kind: DaemonSet\n",
+        "charts/configuration.schema.json": "not fetched\n",
+    },
+    "eks-pod-identity-agent": {
+        f"{upstream.POD_IDENTITY_AGENT_CHART}/Chart.yaml": "name: eks-pod-identity-agent\n",
+        "hack/dev/ds.yaml": "not fetched\n",
+    },
+    "eksctl": {
+        upstream.KUBE_PROXY_SAMPLE: '{"items": []}\n',
+        "pkg/addons/default/assets/aws-node.yaml": "not fetched\n",
+    },
 }
+# The sources copied as they are: only the paths the sparse checkout takes.
+AS_IS = ("amazon-vpc-cni-k8s", "eks-node-monitoring-agent", "eks-pod-identity-agent", "eksctl")
 SYMLINKS = {f"charts/karpenter/crds/{crd}" for crd in CRDS}
 
 
@@ -142,6 +161,10 @@ def test_fetch_lays_out_every_source_as_the_shared_folder(tmp_path):
     }
     schema = json.loads(jupyterhub["charts/jupyterhub/values.schema.json"])
     assert schema == {"type": "object", "additionalProperties": False}
+
+    for kind in AS_IS:
+        (source,) = [s for s in sources if s.name.rsplit("-", 1)[0] == kind]
+        assert _files(folder / source.name) == {k: v for k, v in FILES[kind].items() if v != "not fetched\n"}, kind
 
     readme = (folder / "README.md").read_text()
     assert [line for line in readme.splitlines() if line.startswith("- ")] == [

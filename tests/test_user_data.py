@@ -5,6 +5,7 @@ from __future__ import annotations
 import email
 import shlex
 
+import pytest
 import yaml
 
 from components.karpenter.user_data import (
@@ -39,11 +40,13 @@ def _unit_section(script: str) -> list[str]:
 def test_user_data_starts_with_a_header_karpenter_recognises_as_mime():
     # Karpenter only keeps the parts of user data that starts with MIME-Version: or Content-Type:; anything else it
     # wraps whole as a single NodeConfig or shell-script part.
-    assert node_user_data(pod_pids_limit=4096, prepull_images=[]).startswith("MIME-Version: 1.0\n")
+    assert node_user_data(pod_pids_limit=4096, prepull_images=[], fast_image_pull=False).startswith(
+        "MIME-Version: 1.0\n"
+    )
 
 
 def test_nodeconfig_part_carries_pod_pids_limit():
-    (part,) = _parts(node_user_data(pod_pids_limit=4096, prepull_images=[]))
+    (part,) = _parts(node_user_data(pod_pids_limit=4096, prepull_images=[], fast_image_pull=False))
     assert part.get_content_type() == "application/node.eks.aws"
     config = yaml.safe_load(part.get_payload())
     assert config["apiVersion"] == "node.eks.aws/v1alpha1"
@@ -52,44 +55,87 @@ def test_nodeconfig_part_carries_pod_pids_limit():
 
 
 def test_no_script_part_without_images():
-    types = [part.get_content_type() for part in _parts(node_user_data(pod_pids_limit=1024, prepull_images=()))]
+    types = [
+        part.get_content_type()
+        for part in _parts(node_user_data(pod_pids_limit=1024, prepull_images=(), fast_image_pull=False))
+    ]
     assert types == ["application/node.eks.aws"]
 
 
 def test_nodeconfig_part_comes_before_the_script_part():
     types = [
-        part.get_content_type() for part in _parts(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW]))
+        part.get_content_type()
+        for part in _parts(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False))
     ]
     assert types == ["application/node.eks.aws", "text/x-shellscript"]
 
 
 def test_parts_use_no_transfer_encoding_karpenter_would_drop():
-    for part in _parts(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW])):
+    for part in _parts(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False)):
         assert part["Content-Transfer-Encoding"] is None
         assert part.get_payload().isascii()
 
 
-def test_script_pulls_each_quoted_image_into_the_cri_namespace():
-    script = _script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW]))
+def test_script_pulls_each_quoted_image():
+    script = _script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False))
     assert f"images=({shlex.quote(TENSORFLOW)})" in script
-    assert 'ctr --namespace k8s.io images pull "$image"' in script
+
+
+# What nodeadm makes of the NodeConfig, from its containerd config templates (amazon-eks-ami v20260714
+# nodeadm/internal/containerd/config*.template.toml): the CRI serves namespace k8s.io, and unpacks into `soci` when
+# UseSOCISnapshotter holds (the FastImagePull gate, on every type gpulab knows: tests/test_disks.py), else into
+# containerd's default snapshotter, overlayfs. Written out here, apart from the code under test.
+def cri_snapshotter(node_config: dict) -> str:
+    return "soci" if node_config["spec"].get("featureGates", {}).get("FastImagePull") else "overlayfs"
+
+
+def pull_command(script: str) -> list[str]:
+    """The words of the pull the pre-pull script runs, up to the image."""
+    (line,) = [line for line in script.splitlines() if '"$image"' in line and " pull " in line]
+    words = shlex.split(line.strip().removeprefix("if ").removesuffix("; then"))
+    return words[: words.index("$image")]
+
+
+@pytest.mark.parametrize("fast_image_pull", [False, True])
+def test_the_prepull_lands_the_image_in_the_namespace_and_snapshotter_the_cri_unpacks_into(fast_image_pull):
+    node_config_part, script_part = _parts(
+        node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=fast_image_pull)
+    )
+    node_config = yaml.safe_load(node_config_part.get_payload())
+    command = pull_command(script_part.get_payload())
+    # nerdctl passes a soci snapshotter the image and layer labels its parallel pull needs; ctr does not.
+    assert command[0] == "nerdctl" and "pull" in command
+    assert command[command.index("--namespace") + 1] == "k8s.io"
+    assert command[command.index("--snapshotter") + 1] == cri_snapshotter(node_config)
+
+
+def test_the_gate_is_in_the_nodeconfig_only_when_asked_for():
+    def gates(fast_image_pull):
+        (part,) = _parts(node_user_data(pod_pids_limit=1024, prepull_images=[], fast_image_pull=fast_image_pull))
+        return yaml.safe_load(part.get_payload())["spec"].get("featureGates")
+
+    assert (gates(True), gates(False)) == ({"FastImagePull": True}, None)
 
 
 def test_prepull_unit_runs_after_nodeadm_run_and_containerd():
-    unit = _unit_section(_script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW])))
+    unit = _unit_section(
+        _script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False))
+    )
     after = next(line for line in unit if line.startswith("After="))
     assert set(after.removeprefix("After=").split()) >= {"nodeadm-run.service", "containerd.service"}
 
 
 def test_prepull_unit_never_pulls_containerd_in_early():
     # A Wants=/Requires= on containerd would start it before nodeadm-run restarts it, cutting off a pull in flight.
-    unit = _unit_section(_script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW])))
+    unit = _unit_section(
+        _script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False))
+    )
     assert not [line for line in unit if line.startswith(("Wants=", "Requires=", "BindsTo=", "Requisite="))]
 
 
 def test_script_queues_the_unit_without_blocking_cloud_final():
     # nodeadm-run waits for cloud-final; a blocking start would wait for nodeadm-run in turn and deadlock the boot.
-    script = _script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW]))
+    script = _script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False))
     assert f"cat > /etc/systemd/system/{PREPULL_UNIT} <<'" in script
     assert f"cat > {PREPULL_SCRIPT_PATH} <<'" in script
     assert script.rstrip().splitlines()[-1] == f"systemctl start --no-block {PREPULL_UNIT}"
@@ -97,6 +143,6 @@ def test_script_queues_the_unit_without_blocking_cloud_final():
 
 
 def test_user_data_is_deterministic():
-    first = node_user_data(pod_pids_limit=2048, prepull_images=[TENSORFLOW, UBUNTU])
-    second = node_user_data(pod_pids_limit=2048, prepull_images=[TENSORFLOW, UBUNTU])
+    first = node_user_data(pod_pids_limit=2048, prepull_images=[TENSORFLOW, UBUNTU], fast_image_pull=False)
+    second = node_user_data(pod_pids_limit=2048, prepull_images=[TENSORFLOW, UBUNTU], fast_image_pull=False)
     assert first == second

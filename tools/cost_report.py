@@ -4,7 +4,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from config.cost import DECIMALS, usd
-from config.prices import PRICE_SOURCE
+from config.prices import DISK_PRICE_SOURCE, PRICE_SOURCE
 from tools.table import Column, markdown
 
 NONE = "-"
@@ -40,6 +40,8 @@ COLUMNS: tuple[Column[LabOutput], ...] = (
     Column("learner seats", lambda item: str(item[1]["learnerSeats"]), numeric=True),
     Column("per seat-hour", _seat_hour, numeric=True),
     Column("ceiling per hour", lambda item: _or(item[1]["cost"]["ceilingPerHour"], "no price"), numeric=True),
+    # Already in the seat-hours and the ceiling; shown so that a costly root volume stands out.
+    Column("root volume per node-hour", lambda item: usd(item[1]["cost"]["rootVolumePerNodeHour"]), numeric=True),
     Column("maxHourlyCost", lambda item: _or(item[1]["cost"]["maxHourlyCost"], NONE), numeric=True),
     Column("instance types without a price", lambda item: ", ".join(item[1]["cost"]["unpriced"]) or NONE),
     Column("warm seats per class", _warmups),
@@ -47,16 +49,17 @@ COLUMNS: tuple[Column[LabOutput], ...] = (
 
 
 def table(labs: Mapping[str, Any]) -> list[str]:
-    """Per lab: seat-hour price range, ceiling per hour, cap, and what warming each class costs; then the ceiling of
-    all labs together."""
+    """Per lab: seat-hour price range, ceiling per hour, each node's root volume, cap, and what warming each class
+    costs; then the ceiling of all labs together. Seat-hours, ceilings and warm-ups include each node's root volume
+    (config/cost.py)."""
     ceilings = [lab["cost"]["ceilingPerHour"] for lab in labs.values()]
     total = usd(round(sum(c for c in ceilings if c is not None), DECIMALS))
     if any(lab["cost"]["unpriced"] for lab in labs.values()):
         total += " (priced types only)"
     seats = sum(lab["learnerSeats"] for lab in labs.values())
     return [
-        f"cost of the labs' GPU nodes in USD at {PRICE_SOURCE}: list prices of one region, not a bill (spot "
-        "capacity costs less; docs/cost.md):",
+        f"cost of the labs' GPU nodes in USD at {PRICE_SOURCE} and {DISK_PRICE_SOURCE}: list prices of one region, "
+        "not a bill (spot capacity costs less; docs/cost.md):",
         "",
-        *markdown(COLUMNS, labs.items(), last=["all labs", str(seats), "", total, "", "", ""]),
+        *markdown(COLUMNS, labs.items(), last=["all labs", str(seats), "", total, "", "", "", ""]),
     ]

@@ -61,6 +61,9 @@ LAB_COLUMNS: tuple[Column[LabItem], ...] = (
     Column("each learner gets", lambda item: item[1].learner_share.gets()),
     Column("AMI", lambda item: item[1].ami),
     Column("disruption budgets (nodes at a time)", _budgets),
+    Column("images on", lambda item: "; ".join(f"{t}: {disk}" for t, disk in item[1].disk.image_disk.items())),
+    Column("root volume", lambda item: item[1].disk.root.describe()),
+    Column("parallel pull", lambda item: "on" if item[1].disk.fast_image_pull else "off"),
 )
 
 CLASS_COLUMNS: tuple[Column[ClassItem], ...] = (

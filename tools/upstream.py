@@ -22,7 +22,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from config.versions import JUPYTERHUB_CHART_VERSION, KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
+from config.versions import (
+    JUPYTERHUB_CHART_VERSION,
+    KARPENTER_CHART_VERSION,
+    NODE_MONITORING_AGENT_ADDON_VERSION,
+    NVIDIA_DEVICE_PLUGIN_CHART_VERSION,
+    VPC_CNI_ADDON_VERSION,
+)
 
 # The controller image the karpenter chart 1.14.1 names, which the release pipeline writes into values.yaml when it
 # publishes (hack/release/common.sh, build()). Source: aws/karpenter-provider-aws commit 1d927085d ("docs: update for
@@ -108,6 +114,32 @@ def _jupyterhub(checkout: Path, dst: Path) -> None:
     _copy(chart / "values.yaml", dst / "chart-values.yaml")
 
 
+def _as_is(*paths: str) -> Callable[[Path, Path], None]:
+    """Copies the paths unmodified, where they are in the repository."""
+
+    def arrange(checkout: Path, dst: Path) -> None:
+        for path in paths:
+            _copy(checkout / path, dst / path)
+
+    return arrange
+
+
+def _upstream_tag(addon_version: str) -> str:
+    # An EKS add-on version is the upstream tag and an EKS build: v1.21.1-eksbuild.8 is built from v1.21.1.
+    return addon_version.split("-", 1)[0]
+
+
+VPC_CNI_TAG = _upstream_tag(VPC_CNI_ADDON_VERSION)
+NODE_MONITORING_AGENT_TAG = _upstream_tag(NODE_MONITORING_AGENT_ADDON_VERSION)
+# The EKS add-ons' DaemonSets as their sources publish them (config/daemonsets.py cites each, and
+# tests/test_addon_sources.py checks them). The Pod Identity agent's tags are agent versions, not add-on versions;
+# eksctl's test data holds the kube-proxy DaemonSet EKS installed for Kubernetes 1.25, the only public copy of its
+# requests.
+VPC_CNI_MANIFEST = "config/master/aws-k8s-cni.yaml"
+NODE_MONITORING_AGENT_CHART = "charts/eks-node-monitoring-agent"
+POD_IDENTITY_AGENT_CHART = "charts/eks-pod-identity-agent"
+KUBE_PROXY_SAMPLE = "pkg/addons/default/testdata/sample-1.25.json"
+
 SOURCES = (
     Source(
         name=f"karpenter-{KARPENTER_CHART_VERSION}",
@@ -138,6 +170,38 @@ SOURCES = (
         commit="5c5f5df751588a68a7781ead01d0f62e88e2e72f",
         paths=("/jupyterhub/", "/tools/generate-json-schema.py"),
         arrange=_jupyterhub,
+    ),
+    Source(
+        name=f"amazon-vpc-cni-k8s-{VPC_CNI_TAG}",
+        url="https://github.com/aws/amazon-vpc-cni-k8s.git",
+        tag=VPC_CNI_TAG,
+        commit="e082bae7c03ddc28357b01595f3746b117ac08c7",
+        paths=(f"/{VPC_CNI_MANIFEST}",),
+        arrange=_as_is(VPC_CNI_MANIFEST),
+    ),
+    Source(
+        name=f"eks-node-monitoring-agent-{NODE_MONITORING_AGENT_TAG}",
+        url="https://github.com/aws/eks-node-monitoring-agent.git",
+        tag=NODE_MONITORING_AGENT_TAG,
+        commit="1690a1e9d27d8d49ed672e1d4931319697ff0ef0",
+        paths=(f"/{NODE_MONITORING_AGENT_CHART}/",),
+        arrange=_as_is(NODE_MONITORING_AGENT_CHART),
+    ),
+    Source(
+        name="eks-pod-identity-agent-v0.1.37",
+        url="https://github.com/aws/eks-pod-identity-agent.git",
+        tag="v0.1.37",
+        commit="d4dc0f3fedd795b26ac88755238867a2110c7460",
+        paths=(f"/{POD_IDENTITY_AGENT_CHART}/",),
+        arrange=_as_is(POD_IDENTITY_AGENT_CHART),
+    ),
+    Source(
+        name="eksctl-v0.230.0",
+        url="https://github.com/eksctl-io/eksctl.git",
+        tag="v0.230.0",
+        commit="6ee3b761771c4ae78c76c82bbf2ea168afd61a9e",
+        paths=(f"/{KUBE_PROXY_SAMPLE}",),
+        arrange=_as_is(KUBE_PROXY_SAMPLE),
     ),
 )
 # The folders of the reference data, for the tests and the render that read them.

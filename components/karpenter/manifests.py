@@ -45,7 +45,8 @@ def node_labels(lab_name: str, lab: Lab) -> dict[str, str]:
 def ec2_node_class(lab_name: str, lab: Lab, cluster_name: str, node_role: Any) -> dict:
     """`node_role` is the node role's name: a string, or a Pulumi output of one."""
     discovery = [{"tags": {DISCOVERY_TAG: cluster_name}}]
-    volume = lab.root_volume
+    disk = lab.disk
+    volume = disk.root
     spec: dict[str, Any] = {
         # For GPU instance types the alias resolves to the NVIDIA variant of the AMI (driver and toolkit included).
         "amiSelectorTerms": [{"alias": lab.ami}],
@@ -73,9 +74,14 @@ def ec2_node_class(lab_name: str, lab: Lab, cluster_name: str, node_role: Any) -
             "httpPutResponseHopLimit": 1,
             "httpTokens": "required",
         },
-        "userData": node_user_data(pod_pids_limit=lab.pod_pids_limit, prepull_images=lab.node_images),
+        "userData": node_user_data(
+            pod_pids_limit=lab.pod_pids_limit, prepull_images=lab.node_images, fast_image_pull=disk.fast_image_pull
+        ),
         "tags": {LAB_LABEL: lab_name},
     }
+    if disk.raid0:
+        # Images and pods' data on a RAID0 of the NVMe instance store; a no-op on a type without one (config/disks.py).
+        spec["instanceStorePolicy"] = "RAID0"
     if lab.max_pods is not None:
         spec["kubelet"] = {"maxPods": lab.max_pods}
     if lab.capacity_reservation_ids:

@@ -1,6 +1,7 @@
-"""EC2NodeClass `userData` for AL2023 GPU nodes: the pod PID limit and image pre-pulling.
+"""EC2NodeClass `userData` for AL2023 GPU nodes: the pod PID limit, parallel image pull and image pre-pulling.
 
-The v1 EC2NodeClass `kubelet` block has no `podPidsLimit`, so the limit travels as a nodeadm NodeConfig part.
+The v1 EC2NodeClass `kubelet` block has no `podPidsLimit` and no feature gates, so both travel as a nodeadm NodeConfig
+part.
 Karpenter 1.14.1 (pkg/providers/amifamily/bootstrap/nodeadm.go, `parseUserData`) keeps every part of a document that
 starts with `MIME-Version:` and appends its own NodeConfig last; nodeadm merges NodeConfig parts in order with later
 parts winning per field, and Karpenter's kubelet config never sets `podPidsLimit`, so ours survives the merge.
@@ -25,15 +26,22 @@ PREPULL_SCRIPT_PATH = "/usr/local/sbin/gpulab-prepull"
 CONTAINERD_NAMESPACE = "k8s.io"
 PULL_ATTEMPTS = 5
 PREPULL_TIMEOUT_SECONDS = 3600
+FAST_IMAGE_PULL_GATE = "FastImagePull"  # amazon-eks-ami nodeadm/api/v1alpha1/nodeconfig_types.go, Feature
+
+# The snapshotter the CRI unpacks images into, by whether the gate is on. nodeadm's containerd templates
+# (amazon-eks-ami v20260714 nodeadm/internal/containerd/config.template.toml and config2.template.toml) set the CRI's
+# `snapshotter = "soci"` only when UseSOCISnapshotter holds, and set none otherwise, which leaves containerd's default,
+# overlayfs. An image unpacked into another snapshotter is not one the kubelet's pod can start from without a pull.
+CRI_SNAPSHOTTER = {True: "soci", False: "overlayfs"}
 
 
-def node_config(*, pod_pids_limit: int) -> dict:
+def node_config(*, pod_pids_limit: int, fast_image_pull: bool) -> dict:
     """The nodeadm NodeConfig that carries the settings Karpenter's EC2NodeClass cannot express."""
-    return {
-        "apiVersion": "node.eks.aws/v1alpha1",
-        "kind": "NodeConfig",
-        "spec": {"kubelet": {"config": {"podPidsLimit": pod_pids_limit}}},
-    }
+    spec: dict = {"kubelet": {"config": {"podPidsLimit": pod_pids_limit}}}
+    if fast_image_pull:
+        # Karpenter's own NodeConfig, merged after this one, sets no feature gates (bootstrap/nodeadm.go).
+        spec["featureGates"] = {FAST_IMAGE_PULL_GATE: True}
+    return {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
 
 
 # How we know the ordering works (amazon-eks-ami v20260724, templates/al2023/runtime/rootfs/etc/systemd/system/; the
@@ -41,7 +49,7 @@ def node_config(*, pod_pids_limit: int) -> dict:
 # - nodeadm-config.service is `Before=cloud-init.service` and writes /etc/containerd/config.toml without starting
 #   containerd; the AMI build never enables containerd.service (templates/al2023/provisioners/install-worker.sh).
 # - This script is an x-shellscript part, which cloud-init runs in cloud-final.service (scripts-user module). Here
-#   containerd is not running yet, so a `ctr pull` would fail, and waiting for containerd would hang the boot, because
+#   containerd is not running yet, so a pull would fail, and waiting for containerd would hang the boot, because
 # - nodeadm-run.service is `After=... cloud-final.service`; it restarts containerd and waits until systemd reports it
 #   active (nodeadm/internal/containerd/daemon.go, daemon/systemd.go RestartDaemon), then starts kubelet.
 # So the script only installs a oneshot unit ordered `After=nodeadm-run.service containerd.service` and queues it with
@@ -49,21 +57,33 @@ def node_config(*, pod_pids_limit: int) -> dict:
 # deliberately has no Wants=/Requires= on containerd: that would start containerd before nodeadm-run restarts it and
 # cut off a pull in flight. The pull loop still waits for containerd to answer, in case nodeadm-run failed.
 # Pulled images are not pinned: kubelet's image GC may remove them once unused and the disk passes its high threshold.
-def _prepull_script(images: Sequence[str]) -> str:
+#
+# The pull goes into the CRI's namespace and snapshotter (CRI_SNAPSHOTTER), through nerdctl, which the AL2023 AMI
+# installs (templates/al2023/provisioners/install-worker.sh). `ctr images pull` would not do for SOCI: the snapshotter's
+# parallel mode fetches each layer itself from the image reference and layer digests that the CRI passes as snapshot
+# labels (containerd's snapshotters.AppendInfoHandlerWrapper), and fails without them (awslabs/soci-snapshotter v0.15.0
+# fs/fs.go MountLocal, "unable to get image ref from labels"); nerdctl adds the same labels for a snapshotter named
+# soci (containerd/nerdctl v2.3.5 pkg/imgutil/snapshotter.go), so the pre-pull is the parallel pull the kubelet's
+# would be.
+def prepull_command(fast_image_pull: bool) -> str:
+    """The command the pre-pull script runs per image (the image follows it)."""
+    return f"nerdctl --namespace {CONTAINERD_NAMESPACE} --snapshotter {CRI_SNAPSHOTTER[fast_image_pull]} pull --quiet"
+
+
+def _prepull_script(images: Sequence[str], fast_image_pull: bool) -> str:
     image_words = " ".join(shlex.quote(image) for image in images)
-    ctr = f"ctr --namespace {CONTAINERD_NAMESPACE}"
     runner = f"""\
 #!/bin/bash
 set -uo pipefail
 images=({image_words})
 for _ in $(seq 1 60); do
-  {ctr} version >/dev/null 2>&1 && break
+  nerdctl --namespace {CONTAINERD_NAMESPACE} version >/dev/null 2>&1 && break
   sleep 5
 done
 failed=0
 for image in "${{images[@]}}"; do
   for attempt in $(seq 1 {PULL_ATTEMPTS}); do
-    if {ctr} images pull "$image" >/dev/null; then
+    if {prepull_command(fast_image_pull)} "$image" >/dev/null; then
       echo "gpulab-prepull: pulled $image"
       continue 2
     fi
@@ -97,7 +117,7 @@ systemctl start --no-block {PREPULL_UNIT}
 """
 
 
-def node_user_data(*, pod_pids_limit: int, prepull_images: Sequence[str]) -> str:
+def node_user_data(*, pod_pids_limit: int, prepull_images: Sequence[str], fast_image_pull: bool) -> str:
     """MIME multi-part user data for AL2023: a NodeConfig part, then (only with images) the pre-pull script part.
 
     `prepull_images` are fully qualified references (config/images.py). The output is deterministic (a fixed
@@ -106,9 +126,10 @@ def node_user_data(*, pod_pids_limit: int, prepull_images: Sequence[str]) -> str
     """
     images = list(prepull_images)
 
-    parts = [(NODECONFIG_CONTENT_TYPE, yaml.safe_dump(node_config(pod_pids_limit=pod_pids_limit), sort_keys=False))]
+    config = node_config(pod_pids_limit=pod_pids_limit, fast_image_pull=fast_image_pull)
+    parts = [(NODECONFIG_CONTENT_TYPE, yaml.safe_dump(config, sort_keys=False))]
     if images:
-        parts.append((SHELL_SCRIPT_CONTENT_TYPE, _prepull_script(images)))
+        parts.append((SHELL_SCRIPT_CONTENT_TYPE, _prepull_script(images, fast_image_pull)))
 
     delimiter = f"--{MIME_BOUNDARY}"
     lines = ["MIME-Version: 1.0", f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"', ""]

@@ -9,16 +9,17 @@ from components.labels import GPU_PRESENT_LABEL, GPU_TOLERATION
 from components.namespace import namespace_dependencies
 from components.nvidia.profiles import config_map
 from components.nvidia.smoke_test import smoke_deployment
+from config.daemonsets import DEVICE_PLUGIN, device_plugin_resources
 from config.model import Lab, NvidiaDevicePlugin
 from config.sharing import DEFAULT_PROFILE
 from config.versions import NVIDIA_DEVICE_PLUGIN_CHART_REPOSITORY
 
-# Pinned so that the DaemonSet's name stays put across upgrades (an auto-named release gets a random suffix).
-RELEASE = "nvidia-device-plugin"
+# Pinned so that the DaemonSet's name stays put across upgrades (an auto-named release gets a random suffix); the
+# chart names its DaemonSets after the release.
+RELEASE = DEVICE_PLUGIN
 
 
 def helm_values(settings: NvidiaDevicePlugin, labs: Mapping[str, Lab]) -> dict:
-    resources = settings.resources
     return {
         "config": {"map": config_map(labs), "default": DEFAULT_PROFILE},
         # Exactly the nodes of the GPU NodePools: the chart's default also matches nodes labelled by NFD.
@@ -32,11 +33,8 @@ def helm_values(settings: NvidiaDevicePlugin, labs: Mapping[str, Lab]) -> dict:
             }
         },
         "tolerations": [dict(GPU_TOLERATION)],
-        # No CPU limit: a throttled device plugin answers kubelet late; memory is bounded.
-        "resources": {
-            "requests": {"cpu": resources.cpu, "memory": resources.memory},
-            "limits": {"memory": resources.memory},
-        },
+        # What every lab's seat share counts this chart's pods by (config/daemonsets.py).
+        "resources": device_plugin_resources(settings.resources),
     }
 
 

@@ -1,0 +1,235 @@
+"""Where a lab's images land (instance store or root volume), its root volume, parallel pull, and what the disk costs:
+the plan from the configuration, the EC2NodeClass and user data a lab on NVMe, EBS-only and mixed types renders, and
+the disk's part of the cost figures against hand-worked examples."""
+
+import email
+import shlex
+from decimal import Decimal
+
+import pytest
+import yaml
+
+import config
+from components.karpenter.user_data import NODECONFIG_CONTENT_TYPE
+from config.cost import lab_cost, root_volume_per_hour, warmup_cost
+from config.disks import FAST_PULL_MIN_MEMORY_MIB, FAST_PULL_MIN_VCPUS, Volume
+from config.instance_types import GPU_INSTANCE_TYPES
+from tests import tables
+from tests.conftest import BASE, run_values, stack_values
+from tests.crd_schema import crd_problems, requires_upstream
+from tests.synthetic import lab
+from tools.summary import summary
+
+NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+TENSORFLOW = "tensorflow/tensorflow:2.12.0-gpu"
+
+# g6.xlarge has 250 GB of NVMe, g5g.xlarge none (config/instance_types.py); both clear nodeadm's 4 vCPU / 7 GiB.
+NVME, EBS_ONLY, MIXED = ["g6.xlarge"], ["g5g.xlarge"], ["g4dn.xlarge", "g5g.xlarge"]
+
+
+def parse_lab(instance_types, **keys):
+    settings = config.parse(
+        {"cluster": BASE["gpulab:cluster"], "labs": {"x": lab(instance_types, 2, **keys)}}, "eu-west-1"
+    )
+    return settings.settings.labs["x"]
+
+
+def refusal(instance_types, **keys) -> list[str]:
+    with pytest.raises(config.ConfigError, match=r"^gpulab:labs\.x\.") as refused:
+        parse_lab(instance_types, **keys)
+    return refused.value.lines
+
+
+# --- the plan -----------------------------------------------------------------------------------------------------
+
+
+def test_a_lab_on_nvme_types_keeps_images_on_the_instance_store_and_only_the_os_on_a_baseline_root_volume():
+    disk = parse_lab(NVME).disk
+    assert (disk.raid0, disk.root, disk.fast_image_pull) == (True, Volume(20, 3000, 125, True), True)
+    assert disk.image_disk == {"g6.xlarge": "instance store (250 GB NVMe)"}
+
+
+def test_a_lab_on_ebs_only_types_keeps_the_seed_root_volume_and_pulls_one_layer_at_a_time():
+    disk = parse_lab(EBS_ONLY).disk
+    # 125 MiB/s is below the 600 nodeadm recommends for parallel pull: it could only be slower.
+    assert (disk.raid0, disk.root, disk.fast_image_pull) == (False, Volume(100, 10000, 125, True), False)
+    assert disk.image_disk == {"g5g.xlarge": "root volume"}
+
+
+def test_a_mixed_lab_gets_raid0_for_its_nvme_types_and_the_full_root_volume_for_its_ebs_only_ones():
+    # RAID0 is a no-op without instance store (setup-local-disks exits 0), so one EC2NodeClass serves both kinds.
+    disk = parse_lab(MIXED).disk
+    assert (disk.raid0, disk.root, disk.fast_image_pull) == (True, Volume(100, 10000, 125, True), False)
+    assert disk.image_disk == {
+        "g4dn.xlarge": "instance store (125 GB NVMe)",
+        "g5g.xlarge": "root volume",
+    }
+
+
+def test_a_root_volume_fast_enough_turns_parallel_pull_on_for_ebs_only_types():
+    disk = parse_lab(EBS_ONLY, rootVolume={"iops": 3000, "throughputMibps": 600}).disk
+    assert (disk.root, disk.fast_image_pull) == (Volume(100, 3000, 600, True), True)
+
+
+def test_disk_strategy_root_volume_keeps_nvme_types_on_the_seed_root_volume():
+    disk = parse_lab(NVME, diskStrategy="rootVolume").disk
+    assert (disk.raid0, disk.root, disk.fast_image_pull) == (False, Volume(100, 10000, 125, True), False)
+
+
+def test_keys_a_lab_sets_override_the_strategys_defaults_one_by_one():
+    disk = parse_lab(NVME, rootVolume={"sizeGib": 40, "encrypted": False}).disk
+    assert disk.root == Volume(40, 3000, 125, False)
+
+
+@pytest.mark.parametrize(("instance_types", "setting"), [(NVME, False), (EBS_ONLY, True)])
+def test_fast_image_pull_is_a_lab_setting_either_way(instance_types, setting):
+    assert parse_lab(instance_types, fastImagePull=setting).disk.fast_image_pull is setting
+
+
+def test_fast_image_pull_is_off_by_default_on_a_release_before_the_gate_and_refused_when_asked_for():
+    assert parse_lab(NVME, ami="al2023@v20250819").disk.fast_image_pull is False
+    assert refusal(NVME, ami="al2023@v20250819", fastImagePull=True) == [
+        "gpulab:labs.x.fastImagePull: the nodeadm of AMI release al2023@v20250819 has no FastImagePull feature gate "
+        "(amazon-eks-ami releases have it from v20250821); choose a later ami or leave fastImagePull out"
+    ]
+
+
+@pytest.mark.parametrize("ami", ["al2023@v20250821", "al2023@latest"])
+def test_fast_image_pull_is_accepted_from_the_release_that_has_the_gate(ami):
+    assert parse_lab(NVME, ami=ami, fastImagePull=True).disk.fast_image_pull is True
+
+
+def test_instance_store_is_refused_for_a_lab_with_an_ebs_only_type_naming_it():
+    assert refusal(MIXED, diskStrategy="instanceStore") == [
+        "gpulab:labs.x.diskStrategy: instanceStore needs NVMe instance storage on every instance type, and "
+        "g5g.xlarge has none (EBS only); leave diskStrategy out to keep images on the NVMe where a type has it and on "
+        "a full root volume elsewhere, or leave those types out"
+    ]
+
+
+def test_a_throughput_the_defaults_iops_cannot_carry_is_refused_saying_which_iops():
+    assert refusal(NVME, rootVolume={"throughputMibps": 1000}) == [
+        "gpulab:labs.x.rootVolume.throughputMibps: must be at most iops / 4, so 750 for the 3000 IOPS this lab's "
+        "root volume gets; set iops too"
+    ]
+
+
+def test_iops_the_defaults_size_cannot_carry_are_refused_saying_which_size():
+    assert refusal(NVME, rootVolume={"iops": 16000}) == [
+        "gpulab:labs.x.rootVolume.iops: must be at most 500 per GiB, so 10000 for the 20 GiB this lab's root volume "
+        "gets; set sizeGib too"
+    ]
+
+
+def test_every_known_type_clears_nodeadms_threshold_so_the_gate_decides_the_cri_snapshotter():
+    # nodeadm applies FastImagePull only from 4 vCPUs and 7 GiB (UseSOCISnapshotter); below, the CRI would stay on
+    # overlayfs while the pre-pull went to soci. No type gpulab knows is below, with a GiB of margin for the memory the
+    # kernel does not show online.
+    assert all(
+        t.vcpus >= FAST_PULL_MIN_VCPUS and t.memory_mib >= FAST_PULL_MIN_MEMORY_MIB + 1024
+        for t in GPU_INSTANCE_TYPES.values()
+    )
+
+
+def test_the_render_summary_says_where_each_type_of_a_mixed_lab_keeps_its_images():
+    run = run_values(stack_values(**{"gpulab:labs": {"x": lab(MIXED, 2)}}))
+    (row,) = [row for row in tables.table(summary(run), after="labs:") if row["lab"] == "x"]
+    assert (row["images on"], row["root volume"], row["parallel pull"]) == (
+        "g4dn.xlarge: instance store (125 GB NVMe); g5g.xlarge: root volume",
+        "100 GiB gp3, 10000 IOPS, 125 MiB/s",
+        "off",
+    )
+
+
+# --- what the lab renders -----------------------------------------------------------------------------------------
+
+
+def rendered_node_class(instance_types, **keys):
+    run = run_values(stack_values(**{"gpulab:labs": {"x": lab(instance_types, 2, prepullImages=[TENSORFLOW], **keys)}}))
+    return run.one(NODE_CLASS, "ec2nodeclass-x").inputs
+
+
+def node_config_and_pull(node_class):
+    """The NodeConfig part's spec, and the pre-pull's words up to the image."""
+    parts = email.message_from_string(node_class["spec"]["userData"]).get_payload()
+    (node_config,) = [yaml.safe_load(p.get_payload()) for p in parts if p.get_content_type() == NODECONFIG_CONTENT_TYPE]
+    (script,) = [p.get_payload() for p in parts if p.get_content_type() == "text/x-shellscript"]
+    (line,) = [line for line in script.splitlines() if '"$image"' in line and " pull " in line]
+    words = shlex.split(line.strip().removeprefix("if ").removesuffix("; then"))
+    return node_config["spec"], words[: words.index("$image")]
+
+
+def flag(words, name):
+    return words[words.index(name) + 1]
+
+
+@pytest.mark.parametrize(
+    ("instance_types", "raid0", "root", "snapshotter"),
+    [
+        (NVME, True, ("20Gi", 3000, 125), "soci"),
+        (EBS_ONLY, False, ("100Gi", 10000, 125), "overlayfs"),
+        (MIXED, True, ("100Gi", 10000, 125), "overlayfs"),
+    ],
+    ids=["nvme", "ebs-only", "mixed"],
+)
+def test_the_node_class_and_user_data_carry_the_labs_disks(instance_types, raid0, root, snapshotter):
+    node_class = rendered_node_class(instance_types)
+    spec = node_class["spec"]
+    assert ("instanceStorePolicy" in spec, spec.get("instanceStorePolicy", "RAID0")) == (raid0, "RAID0")
+    (mapping,) = spec["blockDeviceMappings"]
+    assert (mapping["ebs"]["volumeSize"], mapping["ebs"]["iops"], mapping["ebs"]["throughput"]) == root
+    node_config, pull = node_config_and_pull(node_class)
+    # The CRI unpacks into soci exactly when the NodeConfig turns the gate on (nodeadm's containerd templates), and
+    # the pre-pull goes into that snapshotter, in the CRI's namespace.
+    assert node_config.get("featureGates", {}).get("FastImagePull", False) is (snapshotter == "soci")
+    assert (pull[0], flag(pull, "--namespace"), flag(pull, "--snapshotter")) == ("nerdctl", "k8s.io", snapshotter)
+
+
+@requires_upstream
+@pytest.mark.parametrize("instance_types", [NVME, EBS_ONLY, MIXED], ids=["nvme", "ebs-only", "mixed"])
+def test_the_node_class_of_each_disk_kind_passes_the_upstream_crd(instance_types):
+    assert crd_problems(rendered_node_class(instance_types)) == []
+
+
+def test_a_change_of_disk_strategy_changes_the_node_class_spec_and_so_drifts_the_labs_nodes():
+    # Karpenter's EC2NodeClass drift hash covers instanceStorePolicy, blockDeviceMappings and userData
+    # (aws/karpenter-provider-aws v1.14.1 pkg/apis/v1/ec2nodeclass.go, EC2NodeClass.Hash): each change below replaces
+    # the lab's nodes within its drift budget.
+    before = rendered_node_class(NVME)["spec"]
+    after = rendered_node_class(NVME, diskStrategy="rootVolume")["spec"]
+    changed = {key for key in before.keys() | after.keys() if before.get(key) != after.get(key)}
+    assert changed == {"instanceStorePolicy", "blockDeviceMappings", "userData"}
+
+
+# --- what the disk costs, worked by hand from the EBS prices (config/prices.py) -------------------------------------
+
+
+def test_the_seeds_root_volume_costs_0_0589_per_node_hour_and_the_new_default_0_0022():
+    # Seed: 100 GB x 0.08 = 8.00, (10000 - 3000) IOPS x 0.005 = 35.00: 43.00 a month / 730 hours = 0.058904
+    assert root_volume_per_hour(Volume(100, 10000, 125, True)) == Decimal("43.00") / 730
+    # Instance store beside: 20 GB x 0.08 = 1.60 a month, no IOPS or throughput above gp3's included: 0.002192
+    assert root_volume_per_hour(Volume(20, 3000, 125, True)) == Decimal("1.60") / 730
+
+
+def test_throughput_above_125_mibps_is_billed_per_mibps():
+    # 100 GB x 0.08 = 8.00; (600 - 125) MiB/s x 0.04 = 19.00: 27.00 a month
+    assert root_volume_per_hour(Volume(100, 3000, 600, True)) == Decimal("27.00") / 730
+
+
+def test_the_seed_volume_adds_a_third_of_its_node_hour_to_each_of_three_seats_and_maxgpus_of_it_to_the_ceiling():
+    # g4dn.xlarge 0.526 + 43.00 / 730 = 0.58490411 per node-hour: / 3 slices = 0.19496804 -> 0.1950 per seat-hour;
+    # 4 GPUs x 0.58490411 = 2.33961644, rounded up 2.3397
+    cost = lab_cost(["g4dn.xlarge"], 3, 4, root=Volume(100, 10000, 125, True))
+    assert (cost.seat_hour, cost.ceiling_per_hour, cost.root_volume_per_node_hour) == ((0.195, 0.195), 2.3397, 0.0589)
+
+
+def test_a_multi_gpu_node_shares_its_root_volume_among_its_gpus():
+    # g6.12xlarge (4.6016 + 1.60 / 730) / 4 GPUs = 1.15094795 per GPU-hour: / 2 slices = 0.5755; x 8 = 9.2076
+    cost = lab_cost(["g6.12xlarge"], 2, 8, root=Volume(20, 3000, 125, True))
+    assert (cost.seat_hour, cost.ceiling_per_hour) == ((0.5755, 0.5755), 9.2076)
+    assert cost.ceiling_basis == "maxGpus 8 x 1.150948 USD per GPU-hour of g6.12xlarge, its root volume included"
+
+
+def test_warm_nodes_are_billed_with_their_root_volumes():
+    # 12 seats / 3 per g4dn.xlarge = 4 nodes x (0.526 + 43.00 / 730 for the seed's volume) x 20/60 h = 0.77987215
+    assert warmup_cost(["g4dn.xlarge"], 3, 12, "20m", disk=Decimal("43.00") / 730) == (0.7799, 0.7799)

@@ -1,0 +1,20 @@
+"""config/node_capacity.py: a node's allocatable CPU and memory as Karpenter computes it before launch."""
+
+import pytest
+
+from config.node_capacity import allocatable
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "pods", "cpu", "memory"),
+    # aws/karpenter-provider-aws@1d927085dd81 website/content/en/v1.14/reference/instance-types.md, "Resources".
+    [
+        ("g4dn.xlarge", 29, 3920, 14481),
+        ("g5g.xlarge", 58, 3920, 6525),
+        ("g6e.xlarge", 58, 3920, 29317),
+        ("p5.48xlarge", 100, 191450, 1938410),
+    ],
+)
+def test_allocatable_matches_karpenters_instance_type_reference(instance_type, pods, cpu, memory):
+    node = allocatable(instance_type, pods)
+    assert (node.cpu_millis, node.memory_mib) == (cpu, memory)
