@@ -14,7 +14,8 @@ from components.jupyterhub.profiles import MPS_LEARNER_UID
 from components.labels import GPU_RESOURCE, GPU_TAINT
 from config.classes import DEFAULT_WARMUP
 from config.durations import seconds
-from config.node_capacity import quantity, seat_share
+from config.limits import seat_share
+from config.node_capacity import quantity
 from tests.hub_pods import hub_config, learner_pod
 from tests.nodes import lab_nodes, system_nodes
 from tests.rendered import STACKS, rendered
@@ -81,7 +82,7 @@ def test_each_learner_pod_asks_for_the_labs_learner_requests_which_fit_a_seat(st
     labs = rendered(stack).run.stack.settings.labs
     for lab_name, pod in _pods(stack).items():
         lab = labs[lab_name]
-        share = seat_share(lab.instance_types, lab.slices_per_gpu, lab.max_pods)
+        share = seat_share(lab.node_shares)
         for which in ("requests", "limits"):
             (cpu,) = _requests(pod, "cpu", which)
             (memory,) = _requests(pod, "memory", which)
