@@ -7,9 +7,17 @@ UPSTREAM ?= .upstream
 # helm of the chart render: $GPULAB_HELM where it is set (the render uses it), else the pinned one in .venv/bin.
 HELM := $(if $(GPULAB_HELM),,$(VENV)/bin/helm)
 
-.PHONY: render test check upstream
+.PHONY: render plan planner test check upstream
 render: $(VENV)/.installed $(HELM)
 	$(PY) -m tools.render $(STACK) --out out/$(STACK)
+
+# The render plus what Karpenter 1.14.1 would launch for each lab (out/$(STACK)/plan.json; needs Go 1.26, docs/planner.md).
+plan: $(VENV)/.installed $(HELM)
+	$(PY) -m tools.plan $(STACK) --out out/$(STACK)
+
+# The planner's binary, planner/bin/planner (Go 1.26; modules from planner/go.mod and go.sum via the module proxy).
+planner:
+	go -C planner build -o bin/planner .
 
 test: $(VENV)/.installed $(HELM)
 	$(PY) -m pytest
@@ -19,10 +27,13 @@ test: $(VENV)/.installed $(HELM)
 upstream: $(VENV)/.installed
 	$(PY) -m tools.upstream $(UPSTREAM)
 
-# Lint and format (ruff), types (mypy), YAML (yamllint: duplicate keys among others), GitHub workflows.
+# Lint and format (ruff; gofmt and go vet for the planner), types (mypy), YAML (yamllint: duplicate keys among
+# others), GitHub workflows.
 check: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	test -z "$$(gofmt -l planner)" || { gofmt -l planner; exit 1; }
+	go -C planner vet ./...
 	$(VENV)/bin/mypy components config tools policy
 	$(VENV)/bin/yamllint Pulumi.yaml Pulumi.*.yaml policy/PulumiPolicy.yaml .github/workflows
 	.ci/workflows-check $(VENV)

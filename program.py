@@ -11,8 +11,10 @@ from components.discovery_tags import DiscoveryTags
 from components.jupyterhub.hub import Hub
 from components.jupyterhub.profiles import profile_list
 from components.karpenter.class_seats import ClassSeats
+from components.karpenter.class_seats_manifests import classes_output
 from components.karpenter.controller import Controller
 from components.karpenter.gpu_node_pool import GpuNodePool
+from components.learner_pod import PLACEHOLDER_IMAGE, learner_pod_spec
 from components.node_role import NodeRole
 from components.nvidia.device_plugin import DevicePlugin
 
@@ -78,6 +80,9 @@ def build(stack: config.StackConfig) -> None:
                 "learnerMemory": lab.learner_requests["memory"],
                 **lab.learner_share.as_output(),
                 "cost": lab.cost.as_output(),
+                # What the planner (planner/) schedules: a learner's pod, and each class's buffer and warm seats.
+                "learnerPodSpec": learner_pod_spec(name, lab, PLACEHOLDER_IMAGE),
+                "classes": classes_output(name, lab),
             }
             for name, lab in settings.labs.items()
         },

@@ -8,9 +8,9 @@ Values mirror the labels Karpenter puts on the node, so they can be compared one
 - ``gpus`` is ``karpenter.k8s.aws/instance-gpu-count`` (whole physical GPUs).
 - ``gpu_model`` is ``karpenter.k8s.aws/instance-gpu-name`` verbatim: EC2's GPU name in lower kebab case,
   e.g. ``"t4"``, ``"a10g"``, ``"l40s"``, ``"rtx-pro-server-6000"``.
-- ``gpu_memory_gib`` is ``karpenter.k8s.aws/instance-gpu-memory`` (MiB per GPU, as EC2's API reports it)
-  floored to GiB. EC2 reports usable memory, so A10G/L4 show 22 and L40S 44 rather than the 24/48 GB on
-  the datasheet; flooring keeps the figure from ever overstating what a workload can allocate.
+- ``gpu_memory_mib`` is ``karpenter.k8s.aws/instance-gpu-memory`` (MiB per GPU, as EC2's API reports it);
+  ``gpu_memory_gib`` is that floored to GiB. EC2 reports usable memory, so A10G/L4 show 22 and L40S 44 rather than
+  the 24/48 GB on the datasheet; flooring keeps the figure from ever overstating what a workload can allocate.
 - ``architecture`` is ``kubernetes.io/arch``.
 - ``vcpus`` is ``karpenter.k8s.aws/instance-cpu``: what a NodePool's ``cpu`` limit counts for one node.
 - ``memory_mib`` is ``karpenter.k8s.aws/instance-memory``: the node's memory in MiB, before Karpenter's overheads.
@@ -35,12 +35,16 @@ Architecture = Literal["amd64", "arm64"]
 class GpuInstanceType:
     gpus: int
     gpu_model: str
-    gpu_memory_gib: int
+    gpu_memory_mib: int
     architecture: Architecture
     vcpus: int
     max_pods: int
     memory_mib: int
     local_nvme_gb: int  # karpenter.k8s.aws/instance-local-nvme: total instance-store NVMe in GB; 0 for EBS-only types
+
+    @property
+    def gpu_memory_gib(self) -> int:
+        return self.gpu_memory_mib // 1024
 
     def __post_init__(self) -> None:
         # A zero or fractional count would size NodeOverlays to no GPUs at all, so refuse it at import time.
@@ -122,7 +126,7 @@ _FAMILIES: dict[str, tuple[str, int, Architecture, dict[str, tuple[int, int, int
 GPU_INSTANCE_TYPES: Mapping[str, GpuInstanceType] = MappingProxyType(
     {
         f"{family}.{size}": GpuInstanceType(
-            gpus, model, gpu_memory_mib // 1024, arch, vcpus, max_pods, memory_mib, local_nvme_gb
+            gpus, model, gpu_memory_mib, arch, vcpus, max_pods, memory_mib, local_nvme_gb
         )
         for family, (model, gpu_memory_mib, arch, sizes) in _FAMILIES.items()
         for size, (gpus, vcpus, memory_mib, max_pods, local_nvme_gb) in sizes.items()

@@ -1,6 +1,7 @@
 """Shared fixtures: stack configurations as the Pulumi CLI would hand them over, and runs of the program under mocks."""
 
 import copy
+import os
 from pathlib import Path
 from typing import Any
 
@@ -8,6 +9,9 @@ import pytest
 import yaml
 
 from tools import harness
+
+# Renders in tests leave the planner out (it has tests of its own, tests/test_planner.py, which build it once).
+os.environ.setdefault("GPULAB_PLANNER", "off")
 
 ROOT = Path(__file__).resolve().parent.parent
 STACK_FILES = sorted(ROOT.glob("Pulumi.*.yaml"))

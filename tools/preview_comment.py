@@ -1,6 +1,8 @@
-"""The pull-request comment of one stack's preview: its cost table, then the `pulumi preview` output.
+"""The pull-request comment of one stack's preview: its cost table, what Karpenter would launch for a full lab and at
+each class start (when the render has a plan.json), then the `pulumi preview` output.
 
-    python -m tools.preview_comment --stack <name> --outputs <render dir>/outputs.json --preview <file> [--run-url URL]
+    python -m tools.preview_comment --stack <name> --outputs <render dir>/outputs.json --preview <file>
+        [--plan <render dir>/plan.json] [--run-url URL]
 
 Prints the comment's Markdown. Its first line marks the stack's comment, so that .ci/preview-comment updates it on the
 next push instead of adding another.
@@ -13,7 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-from tools import cost_report
+from tools import cost_report, plan
 
 # GitHub refuses comments over 65536 characters.
 MAX_COMMENT_CHARS = 65_536
@@ -25,7 +27,7 @@ def marker(stack: str) -> str:
     return f"<!-- gpulab-preview:{stack} -->"
 
 
-def comment(stack: str, labs: dict, preview: str, run_url: str | None = None) -> str:
+def comment(stack: str, labs: dict, preview: str, run_url: str | None = None, planned: dict | None = None) -> str:
     preview = _ANSI.sub("", preview).strip()
     failed = "The preview did not finish; its log is in the workflow run" + (f": {run_url}" if run_url else ".")
     frame = [
@@ -34,6 +36,7 @@ def comment(stack: str, labs: dict, preview: str, run_url: str | None = None) ->
         "",
         *cost_report.table(labs),
         "",
+        *([*plan.summary_table(planned), ""] if planned else []),
         "<details><summary>Pulumi preview</summary>",
         "",
         "{body}",
@@ -66,12 +69,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--preview", required=True, type=Path, help="the output of `pulumi preview`; absent if it never ran"
     )
+    parser.add_argument("--plan", type=Path, help="plan.json of the render (tools/plan.py), when the planner ran")
     parser.add_argument("--run-url", help="the workflow run, linked when the preview has no output")
     args = parser.parse_args(argv)
     labs = json.loads(args.outputs.read_text())["labs"]
     # The preview step writes the file as it runs; a job that failed before it (credentials, say) leaves none.
     preview = args.preview.read_text() if args.preview.is_file() else ""
-    sys.stdout.write(comment(args.stack, labs, preview, args.run_url))
+    planned = json.loads(args.plan.read_text()) if args.plan else None
+    sys.stdout.write(comment(args.stack, labs, preview, args.run_url, planned))
     return 0
 
 

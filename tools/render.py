@@ -7,6 +7,8 @@ and <dir>/helm/<release>.yaml, and prints a summary. A stack file with problems,
 exist, exits with status 2, prints one `gpulab:` line per problem and writes nothing.
 <dir>/charts/<release>.yaml holds what each release installs (tools/charts.py); without helm or the charts, one line
 says so and the rest is written.
+With the charts, and a Go toolchain to build the planner (planner/, tools/plan.py), it also writes <dir>/plan.json,
+what Karpenter 1.14.1 would launch for each lab, and the summary shows its full-lab and class-start rows.
 Either way it first removes what an earlier render wrote into <dir>, so that <dir> never shows a render but the
 current one.
 """
@@ -23,7 +25,7 @@ try:
     import yaml
 
     import config
-    from tools import charts, harness
+    from tools import charts, harness, plan
     from tools.summary import summary
 except ModuleNotFoundError as missing:  # an interpreter without the project's requirements, e.g. the system python3
     sys.exit(
@@ -34,7 +36,10 @@ except ModuleNotFoundError as missing:  # an interpreter without the project's r
 ROOT = Path(__file__).resolve().parent.parent
 # Every file and folder the render writes into its output directory. It removes them before it runs, so that a failed
 # render leaves no earlier render behind: anything new the render writes belongs in this list.
-OWNED = ("resources.json", "invokes.json", "outputs.json", "manifests", "helm", "charts")
+OWNED = (
+    *("resources.json", "invokes.json", "outputs.json", "manifests", "helm", "charts"),
+    *(plan.INSTANCE_TYPES, plan.PLAN),
+)
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
@@ -172,9 +177,19 @@ def main(argv: list[str] | None = None) -> int:
     except charts.TemplateError as error:
         print(f"gpulab: {error}", file=sys.stderr)
         return 1
-    print("\n".join(summary(run)))
+    lines = summary(run)
     if not_rendered:
         print(not_rendered, file=sys.stderr)
+    elif not args.no_charts:  # the planner needs the charts' DaemonSets and Karpenter's settings
+        try:
+            lines += ["", *plan.summary_table(plan.plan(args.out, run.stack.region, plan.binary()))]
+        except plan.Unavailable as why:
+            print(why, file=sys.stderr)
+        except plan.Failed as error:
+            print("\n".join(lines))
+            print(f"gpulab: {error}", file=sys.stderr)
+            return 1
+    print("\n".join(lines))
     return 0
 
 

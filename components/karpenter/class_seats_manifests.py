@@ -24,7 +24,8 @@ import copy
 import hashlib
 from typing import Any
 
-from components.labels import GPU_RESOURCE, GPU_TOLERATION, LAB_LABEL, SYSTEM_NODE_SELECTOR
+from components.labels import LAB_LABEL, SYSTEM_NODE_SELECTOR
+from components.learner_pod import PLACEHOLDER_IMAGE, learner_pod_spec
 from config import durations
 from config.model import Lab, LabClass
 
@@ -53,10 +54,6 @@ POD_SECURITY = {
     "seccompProfile": {"type": "RuntimeDefault"},
 }
 CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
-# The PodTemplate needs an image, never pulled (its pods exist only in Karpenter's memory), so any resolvable one does:
-# the Kubernetes pause image, the version kubeadm 1.32 defaults to (kubernetes/kubernetes 00886ac01fec,
-# cmd/kubeadm/app/constants/constants.go, PauseVersion).
-PLACEHOLDER_IMAGE = "registry.k8s.io/pause:3.10"
 SCHEDULER = "class-scheduler"
 SEAT_TEMPLATE = "learner-seat"
 # A CronJob's name may have at most 52 characters: the controller appends an 11-character suffix to its Jobs' names.
@@ -129,28 +126,17 @@ def seat_template(lab_name: str, lab: Lab) -> dict[str, Any]:
         "metadata": _meta(lab_name, SEAT_TEMPLATE),
         "template": {
             "metadata": {"labels": _labels(lab_name)},
-            "spec": {
-                "nodeSelector": {LAB_LABEL: lab_name},
-                "tolerations": [dict(GPU_TOLERATION)],
-                # Nothing runs it, but its namespace enforces the restricted profile on every pod spec it stores.
-                "securityContext": copy.deepcopy(POD_SECURITY),
-                "containers": [
-                    {
-                        "name": "learner",
-                        "image": PLACEHOLDER_IMAGE,
-                        "securityContext": copy.deepcopy(CONTAINER_SECURITY),
-                        # Kubernetes copies limits into missing requests only for Pods (SetDefaults_Pod), never for a
-                        # PodTemplate, and Karpenter sizes the buffer's virtual pods by the stored requests alone: the
-                        # slice must be requested here, or the warm copies reserve no GPU.
-                        "resources": {
-                            "requests": dict(lab.learner_requests) | {GPU_RESOURCE: 1},
-                            "limits": {GPU_RESOURCE: 1},
-                        },
-                    }
-                ],
-            },
+            "spec": _seat_spec(lab_name, lab),
         },
     }
+
+
+def _seat_spec(lab_name: str, lab: Lab) -> dict[str, Any]:
+    spec = learner_pod_spec(lab_name, lab, PLACEHOLDER_IMAGE)  # never pulled: its pods exist only in Karpenter's memory
+    # Nothing runs it, but its namespace enforces the restricted profile on every pod spec it stores.
+    spec["securityContext"] = copy.deepcopy(POD_SECURITY)
+    spec["containers"][0]["securityContext"] = copy.deepcopy(CONTAINER_SECURITY)
+    return spec
 
 
 def capacity_buffer(lab_name: str, lab_class: LabClass) -> dict[str, Any]:
@@ -161,6 +147,14 @@ def capacity_buffer(lab_name: str, lab_class: LabClass) -> dict[str, Any]:
         "metadata": _meta(lab_name, class_key(lab_class)),
         "spec": {"podTemplateRef": {"name": SEAT_TEMPLATE}, "replicas": 0},
     }
+
+
+def classes_output(lab_name: str, lab: Lab) -> list[dict[str, Any]]:
+    """Per class, in the lab's order: its CapacityBuffer (name, namespace) and the seats the warm CronJob asks for."""
+    return [
+        {"buffer": class_key(c), "namespace": namespace_name(lab_name), "warmSeats": lab.warm_seats(c)}
+        for c in lab.classes
+    ]
 
 
 def service_account(lab_name: str) -> dict[str, Any]:

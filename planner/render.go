@@ -1,0 +1,222 @@
+package main
+
+// Reading a render directory (tools/render.py): resources.json (every resource with the inputs the program passes),
+// outputs.json (the stack outputs), charts/*.yaml (what each Helm release installs) and instance-types.json (gpulab's
+// instance-type table, config/instance_types.py, written by tools/plan.py).
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+
+	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	autoscalingv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
+)
+
+// Pulumi resource types of the objects the planner gives Karpenter (tools/render.py writes them as the program passes
+// them, with these type tokens).
+const (
+	nodePoolType     = "kubernetes:karpenter.sh/v1:NodePool"
+	nodeClassType    = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+	nodeOverlayType  = "kubernetes:karpenter.sh/v1alpha1:NodeOverlay"
+	podTemplateType  = "kubernetes:core/v1:PodTemplate"
+	bufferType       = "kubernetes:autoscaling.x-k8s.io/v1beta1:CapacityBuffer"
+	discoveryTagType = "aws:ec2/tag:Tag"
+	// The controller Deployment of the karpenter chart and its container (charts/karpenter.yaml).
+	karpenterRelease    = "karpenter"
+	controllerContainer = "controller"
+)
+
+// GPU is one GPU model of an instance type, as gpulab's table gives it.
+type GPU struct {
+	Model     string `json:"model"`
+	Count     int32  `json:"count"`
+	MemoryMiB int64  `json:"memoryMib"`
+}
+
+// InstanceTypeRow is one row of config/instance_types.py, as tools/plan.py exports it.
+type InstanceTypeRow struct {
+	Architecture string `json:"architecture"`
+	VCPUs        int32  `json:"vcpus"`
+	MemoryMiB    int64  `json:"memoryMib"`
+	LocalNVMeGB  int64  `json:"localNvmeGb"`
+	GPU          GPU    `json:"gpu"`
+}
+
+// LabOutput is what the planner reads of a lab's `labs.<lab>` stack output.
+type LabOutput struct {
+	NodePool       string         `json:"nodePool"`
+	SlicesPerGPU   int            `json:"slicesPerGpu"`
+	LearnerSeats   int            `json:"learnerSeats"`
+	LearnerPodSpec corev1.PodSpec `json:"learnerPodSpec"`
+	Classes        []ClassOutput  `json:"classes"`
+}
+
+// ClassOutput is one of a lab's classes: the CapacityBuffer that warms it and how many seats it warms.
+type ClassOutput struct {
+	Buffer    string `json:"buffer"`
+	Namespace string `json:"namespace"`
+	WarmSeats int32  `json:"warmSeats"`
+}
+
+// Render is everything the planner reads of one render directory.
+type Render struct {
+	NodePools     []*karpv1.NodePool
+	NodeClasses   []*awsv1.EC2NodeClass
+	Overlays      []*v1alpha1.NodeOverlay
+	PodTemplates  []*corev1.PodTemplate
+	Buffers       []*autoscalingv1beta1.CapacityBuffer
+	DaemonSets    []*appsv1.DaemonSet
+	ControllerEnv []corev1.EnvVar
+	Subnets       []string
+	Labs          map[string]LabOutput
+	InstanceTypes map[string]InstanceTypeRow
+}
+
+type resource struct {
+	Type   string          `json:"type"`
+	Name   string          `json:"name"`
+	Inputs json.RawMessage `json:"inputs"`
+}
+
+func readRender(dir string) (*Render, error) {
+	r := &Render{}
+	var resources []resource
+	if err := readJSON(filepath.Join(dir, "resources.json"), &resources); err != nil {
+		return nil, err
+	}
+	for _, res := range resources {
+		var err error
+		switch res.Type {
+		case nodePoolType:
+			r.NodePools, err = appendObject(r.NodePools, res)
+		case nodeClassType:
+			r.NodeClasses, err = appendObject(r.NodeClasses, res)
+		case nodeOverlayType:
+			r.Overlays, err = appendObject(r.Overlays, res)
+		case podTemplateType:
+			r.PodTemplates, err = appendObject(r.PodTemplates, res)
+		case bufferType:
+			r.Buffers, err = appendObject(r.Buffers, res)
+		case discoveryTagType:
+			// The private subnets are the ones the stack tags for Karpenter's discovery (components/discovery_tags.py).
+			var tag struct {
+				ResourceID string `json:"resourceId"`
+			}
+			err = json.Unmarshal(res.Inputs, &tag)
+			if strings.HasPrefix(tag.ResourceID, "subnet-") {
+				r.Subnets = append(r.Subnets, tag.ResourceID)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("resources.json: %s %s: %w", res.Type, res.Name, err)
+		}
+	}
+	sort.Strings(r.Subnets)
+	var outputs struct {
+		Labs map[string]LabOutput `json:"labs"`
+	}
+	if err := readJSON(filepath.Join(dir, "outputs.json"), &outputs); err != nil {
+		return nil, err
+	}
+	r.Labs = outputs.Labs
+	if err := readJSON(filepath.Join(dir, "instance-types.json"), &r.InstanceTypes); err != nil {
+		return nil, err
+	}
+	if err := r.readCharts(filepath.Join(dir, "charts")); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func readJSON(path string, into any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, into); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+func appendObject[T any](list []*T, res resource) ([]*T, error) {
+	obj := new(T)
+	if err := json.Unmarshal(res.Inputs, obj); err != nil {
+		return list, err
+	}
+	return append(list, obj), nil
+}
+
+// readCharts takes the DaemonSets of every release (Karpenter decides which land on a lab's nodes) and the env of the
+// Karpenter controller (its settings: feature gates, VM memory overhead, reserved ENIs ...).
+func (r *Render) readCharts(dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("%s: no charts rendered; the planner needs the DaemonSets and the Karpenter controller's "+
+			"settings that the charts install (render with helm and without --no-charts)", dir)
+	}
+	for _, file := range files {
+		release := strings.TrimSuffix(filepath.Base(file), ".yaml")
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		decoder := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+		for {
+			doc, err := decoder.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			var meta metav1.TypeMeta
+			if err := yaml.Unmarshal(doc, &meta); err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			switch meta.Kind {
+			case "DaemonSet":
+				ds := &appsv1.DaemonSet{}
+				if err := yaml.Unmarshal(doc, ds); err != nil {
+					return fmt.Errorf("%s: %w", file, err)
+				}
+				r.DaemonSets = append(r.DaemonSets, ds)
+			case "Deployment":
+				if release != karpenterRelease {
+					continue
+				}
+				deployment := &appsv1.Deployment{}
+				if err := yaml.Unmarshal(doc, deployment); err != nil {
+					return fmt.Errorf("%s: %w", file, err)
+				}
+				for _, c := range deployment.Spec.Template.Spec.Containers {
+					if c.Name == controllerContainer {
+						r.ControllerEnv = c.Env
+					}
+				}
+			}
+		}
+	}
+	if r.ControllerEnv == nil {
+		return fmt.Errorf("%s: no Karpenter controller container in %s.yaml", dir, karpenterRelease)
+	}
+	return nil
+}

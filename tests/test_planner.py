@@ -1,0 +1,264 @@
+"""What Karpenter 1.14.1's own scheduler does with what gpulab renders (planner/, run on each stack's render): every
+seat, node and dollar gpulab promises, checked against Karpenter's decision rather than against gpulab's reading of it.
+
+The invariants hold for every stack file and synthetic stack; exact counts are for the planner's own synthetic stack
+below. The planner is built once per session; without Go these tests skip, saying so.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from config.instance_types import GPU_INSTANCE_TYPES
+from config.model import Lab
+from config.prices import ON_DEMAND_USD_PER_HOUR
+from tests.conftest import STACK_FILES, as_cli_config, stack_values
+from tests.rendered import rendered
+from tests.synthetic import lab
+from tools import charts, harness, plan, preview_comment, render
+
+# Small requests (far below a node's share) make a buffer that forgets to request its slice pack many warm copies on
+# one node: the class lab below would then warm too few nodes.
+PLANNER_STACK = stack_values(
+    **{
+        "gpulab:labs": {
+            "single": lab(["g4dn.xlarge"], 3, max_gpus=4),
+            "two-types": lab(["g4dn.xlarge", "g4dn.12xlarge"], 2, max_gpus=8),
+            "mixed-arch-spot": lab(["g4dn.xlarge", "g5g.xlarge"], 4, capacityTypes=["spot", "on-demand"]),
+            "mps": lab(["g6.xlarge"], 4, sharing="mps"),
+            "spot-only": lab(["g5.xlarge"], 2, max_gpus=3, capacityTypes=["spot"]),
+            "classy": lab(
+                ["g4dn.xlarge"],
+                3,
+                max_gpus=4,
+                learnerPod={"cpu": "500m", "memory": "1Gi"},
+                classes=[
+                    {"schedule": "0 9 * * mon-fri", "duration": "1h", "warmSeats": 5},
+                    {"schedule": "0 14 * * *", "duration": "2h"},
+                ],
+            ),
+        }
+    }
+)
+PLANNER = "planner-synthetic"
+_FOLDER = tempfile.TemporaryDirectory(prefix="gpulab-planner-")
+
+
+@pytest.fixture(scope="session")
+def binary() -> Path:
+    try:
+        plan.go()
+    except plan.Unavailable as missing:
+        pytest.skip(str(missing))
+    return plan.build()
+
+
+@functools.cache
+def _planned(stack: str, binary: Path) -> tuple[harness.Run, dict[str, Any], dict[str, Any]]:
+    if stack == PLANNER:
+        run = harness.run(stack, as_cli_config(PLANNER_STACK))
+        out = Path(_FOLDER.name) / stack
+        render.write(run, out)
+        not_rendered = charts.write(run, out)
+    else:
+        r = rendered(stack)
+        run, out, not_rendered = r.run, r.out, r.not_rendered
+    if not_rendered:
+        pytest.skip(not_rendered)
+    return run, labs_output(out), plan.plan(out, run.stack.region, binary)
+
+
+def labs_output(out: Path) -> dict[str, Any]:
+    labs: dict[str, Any] = json.loads((out / "outputs.json").read_text())["labs"]
+    return labs
+
+
+def planned_labs(stack: str, binary: Path):
+    """(name, settings, outputs, scenarios by name) of each lab Karpenter can launch offline: a lab that may only use
+    capacity reservations gets no offering without EC2's answer about them (docs/planner.md)."""
+    run, outputs, result = _planned(stack, binary)
+    for name, lab_settings in run.stack.settings.labs.items():
+        if lab_settings.capacity_types == ["reserved"]:
+            continue
+        scenarios = {s["name"]: s for s in result["labs"][name]["scenarios"]}
+        yield name, lab_settings, outputs[name], scenarios
+
+
+# Every stack file, whatever it holds, and the synthetic stack above (one, two and mixed instance types, time-slicing
+# and MPS, spot and on-demand, classes).
+ALL = [*(path.name.split(".")[1] for path in STACK_FILES), PLANNER]
+
+
+def seats_per_node(lab_settings: Lab, instance_type: str) -> int:
+    return lab_settings.slices_per_gpu * GPU_INSTANCE_TYPES[instance_type].gpus
+
+
+def placed(scenario: dict[str, Any]) -> int:
+    return sum(claim["pods"] for claim in scenario["nodeClaims"])
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_a_single_type_lab_needs_one_node_per_seats_per_node_learners(stack, binary):
+    for name, settings, _, scenarios in planned_labs(stack, binary):
+        if len(settings.instance_types) != 1:
+            continue
+        per_node = seats_per_node(settings, settings.instance_types[0])
+        for key in ("one", "one-gpu", "full"):
+            s = scenarios[key]
+            assert (s["unschedulable"], s["reason"]) == (0, None), (name, key)
+            assert len(s["nodeClaims"]) == math.ceil(s["learners"] / per_node), (name, key, s)
+            assert placed(s) == s["learners"], (name, key)
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_every_seat_of_a_full_lab_is_used_and_the_next_learner_is_refused_by_the_nodepool_limit(stack, binary):
+    for name, _, out, scenarios in planned_labs(stack, binary):
+        full, over = scenarios["full"], scenarios["over"]
+        assert (full["learners"], full["unschedulable"], placed(full)) == (out["learnerSeats"], 0, out["learnerSeats"])
+        assert (over["unschedulable"], placed(over)) == (1, out["learnerSeats"]), name
+        assert "limit" in over["reason"] and out["nodePool"] in over["reason"], over["reason"]
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_no_learner_or_warm_seat_lands_on_another_labs_nodes(stack, binary):
+    for name, _, out, scenarios in planned_labs(stack, binary):
+        pools = {claim["nodePool"] for s in scenarios.values() for claim in s["nodeClaims"]}
+        assert pools == {out["nodePool"]}, name
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_a_class_buffer_warms_exactly_its_seats_and_its_learners_need_no_new_node(stack, binary):
+    for name, settings, out, scenarios in planned_labs(stack, binary):
+        for i, lab_class in enumerate(out["classes"]):
+            buffer, arrival = scenarios[f"class-{i}-buffer"], scenarios[f"class-{i}-arrival"]
+            seats = lab_class["warmSeats"]
+            assert (buffer["bufferSeats"], buffer["unschedulable"], placed(buffer)) == (seats, 0, seats), name
+            # Enough slices for the seats, and not a node more than they need.
+            slices = [seats_per_node(settings, claim["instanceType"]) for claim in buffer["nodeClaims"]]
+            assert sum(slices) >= seats > sum(slices) - min(slices), (name, i, buffer)
+            assert (arrival["learners"], arrival["unschedulable"], placed(arrival)) == (seats, 0, seats), name
+            assert not any(claim["new"] for claim in arrival["nodeClaims"]), (name, i, arrival)
+            assert len(arrival["nodeClaims"]) == len(buffer["nodeClaims"])
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_the_plans_cost_is_gpulabs_reference_price_of_its_nodes_within_the_labs_cost_figures(stack, binary):
+    """Karpenter prices instances only; gpulab's figures add each node's root volume (rootVolumePerNodeHour)."""
+    for name, settings, out, scenarios in planned_labs(stack, binary):
+        cost = out["cost"]
+        if cost["ceilingPerHour"] is None:  # no priced type: Karpenter launches none offline (docs/planner.md)
+            continue
+        disk = cost["rootVolumePerNodeHour"]
+        for s in scenarios.values():
+            prices = [ON_DEMAND_USD_PER_HOUR[claim["instanceType"]] for claim in s["nodeClaims"]]
+            assert s["costPerHour"] == pytest.approx(sum(prices), abs=1e-6), (name, s["name"])
+            # No scenario runs more GPUs than the NodePool's limit lets Karpenter run: the lab's ceiling bounds it.
+            assert s["costPerHour"] + disk * len(prices) <= cost["ceilingPerHour"] + 1e-4, (name, s["name"])
+            for claim in s["nodeClaims"]:
+                instance_type = claim["instanceType"]
+                node_hour = ON_DEMAND_USD_PER_HOUR[instance_type] + disk
+                low, high = cost["seatHour"]
+                assert low - 1e-4 <= node_hour / seats_per_node(settings, instance_type) <= high + 1e-4, (name, claim)
+        # A full single-type lab is the ceiling itself.
+        if len(settings.instance_types) == 1 and not cost["unpriced"]:
+            full = scenarios["full"]
+            assert full["costPerHour"] + disk * len(full["nodeClaims"]) == pytest.approx(
+                cost["ceilingPerHour"], abs=1e-4 * len(full["nodeClaims"])
+            ), name
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_a_node_is_spot_exactly_when_the_lab_allows_spot(stack, binary):
+    for name, settings, _, scenarios in planned_labs(stack, binary):
+        expected = "spot" if "spot" in settings.capacity_types else "on-demand"
+        assert {c["capacityType"] for s in scenarios.values() for c in s["nodeClaims"]} <= {expected}, name
+
+
+def test_the_planner_stack_launches_what_its_labs_promise_in_exact_numbers(binary):
+    scenarios = {name: s for name, _, _, s in planned_labs(PLANNER, binary)}
+
+    def shape(lab_name: str, scenario: str) -> tuple[int, int, list[str]]:
+        s = scenarios[lab_name][scenario]
+        return len(s["nodeClaims"]), s["unschedulable"], sorted(c["instanceType"] for c in s["nodeClaims"])
+
+    assert shape("single", "one") == (1, 0, ["g4dn.xlarge"])
+    assert shape("single", "one-gpu") == (1, 0, ["g4dn.xlarge"])
+    assert shape("single", "full") == (4, 0, ["g4dn.xlarge"] * 4)
+    assert shape("single", "over") == (4, 1, ["g4dn.xlarge"] * 4)
+    assert scenarios["single"]["full"]["costPerHour"] == pytest.approx(4 * ON_DEMAND_USD_PER_HOUR["g4dn.xlarge"])
+    # Five warm seats on three-slice nodes: two nodes; the second class warms the whole lab (12 seats).
+    assert shape("classy", "class-0-buffer") == (2, 0, ["g4dn.xlarge"] * 2)
+    assert shape("classy", "class-0-arrival") == (2, 0, ["g4dn.xlarge"] * 2)
+    assert shape("classy", "class-1-buffer") == (4, 0, ["g4dn.xlarge"] * 4)
+    assert scenarios["spot-only"]["full"]["nodeClaims"][0]["capacityType"] == "spot"
+    assert shape("mps", "full") == (2, 0, ["g6.xlarge"] * 2)
+
+
+def test_the_render_summary_and_the_pr_comment_show_the_full_lab_and_each_class_start(binary, tmp_path, monkeypatch):
+    monkeypatch.setenv("GPULAB_PLANNER", str(binary))
+    stack_file = tmp_path / "Pulumi.classy.yaml"
+    classy = stack_values(**{"gpulab:labs": {"classy": PLANNER_STACK["gpulab:labs"]["classy"]}})
+    stack_file.write_text(yaml.safe_dump({"config": classy}))
+    out = tmp_path / "out"
+    printed, status = _printed(monkeypatch, render.main, [str(stack_file), "--out", str(out)])
+    assert status == 0
+    if not (out / plan.PLAN).exists():
+        pytest.skip("the render wrote no charts here (no helm or charts), so no plan")
+    assert scenario_rows(printed) == ["full", "class-0-arrival", "class-1-arrival"]
+    planned = json.loads((out / plan.PLAN).read_text())
+    comment = preview_comment.comment("classy", labs_output(out), "preview", planned=planned)
+    assert scenario_rows(comment.splitlines()) == ["full", "class-0-arrival", "class-1-arrival"]
+
+
+def scenario_rows(lines: list[str]) -> list[str]:
+    """The scenarios of the plan's table among the lines (the cost table's rows have no scenario)."""
+    header = next(i for i, line in enumerate(lines) if line.startswith("| lab | scenario |"))
+    return [line.split(" | ")[1] for line in lines[header + 2 :] if line.startswith("| classy | ")]
+
+
+def _printed(monkeypatch, main, argv: list[str]) -> tuple[list[str], int]:
+    """What a command's main prints (as lines), and its status."""
+    lines: list[str] = []
+    monkeypatch.setattr("builtins.print", lambda *a, **k: lines.extend(" ".join(map(str, a)).splitlines()))
+    return lines, main(argv)
+
+
+def test_without_go_the_planner_says_what_is_missing(monkeypatch):
+    monkeypatch.setenv("PATH", os.devnull)
+    monkeypatch.delenv("GPULAB_GO", raising=False)
+    with pytest.raises(plan.Unavailable, match=r"Go 1\.26"):
+        plan.go()
+
+
+def test_the_same_render_plans_to_the_same_bytes(binary):
+    _, _, first = _planned(PLANNER, binary)
+    out = Path(_FOLDER.name) / PLANNER
+    assert json.loads((out / plan.PLAN).read_text()) == first
+    plan.plan(out, "eu-west-1", binary)
+    again = (out / plan.PLAN).read_text()
+    plan.plan(out, "eu-west-1", binary)
+    assert (out / plan.PLAN).read_text() == again
+
+
+def test_tools_plan_writes_plan_json_and_prints_every_scenario(binary, tmp_path, monkeypatch):
+    monkeypatch.setenv("GPULAB_PLANNER", str(binary))
+    stack_file = tmp_path / "Pulumi.single.yaml"
+    single = stack_values(**{"gpulab:labs": {"single": PLANNER_STACK["gpulab:labs"]["single"]}})
+    stack_file.write_text(yaml.safe_dump({"config": single}))
+    lines, status = _printed(monkeypatch, plan.main, [str(stack_file), "--out", str(tmp_path / "out")])
+    if not (tmp_path / "out" / "charts").is_dir():
+        pytest.skip("no charts rendered here (no helm or charts), so no plan")
+    assert status == 0
+    written = json.loads((tmp_path / "out" / plan.PLAN).read_text())
+    assert [s["name"] for s in written["labs"]["single"]["scenarios"]] == ["one", "one-gpu", "full", "over"]
+    header = max(i for i, line in enumerate(lines) if line.startswith("| lab | scenario |"))
+    assert [line.split(" | ")[1] for line in lines[header + 2 :]] == ["one", "one-gpu", "full", "over"]

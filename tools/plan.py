@@ -1,0 +1,148 @@
+"""What Karpenter 1.14.1 would launch for each lab: renders a stack, runs the planner (planner/, Go) on the render and
+writes <dir>/plan.json.
+
+    python -m tools.plan <stack name or stack file> --out <dir>
+
+Renders into <dir> as `python -m tools.render` does (charts included: the planner needs the DaemonSets and the
+Karpenter controller's settings they install), writes <dir>/instance-types.json (gpulab's instance-type table, which the
+planner gives Karpenter as EC2's answer) and <dir>/plan.json, and prints the plan as a table. docs/planner.md says what
+the planner predicts and what it does not.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from config.cost import usd
+from config.instance_types import GPU_INSTANCE_TYPES
+
+ROOT = Path(__file__).resolve().parent.parent
+MODULE = ROOT / "planner"
+BINARY = MODULE / "bin" / "planner"
+PLAN = "plan.json"
+INSTANCE_TYPES = "instance-types.json"
+# The rows the render summary and the pull-request comment show: the whole lab, and each class at its start.
+SUMMARY_ROWS = ("full",)
+SUMMARY_PREFIX = "class-"
+SUMMARY_SUFFIX = "-arrival"
+
+
+class Unavailable(Exception):
+    """The planner cannot run here (no Go toolchain, or turned off); the message says why, in one line."""
+
+
+class Failed(Exception):
+    """The planner did not build, or failed on the render: a bug to look at, not a missing tool."""
+
+
+def go() -> str:
+    """The go command: $GPULAB_GO where set, else the one on PATH."""
+    found = os.environ.get("GPULAB_GO") or shutil.which("go")
+    if not found:
+        raise Unavailable("planner not run: Go 1.26 (go on PATH, or $GPULAB_GO) is needed to build planner/")
+    return found
+
+
+def binary() -> Path:
+    """The planner binary: $GPULAB_PLANNER where it names one, else the one build() makes; GPULAB_PLANNER=off (the
+    tests' default, tests/conftest.py) leaves it out."""
+    chosen = os.environ.get("GPULAB_PLANNER")
+    if chosen == "off":
+        raise Unavailable("planner not run: GPULAB_PLANNER=off")
+    return Path(chosen) if chosen else build()
+
+
+def build() -> Path:
+    """planner/bin/planner, built from planner/go.mod and go.sum; go rebuilds only what changed."""
+    done = subprocess.run(
+        [go(), "build", "-o", str(BINARY), "."], cwd=MODULE, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise Failed(f"go build of planner/ failed: {done.stderr.strip()}")
+    return BINARY
+
+
+def write_instance_types(out: Path) -> None:
+    """config/instance_types.py as the planner reads it: per type its CPU, memory, architecture, NVMe and GPUs."""
+    rows = {
+        name: {
+            "architecture": t.architecture,
+            "vcpus": t.vcpus,
+            "memoryMib": t.memory_mib,
+            "localNvmeGb": t.local_nvme_gb,
+            "gpu": {"model": t.gpu_model, "count": t.gpus, "memoryMib": t.gpu_memory_mib},
+        }
+        for name, t in sorted(GPU_INSTANCE_TYPES.items())
+    }
+    (out / INSTANCE_TYPES).write_text(json.dumps(rows, indent=2) + "\n")
+
+
+def plan(out: Path, region: str, binary: Path) -> dict[str, Any]:
+    """Runs the planner on the render in `out`, writes out/plan.json and returns it."""
+    write_instance_types(out)
+    done = subprocess.run([str(binary), "-region", region, str(out)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise Failed(f"the planner failed on {out}: {done.stderr.strip()}")
+    (out / PLAN).write_text(done.stdout)
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def _nodes(scenario: dict[str, Any]) -> str:
+    counts: dict[str, int] = {}
+    for claim in scenario["nodeClaims"]:
+        key = f"{claim['instanceType']} {claim['capacityType']}" + (" new" if claim.get("new") else "")
+        counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"{n} x {key}" for key, n in sorted(counts.items())) or "none"
+
+
+def table(result: dict[str, Any], rows: tuple[str, ...] | None = None) -> list[str]:
+    """The plan in Markdown: per lab and scenario, what Karpenter launches, what it cannot place and why, the cost.
+    `rows` keeps only the full lab and the class starts (the render summary, the pull-request comment)."""
+    lines = [
+        f"what Karpenter {result['karpenter']} launches (its own scheduler, offline: not EC2 capacity, boot times "
+        "or later consolidation; docs/planner.md):",
+        "",
+        "| lab | scenario | learners | buffer seats | nodes | unschedulable | USD per hour |",
+        "|---|---|---:|---:|---|---:|---:|",
+    ]
+    for lab, lab_plan in sorted(result["labs"].items()):
+        for s in lab_plan["scenarios"]:
+            name = s["name"]
+            if rows is not None and not (
+                name in rows or (name.startswith(SUMMARY_PREFIX) and name.endswith(SUMMARY_SUFFIX))
+            ):
+                continue
+            refused = str(s["unschedulable"]) + (f" ({s['reason']})" if s["reason"] else "")
+            cells = [lab, name, str(s["learners"]), str(s["bufferSeats"]), _nodes(s), refused, usd(s["costPerHour"])]
+            lines.append(f"| {' | '.join(cells)} |")
+    return lines
+
+
+def summary_table(result: dict[str, Any]) -> list[str]:
+    return table(result, SUMMARY_ROWS)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tools import render  # imported here: render imports this module for its summary
+
+    parser = argparse.ArgumentParser(prog="python -m tools.plan", description=__doc__.splitlines()[0])
+    parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml beside Pulumi.yaml) or path of a stack file")
+    parser.add_argument("--out", required=True, type=Path, help="directory to render into and write plan.json to")
+    args = parser.parse_args(argv)
+    status = render.main([args.stack, "--out", str(args.out)])
+    if status != 0:
+        return status
+    if not (args.out / PLAN).exists():  # the render printed why
+        return 1
+    print("\n".join(table(json.loads((args.out / PLAN).read_text()))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
