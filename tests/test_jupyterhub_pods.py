@@ -4,6 +4,7 @@ on an MPS lab the one UID the lab's MPS daemon serves."""
 
 import functools
 import importlib
+import json
 from importlib.metadata import entry_points
 
 import pytest
@@ -156,3 +157,19 @@ def test_the_outputs_name_the_hubs_address_its_profiles_and_what_each_learner_po
 def test_the_hub_waits_for_a_new_gpu_node_as_long_as_a_class_warms_one_up(stack):
     # JupyterHub's Spawner gives up after 60 s by default and the chart after 300 s: less than a cold GPU node takes.
     assert _config(stack).KubeSpawner.start_timeout >= seconds(DEFAULT_WARMUP)
+
+
+def _scheduling(spec: dict) -> tuple:
+    """What decides where a pod runs and how much of a node it takes: node selector, tolerations, requests."""
+    (container,) = spec["containers"]
+    requests = {key: quantity(str(value)) for key, value in container["resources"]["requests"].items()}
+    tolerations = sorted(json.dumps(t, sort_keys=True) for t in spec.get("tolerations") or [])
+    return spec.get("nodeSelector"), tolerations, requests
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_the_hubs_learner_pods_are_the_learners_the_planner_schedules(stack):
+    # The planner (planner/) places labs.<lab>.learnerPodSpec; the hub must start pods it would place the same way.
+    labs = rendered(stack).run.outputs["labs"]
+    for lab_name, pod in _pods(stack).items():
+        assert _scheduling(pod["spec"]) == _scheduling(labs[lab_name]["learnerPodSpec"]), lab_name
