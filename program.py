@@ -8,6 +8,8 @@ import pulumi
 import config
 from components.cluster import Cluster
 from components.discovery_tags import DiscoveryTags
+from components.jupyterhub.hub import Hub
+from components.jupyterhub.profiles import profile_list
 from components.karpenter.ami import check_ami_releases
 from components.karpenter.class_seats import ClassSeats
 from components.karpenter.class_seats_manifests import classes_output
@@ -56,6 +58,14 @@ def build(stack: config.StackConfig) -> None:
         if lab.classes:
             ClassSeats(lab_name, lab, karpenter=karpenter, provider=cluster.provider)
 
+    if settings.jupyterhub:
+        hub = Hub("jupyterhub", settings.jupyterhub, settings.labs, cluster, stack.jupyterhub_client_secret)
+        # The address learners open; the load balancer's own DNS name is known only once the Service has one.
+        pulumi.export(
+            "jupyterhub",
+            {"address": hub.address, "profiles": [p["slug"] for p in profile_list(settings.labs)]},
+        )
+
     pulumi.export("clusterName", cluster.cluster_name)
     pulumi.export("kubeconfig", cluster.kubeconfig)
     pulumi.export("nodeRoleName", node_role.role_name)
@@ -68,6 +78,8 @@ def build(stack: config.StackConfig) -> None:
                 "nodePool": pools[name].node_pool_name,
                 "slicesPerGpu": lab.slices_per_gpu,
                 "learnerSeats": lab.learner_seats,
+                "learnerCpu": lab.learner_requests["cpu"],
+                "learnerMemory": lab.learner_requests["memory"],
                 **lab.learner_share.as_output(),
                 "cost": lab.cost.as_output(),
                 # What the planner (planner/) schedules: a learner's pod, and each class's buffer and warm seats.

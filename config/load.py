@@ -8,15 +8,18 @@ import json
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 from pydantic import BaseModel, ValidationError
 
 from config.fields import FieldProblem
+from config.jupyterhub import CLIENT_SECRET_KEY, NEEDS_CLIENT_SECRET
 from config.keys import NAMESPACE, key_problems
 from config.model import Settings
+
+_SET_SECRET = f"set it with `pulumi config set --secret {NAMESPACE}:{CLIENT_SECRET_KEY} <secret>`"
 
 
 class ConfigError(Exception):
@@ -33,21 +36,44 @@ class StackConfig:
 
     settings: Settings
     region: str
+    # The OAuth client secret of gpulab:jupyterhub's sign-in, from the Pulumi secret gpulab:jupyterhubClientSecret;
+    # the program passes it on only as a Pulumi secret.
+    jupyterhub_client_secret: str | None = field(default=None, repr=False)
 
 
 def parse(values: Mapping[str, Any], region: str | None) -> StackConfig:
-    """Validates the `gpulab:` keys (without their namespace prefix) and the region; raises ConfigError."""
+    """Validates the `gpulab:` keys (without their namespace prefix) and the region; raises ConfigError.
+
+    `values` may hold the client secret (jupyterhubClientSecret), which is checked apart from the settings."""
     lines = []
     if not region:
         lines.append("aws:region: required; the AWS region this stack deploys to, e.g. eu-west-1")
+    values = dict(values)
+    client_secret = values.pop(CLIENT_SECRET_KEY, None)
     try:
-        settings = Settings.model_validate(dict(values))
+        settings = Settings.model_validate(values)
     except ValidationError as error:
         lines[:0] = [f"{NAMESPACE}:{_path(e)}: {_message(e)}" for e in error.errors()]
+    else:
+        lines += _client_secret_problems(settings, client_secret)
     if lines:
         raise ConfigError(lines)
     assert region is not None
-    return StackConfig(settings=settings, region=region)
+    return StackConfig(settings=settings, region=region, jupyterhub_client_secret=client_secret)
+
+
+def _client_secret_problems(settings: Settings, client_secret: Any) -> list[str]:
+    key = f"{NAMESPACE}:{CLIENT_SECRET_KEY}"
+    auth = settings.jupyterhub.auth.type if settings.jupyterhub else None
+    if auth in NEEDS_CLIENT_SECRET:
+        if not isinstance(client_secret, str) or not client_secret:
+            return [
+                f"{key}: required with gpulab:jupyterhub.auth.type {auth}: the OAuth app's client secret; {_SET_SECRET}"
+            ]
+        return []
+    if client_secret is not None:
+        return [f"{key}: only used with gpulab:jupyterhub.auth.type github or oidc; remove it"]
+    return []
 
 
 def load() -> StackConfig:
@@ -57,6 +83,9 @@ def load() -> StackConfig:
     prefix = f"{NAMESPACE}:"
     values = {key[len(prefix) :]: _decode(raw) for key, raw in everything.items() if key.startswith(prefix)}
     lines = key_problems(everything)
+    secret_key = f"{prefix}{CLIENT_SECRET_KEY}"
+    if secret_key in everything and not pulumi.runtime.config.is_config_secret(secret_key):
+        lines.append(f"{secret_key}: must be a Pulumi secret, not plain text in the stack file; {_SET_SECRET}")
     try:
         stack = parse(values, pulumi.Config("aws").get("region"))
     except ConfigError as error:
@@ -115,12 +144,16 @@ def _message(error: Mapping[str, Any]) -> str:
         return str(ctx["error"])
     if kind in _KINDS:
         return f"must be {_KINDS[kind]}, got {_describe(value)}"
-    if kind in ("dict_type", "model_type"):
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
         return f"must be {_MAPPING}, got {_describe(value)}"
     if kind == "literal_error":
         return f"must be one of {ctx['expected']}, got {_describe(value)}"
     if kind == "too_short":
         return "must not be empty"
+    if kind == "union_tag_invalid":
+        return f"type must be one of {ctx['expected_tags']}, got {ctx['tag']!r}"
+    if kind == "union_tag_not_found":
+        return f"needs the key {ctx['discriminator']}, which says which kind it is"
     return error["msg"]
 
 
@@ -159,6 +192,9 @@ def _walk(loc: tuple) -> tuple[list[str | int], Any]:
     for part in loc:
         if part == "[key]":
             continue
+        if part in (choices := _tagged_choices(node)):  # pydantic names the member of a tagged union it chose
+            node = choices[part]
+            continue
         if isinstance(node, type) and issubclass(node, BaseModel):
             field = next(((n, f) for n, f in node.model_fields.items() if part in (n, f.alias)), None)
             keys.append(field[1].alias or field[0] if field else part)
@@ -170,6 +206,19 @@ def _walk(loc: tuple) -> tuple[list[str | int], Any]:
 
 
 def _unwrap(annotation: Any) -> Any:
-    while typing.get_origin(annotation) in (typing.Annotated, types.UnionType):
-        annotation = typing.get_args(annotation)[0]
-    return annotation
+    """The type a key holds: `X` of `Annotated[X, ...]` and of `X | None`; a union of several models stays whole."""
+    while True:
+        origin = typing.get_origin(annotation)
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if origin is typing.Annotated or (origin is types.UnionType and len(members) == 1):
+            annotation = typing.get_args(annotation)[0]
+        else:
+            return annotation
+
+
+def _tagged_choices(node: Any) -> dict[str, Any]:
+    """A union of models told apart by their `type` key (e.g. gpulab:jupyterhub.auth): each model by its tag."""
+    if typing.get_origin(node) is not types.UnionType:
+        return {}
+    members = [m for m in typing.get_args(node) if isinstance(m, type) and issubclass(m, BaseModel)]
+    return {typing.get_args(m.model_fields["type"].annotation)[0]: m for m in members if "type" in m.model_fields}

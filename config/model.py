@@ -65,6 +65,7 @@ from config.fields import (
     unique,
 )
 from config.instance_types import GPU_INSTANCE_TYPES
+from config.jupyterhub import JupyterHub, NotebookImage, hub_has_its_labs
 from config.limits import (
     STACK_DEVICE_PLUGIN,
     cpu_limit_holds_a_node,
@@ -378,6 +379,14 @@ class Lab(Model):
     ) = Field(
         default=None, description="Cap in USD on the lab's cost ceiling per hour at reference prices (docs/cost.md)."
     )
+    notebook_image: NotebookImage | None = Field(
+        default=None,
+        description="Image of learners' notebook servers when gpulab:jupyterhub is set; it must run "
+        "jupyterhub-singleuser. The lab's nodes pre-pull it (docs/jupyterhub.md).",
+    )
+    on_spawn_page: bool = Field(
+        default=True, description="Offer the lab on JupyterHub's spawn page (when gpulab:jupyterhub is set)."
+    )
 
     @property
     def learner_share(self) -> LearnerShare:
@@ -403,6 +412,12 @@ class Lab(Model):
             "cpu": self.learner_pod.cpu or share_text("cpu", share),
             "memory": self.learner_pod.memory or share_text("memory", share),
         }
+
+    @property
+    def node_images(self) -> list[str]:
+        """What the lab's nodes pull as they boot: prepullImages, and the notebook image learners start."""
+        extra = [self.notebook_image] if self.notebook_image and self.notebook_image not in self.prepull_images else []
+        return [*self.prepull_images, *extra]
 
     def warm_seats(self, lab_class: LabClass) -> int:
         return lab_class.warm_seats or self.learner_seats
@@ -505,6 +520,11 @@ class Settings(Model):
     karpenter: Karpenter = Field(default_factory=Karpenter, description="The Karpenter controller.")
     nvidia_device_plugin: NvidiaDevicePlugin = Field(
         default_factory=NvidiaDevicePlugin, validate_default=True, description="The NVIDIA device plugin."
+    )
+    jupyterhub: Annotated[JupyterHub | None, AfterValidator(hub_has_its_labs)] = Field(
+        default=None,
+        validate_default=True,
+        description="JupyterHub with one profile per lab; absent, no JupyterHub is installed (docs/jupyterhub.md).",
     )
 
     @model_validator(mode="wrap")

@@ -8,6 +8,7 @@ NVIDIA_DEVICE_PLUGIN_CHART_REPOSITORY = "https://nvidia.github.io/k8s-device-plu
 
 # jupyterhub/zero-to-jupyterhub-k8s, chart jupyterhub (JupyterHub 5.5.0); tools/upstream.py fetches its reference data.
 JUPYTERHUB_CHART_VERSION = "4.4.0"
+JUPYTERHUB_CHART_REPOSITORY = "https://hub.jupyter.org/helm-chart/"
 
 # EKS add-ons, pinned so that the DaemonSets on every node, and what they request of it (config/daemonsets.py), do not
 # follow whatever version EKS or pulumi-eks picks on the day of a `pulumi up`. pulumi-eks 4.4.0 creates the kube-proxy
@@ -40,3 +41,8 @@ POD_IDENTITY_AGENT_ADDON_VERSION = "v1.3.9-eksbuild.1"
 # version a public source names; later chart tags exist (v1.7.0, 2026-08-04), their add-on versions are unconfirmed.
 # Its configuration accepts dcgmAgent.tolerations (charts/configuration.schema.json, from v1.6.0 on).
 NODE_MONITORING_AGENT_ADDON_VERSION = "v1.6.1-eksbuild.1"
+# The version AWS marked defaultVersion of the aws-ebs-csi-driver add-on for Kubernetes 1.36 on 2026-09-21
+# (mitodl/ol-infrastructure pull request #5959, "Bump the EBS CSI driver addon to v1.66.0-eksbuild.1"), built from
+# kubernetes-sigs/aws-ebs-csi-driver v1.66.0. Its compatibility with each Kubernetes version above is not confirmed
+# here; EKS refuses an incompatible one at CreateAddon, and gpulab:jupyterhub.ebsCsiDriverVersion overrides it.
+EBS_CSI_DRIVER_ADDON_VERSION = "v1.66.0-eksbuild.1"

@@ -30,6 +30,13 @@ EKS_COMPONENT = "eks:index:Cluster"
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
 IAM_ROLE = "aws:iam/role:Role"
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+
+# The zero-to-jupyterhub chart, and the authenticators that let anyone in: JupyterHub's DummyAuthenticator by its
+# entry point name and import path (jupyterhub 5.5.0 entry points). The chart's own default is `dummy`
+# (values.yaml hub.config.JupyterHub.authenticator_class), so a release that names none lets anyone in too.
+JUPYTERHUB_CHART = "jupyterhub"
+NO_SIGN_IN_AUTHENTICATORS = frozenset({"dummy", "jupyterhub.auth.DummyAuthenticator"})
 
 # Mirrors of components/labels.py.
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -344,6 +351,27 @@ def eks_deletion_protection_in_production(resource_type: str, props: Mapping[str
     ]
 
 
+def jupyterhub_sign_in_in_production(resource_type: str, props: Mapping[str, Any], stack: str) -> list[str]:
+    """A production JupyterHub has a real authenticator: not the dummy one, which lets anyone in under any name.
+
+    Every learner who signs in may take a GPU slice and run any code on a lab node, so a hub that asks nobody who they
+    are gives the labs' GPUs to whoever finds its address. gpulab writes the dummy authenticator only when the stack
+    says `gpulab:jupyterhub.auth.type: dummy`, for a private test stack; never in production.
+    """
+    if resource_type != HELM_RELEASE or not is_production(stack):
+        return []
+    if str(props.get("chart", "")).rstrip("/").rsplit("/", 1)[-1] != JUPYTERHUB_CHART:
+        return []
+    hub_config = _mapping(_mapping(_mapping(props.get("values")).get("hub")).get("config"))
+    authenticator = _mapping(hub_config.get("JupyterHub")).get("authenticator_class", "dummy")
+    if authenticator in NO_SIGN_IN_AUTHENTICATORS:
+        return [
+            f"values.hub.config.JupyterHub.authenticator_class is {authenticator!r} in production stack {stack!r}: "
+            "anyone could sign in and use the GPUs; set gpulab:jupyterhub.auth to github, oidc or lti13"
+        ]
+    return []
+
+
 def log_group_retention(resource_type: str, props: Mapping[str, Any], stack: str) -> list[str]:
     """Every CloudWatch log group expires its events: retentionInDays is set and not 0.
 
@@ -400,6 +428,7 @@ RULES: dict[str, Rule] = {
     "nodepool-max-hourly-cost": nodepool_within_max_hourly_cost,
     "eks-endpoint-not-open-in-production": eks_endpoint_not_open_in_production,
     "eks-deletion-protection-in-production": eks_deletion_protection_in_production,
+    "jupyterhub-sign-in-in-production": jupyterhub_sign_in_in_production,
     "log-group-retention": log_group_retention,
     "pod-identity-trust-scoped": pod_identity_trust_scoped,
 }

@@ -165,3 +165,49 @@ def device_plugin_problems(run: harness.Run, objects: Objects, manifests: Object
                 )
     every_pool_node = [node for nodes in pools.values() for node in nodes]
     return problems + _placement_problems("the device plugin", pod, every_pool_node, system_nodes(run))
+
+
+# The jupyterhub chart's own pods (zero-to-jupyterhub-k8s 4.4.0 templates): they belong on the system nodes.
+HUB_DEPLOYMENTS = ("hub", "proxy", "user-scheduler")
+
+
+def hub_problems(run: harness.Run, objects: Objects, manifests: Objects) -> list[str]:
+    """The jupyterhub release: its pods on the system nodes only, learners packed by GPU slices too, no placeholders
+    or image pullers, the hub's database on the encrypted gp3 StorageClass, HTTPS only at the load balancer."""
+    problems = []
+    pools = [node for nodes in lab_nodes(manifests).values() for node in nodes]
+    for name in HUB_DEPLOYMENTS:
+        pod = _one(objects, "Deployment", "a JupyterHub component", name=name)["spec"]["template"]["spec"]
+        problems += _placement_problems(f"the {name} pod", pod, system_nodes(run), pools)
+
+    config = yaml.safe_load(
+        _one(objects, "ConfigMap", "the user-scheduler", name="user-scheduler")["data"]["config.yaml"]
+    )
+    fit = [
+        p["args"]["scoringStrategy"]
+        for profile in config["profiles"]
+        for p in profile.get("pluginConfig", [])
+        if p["name"] == "NodeResourcesFit"
+    ]
+    if [(s["type"], GPU_RESOURCE in {r["name"] for r in s["resources"]}) for s in fit] != [("MostAllocated", True)]:
+        problems.append(f"the user-scheduler does not pack learners by {GPU_RESOURCE} (MostAllocated): {fit}")
+
+    unwanted = [o["metadata"]["name"] for o in objects if o["kind"] in ("StatefulSet", "DaemonSet")]
+    if unwanted:
+        problems.append(f"user placeholders or image pullers are installed: {unwanted}")
+
+    (claim,) = [o for o in objects if o["kind"] == "PersistentVolumeClaim"]
+    classes = {m["metadata"]["name"]: m for m in manifests if m["kind"] == "StorageClass"}
+    wanted = classes.get(claim["spec"].get("storageClassName"))
+    if wanted is None:
+        problems.append(
+            f"the hub's database claims StorageClass {claim['spec'].get('storageClassName')!r}, not the stack's"
+        )
+    elif (wanted.get("volumeBindingMode"), wanted["parameters"].get("encrypted")) != ("WaitForFirstConsumer", "true"):
+        problems.append(f"StorageClass {wanted['metadata']['name']} is not encrypted with WaitForFirstConsumer")
+
+    public = _one(objects, "Service", "the proxy's public Service", name="proxy-public")
+    ports = [(p["port"], p["targetPort"]) for p in public["spec"]["ports"]]
+    if public["spec"]["type"] != "LoadBalancer" or ports != [(443, "http")]:
+        problems.append(f"proxy-public is a {public['spec']['type']} with ports {ports}, not HTTPS (443) only")
+    return problems

@@ -15,6 +15,16 @@ def lab(instance_types: list[str], slices: int, max_gpus: int = 2, **extra: Any)
     } | extra
 
 
+NOTEBOOK_IMAGE = "quay.io/jupyter/pytorch-notebook:cuda12-a4c8c5467c74"
+HUB: dict[str, Any] = {
+    "host": "hub.example.edu",
+    "loadBalancer": {
+        "subnetIds": ["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"],
+        "certificateArn": "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9",
+    },
+    "auth": {"type": "github", "clientId": "Iv1.0123456789abcdef", "allowedOrganizations": ["example-org:teachers"]},
+}
+
 SYNTHETIC: dict[str, dict[str, Any]] = {
     "mixed": stack_values(
         **{
@@ -74,6 +84,21 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
                 # The longest lab name allowed: every object name derived from it must still fit.
                 "l" * 63: lab(["g5.xlarge"], 1, classes=[{"schedule": "30 13 1-28 * *", "duration": "1h"}]),
             }
+        }
+    ),
+    # JupyterHub over an MPS lab, a time-sliced lab with learner requests in decimal units, a lab off the spawn page;
+    # GitHub sign-in (its client secret a Pulumi secret) and a home volume per learner.
+    "jupyterhub": stack_values(
+        **{
+            "gpulab:labs": {
+                "isolated": lab(
+                    ["g4dn.xlarge", "g6.xlarge"], 4, max_gpus=8, sharing="mps", notebookImage=NOTEBOOK_IMAGE
+                ),
+                "turns": lab(["g4dn.xlarge"], 3, notebookImage=NOTEBOOK_IMAGE, learnerPod={"cpu": "1", "memory": "4G"}),
+                "staff-only": lab(["g5.xlarge"], 1, onSpawnPage=False),
+            },
+            "gpulab:jupyterhub": {**HUB, "homes": "perLearner", "culling": {"idleTimeout": "45m"}},
+            "gpulab:jupyterhubClientSecret": {"secure": "v1:c3RhbmQtaW4="},
         }
     ),
     # Karpenter and the device plugin outside their default namespaces, a smoke workload, two system instance types.

@@ -5,9 +5,16 @@ import copy
 import pytest
 import yaml
 
+from components.jupyterhub.hub import RELEASE as JUPYTERHUB
 from components.karpenter.controller import RELEASE as KARPENTER
 from components.nvidia.device_plugin import RELEASE as DEVICE_PLUGIN
-from tests.chart_checks import controller_problems, device_plugin_problems, mps_daemon_problems, profile_replicas
+from tests.chart_checks import (
+    controller_problems,
+    device_plugin_problems,
+    hub_problems,
+    mps_daemon_problems,
+    profile_replicas,
+)
 from tests.rendered import BASE_STACK, STACKS, load_objects, rendered
 
 # The suite's slowest part, on its own: `make test-charts` (pytest -m charts).
@@ -30,6 +37,50 @@ def test_the_device_plugin_gives_each_labs_nodes_the_labs_slices_and_runs_on_lab
 def test_the_mps_control_daemon_runs_on_the_nodes_of_mps_labs_and_on_no_other_node(stack):
     r = rendered(stack)
     assert mps_daemon_problems(r.run, r.chart(DEVICE_PLUGIN), r.manifests()) == []
+
+
+HUB_STACKS = [name for name, values in STACKS.items() if "gpulab:jupyterhub" in values]
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_jupyterhub_runs_on_system_nodes_packs_learners_by_gpu_and_serves_https_only(stack):
+    r = rendered(stack)
+    assert hub_problems(r.run, r.chart(JUPYTERHUB), r.manifests()) == []
+
+
+def _hub_retemplated(change):
+    r = rendered("staging")
+    values = copy.deepcopy(dict(r.release(JUPYTERHUB).values))
+    change(values)
+    return r, load_objects(r.template(JUPYTERHUB, values))
+
+
+def test_a_hub_that_may_run_anywhere_is_caught_on_lab_nodes():
+    def anywhere(values):
+        values["hub"].update(nodeSelector=None, tolerations=[{"operator": "Exists"}])
+
+    r, objects = _hub_retemplated(anywhere)
+    problems = hub_problems(r.run, objects, r.manifests())
+    assert problems and all(p.startswith("the hub pod can schedule on intro/") for p in problems)
+
+
+def test_the_charts_default_packing_which_ignores_gpus_is_caught():
+    r, objects = _hub_retemplated(lambda values: values["scheduling"]["userScheduler"].pop("pluginConfig"))
+    (problem,) = hub_problems(r.run, objects, r.manifests())
+    assert problem.startswith("the user-scheduler does not pack learners by nvidia.com/gpu")
+
+
+def test_placeholders_and_a_plain_http_port_are_caught():
+    def defaults(values):
+        values["scheduling"]["userPlaceholder"]["enabled"] = True
+        values["proxy"]["service"]["disableHttpPort"] = False
+
+    r, objects = _hub_retemplated(defaults)
+    problems = hub_problems(r.run, objects, r.manifests())
+    assert problems == [
+        "user placeholders or image pullers are installed: ['user-placeholder']",
+        "proxy-public is a LoadBalancer with ports [(443, 'http'), (80, 'http')], not HTTPS (443) only",
+    ]
 
 
 def test_some_rendered_stack_has_an_mps_lab_beside_labs_that_do_not_use_mps():

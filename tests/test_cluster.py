@@ -6,6 +6,7 @@ import re
 import pytest
 
 from config.versions import (
+    EBS_CSI_DRIVER_ADDON_VERSION,
     KUBE_PROXY_ADDON_VERSIONS,
     NODE_MONITORING_AGENT_ADDON_VERSION,
     POD_IDENTITY_AGENT_ADDON_VERSION,
@@ -61,6 +62,8 @@ def test_every_eks_addon_the_stack_installs_runs_a_pinned_version(stack):
         "eks-node-monitoring-agent": NODE_MONITORING_AGENT_ADDON_VERSION,
         "kube-proxy": KUBE_PROXY_ADDON_VERSIONS[eks["version"]],
         "vpc-cni": VPC_CNI_ADDON_VERSION,
+        # The EBS CSI driver comes with JupyterHub (components/jupyterhub/hub.py).
+        **({"aws-ebs-csi-driver": EBS_CSI_DRIVER_ADDON_VERSION} if run.stack.settings.jupyterhub else {}),
     }
     assert all(EKS_ADDON_VERSION.fullmatch(v) for v in versions.values()), versions
     # kube-proxy is built per Kubernetes minor version and must match the control plane's.

@@ -22,15 +22,26 @@ MAPPING_KEYS = {"gpulab:labs": "<lab>"}
 
 
 def _unwrap(annotation: typing.Any) -> typing.Any:
-    """The type under Annotated[...] and `X | None`."""
+    """The type under Annotated[...] and `X | None`; a union of several models (gpulab:jupyterhub.auth) stays whole."""
     while True:
         origin = typing.get_origin(annotation)
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
         if origin is typing.Annotated:
             annotation = typing.get_args(annotation)[0]
-        elif origin in (types.UnionType, typing.Union):
-            annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+        elif origin in (types.UnionType, typing.Union) and len(members) == 1:
+            annotation = members[0]
         else:
             return annotation
+
+
+def _union_keys(node: typing.Any, prefix: str) -> dict[str, bool]:
+    """The keys of a union of models, each told apart by its `type`: every member's keys, required when every member
+    that has the key requires it."""
+    found: dict[str, list[bool]] = {}
+    for member in typing.get_args(node):
+        for key, required in model_keys(member, prefix).items():
+            found.setdefault(key, []).append(required)
+    return {key: all(required) for key, required in found.items()}
 
 
 def model_keys(model: type[BaseModel], prefix: str) -> dict[str, bool]:
@@ -52,6 +63,8 @@ def model_keys(model: type[BaseModel], prefix: str) -> dict[str, bool]:
                 break
         if isinstance(node, type) and issubclass(node, BaseModel):
             keys.update(model_keys(node, f"{path}."))
+        elif typing.get_origin(node) in (types.UnionType, typing.Union):
+            keys.update(_union_keys(node, f"{path}."))
     return keys
 
 
@@ -89,6 +102,9 @@ def test_the_walk_reaches_every_kind_of_key():
     assert keys["gpulab:labs.<lab>.classes[].schedule"] is True
     assert keys["gpulab:labs.<lab>.disruption.budgets[].nodes"] is True
     assert keys["gpulab:nvidiaDevicePlugin.resources.memory"] is False
+    # A union of models: every member's keys (GitHub's and OIDC's here).
+    assert keys["gpulab:jupyterhub.auth.allowedOrganizations"] is False
+    assert keys["gpulab:jupyterhub.auth.tokenUrl"] is True
 
 
 def test_an_undocumented_field_fails():

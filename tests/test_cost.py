@@ -117,7 +117,12 @@ def test_ceiling_bounds_what_the_nodepool_limit_lets_karpenter_run_of_any_one_ty
 
 
 def _labs_only(values):
-    return {key.removeprefix("gpulab:"): value for key, value in values.items() if key.startswith("gpulab:")}
+    # JupyterHub's keys (its client secret is a Pulumi secret, which parse() does not see as one) are not the labs'.
+    return {
+        key.removeprefix("gpulab:"): value
+        for key, value in values.items()
+        if key.startswith("gpulab:") and not key.startswith("gpulab:jupyterhub")
+    }
 
 
 # --- maxHourlyCost ------------------------------------------------------------------------------------------------

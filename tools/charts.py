@@ -155,6 +155,28 @@ def chart_folder(release: Release, helm: Path) -> Path:
     return _pull(release, helm)
 
 
+# Values a chart makes up at random when its `lookup` of its own earlier Secret finds no cluster, as in helm template:
+# on a cluster it finds them and keeps them. Stand-ins make charts/ the same on every render (jupyterhub 4.4.0,
+# templates/hub/_helpers-passwords.tpl: the cookie secret, the proxy's token and the auth-state key).
+RENDER_STAND_INS: dict[str, dict[str, Any]] = {
+    "jupyterhub": {
+        "hub": {"cookieSecret": "0" * 64, "config": {"CryptKeeper": {"keys": ["0" * 64]}}},
+        "proxy": {"secretToken": "0" * 64},
+    }
+}
+
+
+def _merged(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """`top` over `base`, maps merged key by key as Helm merges values files."""
+    merged = dict(base)
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _merged(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
 def template(
     release: Release, kubernetes_version: str, helm: Path, chart: Path, values: Mapping[str, Any] | None = None
 ) -> str:
@@ -168,7 +190,8 @@ def template(
     command += ["--kube-version", f"v{kubernetes_version}.0", "--values", "-", "--skip-tests"]
     if not release.skip_crds:
         command.append("--include-crds")
-    payload = json.dumps(release.values if values is None else values)  # JSON is YAML
+    stand_ins = RENDER_STAND_INS.get(release.chart_name, {})
+    payload = json.dumps(_merged(stand_ins, release.values if values is None else values))  # JSON is YAML
     done = subprocess.run(command, input=payload, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         # helm's reason, without its advice to rerun with --debug.

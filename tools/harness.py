@@ -8,7 +8,7 @@ answer with realistic outputs (ARNs, names, a kubeconfig) so that values derived
 import asyncio
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,13 +83,25 @@ def normalise(value: Any) -> Any:
     """Inputs as the program passed them, in a form that compares and serialises stably."""
     if isinstance(value, Mapping):
         if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
-            return SECRET
+            return _masked(value.get("value"))
         return {str(k): normalise(v) for k, v in sorted(value.items())}
     if isinstance(value, list | tuple):
         return [normalise(v) for v in value]
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
+
+
+def _masked(value: Any) -> Any:
+    """A secret as the render shows it: "[secret]" for every value, the shape of a map or list kept (a Secret's
+    stringData stays a map of its keys), so that the object still reads as the kind it is."""
+    if isinstance(value, Mapping) and value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+        return _masked(value.get("value"))
+    if isinstance(value, Mapping):
+        return {str(k): _masked(v) for k, v in sorted(value.items())}
+    if isinstance(value, list | tuple):
+        return [_masked(v) for v in value]
+    return SECRET
 
 
 def _suffix(name: str) -> str:
@@ -211,21 +223,40 @@ class _Monitor(pulumi_mocks.MockMonitor):
         return response
 
 
+# What a render passes for a secret of the stack file (`key: {secure: <ciphertext>}`): it has no Pulumi CLI to decrypt
+# it with, and a secret never reaches the render anyway.
+ENCRYPTED = "[encrypted]"
+
+
 def config_from_stack_file(document: Mapping[str, Any]) -> dict[str, str]:
-    """The `config:` block of a stack file as the Pulumi CLI hands it to a program: structured values as JSON text."""
+    """The `config:` block of a stack file as the Pulumi CLI hands it to a program: structured values as JSON text,
+    and secrets as a stand-in (run() tells the program they are secrets, as the CLI does)."""
     values = document.get("config") or {}
-    return {key: value if isinstance(value, str) else json.dumps(value) for key, value in values.items()}
+    return {
+        key: ENCRYPTED if _is_secure(value) else value if isinstance(value, str) else json.dumps(value)
+        for key, value in values.items()
+    }
+
+
+def _is_secure(value: Any) -> bool:
+    return isinstance(value, Mapping) and set(value) == {"secure"}
 
 
 # Every event loop of a run is made and closed by the run, so that the process ends without a traceback.
 @owned_event_loops()
-def run(stack_name: str, stack_config: Mapping[str, str]) -> Run:
-    """Validates the configuration, then runs the program under mocks; raises config.ConfigError before registering."""
-    pulumi.runtime.set_all_config(dict(stack_config))
+def run(stack_name: str, stack_config: Mapping[str, str], secrets: Sequence[str] = ()) -> Run:
+    """Validates the configuration, then runs the program under mocks; raises config.ConfigError before registering.
+
+    `secrets` are keys the CLI would mark secret (`pulumi config set --secret`), besides the stack file's own."""
+    secret_keys = [*secrets, *(key for key, value in stack_config.items() if value == ENCRYPTED)]
+    pulumi.runtime.set_all_config(dict(stack_config), secret_keys)
     stack = config.load()
     mocks = _Mocks(stack.region)
     monitor = _Monitor(mocks)
     mocks.monitor = monitor
+    # set_mocks makes a root stack resource only when there is none: without this a run would export into the stack
+    # of the process's first run, whose outputs (a `jupyterhub` this stack has not) would stay in this run's.
+    pulumi.runtime.settings.set_root_resource(None)  # type: ignore[arg-type]
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack_name, preview=False, monitor=monitor)
     result = Run(stack=stack)
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from components.karpenter.manifests import node_pool
+from config.jupyterhub import JupyterHub
 from config.model import Cluster, Lab, LabClass
 from tools import cost_report, harness
 from tools.table import Column, markdown
@@ -76,6 +77,24 @@ CLASS_COLUMNS: tuple[Column[ClassItem], ...] = (
 )
 
 
+def _hub(run: harness.Run) -> JupyterHub:
+    hub = run.stack.settings.jupyterhub
+    assert hub is not None
+    return hub
+
+
+# Where learners sign in, how, and which labs they may start (docs/jupyterhub.md).
+HUB_ROWS: tuple[tuple[str, Callable[[harness.Run], str]], ...] = (
+    ("address", lambda run: run.outputs["jupyterhub"]["address"]),
+    ("sign-in", lambda run: _hub(run).auth.type),
+    ("load balancer", lambda run: f"{_hub(run).load_balancer.scheme}, HTTPS only, TLS ended there"),
+    ("spawn page", lambda run: ", ".join(run.outputs["jupyterhub"]["profiles"])),
+    ("idle servers stopped after", lambda run: _hub(run).culling.idle_timeout),
+    ("every server stopped after", lambda run: _hub(run).culling.max_age or "never"),
+    ("home directories", lambda run: _hub(run).homes),
+)
+
+
 def summary(run: harness.Run) -> list[str]:
     settings = run.stack.settings
     labs = list(settings.labs.items())
@@ -93,4 +112,10 @@ def summary(run: harness.Run) -> list[str]:
             "",
             *markdown(CLASS_COLUMNS, classes),
         ]
+    if settings.jupyterhub:
+        hub_columns: tuple[Column[tuple[str, Callable[[harness.Run], str]]], ...] = (
+            Column("jupyterhub", lambda row: row[0]),
+            Column("", lambda row: row[1](run)),
+        )
+        lines += ["", *markdown(hub_columns, HUB_ROWS)]
     return [*lines, "", *cost_report.table(run.outputs["labs"])]

@@ -75,7 +75,7 @@ def ec2_node_class(lab_name: str, lab: Lab, cluster_name: str, node_role: Any) -
             "httpTokens": "required",
         },
         "userData": node_user_data(
-            pod_pids_limit=lab.pod_pids_limit, prepull_images=lab.prepull_images, fast_image_pull=disk.fast_image_pull
+            pod_pids_limit=lab.pod_pids_limit, prepull_images=lab.node_images, fast_image_pull=disk.fast_image_pull
         ),
         "tags": {LAB_LABEL: lab_name},
     }

@@ -1,0 +1,195 @@
+"""Pure builder of the jupyterhub chart's values (zero-to-jupyterhub-k8s 4.4.0, values.yaml and
+files/hub/jupyterhub_config.py at that tag), from gpulab:jupyterhub and the labs.
+
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+from components.jupyterhub.profiles import profile_list
+from components.labels import GPU_RESOURCE, SYSTEM_NODE_LABEL, SYSTEM_NODE_SELECTOR, SYSTEM_NODE_VALUE
+from config import durations
+from config.classes import DEFAULT_WARMUP
+from config.jupyterhub import JupyterHub
+from config.model import Lab
+
+# The encrypted gp3 StorageClass of the hub's database and learners' homes (components/jupyterhub/hub.py).
+STORAGE_CLASS = "gpulab-encrypted-gp3"
+# The Kubernetes Secret with the OAuth client secret, and the variable the hub reads it from: OAuthenticator 17.4.0
+# falls back to OAUTH_CLIENT_SECRET when its own variable (GITHUB_CLIENT_SECRET for GitHub) is unset
+# (oauthenticator/oauth2.py, OAuthenticator._client_secret_default).
+CLIENT_SECRET_NAME = "jupyterhub-oauth-client"
+CLIENT_SECRET_ITEM = "client-secret"
+CLIENT_SECRET_ENV = "OAUTH_CLIENT_SECRET"
+# ltiauthenticator 1.6.3 registers no entry point name, so the hub loads it by its import path.
+LTI13_AUTHENTICATOR = "ltiauthenticator.lti13.auth.LTI13Authenticator"
+
+# The in-tree AWS load balancer of the Service (kubernetes/cloud-provider-aws pkg/providers/v1/aws.go, which EKS runs;
+# the annotations of z2jh 4.4.0 docs/source/administrator/security.md, "Off-loading SSL to a Load Balancer"): a
+# Classic Load Balancer that terminates TLS with the certificate and passes TCP on, so that websockets (the kernels)
+# work, with an idle timeout of an hour for quiet kernels.
+_LB = "service.beta.kubernetes.io/aws-load-balancer-"
+
+
+def load_balancer_annotations(hub: JupyterHub) -> dict[str, str]:
+    lb = hub.load_balancer
+    annotations = {
+        f"{_LB}ssl-cert": lb.certificate_arn,
+        f"{_LB}backend-protocol": "tcp",
+        f"{_LB}ssl-ports": "https",
+        f"{_LB}connection-idle-timeout": "3600",
+        f"{_LB}subnets": ",".join(lb.subnet_ids),
+        # Only the system nodes take the load balancer's traffic, so that GPU nodes coming and going never change
+        # its registered instances.
+        f"{_LB}target-node-labels": f"{SYSTEM_NODE_LABEL}={SYSTEM_NODE_VALUE}",
+    }
+    if lb.scheme == "internal":
+        annotations[f"{_LB}internal"] = "true"
+    return annotations
+
+
+def authenticator_config(hub: JupyterHub) -> dict[str, Any]:
+    """The chart's hub.config: the authenticator class and its settings (traitlets config sections)."""
+    auth = hub.auth
+    callback = f"https://{hub.host}/hub/oauth_callback"
+    if auth.type == "github":
+        github: dict[str, Any] = {
+            "client_id": auth.client_id,
+            "oauth_callback_url": callback,
+            "allowed_users": list(auth.allowed_users),
+            "allowed_organizations": list(auth.allowed_organizations),
+            "admin_users": list(auth.admin_users),
+        }
+        if auth.allowed_organizations:
+            # Private organization and team membership is visible only with this scope (GitHubOAuthenticator).
+            github["scope"] = ["read:org"]
+        return {"JupyterHub": {"authenticator_class": "github"}, "GitHubOAuthenticator": github}
+    if auth.type == "oidc":
+        generic: dict[str, Any] = {
+            "client_id": auth.client_id,
+            "oauth_callback_url": callback,
+            "authorize_url": auth.authorize_url,
+            "token_url": auth.token_url,
+            "userdata_url": auth.userdata_url,
+            "scope": list(auth.scope),
+            "username_claim": auth.username_claim,
+            "allowed_users": list(auth.allowed_users),
+            "admin_users": list(auth.admin_users),
+        }
+        if auth.allowed_groups:
+            # OAuthenticator 17: allowed_groups are JupyterHub groups, filled from the user's claims only with
+            # manage_groups; the userinfo response is kept in auth_state under oauth_user.
+            generic |= {
+                "allowed_groups": list(auth.allowed_groups),
+                "manage_groups": True,
+                "auth_state_groups_key": f"oauth_user.{auth.groups_claim}",
+            }
+        return {"JupyterHub": {"authenticator_class": "generic-oauth"}, "GenericOAuthenticator": generic}
+    if auth.type == "lti13":
+        lti: dict[str, Any] = {
+            "client_id": list(auth.client_ids),
+            "issuer": auth.issuer,
+            "authorize_url": auth.authorize_url,
+            "jwks_endpoint": auth.jwks_endpoint,
+            "username_key": auth.username_key,
+            "admin_users": list(auth.admin_users),
+        }
+        # JupyterHub 5 lets nobody in by default (Authenticator.allow_all is False): without an allow list, whoever
+        # the platform launches may sign in.
+        lti |= {"allowed_users": list(auth.allowed_users)} if auth.allowed_users else {"allow_all": True}
+        return {"JupyterHub": {"authenticator_class": LTI13_AUTHENTICATOR}, "LTI13Authenticator": lti}
+    # DummyAuthenticator lets anyone in under any name (allow_all defaults to True for it).
+    return {"JupyterHub": {"authenticator_class": "dummy"}}
+
+
+def culler(hub: JupyterHub) -> dict[str, Any]:
+    culling = hub.culling
+    return {
+        "enabled": True,
+        "timeout": durations.seconds(culling.idle_timeout),
+        "every": durations.seconds(culling.every),
+        # The chart reads 0 as no maximum age.
+        "maxAge": durations.seconds(culling.max_age) if culling.max_age else 0,
+    }
+
+
+def user_scheduler() -> dict[str, Any]:
+    """The chart's user-scheduler, on the system nodes, packing learners by GPU slices too.
+
+    Its default scoring (MostAllocated over cpu and memory, values.yaml scheduling.userScheduler.pluginConfig) leaves
+    the GPU out; a learner pod's CPU and memory are the seat's share, so a GPU weight is what makes the scheduler
+    fill a node's slices before it starts on another node, so that nodes empty and Karpenter's WhenEmpty
+    consolidation removes them. A pluginConfig list replaces the chart's, so it is written whole.
+    """
+    return {
+        "enabled": True,
+        "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+        "pluginConfig": [
+            {
+                "name": "NodeResourcesFit",
+                "args": {
+                    "scoringStrategy": {
+                        "type": "MostAllocated",
+                        "resources": [
+                            {"name": "cpu", "weight": 1},
+                            {"name": "memory", "weight": 1},
+                            {"name": GPU_RESOURCE, "weight": 1},
+                        ],
+                    }
+                },
+            }
+        ],
+    }
+
+
+def helm_values(hub: JupyterHub, labs: Mapping[str, Lab]) -> dict[str, Any]:
+    """The release's values. They hold no secret: the chart makes up the hub's cookie secret, the proxy's token and
+    the auth-state key on first install and finds them again in its own Secret on upgrades (`lookup`,
+    templates/hub/_helpers-passwords.tpl), and the OAuth client secret comes from a Secret of its own."""
+    hub_values: dict[str, Any] = {
+        "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+        "config": authenticator_config(hub),
+        "db": {
+            "type": "sqlite-pvc",
+            "pvc": {"storageClassName": STORAGE_CLASS, "storage": f"{hub.hub_database_size_gib}Gi"},
+        },
+    }
+    if hub.auth.type in ("github", "oidc"):
+        hub_values["extraEnv"] = {
+            CLIENT_SECRET_ENV: {"valueFrom": {"secretKeyRef": {"name": CLIENT_SECRET_NAME, "key": CLIENT_SECRET_ITEM}}}
+        }
+    storage: dict[str, Any] = {"type": "none"}
+    if hub.homes == "perLearner":
+        # One PVC per learner (claim-<user>), created by KubeSpawner on first start and kept when the server stops.
+        storage = {"type": "dynamic", "capacity": f"{hub.home_size_gib}Gi", "dynamic": {"storageClass": STORAGE_CLASS}}
+    return {
+        "hub": hub_values,
+        "proxy": {
+            "chp": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
+            # TLS ends at the load balancer; its HTTPS port reaches the proxy's HTTP port, and no plain-HTTP port
+            # is offered, so that sign-in cookies never cross the network in clear.
+            "https": {"enabled": True, "type": "offload"},
+            "service": {"type": "LoadBalancer", "annotations": load_balancer_annotations(hub), "disableHttpPort": True},
+        },
+        "scheduling": {
+            "userScheduler": user_scheduler(),
+            # Warm seats are the CapacityBuffers' job (class seats); placeholders would hold GPU slices all day.
+            "userPlaceholder": {"enabled": False},
+            # No gpulab node has the chart's hub.jupyter.org/node-purpose label: the preference would only add noise.
+            "userPods": {"nodeAffinity": {"matchNodePurpose": "ignore"}},
+        },
+        # Each lab's nodes pull its notebook image as they boot (EC2NodeClass user data); the chart's pullers would
+        # run on every GPU node and pull the chart's sample image.
+        "prePuller": {"hook": {"enabled": False}, "continuous": {"enabled": False}},
+        "singleuser": {
+            "profileList": profile_list(labs),
+            "storage": storage,
+            # The lab nodes' instance metadata already answers no pod (hop limit 1, IMDSv2 only: the policy pack's
+            # ec2nodeclass-hardening), so the chart's privileged iptables init container would only add a pull.
+            "cloudMetadata": {"blockWithIptables": False},
+            # A learner without a warm seat waits for a new GPU node and its notebook image: as long as a class's
+            # warmup allows for it, not the chart's 300 s, after which the hub gives up on the server.
+            "startTimeout": durations.seconds(DEFAULT_WARMUP),
+        },
+        "cull": culler(hub),
+    }

@@ -1,0 +1,175 @@
+"""Each lab's learner pod, built as the hub of the rendered jupyterhub release builds it (tests/hub_pods.py), for every
+stack with gpulab:jupyterhub: one slice, the GPU taint tolerated, the lab's nodes and no other, a seat's share, and
+on an MPS lab the one UID the lab's MPS daemon serves."""
+
+import functools
+import importlib
+import json
+from importlib.metadata import entry_points
+
+import pytest
+from traitlets.config import Config
+
+from components.jupyterhub.hub import RELEASE
+from components.jupyterhub.profiles import MPS_LEARNER_UID
+from components.labels import GPU_RESOURCE, GPU_TAINT
+from config.classes import DEFAULT_WARMUP
+from config.durations import seconds
+from config.limits import seat_share
+from config.node_capacity import quantity
+from tests.hub_pods import hub_config, learner_pod
+from tests.nodes import lab_nodes, system_nodes
+from tests.rendered import STACKS, rendered
+from tests.scheduling import tolerates, unschedulable_because
+
+HUB_STACKS = [name for name, values in STACKS.items() if "gpulab:jupyterhub" in values]
+
+
+@functools.cache
+def _config(stack: str) -> Config:
+    r = rendered(stack)
+    return hub_config(r.chart(RELEASE), r.run.stack.settings.jupyterhub.namespace)
+
+
+@functools.cache
+def _pods(stack: str) -> dict[str, dict]:
+    """Each profile's pod, for the learner `learner`."""
+    return {p["slug"]: learner_pod(_config(stack), p["slug"]) for p in _config(stack).KubeSpawner.profile_list}
+
+
+def _requests(pod: dict, key: str, which: str = "requests") -> list:
+    return [c["resources"].get(which, {}).get(key) for c in pod["spec"]["containers"]]
+
+
+def test_the_repository_stacks_and_a_synthetic_one_have_jupyterhub_with_an_mps_lab_among_them():
+    assert "staging" in HUB_STACKS
+    sharing = {lab.sharing for s in HUB_STACKS for lab in rendered(s).run.stack.settings.labs.values()}
+    assert {"mps", "timeSlicing"} <= sharing
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_the_hub_offers_one_profile_per_lab_on_the_spawn_page_and_none_other(stack):
+    labs = rendered(stack).run.stack.settings.labs
+    assert [p["slug"] for p in _config(stack).KubeSpawner.profile_list] == [
+        n for n, lab in labs.items() if lab.on_spawn_page
+    ]
+    assert rendered(stack).run.outputs["jupyterhub"]["profiles"] == list(_pods(stack))
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_each_learner_pod_requests_and_limits_exactly_one_gpu_slice(stack):
+    for lab_name, pod in _pods(stack).items():
+        asked = [quantity(str(q)) for q in _requests(pod, GPU_RESOURCE) if q is not None]
+        limited = [quantity(str(q)) for q in _requests(pod, GPU_RESOURCE, "limits") if q is not None]
+        assert (asked, limited) == ([1], [1]), lab_name
+        assert not [c for c in pod["spec"].get("initContainers") or [] if GPU_RESOURCE in str(c)], lab_name
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_each_learner_pod_tolerates_the_gpu_taint_and_lands_on_its_labs_nodes_and_no_other(stack):
+    r = rendered(stack)
+    pools = lab_nodes(r.manifests())
+    for lab_name, pod in _pods(stack).items():
+        spec = pod["spec"]
+        assert any(tolerates(t, GPU_TAINT) for t in spec["tolerations"]), lab_name
+        for node in pools[lab_name]:
+            assert unschedulable_because(spec, node) is None, node.name
+        elsewhere = [n for name, nodes in pools.items() if name != lab_name for n in nodes] + system_nodes(r.run)
+        assert all(unschedulable_because(spec, node) for node in elsewhere), lab_name
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_each_learner_pod_asks_for_the_labs_learner_requests_which_fit_a_seat(stack):
+    labs = rendered(stack).run.stack.settings.labs
+    for lab_name, pod in _pods(stack).items():
+        lab = labs[lab_name]
+        share = seat_share(lab.node_shares)
+        for which in ("requests", "limits"):
+            (cpu,) = _requests(pod, "cpu", which)
+            (memory,) = _requests(pod, "memory", which)
+            assert quantity(str(cpu)) == quantity(lab.learner_requests["cpu"]), (lab_name, which)
+            assert quantity(str(memory)) == quantity(lab.learner_requests["memory"]), (lab_name, which)
+            assert quantity(str(cpu)) * 1000 <= share.cpu_millis, lab_name
+            assert quantity(str(memory)) <= share.memory_mib * 2**20, lab_name
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_every_learner_of_an_mps_lab_runs_as_the_one_uid_its_mps_daemon_serves(stack):
+    labs = rendered(stack).run.stack.settings.labs
+    mps = [name for name in _pods(stack) if labs[name].sharing == "mps" and labs[name].slices_per_gpu > 1]
+    for lab_name in mps:
+        for user in ("ada", "grace"):
+            (container,) = learner_pod(_config(stack), lab_name, user)["spec"]["containers"]
+            assert container["securityContext"]["runAsUser"] == MPS_LEARNER_UID, (lab_name, user)
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_learner_pods_go_to_the_charts_user_scheduler(stack):
+    schedulers = {p["spec"]["schedulerName"] for p in _pods(stack).values()}
+    deployments = {o["metadata"]["name"] for o in rendered(stack).chart(RELEASE) if o["kind"] == "Deployment"}
+    assert len(schedulers) == 1
+    assert schedulers <= {f"{RELEASE}-{name}" for name in deployments}
+
+
+def _authenticator(name: str) -> type:
+    """JupyterHub's lookup of authenticator_class: an entry point name, else an import path."""
+    (found,) = [e for e in entry_points(group="jupyterhub.authenticators") if e.name == name] or [None]
+    if found:
+        return found.load()
+    module, _, cls = name.rpartition(".")
+    return getattr(importlib.import_module(module), cls)
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_the_authenticator_knows_every_setting_the_hub_gives_it(stack):
+    config = _config(stack)
+    cls = _authenticator(config.JupyterHub.authenticator_class)
+    section = config.get(cls.__name__, {})
+    settable = cls.class_traits(config=True)
+    assert sorted(set(section) - set(settable)) == []
+    assert (rendered(stack).run.stack.settings.jupyterhub.auth.type == "dummy") == (
+        cls.__name__ == "DummyAuthenticator"
+    )
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_the_idle_culler_runs_with_the_stacks_timeout_and_maximum_age(stack):
+    culling = rendered(stack).run.stack.settings.jupyterhub.culling
+    (service,) = [s for s in _config(stack).JupyterHub.services if s["name"] == "jupyterhub-idle-culler"]
+    arguments = dict(a.removeprefix("--").split("=", 1) for a in service["command"] if a.startswith("--") and "=" in a)
+    assert arguments["timeout"] == str(seconds(culling.idle_timeout))
+    assert arguments.get("max-age") == (str(seconds(culling.max_age)) if culling.max_age else None)
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_the_outputs_name_the_hubs_address_its_profiles_and_what_each_learner_pod_asks_for(stack):
+    r = rendered(stack)
+    hub = r.run.stack.settings.jupyterhub
+    assert r.run.outputs["jupyterhub"]["address"] == f"https://{hub.host}/"
+    for lab_name, pod in _pods(stack).items():
+        (cpu,), (memory,) = _requests(pod, "cpu"), _requests(pod, "memory")
+        output = r.run.outputs["labs"][lab_name]
+        assert quantity(output["learnerCpu"]) == quantity(str(cpu))
+        assert quantity(output["learnerMemory"]) == quantity(str(memory))
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_the_hub_waits_for_a_new_gpu_node_as_long_as_a_class_warms_one_up(stack):
+    # JupyterHub's Spawner gives up after 60 s by default and the chart after 300 s: less than a cold GPU node takes.
+    assert _config(stack).KubeSpawner.start_timeout >= seconds(DEFAULT_WARMUP)
+
+
+def _scheduling(spec: dict) -> tuple:
+    """What decides where a pod runs and how much of a node it takes: node selector, tolerations, requests."""
+    (container,) = spec["containers"]
+    requests = {key: quantity(str(value)) for key, value in container["resources"]["requests"].items()}
+    tolerations = sorted(json.dumps(t, sort_keys=True) for t in spec.get("tolerations") or [])
+    return spec.get("nodeSelector"), tolerations, requests
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_the_hubs_learner_pods_are_the_learners_the_planner_schedules(stack):
+    # The planner (planner/) places labs.<lab>.learnerPodSpec; the hub must start pods it would place the same way.
+    labs = rendered(stack).run.outputs["labs"]
+    for lab_name, pod in _pods(stack).items():
+        assert _scheduling(pod["spec"]) == _scheduling(labs[lab_name]["learnerPodSpec"]), lab_name
