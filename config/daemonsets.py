@@ -25,6 +25,7 @@ from config.instance_types import GPU_INSTANCE_TYPES
 from config.node_capacity import quantity
 from config.sharing import Sharing
 from config.versions import (
+    EBS_CSI_DRIVER_ADDON_VERSION,
     NODE_MONITORING_AGENT_ADDON_VERSION,
     POD_IDENTITY_AGENT_ADDON_VERSION,
     VPC_CNI_ADDON_VERSION,
@@ -239,12 +240,40 @@ EKS_ADDON_DAEMONSETS: tuple[AddonDaemonSet, ...] = (
 )
 
 
-def node_daemonsets(instance_type: str, sharing: Sharing, plugin: ContainerResources) -> list[DaemonSetRequests]:
-    """Every DaemonSet pod on a lab's node of this instance type, with its requests."""
+# The EBS CSI driver's node DaemonSet, which the aws-ebs-csi-driver add-on runs once gpulab:jupyterhub installs it
+# (components/jupyterhub/hub.py): it tolerates every taint (node.tolerateAllTaints: true) and so lands on every lab
+# node. Its containers request ebs-plugin 10m/40Mi (values.yaml node.resources) and node-driver-registrar and
+# liveness-probe 10m/32Mi each (templates/_node.tpl, the defaults without sidecar resources), in
+# kubernetes-sigs/aws-ebs-csi-driver v1.64.0 charts/aws-ebs-csi-driver, the newest tag read here: the chart of v1.66.0,
+# from which the pinned add-on version is built, was not available, nor how the add-on differs from the chart.
+EBS_CSI_NODE = AddonDaemonSet(
+    "ebs-csi-node",
+    f"EKS add-on aws-ebs-csi-driver {EBS_CSI_DRIVER_ADDON_VERSION}: kubernetes-sigs/aws-ebs-csi-driver v1.64.0 "
+    "charts/aws-ebs-csi-driver/values.yaml node.resources and templates/_node.tpl (sidecar defaults)",
+    {
+        "tolerations": TOLERATE_EVERYTHING,
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "affinity": _affinity(_NOT_FARGATE_HYBRID_AUTO),
+        "containers": [
+            {"name": "ebs-plugin", **_requests(cpu="10m", memory="40Mi")},
+            {"name": "node-driver-registrar", **_requests(cpu="10m", memory="32Mi")},
+            {"name": "liveness-probe", **_requests(cpu="10m", memory="32Mi")},
+        ],
+    },
+    _BOTH,
+)
+
+
+def node_daemonsets(
+    instance_type: str, sharing: Sharing, plugin: ContainerResources, ebs_csi: bool
+) -> list[DaemonSetRequests]:
+    """Every DaemonSet pod on a lab's node of this instance type, with its requests; `ebs_csi` when the stack runs the
+    EBS CSI driver (with JupyterHub)."""
     plugin_pod = pod_requests({"containers": [{"resources": device_plugin_resources(plugin)}]})
     found = [DaemonSetRequests(DEVICE_PLUGIN, *plugin_pod)]
     # The MPS control daemon runs only where nvidia.com/mps.capable=true, which gpulab sets on every MPS lab's nodes.
     if sharing == "mps":
         found.append(DaemonSetRequests(MPS_CONTROL_DAEMON, *plugin_pod))
-    found += [addon.requests for addon in EKS_ADDON_DAEMONSETS if addon.lands_on(instance_type)]
+    addons = (*EKS_ADDON_DAEMONSETS, EBS_CSI_NODE) if ebs_csi else EKS_ADDON_DAEMONSETS
+    found += [addon.requests for addon in addons if addon.lands_on(instance_type)]
     return found

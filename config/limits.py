@@ -77,6 +77,8 @@ def cpu_limit_holds_a_node(cpu_limit: int, info: ValidationInfo) -> int:
 STACK_DEVICE_PLUGIN: ContextVar[ContainerResources | None] = ContextVar(
     "stack_device_plugin", default=DEVICE_PLUGIN_DEFAULTS
 )
+# Likewise whether the stack installs JupyterHub, whose EBS CSI driver runs a node pod on every lab node.
+STACK_RUNS_EBS_CSI: ContextVar[bool] = ContextVar("stack_runs_ebs_csi", default=False)
 
 
 def node_shares(
@@ -85,9 +87,12 @@ def node_shares(
     slices_per_gpu: int,
     max_pods: int | None,
     plugin: ContainerResources,
+    ebs_csi: bool,
 ) -> list[NodeShare]:
     """A learner's share of a node of each of the lab's instance types, its DaemonSets taken off."""
-    return [node_share(t, slices_per_gpu, max_pods, node_daemonsets(t, sharing, plugin)) for t in instance_types]
+    return [
+        node_share(t, slices_per_gpu, max_pods, node_daemonsets(t, sharing, plugin, ebs_csi)) for t in instance_types
+    ]
 
 
 def seat_share(shares: Sequence[NodeShare]) -> Resources:
@@ -120,7 +125,14 @@ def learner_pod_fits(learner_pod: LearnerPod, info: ValidationInfo) -> LearnerPo
     if plugin is None or not {"instance_types", "sharing", "slices_per_gpu", "max_pods"} <= info.data.keys():
         return learner_pod
     data = info.data
-    shares = node_shares(data["instance_types"], data["sharing"], data["slices_per_gpu"], data["max_pods"], plugin)
+    shares = node_shares(
+        data["instance_types"],
+        data["sharing"],
+        data["slices_per_gpu"],
+        data["max_pods"],
+        plugin,
+        STACK_RUNS_EBS_CSI.get(),
+    )
     for key, asked, unit in (("cpu", learner_pod.cpu, Fraction(1, 1000)), ("memory", learner_pod.memory, 2**20)):
         tightest = min(shares, key=lambda s: s.share.cpu_millis if key == "cpu" else s.share.memory_mib)
         most = tightest.share.cpu_millis if key == "cpu" else tightest.share.memory_mib
@@ -145,7 +157,7 @@ def max_pods_hold_the_seats(max_pods: int | None, info: ValidationInfo) -> int |
     for name in info.data["instance_types"]:
         instance_type = GPU_INSTANCE_TYPES[name]
         pods = instance_type.max_pods if max_pods is None else max_pods
-        daemonsets = node_daemonsets(name, info.data["sharing"], DEVICE_PLUGIN_DEFAULTS)
+        daemonsets = node_daemonsets(name, info.data["sharing"], DEVICE_PLUGIN_DEFAULTS, STACK_RUNS_EBS_CSI.get())
         seats = info.data["slices_per_gpu"] * instance_type.gpus
         if seats + len(daemonsets) > pods:
             why = (

@@ -68,6 +68,7 @@ from config.instance_types import GPU_INSTANCE_TYPES
 from config.jupyterhub import JupyterHub, NotebookImage, hub_has_its_labs
 from config.limits import (
     STACK_DEVICE_PLUGIN,
+    STACK_RUNS_EBS_CSI,
     cpu_limit_holds_a_node,
     fits_one_stack,
     learner_pod_fits,
@@ -393,16 +394,21 @@ class Lab(Model):
         """What each learner gets of a GPU (strategy, and with MPS its memory cap and compute share)."""
         return learner_share(self.sharing, self.slices_per_gpu, self.instance_types)
 
-    # The device plugin's resources of the stack this lab was validated in (config.limits.STACK_DEVICE_PLUGIN).
+    # The device plugin's resources of the stack this lab was validated in, and whether that stack runs the EBS CSI
+    # driver (config.limits.STACK_DEVICE_PLUGIN, STACK_RUNS_EBS_CSI).
     _device_plugin: ContainerResources = PrivateAttr(default=DEVICE_PLUGIN_DEFAULTS)
+    _ebs_csi: bool = PrivateAttr(default=False)
 
     def model_post_init(self, context: Any, /) -> None:
         self._device_plugin = STACK_DEVICE_PLUGIN.get() or DEVICE_PLUGIN_DEFAULTS
+        self._ebs_csi = STACK_RUNS_EBS_CSI.get()
 
     @property
     def node_shares(self) -> list[NodeShare]:
         """A learner's share of a node of each instance type, and the DaemonSets taken off it."""
-        return node_shares(self.instance_types, self.sharing, self.slices_per_gpu, self.max_pods, self._device_plugin)
+        return node_shares(
+            self.instance_types, self.sharing, self.slices_per_gpu, self.max_pods, self._device_plugin, self._ebs_csi
+        )
 
     @property
     def learner_requests(self) -> dict[str, str]:
@@ -531,10 +537,13 @@ class Settings(Model):
     @classmethod
     def _labs_see_the_device_plugin(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> "Settings":
         # Every lab's node runs the device plugin's pods; their requests are a setting validated after the labs.
+        # So does the EBS CSI driver's node pod where the stack installs JupyterHub, also a setting after the labs.
         token = STACK_DEVICE_PLUGIN.set(_device_plugin_resources(data))
+        hub = STACK_RUNS_EBS_CSI.set(isinstance(data, dict) and data.get("jupyterhub") is not None)
         try:
             return handler(data)
         finally:
+            STACK_RUNS_EBS_CSI.reset(hub)
             STACK_DEVICE_PLUGIN.reset(token)
 
     @field_validator("nvidia_device_plugin")

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from config.daemonsets import EKS_ADDON_DAEMONSETS, MPS_CONTROL_DAEMON, pod_requests
+from config.daemonsets import EBS_CSI_NODE, EKS_ADDON_DAEMONSETS, MPS_CONTROL_DAEMON, pod_requests
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.node_capacity import quantity
 from tests.conftest import BASE, run_values, stack_values
@@ -32,7 +32,8 @@ def addon_pod_specs(run) -> dict[str, dict]:
     configured = {
         a.inputs["addonName"]: json.loads(a.inputs.get("configurationValues") or "{}") for a in run.of_type(ADDON)
     }
-    specs = {addon.name: dict(addon.pod_spec) for addon in EKS_ADDON_DAEMONSETS}
+    addons = (*EKS_ADDON_DAEMONSETS, EBS_CSI_NODE) if "aws-ebs-csi-driver" in configured else EKS_ADDON_DAEMONSETS
+    specs = {addon.name: dict(addon.pod_spec) for addon in addons}
     # Upstream's dcgmAgent.tolerations are empty (aws/eks-node-monitoring-agent v1.6.1 values.yaml); gpulab sets them.
     specs["dcgm-server"]["tolerations"] = configured["eks-node-monitoring-agent"]["dcgmAgent"]["tolerations"]
     return specs
