@@ -41,7 +41,8 @@ _FOLDER = tempfile.TemporaryDirectory(prefix="gpulab-rendered-")
 
 
 def load_objects(text: str) -> list[dict[str, Any]]:
-    return [doc for doc in yaml.safe_load_all(text) if doc]
+    # libyaml's safe loader: the same documents as yaml.safe_load_all, several times faster on the charts' output.
+    return [doc for doc in yaml.load_all(text, Loader=yaml.CSafeLoader) if doc]
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class Rendered:
         return self.run.stack.settings.cluster.kubernetes_version
 
     def manifests(self) -> list[dict[str, Any]]:
-        return [yaml.safe_load(p.read_text()) for p in sorted((self.out / "manifests").glob("*.yaml"))]
+        return [doc for p in sorted((self.out / "manifests").glob("*.yaml")) for doc in load_objects(p.read_text())]
 
     def require_charts(self) -> None:
         if self.not_rendered:
