@@ -2,6 +2,7 @@
 stack with gpulab:jupyterhub: one slice, the GPU taint tolerated, the lab's nodes and no other, a seat's share, and
 on an MPS lab the one UID the lab's MPS daemon serves."""
 
+import copy
 import functools
 import importlib
 import json
@@ -101,6 +102,21 @@ def test_every_learner_of_an_mps_lab_runs_as_the_one_uid_its_mps_daemon_serves(s
         for user in ("ada", "grace"):
             (container,) = learner_pod(_config(stack), lab_name, user)["spec"]["containers"]
             assert container["securityContext"]["runAsUser"] == MPS_LEARNER_UID, (lab_name, user)
+
+
+def test_an_mps_labs_uid_is_the_profiles_own_not_the_hubs_default():
+    # The chart's singleuser.uid is 1000 too, so the test above alone would pass without the profile's override: give
+    # the hub another default, as a stack's chart values could, and the MPS learners must still share the lab's UID.
+    stack = next(
+        s for s in HUB_STACKS if any(lab.sharing == "mps" for lab in rendered(s).run.stack.settings.labs.values())
+    )
+    config = copy.deepcopy(_config(stack))
+    config.KubeSpawner.uid = MPS_LEARNER_UID + 1
+    labs = rendered(stack).run.stack.settings.labs
+    for lab_name in _pods(stack):
+        (container,) = learner_pod(config, lab_name)["spec"]["containers"]
+        expected = MPS_LEARNER_UID if labs[lab_name].sharing == "mps" else MPS_LEARNER_UID + 1
+        assert container["securityContext"]["runAsUser"] == expected, lab_name
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
