@@ -2,7 +2,8 @@ package main
 
 // Reading a render directory (tools/render.py): resources.json (every resource with the inputs the program passes),
 // outputs.json (the stack outputs), charts/*.yaml (what each Helm release installs) and instance-types.json (gpulab's
-// instance-type table, config/instance_types.py, written by tools/plan.py).
+// instance-type table, config/instance_types.py, written by tools/plan.py) and eks-addons.json (the EKS add-ons'
+// DaemonSets, tools/addons.py).
 
 import (
 	"bufio"
@@ -140,6 +141,13 @@ func readRender(dir string) (*Render, error) {
 	if err := r.readCharts(filepath.Join(dir, "charts")); err != nil {
 		return nil, err
 	}
+	// The EKS add-ons' DaemonSets (tools/addons.py): not Helm releases of the stack, but they run on the lab's nodes
+	// too, and Karpenter reserves their requests on every node it launches as it does the charts'.
+	var addons []*appsv1.DaemonSet
+	if err := readJSON(filepath.Join(dir, "eks-addons.json"), &addons); err != nil {
+		return nil, err
+	}
+	r.DaemonSets = append(r.DaemonSets, addons...)
 	return r, nil
 }
 

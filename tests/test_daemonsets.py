@@ -1,12 +1,11 @@
 """The DaemonSets each lab's seat share counts: the ones that really land on its nodes, with the requests they really
 make, for every stack; and the messages of a lab whose learners would not fit."""
 
-import json
 from fractions import Fraction
 
 import pytest
 
-from config.daemonsets import EBS_CSI_NODE, EKS_ADDON_DAEMONSETS, MPS_CONTROL_DAEMON, pod_requests
+from config.daemonsets import EKS_ADDON_DAEMONSETS, MPS_CONTROL_DAEMON, pod_requests
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.node_capacity import quantity
 from tests.conftest import BASE, run_values, stack_values
@@ -15,9 +14,8 @@ from tests.rendered import STACKS, load_objects, rendered
 from tests.scheduling import Node, unschedulable_because
 from tests.synthetic import lab
 from tests.test_config import problems
-from tools import charts, render
+from tools import addons, charts, render
 
-ADDON = "aws:eks/addon:Addon"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 ARCH = "kubernetes.io/arch"
 
@@ -25,18 +23,6 @@ ARCH = "kubernetes.io/arch"
 def launchable(nodes: list[Node]) -> list[Node]:
     # tests.nodes combines every instance type with every architecture of the lab; EC2 has one per type.
     return [n for n in nodes if GPU_INSTANCE_TYPES[n.labels[INSTANCE_TYPE]].architecture == n.labels[ARCH]]
-
-
-def addon_pod_specs(run) -> dict[str, dict]:
-    """The EKS add-ons' pod specs as their sources have them, with the configuration the program gives the add-on."""
-    configured = {
-        a.inputs["addonName"]: json.loads(a.inputs.get("configurationValues") or "{}") for a in run.of_type(ADDON)
-    }
-    addons = (*EKS_ADDON_DAEMONSETS, EBS_CSI_NODE) if "aws-ebs-csi-driver" in configured else EKS_ADDON_DAEMONSETS
-    specs = {addon.name: dict(addon.pod_spec) for addon in addons}
-    # Upstream's dcgmAgent.tolerations are empty (aws/eks-node-monitoring-agent v1.6.1 values.yaml); gpulab sets them.
-    specs["dcgm-server"]["tolerations"] = configured["eks-node-monitoring-agent"]["dcgmAgent"]["tolerations"]
-    return specs
 
 
 def rendered_daemonsets(files: dict[str, list[dict]]) -> dict[str, dict]:
@@ -59,7 +45,7 @@ def counted(share) -> dict[str, tuple[Fraction, Fraction]]:
 
 
 def check_every_lab_node(run, files) -> None:
-    specs = rendered_daemonsets(files) | addon_pod_specs(run)
+    specs = rendered_daemonsets(files) | addons.pod_specs(run)
     pools = lab_nodes(o for path, objects in files.items() if path.startswith("manifests/") for o in objects)
     for name, lab_settings in run.stack.settings.labs.items():
         shares = {s.instance_type: s for s in lab_settings.node_shares}
@@ -103,7 +89,7 @@ def test_the_share_follows_the_device_plugin_resources_the_stack_sets(tmp_path):
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_eks_addon_daemonset_lands_on_a_labs_node_exactly_where_the_share_counts_it(stack):
     r = rendered(stack)
-    specs = addon_pod_specs(r.run)
+    specs = addons.pod_specs(r.run)
     for nodes in lab_nodes(r.manifests()).values():
         for node in launchable(nodes):
             for addon in EKS_ADDON_DAEMONSETS:
@@ -118,7 +104,7 @@ def test_a_daemonset_that_does_not_tolerate_the_gpu_taint_is_not_counted():
     pools = lab_nodes(r.manifests())
     amd64 = [n for n in launchable(pools["solo"]) if n.labels[ARCH] == "amd64"]
     assert amd64 and all("dcgm-server" not in landing(untolerated, n) for n in amd64)
-    assert all("dcgm-server" in landing(addon_pod_specs(r.run), n) for n in amd64)
+    assert all("dcgm-server" in landing(addons.pod_specs(r.run), n) for n in amd64)
 
 
 def test_the_planted_defect_of_a_daemonset_the_share_forgets_is_caught():

@@ -25,7 +25,7 @@ try:
     import yaml
 
     import config
-    from tools import charts, harness, plan
+    from tools import addons, charts, harness, plan
     from tools.summary import summary
 except ModuleNotFoundError as missing:  # an interpreter without the project's requirements, e.g. the system python3
     sys.exit(
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # render leaves no earlier render behind: anything new the render writes belongs in this list.
 OWNED = (
     *("resources.json", "invokes.json", "outputs.json", "manifests", "helm", "charts"),
-    *(plan.INSTANCE_TYPES, plan.PLAN),
+    *(plan.INSTANCE_TYPES, plan.PLAN, addons.FILE),
 )
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -125,6 +125,7 @@ def write(run: harness.Run, out: Path) -> None:
     invokes = [i.as_json() for i in run.invokes]
     (out / "invokes.json").write_text(json.dumps(invokes, indent=2, ensure_ascii=False) + "\n")
     (out / "outputs.json").write_text(json.dumps(run.outputs, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+    (out / addons.FILE).write_text(json.dumps(addons.daemonsets(run), indent=2) + "\n")
     for r in run.resources:
         if r.type == charts.HELM_RELEASE:
             release = {
