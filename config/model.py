@@ -32,7 +32,17 @@ from config.classes import (
 )
 from config.cost import LabCost, lab_cost, within_max_hourly_cost
 from config.daemonsets import DEVICE_PLUGIN_DEFAULTS, ContainerResources
-from config.disks import DiskPlan, DiskStrategy, gate_in_release, plan, root_volume_fits, strategy_fits
+from config.disks import (
+    IMAGES_ROOT_GIB,
+    IMAGES_ROOT_IOPS,
+    OS_ROOT_GIB,
+    DiskPlan,
+    DiskStrategy,
+    gate_in_release,
+    plan,
+    root_volume_fits,
+    strategy_fits,
+)
 from config.disruption import budget_schedule, schedule_with_duration
 from config.endpoint import EVERYWHERE, at_most_quota, public_access_cidr
 from config.fields import (
@@ -82,6 +92,7 @@ from config.limits import (
 )
 from config.log_retention import accepted_retention
 from config.node_capacity import NodeShare
+from config.prices import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS
 from config.schedule import Schedule
 from config.sharing import DEFAULT_PROFILE, LearnerShare, Sharing, learner_share, mps_replicas_the_daemon_accepts
 from config.versions import KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
@@ -182,17 +193,20 @@ class Cluster(Model):
 
 class RootVolume(Model):
     """The gp3 root volume of a lab's nodes. Keys left out follow the lab's disk strategy (config/disks.py): the OS's
-    20 GiB at gp3's included 3000 IOPS and 125 MiB/s when every type keeps its images on the instance store, else the
-    100 GiB and 10000 IOPS that images need."""
+    size at gp3's included IOPS and throughput when every type keeps its images on the instance store, else the size
+    and IOPS that images need."""
 
-    size_gib: Annotated[int, between(20, 16384)] | None = Field(
-        default=None, description="Size in GiB; 20 with images on the instance store, else 100."
+    size_gib: Annotated[int, between(OS_ROOT_GIB, 16384)] | None = Field(
+        default=None,
+        description=f"Size in GiB; {OS_ROOT_GIB} with images on the instance store, else {IMAGES_ROOT_GIB}.",
     )
-    iops: Annotated[int, between(3000, 80000)] | None = Field(
-        default=None, description="Provisioned IOPS; 3000 with images on the instance store, else 10000."
+    iops: Annotated[int, between(GP3_INCLUDED_IOPS, 80000)] | None = Field(
+        default=None,
+        description=f"Provisioned IOPS; {GP3_INCLUDED_IOPS} with images on the instance store, "
+        f"else {IMAGES_ROOT_IOPS}.",
     )
-    throughput_mibps: Annotated[int, between(125, 2000)] | None = Field(
-        default=None, description="Throughput in MiB/s; 125 unless set."
+    throughput_mibps: Annotated[int, between(GP3_INCLUDED_MIBPS, 2000)] | None = Field(
+        default=None, description=f"Throughput in MiB/s; {GP3_INCLUDED_MIBPS} unless set."
     )
     encrypted: bool = Field(default=True, description="Encrypt the volume (with the account's default EBS key).")
 
@@ -215,7 +229,6 @@ class RootVolume(Model):
         return throughput
 
 
-# The NodePool CRD's pattern for a budget schedule (karpenter.sh_nodepools.yaml, Karpenter 1.14.1), with RE2's \s and
 class Budget(Model):
     """A Karpenter disruption budget: how many of the lab's nodes may be disrupted at once, and when."""
 
