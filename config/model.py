@@ -513,11 +513,6 @@ class NvidiaDevicePlugin(Model):
     )
 
 
-# Every lab's device plugin profile lands in one ConfigMap, whose values may total 1 MiB and which etcd stores, keys
-# included, in one request of at most 1.5 MiB; and in one Helm release Secret (1 MiB). With the longest lab names and
-# the largest profiles, this many labs fit and one more does not: tests/test_stack_size.py measures it.
-
-
 def _device_plugin_resources(data: Any) -> ContainerResources | None:
     """nvidiaDevicePlugin.resources of a stack file's settings; None when invalid, which validation reports itself."""
     plugin = data.get("nvidiaDevicePlugin", {}) if isinstance(data, dict) else None
