@@ -32,6 +32,9 @@ STACKS: dict[str, dict[str, str]] = {
     **{f"synthetic-{name}": as_cli_config(values) for name, values in SYNTHETIC.items()},
 }
 
+# The stacks that install JupyterHub, whatever the stack files say.
+HUB_STACKS = [name for name, values in STACKS.items() if "gpulab:jupyterhub" in values]
+
 # The small stack of tests/conftest.py (one lab, intro, sharing its GPU 3 ways): tests that plant a defect start from
 # it, so that they hold whatever the repository's stack files say.
 BASE_STACK = "base"

@@ -32,7 +32,7 @@ def load(values: dict, secrets: tuple[str, ...] = (SECRET_KEY,)) -> config.Stack
 
 
 def problems(values: dict, secrets: tuple[str, ...] = (SECRET_KEY,)) -> list[str]:
-    with pytest.raises(config.ConfigError) as caught:
+    with pytest.raises(config.ConfigError, match=r"^gpulab:") as caught:
         load(values, secrets)
     return caught.value.lines
 

@@ -20,10 +20,8 @@ from config.limits import seat_share
 from config.node_capacity import quantity
 from tests.hub_pods import hub_config, learner_pod
 from tests.nodes import lab_nodes, system_nodes
-from tests.rendered import STACKS, rendered
+from tests.rendered import HUB_STACKS, rendered
 from tests.scheduling import tolerates, unschedulable_because
-
-HUB_STACKS = [name for name, values in STACKS.items() if "gpulab:jupyterhub" in values]
 
 
 @functools.cache
@@ -42,8 +40,7 @@ def _requests(pod: dict, key: str, which: str = "requests") -> list:
     return [c["resources"].get(which, {}).get(key) for c in pod["spec"]["containers"]]
 
 
-def test_the_repository_stacks_and_a_synthetic_one_have_jupyterhub_with_an_mps_lab_among_them():
-    assert "staging" in HUB_STACKS
+def test_the_stacks_with_jupyterhub_have_an_mps_lab_and_a_time_slicing_lab_among_them():
     sharing = {lab.sharing for s in HUB_STACKS for lab in rendered(s).run.stack.settings.labs.values()}
     assert {"mps", "timeSlicing"} <= sharing
 
