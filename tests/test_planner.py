@@ -21,6 +21,7 @@ import yaml
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.model import Lab
 from config.prices import ON_DEMAND_USD_PER_HOUR
+from config.versions import KARPENTER_CHART_VERSION
 from tests.conftest import STACK_FILES, as_cli_config, run_config, stack_values
 from tests.rendered import rendered
 from tests.synthetic import lab
@@ -259,6 +260,9 @@ def test_tools_plan_writes_plan_json_and_prints_every_scenario(binary, tmp_path,
         pytest.skip("no charts rendered here (no helm or charts), so no plan")
     assert status == 0
     written = json.loads((tmp_path / "out" / plan.PLAN).read_text())
+    # The planner's Karpenter (planner/go.mod) is the one the stack deploys (config/versions.py): a bump of one alone
+    # would have the plan judge a controller the cluster does not run.
+    assert written["karpenter"] == f"v{KARPENTER_CHART_VERSION}"
     assert [s["name"] for s in written["labs"]["single"]["scenarios"]] == ["one", "one-gpu", "full", "over"]
     header = max(i for i, line in enumerate(lines) if line.startswith("| lab | scenario |"))
     assert [line.split(" | ")[1] for line in lines[header + 2 :]] == ["one", "one-gpu", "full", "over"]
