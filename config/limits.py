@@ -157,7 +157,9 @@ def max_pods_hold_the_seats(max_pods: int | None, info: ValidationInfo) -> int |
     for name in info.data["instance_types"]:
         instance_type = GPU_INSTANCE_TYPES[name]
         pods = instance_type.max_pods if max_pods is None else max_pods
-        daemonsets = node_daemonsets(name, info.data["sharing"], DEVICE_PLUGIN_DEFAULTS, STACK_RUNS_EBS_CSI.get())
+        # Only the pods are counted here, not their requests; the stack's plugin settings all the same.
+        plugin = STACK_DEVICE_PLUGIN.get() or DEVICE_PLUGIN_DEFAULTS
+        daemonsets = node_daemonsets(name, info.data["sharing"], plugin, STACK_RUNS_EBS_CSI.get())
         seats = info.data["slices_per_gpu"] * instance_type.gpus
         if seats + len(daemonsets) > pods:
             why = (

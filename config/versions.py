@@ -18,7 +18,7 @@ JUPYTERHUB_CHART_REPOSITORY = "https://hub.jupyter.org/helm-chart/"
 #
 # kube-proxy builds exist per Kubernetes minor version. These are the versions the EKS API listed on 2025-11-14
 # (`aws eks describe-addon-versions`, quoted in awsdocs/amazon-eks-user-guide pull request #1168, "Fix kube-proxy addon
-# versions to match EKS API"); a cluster version without one here is refused (config.fields.KubernetesVersion).
+# versions to match EKS API"); a cluster version without one here is refused (config.fields.kube_proxy_pinned).
 KUBE_PROXY_ADDON_VERSIONS = {
     "1.34": "v1.34.0-eksbuild.4",
     "1.33": "v1.33.3-eksbuild.10",

@@ -1,7 +1,8 @@
 """Pure builder of JupyterHub's spawn page: one KubeSpawner profile per lab, from the lab's own settings.
 
-A learner who picks a lab's profile gets a pod shaped like the lab's warm seats (components/karpenter/
-class_seats_manifests.py): one nvidia.com/gpu slice, the GPU toleration, the lab's nodes, the learner's CPU and memory.
+A learner who picks a lab's profile gets the lab's learner pod (components/learner_pod.py, the shape of its warm
+seats and of the planner's learners): one nvidia.com/gpu slice, the GPU toleration, the lab's nodes, the learner's CPU
+and memory.
 How KubeSpawner 7.0.0 applies a profile (kubespawner/spawner.py, `_apply_overrides`): each `kubespawner_override` key
 replaces the spawner's setting, except that a dict merges into a dict setting. So `node_selector` and the extra
 resources below add to what the chart sets, and `tolerations`, a list, replaces the chart's user-pod tolerations
@@ -13,7 +14,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from components.labels import GPU_RESOURCE, GPU_TOLERATION, LAB_LABEL
+from components.labels import GPU_RESOURCE
+from components.learner_pod import learner_pod_spec
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.model import Lab
 from config.node_capacity import quantity
@@ -55,22 +57,24 @@ def description(lab: Lab) -> str:
 def profile(lab_name: str, lab: Lab) -> dict[str, Any]:
     """The lab's entry of KubeSpawner's profile_list (singleuser.profileList of the chart)."""
     assert lab.notebook_image is not None, "config refuses a lab on the spawn page without a notebook image"
-    requests = lab.learner_requests
+    pod = learner_pod_spec(lab_name, lab, lab.notebook_image)
+    (container,) = pod["containers"]
+    requests = container["resources"]["requests"]
     cpu, memory = kubespawner_cpu(requests["cpu"]), kubespawner_memory(requests["memory"])
     override: dict[str, Any] = {
-        "image": lab.notebook_image,
-        "node_selector": {LAB_LABEL: lab_name},
-        "tolerations": [dict(GPU_TOLERATION)],
+        "image": container["image"],
+        "node_selector": pod["nodeSelector"],
+        "tolerations": pod["tolerations"],
         # Limits equal to the guarantees: the seat's share of the node, so that no learner starves a neighbour.
         "cpu_guarantee": cpu,
         "cpu_limit": cpu,
         "mem_guarantee": memory,
         "mem_limit": memory,
         # One slice, requested and limited (KubeSpawner writes both; the device plugin refuses more than one).
-        "extra_resource_guarantees": {GPU_RESOURCE: "1"},
-        "extra_resource_limits": {GPU_RESOURCE: "1"},
+        "extra_resource_guarantees": {GPU_RESOURCE: str(requests[GPU_RESOURCE])},
+        "extra_resource_limits": {GPU_RESOURCE: str(container["resources"]["limits"][GPU_RESOURCE])},
     }
-    if lab.sharing == "mps" and lab.slices_per_gpu > 1:
+    if lab.sharing == "mps":  # the config refuses MPS with fewer than 2 slices
         override |= {"uid": MPS_LEARNER_UID, "gid": MPS_LEARNER_GID}
     return {
         "display_name": lab_name,

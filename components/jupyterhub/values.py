@@ -187,8 +187,8 @@ def helm_values(hub: JupyterHub, labs: Mapping[str, Lab]) -> dict[str, Any]:
             # The lab nodes' instance metadata already answers no pod (hop limit 1, IMDSv2 only: the policy pack's
             # ec2nodeclass-hardening), so the chart's privileged iptables init container would only add a pull.
             "cloudMetadata": {"blockWithIptables": False},
-            # A learner without a warm seat waits for a new GPU node and its notebook image: as long as a class's
-            # warmup allows for it, not the chart's 300 s, after which the hub gives up on the server.
+            # A learner without a warm seat waits for a new GPU node and its notebook image: as long as gpulab's
+            # default class warmup reckons that takes, not the chart's 300 s, after which the hub gives up.
             "startTimeout": durations.seconds(DEFAULT_WARMUP),
         },
         "cull": culler(hub),
