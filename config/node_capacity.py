@@ -7,6 +7,7 @@ it, must fit slicesPerGpu x GPUs learners into them.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -94,6 +95,8 @@ _NANO = 10**9
 _MAX_BINARY = 2**63 - 1
 
 
+# Cached: every lab parses the same few requests of every DaemonSet for each of its instance types.
+@functools.cache
 def quantity(text: str) -> Fraction:
     """The value Kubernetes gives a quantity (e.g. 500m, 0.5, 4e9, 1.5Gi), as an exact number."""
     match = _QUANTITY.fullmatch(text)

@@ -6,9 +6,11 @@ answer with realistic outputs (ARNs, names, a kubeconfig) so that values derived
 """
 
 import asyncio
+import contextvars
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -242,12 +244,20 @@ def _is_secure(value: Any) -> bool:
     return isinstance(value, Mapping) and set(value) == {"secure"}
 
 
-# Every event loop of a run is made and closed by the run, so that the process ends without a traceback.
-@owned_event_loops()
 def run(stack_name: str, stack_config: Mapping[str, str], secrets: Sequence[str] = ()) -> Run:
     """Validates the configuration, then runs the program under mocks; raises config.ConfigError before registering.
 
     `secrets` are keys the CLI would mark secret (`pulumi config set --secret`), besides the stack file's own."""
+    # On a thread of its own, as the Pulumi language host runs a program near the bottom of a stack: the SDK records
+    # the call stack of every registration (pulumi/runtime/resource.py _get_stack_trace), frame by frame, and under a
+    # test runner's fifty frames that was a quarter of a run.
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(contextvars.copy_context().run, _run, stack_name, stack_config, secrets).result()
+
+
+# Every event loop of a run is made and closed by the run, so that the process ends without a traceback.
+@owned_event_loops()
+def _run(stack_name: str, stack_config: Mapping[str, str], secrets: Sequence[str]) -> Run:
     secret_keys = [*secrets, *(key for key, value in stack_config.items() if value == ENCRYPTED)]
     pulumi.runtime.set_all_config(dict(stack_config), secret_keys)
     stack = config.load()
