@@ -24,6 +24,7 @@ from pydantic import ValidationInfo
 from config import durations
 from config.disks import Volume, root_volume
 from config.instance_types import GPU_INSTANCE_TYPES
+from config.node_capacity import seats_per_node
 from config.prices import (
     DISK_PRICE_SOURCE,
     GP3_INCLUDED_IOPS,
@@ -129,7 +130,7 @@ def warmup_cost(
     hours = Decimal(durations.duration_minutes(warmup)) / 60
     amounts = [
         _rounded(
-            math.ceil(warm_seats / (slices_per_gpu * GPU_INSTANCE_TYPES[t].gpus))
+            math.ceil(warm_seats / seats_per_node(t, slices_per_gpu))
             * (Decimal(str(ON_DEMAND_USD_PER_HOUR[t])) + disk)
             * hours,
             ROUND_HALF_UP,

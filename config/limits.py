@@ -19,7 +19,7 @@ from config.daemonsets import (
 )
 from config.fields import FieldProblem, lab_instance_types
 from config.instance_types import GPU_INSTANCE_TYPES
-from config.node_capacity import NodeShare, Resources, node_share, quantity
+from config.node_capacity import NodeShare, Resources, node_share, quantity, seats_per_node
 from config.sharing import Sharing
 
 if TYPE_CHECKING:  # the models attach these checks, so they import this module
@@ -160,7 +160,7 @@ def max_pods_hold_the_seats(max_pods: int | None, info: ValidationInfo) -> int |
         # Only the pods are counted here, not their requests; the stack's plugin settings all the same.
         plugin = STACK_DEVICE_PLUGIN.get() or DEVICE_PLUGIN_DEFAULTS
         daemonsets = node_daemonsets(name, info.data["sharing"], plugin, STACK_RUNS_EBS_CSI.get())
-        seats = info.data["slices_per_gpu"] * instance_type.gpus
+        seats = seats_per_node(name, info.data["slices_per_gpu"])
         if seats + len(daemonsets) > pods:
             why = (
                 f"{name} takes {seats} learners and {len(daemonsets)} DaemonSet pods "

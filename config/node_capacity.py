@@ -51,6 +51,11 @@ def allocatable(instance_type: str, max_pods: int | None) -> Resources:
     return Resources(cpu - int(reserved), memory)
 
 
+def seats_per_node(instance_type: str, slices_per_gpu: int) -> int:
+    """Learners a node of the type seats: slicesPerGpu x its GPUs, the nvidia.com/gpu its device plugin advertises."""
+    return slices_per_gpu * GPU_INSTANCE_TYPES[instance_type].gpus
+
+
 @dataclass(frozen=True)
 class NodeShare:
     """One learner's share of a lab's node of one instance type, and the figures it comes from."""
@@ -70,7 +75,7 @@ def node_share(
     `max_pods` is the lab's kubelet maxPods, None when unset.
     """
     node = allocatable(instance_type, max_pods)
-    seats = slices_per_gpu * GPU_INSTANCE_TYPES[instance_type].gpus
+    seats = seats_per_node(instance_type, slices_per_gpu)
     cpu = Fraction(node.cpu_millis, 1000) - sum((d.cpu for d in daemonsets), Fraction(0))
     memory = node.memory_mib * 2**20 - sum((d.memory for d in daemonsets), Fraction(0))
     share = Resources(math.floor(cpu * 1000 / seats), math.floor(memory / 2**20 / seats))

@@ -16,8 +16,7 @@ from components.karpenter.manifests import node_pool
 from components.labels import GPU_RESOURCE, SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
 from config import durations, schedule
 from config.classes import BUDGETS_PER_CLASS
-from config.instance_types import GPU_INSTANCE_TYPES
-from config.node_capacity import quantity
+from config.node_capacity import quantity, seats_per_node
 from tests import tables
 from tests.conftest import BASE, run_values, stack_values
 from tests.crd_schema import crd_problems, requires_upstream
@@ -111,7 +110,7 @@ def copies_per_node(requests: dict, instance_type: str, lab) -> int:
     limits it)."""
     (node,) = [share for share in lab.node_shares if share.instance_type == instance_type]
     room = {
-        GPU_RESOURCE: Fraction(lab.slices_per_gpu * GPU_INSTANCE_TYPES[instance_type].gpus),
+        GPU_RESOURCE: Fraction(seats_per_node(instance_type, lab.slices_per_gpu)),
         "cpu": Fraction(node.allocatable.cpu_millis, 1000) - sum(d.cpu for d in node.daemonsets),
         "memory": node.allocatable.memory_mib * 2**20 - sum(d.memory for d in node.daemonsets),
     }
@@ -124,7 +123,7 @@ def test_a_node_of_each_type_takes_exactly_its_slices_of_warm_copies_so_seats_wa
     for name, lab in labs_with_classes(run).items():
         requests = karpenter_requests(in_namespace(run, POD_TEMPLATE, name)[0].inputs["template"]["spec"])
         for instance_type in lab.instance_types:
-            slices = lab.slices_per_gpu * GPU_INSTANCE_TYPES[instance_type].gpus
+            slices = seats_per_node(instance_type, lab.slices_per_gpu)
             assert copies_per_node(requests, instance_type, lab) == slices, (name, instance_type)
 
 

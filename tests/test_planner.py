@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from config.instance_types import GPU_INSTANCE_TYPES
-from config.model import Lab
+from config.node_capacity import seats_per_node
 from config.prices import ON_DEMAND_USD_PER_HOUR
 from config.versions import KARPENTER_CHART_VERSION
 from tests.conftest import STACK_FILES, as_cli_config, run_config, stack_values
@@ -99,10 +98,6 @@ def planned_labs(stack: str, binary: Path):
 ALL = [*(path.name.split(".")[1] for path in STACK_FILES), PLANNER]
 
 
-def seats_per_node(lab_settings: Lab, instance_type: str) -> int:
-    return lab_settings.slices_per_gpu * GPU_INSTANCE_TYPES[instance_type].gpus
-
-
 def placed(scenario: dict[str, Any]) -> int:
     return sum(claim["pods"] for claim in scenario["nodeClaims"])
 
@@ -112,7 +107,7 @@ def test_a_single_type_lab_needs_one_node_per_seats_per_node_learners(stack, bin
     for name, settings, _, scenarios in planned_labs(stack, binary):
         if len(settings.instance_types) != 1:
             continue
-        per_node = seats_per_node(settings, settings.instance_types[0])
+        per_node = seats_per_node(settings.instance_types[0], settings.slices_per_gpu)
         for key in ("one", "one-gpu", "full"):
             s = scenarios[key]
             assert (s["unschedulable"], s["reason"]) == (0, None), (name, key)
@@ -144,7 +139,7 @@ def test_a_class_buffer_warms_exactly_its_seats_and_its_learners_need_no_new_nod
             seats = lab_class["warmSeats"]
             assert (buffer["bufferSeats"], buffer["unschedulable"], placed(buffer)) == (seats, 0, seats), name
             # Enough slices for the seats, and not a node more than they need.
-            slices = [seats_per_node(settings, claim["instanceType"]) for claim in buffer["nodeClaims"]]
+            slices = [seats_per_node(claim["instanceType"], settings.slices_per_gpu) for claim in buffer["nodeClaims"]]
             assert sum(slices) >= seats > sum(slices) - min(slices), (name, i, buffer)
             assert (arrival["learners"], arrival["unschedulable"], placed(arrival)) == (seats, 0, seats), name
             assert not any(claim["new"] for claim in arrival["nodeClaims"]), (name, i, arrival)
@@ -167,8 +162,9 @@ def test_the_plans_cost_is_gpulabs_reference_price_of_its_nodes_within_the_labs_
             for claim in s["nodeClaims"]:
                 instance_type = claim["instanceType"]
                 node_hour = ON_DEMAND_USD_PER_HOUR[instance_type] + disk
+                seat_hour = node_hour / seats_per_node(instance_type, settings.slices_per_gpu)
                 low, high = cost["seatHour"]
-                assert low - 1e-4 <= node_hour / seats_per_node(settings, instance_type) <= high + 1e-4, (name, claim)
+                assert low - 1e-4 <= seat_hour <= high + 1e-4, (name, claim)
         # A full single-type lab is the ceiling itself.
         if len(settings.instance_types) == 1 and not cost["unpriced"]:
             full = scenarios["full"]

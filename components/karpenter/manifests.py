@@ -21,6 +21,7 @@ from components.labels import (
 from config.cost import usd
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.model import Lab
+from config.node_capacity import seats_per_node
 
 NODE_POOL_API = "karpenter.sh/v1"
 NODE_OVERLAY_API = "karpenter.sh/v1alpha1"
@@ -155,7 +156,8 @@ def node_overlays(lab_name: str, lab: Lab) -> list[dict]:
     """
     if lab.slices_per_gpu == 1:
         return []
-    gpu_counts = sorted({GPU_INSTANCE_TYPES[t].gpus for t in lab.instance_types})
+    # One overlay per GPU count: every type of that count seats the same slicesPerGpu x GPUs learners.
+    seats = {GPU_INSTANCE_TYPES[t].gpus: seats_per_node(t, lab.slices_per_gpu) for t in lab.instance_types}
     return [
         {
             "apiVersion": NODE_OVERLAY_API,
@@ -166,8 +168,8 @@ def node_overlays(lab_name: str, lab: Lab) -> list[dict]:
                     {"key": LAB_LABEL, "operator": "In", "values": [lab_name]},
                     {"key": GPU_COUNT_LABEL, "operator": "In", "values": [str(gpus)]},
                 ],
-                "capacity": {GPU_RESOURCE: str(lab.slices_per_gpu * gpus)},
+                "capacity": {GPU_RESOURCE: str(seats[gpus])},
             },
         }
-        for gpus in gpu_counts
+        for gpus in sorted(seats)
     ]
