@@ -21,6 +21,7 @@ import yaml
 from config.node_capacity import seats_per_node
 from config.prices import ON_DEMAND_USD_PER_HOUR
 from config.versions import KARPENTER_CHART_VERSION
+from tests import tables
 from tests.conftest import STACK_FILES, as_cli_config, run_config, stack_values
 from tests.rendered import rendered
 from tests.synthetic import lab
@@ -50,6 +51,8 @@ PLANNER_STACK = stack_values(
     }
 )
 PLANNER = "planner-synthetic"
+# The line before the plan's table (tools/plan.py table).
+PLAN_TABLE = "what Karpenter "
 _FOLDER = tempfile.TemporaryDirectory(prefix="gpulab-planner-")
 
 
@@ -217,9 +220,8 @@ def test_the_render_summary_and_the_pr_comment_show_the_full_lab_and_each_class_
 
 
 def scenario_rows(lines: list[str]) -> list[str]:
-    """The scenarios of the plan's table among the lines (the cost table's rows have no scenario)."""
-    header = next(i for i, line in enumerate(lines) if line.startswith("| lab | scenario |"))
-    return [line.split(" | ")[1] for line in lines[header + 2 :] if line.startswith("| classy | ")]
+    """The classy lab's scenarios in the plan's table among the lines (the cost table's rows have no scenario)."""
+    return [row["scenario"] for row in tables.table(lines, PLAN_TABLE) if row["lab"] == "classy"]
 
 
 def _printed(monkeypatch, main, argv: list[str]) -> tuple[list[str], int]:
@@ -260,5 +262,6 @@ def test_tools_plan_writes_plan_json_and_prints_every_scenario(binary, tmp_path,
     # would have the plan judge a controller the cluster does not run.
     assert written["karpenter"] == f"v{KARPENTER_CHART_VERSION}"
     assert [s["name"] for s in written["labs"]["single"]["scenarios"]] == ["one", "one-gpu", "full", "over"]
-    header = max(i for i, line in enumerate(lines) if line.startswith("| lab | scenario |"))
-    assert [line.split(" | ")[1] for line in lines[header + 2 :]] == ["one", "one-gpu", "full", "over"]
+    # The last plan table: the render's summary prints its own before it.
+    last = max(i for i, line in enumerate(lines) if line.startswith(PLAN_TABLE))
+    assert [row["scenario"] for row in tables.table(lines[last:], PLAN_TABLE)] == ["one", "one-gpu", "full", "over"]

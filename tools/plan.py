@@ -20,6 +20,7 @@ from typing import Any
 
 from config.cost import usd
 from config.instance_types import GPU_INSTANCE_TYPES
+from tools.table import Column, markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULE = ROOT / "planner"
@@ -101,27 +102,39 @@ def _nodes(scenario: dict[str, Any]) -> str:
     return ", ".join(f"{n} x {key}" for key, n in sorted(counts.items())) or "none"
 
 
+def _refused(scenario: dict[str, Any]) -> str:
+    return str(scenario["unschedulable"]) + (f" ({scenario['reason']})" if scenario["reason"] else "")
+
+
+# One row per lab and scenario: (the lab's name, the scenario).
+Row = tuple[str, dict[str, Any]]
+COLUMNS: tuple[Column[Row], ...] = (
+    Column("lab", lambda row: row[0]),
+    Column("scenario", lambda row: row[1]["name"]),
+    Column("learners", lambda row: str(row[1]["learners"]), numeric=True),
+    Column("buffer seats", lambda row: str(row[1]["bufferSeats"]), numeric=True),
+    Column("nodes", lambda row: _nodes(row[1])),
+    Column("unschedulable", lambda row: _refused(row[1]), numeric=True),
+    Column("USD per hour", lambda row: usd(row[1]["costPerHour"]), numeric=True),
+)
+
+
 def table(result: dict[str, Any], rows: tuple[str, ...] | None = None) -> list[str]:
     """The plan in Markdown: per lab and scenario, what Karpenter launches, what it cannot place and why, the cost.
     `rows` keeps only the full lab and the class starts (the render summary, the pull-request comment)."""
-    lines = [
+
+    def shown(name: str) -> bool:
+        return rows is None or name in rows or (name.startswith(SUMMARY_PREFIX) and name.endswith(SUMMARY_SUFFIX))
+
+    items = [
+        (lab, s) for lab, lab_plan in sorted(result["labs"].items()) for s in lab_plan["scenarios"] if shown(s["name"])
+    ]
+    return [
         f"what Karpenter {result['karpenter']} launches (its own scheduler, offline: not EC2 capacity, boot times "
         "or later consolidation; docs/planner.md):",
         "",
-        "| lab | scenario | learners | buffer seats | nodes | unschedulable | USD per hour |",
-        "|---|---|---:|---:|---|---:|---:|",
+        *markdown(COLUMNS, items),
     ]
-    for lab, lab_plan in sorted(result["labs"].items()):
-        for s in lab_plan["scenarios"]:
-            name = s["name"]
-            if rows is not None and not (
-                name in rows or (name.startswith(SUMMARY_PREFIX) and name.endswith(SUMMARY_SUFFIX))
-            ):
-                continue
-            refused = str(s["unschedulable"]) + (f" ({s['reason']})" if s["reason"] else "")
-            cells = [lab, name, str(s["learners"]), str(s["bufferSeats"]), _nodes(s), refused, usd(s["costPerHour"])]
-            lines.append(f"| {' | '.join(cells)} |")
-    return lines
 
 
 def summary_table(result: dict[str, Any]) -> list[str]:
