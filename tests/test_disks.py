@@ -2,8 +2,6 @@
 the plan from the configuration, the EC2NodeClass and user data a lab on NVMe, EBS-only and mixed types renders, and
 the disk's part of the cost figures against hand-worked examples."""
 
-import email
-import shlex
 from decimal import Decimal
 
 import pytest
@@ -18,6 +16,7 @@ from tests import tables
 from tests.conftest import BASE, run_values, stack_values
 from tests.crd_schema import crd_problems, requires_upstream
 from tests.synthetic import lab
+from tests.user_data_parts import flag, mime_parts, prepull_script, pull_command
 from tools.summary import summary
 
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
@@ -151,16 +150,10 @@ def rendered_node_class(instance_types, **keys):
 
 def node_config_and_pull(node_class):
     """The NodeConfig part's spec, and the pre-pull's words up to the image."""
-    parts = email.message_from_string(node_class["spec"]["userData"]).get_payload()
+    user_data = node_class["spec"]["userData"]
+    parts = mime_parts(user_data)
     (node_config,) = [yaml.safe_load(p.get_payload()) for p in parts if p.get_content_type() == NODECONFIG_CONTENT_TYPE]
-    (script,) = [p.get_payload() for p in parts if p.get_content_type() == "text/x-shellscript"]
-    (line,) = [line for line in script.splitlines() if '"$image"' in line and " pull " in line]
-    words = shlex.split(line.strip().removeprefix("if ").removesuffix("; then"))
-    return node_config["spec"], words[: words.index("$image")]
-
-
-def flag(words, name):
-    return words[words.index(name) + 1]
+    return node_config["spec"], pull_command(prepull_script(user_data))
 
 
 @pytest.mark.parametrize(

@@ -2,34 +2,20 @@
 
 from __future__ import annotations
 
-import email
 import shlex
 
 import pytest
 import yaml
 
 from components.karpenter.user_data import (
-    MIME_BOUNDARY,
     PREPULL_SCRIPT_PATH,
     PREPULL_UNIT,
     node_user_data,
 )
+from tests.user_data_parts import flag, mime_parts, prepull_script, pull_command
 
 TENSORFLOW = "docker.io/tensorflow/tensorflow:2.12.0-gpu"
 UBUNTU = "docker.io/library/ubuntu:22.04"
-
-
-def _parts(user_data: str) -> list[email.message.Message]:
-    message = email.message_from_string(user_data)
-    assert message.get_content_type() == "multipart/mixed"
-    assert message.get_boundary() == MIME_BOUNDARY
-    return message.get_payload()
-
-
-def _script(user_data: str) -> str:
-    scripts = [part.get_payload() for part in _parts(user_data) if part.get_content_type() == "text/x-shellscript"]
-    assert len(scripts) == 1
-    return scripts[0]
 
 
 def _unit_section(script: str) -> list[str]:
@@ -46,7 +32,7 @@ def test_user_data_starts_with_a_header_karpenter_recognises_as_mime():
 
 
 def test_nodeconfig_part_carries_pod_pids_limit():
-    (part,) = _parts(node_user_data(pod_pids_limit=4096, prepull_images=[], fast_image_pull=False))
+    (part,) = mime_parts(node_user_data(pod_pids_limit=4096, prepull_images=[], fast_image_pull=False))
     assert part.get_content_type() == "application/node.eks.aws"
     config = yaml.safe_load(part.get_payload())
     assert config["apiVersion"] == "node.eks.aws/v1alpha1"
@@ -57,7 +43,7 @@ def test_nodeconfig_part_carries_pod_pids_limit():
 def test_no_script_part_without_images():
     types = [
         part.get_content_type()
-        for part in _parts(node_user_data(pod_pids_limit=1024, prepull_images=(), fast_image_pull=False))
+        for part in mime_parts(node_user_data(pod_pids_limit=1024, prepull_images=(), fast_image_pull=False))
     ]
     assert types == ["application/node.eks.aws"]
 
@@ -65,19 +51,19 @@ def test_no_script_part_without_images():
 def test_nodeconfig_part_comes_before_the_script_part():
     types = [
         part.get_content_type()
-        for part in _parts(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False))
+        for part in mime_parts(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False))
     ]
     assert types == ["application/node.eks.aws", "text/x-shellscript"]
 
 
 def test_parts_use_no_transfer_encoding_karpenter_would_drop():
-    for part in _parts(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False)):
+    for part in mime_parts(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False)):
         assert part["Content-Transfer-Encoding"] is None
         assert part.get_payload().isascii()
 
 
 def test_script_pulls_each_quoted_image():
-    script = _script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False))
+    script = prepull_script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False))
     assert f"images=({shlex.quote(TENSORFLOW)})" in script
 
 
@@ -89,29 +75,22 @@ def cri_snapshotter(node_config: dict) -> str:
     return "soci" if node_config["spec"].get("featureGates", {}).get("FastImagePull") else "overlayfs"
 
 
-def pull_command(script: str) -> list[str]:
-    """The words of the pull the pre-pull script runs, up to the image."""
-    (line,) = [line for line in script.splitlines() if '"$image"' in line and " pull " in line]
-    words = shlex.split(line.strip().removeprefix("if ").removesuffix("; then"))
-    return words[: words.index("$image")]
-
-
 @pytest.mark.parametrize("fast_image_pull", [False, True])
 def test_the_prepull_lands_the_image_in_the_namespace_and_snapshotter_the_cri_unpacks_into(fast_image_pull):
-    node_config_part, script_part = _parts(
+    node_config_part, script_part = mime_parts(
         node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=fast_image_pull)
     )
     node_config = yaml.safe_load(node_config_part.get_payload())
     command = pull_command(script_part.get_payload())
     # nerdctl passes a soci snapshotter the image and layer labels its parallel pull needs; ctr does not.
     assert command[0] == "nerdctl" and "pull" in command
-    assert command[command.index("--namespace") + 1] == "k8s.io"
-    assert command[command.index("--snapshotter") + 1] == cri_snapshotter(node_config)
+    assert flag(command, "--namespace") == "k8s.io"
+    assert flag(command, "--snapshotter") == cri_snapshotter(node_config)
 
 
 def test_the_gate_is_in_the_nodeconfig_only_when_asked_for():
     def gates(fast_image_pull):
-        (part,) = _parts(node_user_data(pod_pids_limit=1024, prepull_images=[], fast_image_pull=fast_image_pull))
+        (part,) = mime_parts(node_user_data(pod_pids_limit=1024, prepull_images=[], fast_image_pull=fast_image_pull))
         return yaml.safe_load(part.get_payload())["spec"].get("featureGates")
 
     assert (gates(True), gates(False)) == ({"FastImagePull": True}, None)
@@ -119,7 +98,7 @@ def test_the_gate_is_in_the_nodeconfig_only_when_asked_for():
 
 def test_prepull_unit_runs_after_nodeadm_run_and_containerd():
     unit = _unit_section(
-        _script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False))
+        prepull_script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False))
     )
     after = next(line for line in unit if line.startswith("After="))
     assert set(after.removeprefix("After=").split()) >= {"nodeadm-run.service", "containerd.service"}
@@ -128,14 +107,14 @@ def test_prepull_unit_runs_after_nodeadm_run_and_containerd():
 def test_prepull_unit_never_pulls_containerd_in_early():
     # A Wants=/Requires= on containerd would start it before nodeadm-run restarts it, cutting off a pull in flight.
     unit = _unit_section(
-        _script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False))
+        prepull_script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False))
     )
     assert not [line for line in unit if line.startswith(("Wants=", "Requires=", "BindsTo=", "Requisite="))]
 
 
 def test_script_queues_the_unit_without_blocking_cloud_final():
     # nodeadm-run waits for cloud-final; a blocking start would wait for nodeadm-run in turn and deadlock the boot.
-    script = _script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False))
+    script = prepull_script(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False))
     assert f"cat > /etc/systemd/system/{PREPULL_UNIT} <<'" in script
     assert f"cat > {PREPULL_SCRIPT_PATH} <<'" in script
     assert script.rstrip().splitlines()[-1] == f"systemctl start --no-block {PREPULL_UNIT}"
