@@ -10,7 +10,7 @@ from config.instance_types import GPU_INSTANCE_TYPES
 from config.node_capacity import quantity
 from tests.conftest import BASE, run_values, stack_values
 from tests.nodes import lab_nodes
-from tests.rendered import STACKS, load_objects, rendered
+from tests.rendered import STACKS, Rendered, rendered
 from tests.scheduling import Node, unschedulable_because
 from tests.synthetic import lab
 from tests.test_config import problems
@@ -74,14 +74,7 @@ def test_the_share_follows_the_device_plugin_resources_the_stack_sets(tmp_path):
     )
     run = run_values(values)
     render.write(run, tmp_path)
-    if note := charts.write(run, tmp_path):
-        pytest.skip("\n".join(note))
-    files = {
-        str(p.relative_to(tmp_path)): load_objects(p.read_text())
-        for folder in ("manifests", "charts")
-        for p in sorted((tmp_path / folder).glob("*.yaml"))
-    }
-    check_every_lab_node(run, files)
+    check_every_lab_node(run, Rendered("plugin-resources", run, tmp_path, charts.write(run, tmp_path)).files())
     isolated = run.stack.settings.labs["isolated"].node_shares[0]
     assert counted(isolated)[MPS_CONTROL_DAEMON] == (Fraction(1, 8), Fraction(2**28))
 
