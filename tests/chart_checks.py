@@ -27,7 +27,8 @@ MPS_DAEMON_COMMAND = "mps-control-daemon"
 Objects = list[dict[str, Any]]
 
 
-def _one(objects: Objects, kind: str, what: str, **where: Any) -> dict[str, Any]:
+def one(objects: Objects, kind: str, what: str, **where: Any) -> dict[str, Any]:
+    """The one object of the kind (and metadata), `what` saying in the failure which one it should have been."""
     matches = [o for o in objects if o["kind"] == kind and all(o["metadata"].get(k) == v for k, v in where.items())]
     assert len(matches) == 1, f"expected one {kind} ({what}) {where or ''}, found {len(matches)}"
     return matches[0]
@@ -54,7 +55,7 @@ def _placement_problems(
 def controller_problems(run: harness.Run, objects: Objects, manifests: Objects) -> list[str]:
     """The karpenter release's controller: feature gates, cluster, queue, identity and placement."""
     settings = run.stack.settings
-    deployment = _one(objects, "Deployment", "the Karpenter controller")
+    deployment = one(objects, "Deployment", "the Karpenter controller")
     pod = deployment["spec"]["template"]["spec"]
     (container,) = [c for c in pod["containers"] if "CLUSTER_NAME" in _env(c)]
     env = _env(container)
@@ -148,7 +149,7 @@ def device_plugin_problems(run: harness.Run, objects: Objects, manifests: Object
     mounts = {m["mountPath"]: m["name"] for m in manager.get("volumeMounts", [])}
     volumes = {v["name"]: v for v in pod.get("volumes", [])}
     config_map = volumes[mounts[str(env.get("CONFIG_FILE_SRCDIR"))]]["configMap"]["name"]
-    profiles = _one(objects, "ConfigMap", "the device plugin profiles", name=config_map)["data"]
+    profiles = one(objects, "ConfigMap", "the device plugin profiles", name=config_map)["data"]
     if set(profiles) != {DEFAULT_PROFILE, *labs}:
         problems.append(f"profiles {sorted(profiles)}, expected {DEFAULT_PROFILE!r} and one per lab {sorted(labs)}")
 
@@ -177,11 +178,11 @@ def hub_problems(run: harness.Run, objects: Objects, manifests: Objects) -> list
     problems = []
     pools = [node for nodes in lab_nodes(manifests).values() for node in nodes]
     for name in HUB_DEPLOYMENTS:
-        pod = _one(objects, "Deployment", "a JupyterHub component", name=name)["spec"]["template"]["spec"]
+        pod = one(objects, "Deployment", "a JupyterHub component", name=name)["spec"]["template"]["spec"]
         problems += _placement_problems(f"the {name} pod", pod, system_nodes(run), pools)
 
     config = yaml.safe_load(
-        _one(objects, "ConfigMap", "the user-scheduler", name="user-scheduler")["data"]["config.yaml"]
+        one(objects, "ConfigMap", "the user-scheduler", name="user-scheduler")["data"]["config.yaml"]
     )
     fit = [
         p["args"]["scoringStrategy"]
@@ -206,7 +207,7 @@ def hub_problems(run: harness.Run, objects: Objects, manifests: Objects) -> list
     elif (wanted.get("volumeBindingMode"), wanted["parameters"].get("encrypted")) != ("WaitForFirstConsumer", "true"):
         problems.append(f"StorageClass {wanted['metadata']['name']} is not encrypted with WaitForFirstConsumer")
 
-    public = _one(objects, "Service", "the proxy's public Service", name="proxy-public")
+    public = one(objects, "Service", "the proxy's public Service", name="proxy-public")
     ports = [(p["port"], p["targetPort"]) for p in public["spec"]["ports"]]
     if public["spec"]["type"] != "LoadBalancer" or ports != [(443, "http")]:
         problems.append(f"proxy-public is a {public['spec']['type']} with ports {ports}, not HTTPS (443) only")

@@ -30,14 +30,9 @@ from tornado.httpclient import AsyncHTTPClient
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
+from tests.chart_checks import Objects, one
+
 CONFIG_ROOT = "/usr/local/etc/jupyterhub/"
-
-Objects = list[dict[str, Any]]
-
-
-def _one(objects: Objects, kind: str, name: str) -> dict[str, Any]:
-    (found,) = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
-    return found
 
 
 def _service_environment(objects: Objects) -> dict[str, str]:
@@ -81,8 +76,9 @@ def _environment(values: Mapping[str, str]) -> Iterator[None]:
 
 def hub_config(objects: Objects, namespace: str) -> Config:
     """The traitlets configuration the hub of this release loads, from its rendered objects."""
-    config_map = _one(objects, "ConfigMap", "hub")["data"]
-    secret = {key: base64.b64decode(value) for key, value in _one(objects, "Secret", "hub")["data"].items()}
+    config_map = one(objects, "ConfigMap", "the hub's configuration", name="hub")["data"]
+    secret_data = one(objects, "Secret", "the hub's values and secrets", name="hub")["data"]
+    secret = {key: base64.b64decode(value) for key, value in secret_data.items()}
     http_client = AsyncHTTPClient.configured_class()
     with tempfile.TemporaryDirectory(prefix="gpulab-hub-") as folder:
         root = Path(folder)
