@@ -110,3 +110,28 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
         }
     ),
 }
+
+# The planner's own stack (tests/test_planner.py), which its exact counts are for; not among SYNTHETIC, whose stacks
+# every chart test renders. Small requests (far below a node's share) make a buffer that forgets to request its slice
+# pack many warm copies on one node: its class lab would then warm too few nodes.
+PLANNER_STACK = stack_values(
+    **{
+        "gpulab:labs": {
+            "single": lab(["g4dn.xlarge"], 3, max_gpus=4),
+            "two-types": lab(["g4dn.xlarge", "g4dn.12xlarge"], 2, max_gpus=8),
+            "mixed-arch-spot": lab(["g4dn.xlarge", "g5g.xlarge"], 4, capacityTypes=["spot", "on-demand"]),
+            "mps": lab(["g6.xlarge"], 4, sharing="mps"),
+            "spot-only": lab(["g5.xlarge"], 2, max_gpus=3, capacityTypes=["spot"]),
+            "classy": lab(
+                ["g4dn.xlarge"],
+                3,
+                max_gpus=4,
+                learnerPod={"cpu": "500m", "memory": "1Gi"},
+                classes=[
+                    {"schedule": "0 9 * * mon-fri", "duration": "1h", "warmSeats": 5},
+                    {"schedule": "0 14 * * *", "duration": "2h"},
+                ],
+            ),
+        }
+    }
+)

@@ -2,7 +2,7 @@
 seat, node and dollar gpulab promises, checked against Karpenter's decision rather than against gpulab's reading of it.
 
 The invariants hold for every stack file and synthetic stack; exact counts are for the planner's own synthetic stack
-below. The planner is built once per session; without Go these tests skip, saying so.
+(tests/synthetic.py PLANNER_STACK). The planner is built once per session; without Go these tests skip, saying so.
 """
 
 from __future__ import annotations
@@ -24,32 +24,9 @@ from config.versions import KARPENTER_CHART_VERSION
 from tests import tables
 from tests.conftest import STACK_FILES, as_cli_config, run_config, stack_values
 from tests.rendered import rendered
-from tests.synthetic import lab
+from tests.synthetic import PLANNER_STACK
 from tools import charts, harness, plan, preview_comment, render
 
-# Small requests (far below a node's share) make a buffer that forgets to request its slice pack many warm copies on
-# one node: the class lab below would then warm too few nodes.
-PLANNER_STACK = stack_values(
-    **{
-        "gpulab:labs": {
-            "single": lab(["g4dn.xlarge"], 3, max_gpus=4),
-            "two-types": lab(["g4dn.xlarge", "g4dn.12xlarge"], 2, max_gpus=8),
-            "mixed-arch-spot": lab(["g4dn.xlarge", "g5g.xlarge"], 4, capacityTypes=["spot", "on-demand"]),
-            "mps": lab(["g6.xlarge"], 4, sharing="mps"),
-            "spot-only": lab(["g5.xlarge"], 2, max_gpus=3, capacityTypes=["spot"]),
-            "classy": lab(
-                ["g4dn.xlarge"],
-                3,
-                max_gpus=4,
-                learnerPod={"cpu": "500m", "memory": "1Gi"},
-                classes=[
-                    {"schedule": "0 9 * * mon-fri", "duration": "1h", "warmSeats": 5},
-                    {"schedule": "0 14 * * *", "duration": "2h"},
-                ],
-            ),
-        }
-    }
-)
 PLANNER = "planner-synthetic"
 # The line before the plan's table (tools/plan.py table).
 PLAN_TABLE = "what Karpenter "
