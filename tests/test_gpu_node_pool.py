@@ -1,13 +1,12 @@
 """gpulab:karpenter:GpuNodePool: the EC2NodeClass, NodePool and NodeOverlays each lab gets."""
 
-import email
-
 import pytest
 import yaml
 
 from tests.conftest import BASE, STACK_FILES, run_stack_file, run_values, stack_values
 from tests.crd_schema import crd_problems, requires_upstream
 from tests.synthetic import SYNTHETIC
+from tests.user_data_parts import mime_parts
 
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
@@ -58,7 +57,7 @@ def test_node_class_with_the_defaults_reproduces_the_origin_node_but_puts_images
 
 def test_user_data_sets_the_pod_pid_limit_and_prepulls_the_labs_images():
     run = run_values(with_intro(prepullImages=["tensorflow/tensorflow:2.12.0-gpu"]))
-    parts = email.message_from_string(spec(run, NODE_CLASS, "ec2nodeclass-intro")["userData"]).get_payload()
+    parts = mime_parts(spec(run, NODE_CLASS, "ec2nodeclass-intro")["userData"])
     node_config = yaml.safe_load(parts[0].get_payload())
     assert node_config["spec"]["kubelet"]["config"]["podPidsLimit"] == 32768
     assert "docker.io/tensorflow/tensorflow:2.12.0-gpu" in parts[1].get_payload()

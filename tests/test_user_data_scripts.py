@@ -14,6 +14,7 @@ import yaml
 
 from components.karpenter.user_data import NODECONFIG_CONTENT_TYPE
 from tests.rendered import STACKS, rendered
+from tests.user_data_parts import mime_parts
 
 SHELL_SCRIPT = "text/x-shellscript"
 # A quoted here-document (<<'TAG'): its body is written out verbatim, so a body that starts with #! is a script too.
@@ -63,7 +64,7 @@ def test_user_data_is_mime_multipart_with_one_nodeconfig_part(stack):
 @pytest.mark.parametrize("stack", STACKS)
 def test_shellcheck_is_clean_on_every_user_data_script(stack):
     for node_class, user_data in user_data_documents(stack).items():
-        for part in email.message_from_string(user_data).get_payload():
+        for part in mime_parts(user_data):
             if part.get_content_type() == SHELL_SCRIPT:
                 for script in scripts(part.get_payload()):
                     assert shellcheck(script) == [], f"{node_class}:\n{script}"
@@ -74,7 +75,7 @@ def test_some_stack_has_a_user_data_script_with_an_embedded_script_for_shellchec
         part.get_payload()
         for stack in STACKS
         for user_data in user_data_documents(stack).values()
-        for part in email.message_from_string(user_data).get_payload()
+        for part in mime_parts(user_data)
         if part.get_content_type() == SHELL_SCRIPT
     ]
     assert any(len(scripts(body)) > 1 for body in bodies)
