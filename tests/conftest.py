@@ -16,10 +16,13 @@ from typing import Any
 import pytest
 import yaml
 
-from tools import harness
+from tools import charts, harness
 
 # Renders in tests leave the planner out (it has tests of its own, tests/test_planner.py, which build it once).
 os.environ.setdefault("GPULAB_PLANNER", "off")
+# helm template's results are kept between runs, keyed by all of helm's inputs (tools/helm_cache.py): the check that
+# every Helm value is read templates the releases hundreds of times, with the same inputs as the last run.
+os.environ.setdefault("GPULAB_HELM_CACHE", str(charts.cache_home() / "helm-template"))
 
 ROOT = Path(__file__).resolve().parent.parent
 STACK_FILES = sorted(ROOT.glob("Pulumi.*.yaml"))

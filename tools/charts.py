@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from tools import harness
+from tools import harness, helm_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -118,8 +118,13 @@ def _host(release: Release) -> str:
     return (release.repository or release.chart).split("://", 1)[-1].split("/", 1)[0]
 
 
+def cache_home() -> Path:
+    """gpulab's folder in the user's cache: pulled charts, and the tests' helm results (tools/helm_cache.py)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "gpulab"
+
+
 def _cache_folder() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "gpulab" / "charts"
+    return cache_home() / "charts"
 
 
 def _pull(release: Release, helm: Path) -> Path:
@@ -184,15 +189,15 @@ def template(
 
     Raises TemplateError when helm refuses (a chart's `required` or `fail`, unparsable output).
     """
-    command = [str(helm), "template", release.name, str(chart), "--namespace", release.namespace]
+    arguments = ["template", release.name, str(chart), "--namespace", release.namespace]
     # The cluster's minor version ("1.34") as the full version charts see in .Capabilities.KubeVersion (helm keeps what
     # it is given, and a control plane reports a patch release).
-    command += ["--kube-version", f"v{kubernetes_version}.0", "--values", "-", "--skip-tests"]
+    arguments += ["--kube-version", f"v{kubernetes_version}.0", "--values", "-", "--skip-tests"]
     if not release.skip_crds:
-        command.append("--include-crds")
+        arguments.append("--include-crds")
     stand_ins = RENDER_STAND_INS.get(release.chart_name, {})
     payload = json.dumps(_merged(stand_ins, release.values if values is None else values))  # JSON is YAML
-    done = subprocess.run(command, input=payload, capture_output=True, text=True, check=False)
+    done = helm_cache.template(helm, chart, arguments, payload)
     if done.returncode != 0:
         # helm's reason, without its advice to rerun with --debug.
         reason = " ".join(line for line in done.stderr.splitlines() if not line.startswith("Use --debug"))
