@@ -6,6 +6,7 @@ name; the profile's replicas are the lab's slicesPerGpu, so that each physical G
 profile through the same label, so it runs MPS exactly where the plugin expects it.
 """
 
+import functools
 from collections.abc import Mapping
 
 import yaml
@@ -37,8 +38,13 @@ def profile(slices_per_gpu: int, sharing: Sharing = "timeSlicing") -> dict:
 
 def config_map(labs: Mapping[str, Lab]) -> dict[str, str]:
     """The chart's `config.map`: profile name to the profile serialised as YAML."""
-    profiles = {DEFAULT_PROFILE: profile(1)} | {
-        name: profile(lab.slices_per_gpu, lab.sharing) for name, lab in labs.items()
+    return {DEFAULT_PROFILE: _profile_text(1, "timeSlicing")} | {
+        name: _profile_text(lab.slices_per_gpu, lab.sharing) for name, lab in labs.items()
     }
-    # libyaml's emitter (the same bytes as PyYAML's): a stack of many labs has as many profiles.
-    return {name: yaml.dump(config, Dumper=yaml.CSafeDumper, sort_keys=False) for name, config in profiles.items()}
+
+
+# Serialised once per kind of profile: a stack of many labs has as many profiles, and nearly all of them alike.
+@functools.cache
+def _profile_text(slices_per_gpu: int, sharing: Sharing) -> str:
+    # libyaml's emitter: the same bytes as PyYAML's own.
+    return yaml.dump(profile(slices_per_gpu, sharing), Dumper=yaml.CSafeDumper, sort_keys=False)
