@@ -3,11 +3,13 @@
 import json
 from pathlib import Path
 
+import pulumi
 import pytest
 
+import program
 from config.prices import DISK_PRICE_SOURCE, PRICE_SOURCE
 from tests import tables
-from tests.conftest import STACK_FILES, run_values, stack_values
+from tests.conftest import BASE, STACK_FILES, as_cli_config, run_values, stack_values
 from tests.synthetic import lab
 from tools import cost_report, harness, render
 from tools.summary import summary
@@ -82,6 +84,17 @@ def test_render_writes_the_stack_outputs_sorted_with_secrets_hidden(path: Path, 
     assert outputs["kubeconfig"] == harness.SECRET
     name, stack_file = render.stack_file(str(path))
     assert outputs == harness.run(name, render.read_stack_file(stack_file)).outputs
+
+
+def test_an_export_is_read_with_every_output_in_it_and_hidden_whole_when_any_is_secret(monkeypatch):
+    def build(stack):
+        pulumi.export("plain", {"name": pulumi.Output.from_input("a"), "list": [1, pulumi.Output.from_input("b")]})
+        pulumi.export("nested", {"open": "x", "deep": [{"key": pulumi.Output.secret("s")}]})
+        pulumi.export("apply", pulumi.Output.from_input("c").apply(lambda c: {"c": pulumi.Output.from_input(c * 2)}))
+
+    monkeypatch.setattr(program, "build", build)
+    outputs = harness.run("test", as_cli_config(BASE)).outputs
+    assert outputs == {"plain": {"name": "a", "list": [1, "b"]}, "nested": harness.SECRET, "apply": {"c": "cc"}}
 
 
 def test_the_table_shows_what_warming_each_class_costs_beside_the_labs_figures():

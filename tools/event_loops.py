@@ -34,6 +34,12 @@ def owned_event_loops() -> Iterator[None]:
         # asyncio would report each of them when collected ("Task was destroyed but it is pending!", "exception was
         # never retrieved"), long after the run's own error said what went wrong.
         loop.set_exception_handler(lambda _loop, _context: None)
+        # Tasks that never started would warn, once collected, that their coroutine was never awaited: cancelled and
+        # run to their end here, as asyncio.run does with what a program leaves behind.
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         raise
     finally:
         executor.shutdown(wait=True)

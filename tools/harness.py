@@ -240,6 +240,23 @@ def config_from_stack_file(document: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
+async def _resolved(value: Any) -> tuple[Any, bool]:
+    """An export with every Output in it awaited, and whether any of them is secret (then the whole export is, as
+    Output.from_input would make it). Walked here rather than through Output.from_input, which makes an Output of every
+    leaf: for the per-lab export of a large stack that was a third of the run, and `pulumi preview` does no such thing
+    (the stack serialises its outputs as plain values)."""
+    if isinstance(value, pulumi.Output):
+        inner, secret = await _resolved(await value.future())
+        return inner, secret or await value.is_secret()
+    if isinstance(value, Mapping):
+        items = [(key, await _resolved(v)) for key, v in value.items()]
+        return {key: v for key, (v, _) in items}, any(secret for _, (_, secret) in items)
+    if isinstance(value, list | tuple):
+        elements = [await _resolved(v) for v in value]
+        return [v for v, _ in elements], any(secret for _, secret in elements)
+    return value, False
+
+
 def _is_secure(value: Any) -> bool:
     return isinstance(value, Mapping) and set(value) == {"secure"}
 
@@ -273,8 +290,8 @@ def _run(stack_name: str, stack_config: Mapping[str, str], secrets: Sequence[str
     async def exports() -> None:
         root = pulumi.runtime.get_root_resource()
         for key, output in sorted(getattr(root, "outputs", {}).items()):
-            output = pulumi.Output.from_input(output)
-            result.outputs[key] = SECRET if await output.is_secret() else normalise(await output.future())
+            value, secret = await _resolved(output)
+            result.outputs[key] = SECRET if secret else normalise(value)
 
     @pulumi.runtime.test
     def program_run() -> Any:
