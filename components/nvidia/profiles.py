@@ -38,7 +38,7 @@ def profile(slices_per_gpu: int, sharing: Sharing = "timeSlicing") -> dict:
 
 def config_map(labs: Mapping[str, Lab]) -> dict[str, str]:
     """The chart's `config.map`: profile name to the profile serialised as YAML."""
-    return {DEFAULT_PROFILE: _profile_text(1, "timeSlicing")} | {
+    return {DEFAULT_PROFILE: _text(profile(1))} | {
         name: _profile_text(lab.slices_per_gpu, lab.sharing) for name, lab in labs.items()
     }
 
@@ -46,5 +46,9 @@ def config_map(labs: Mapping[str, Lab]) -> dict[str, str]:
 # Serialised once per kind of profile: a stack of many labs has as many profiles, and nearly all of them alike.
 @functools.cache
 def _profile_text(slices_per_gpu: int, sharing: Sharing) -> str:
+    return _text(profile(slices_per_gpu, sharing))
+
+
+def _text(config: dict) -> str:
     # libyaml's emitter: the same bytes as PyYAML's own.
-    return yaml.dump(profile(slices_per_gpu, sharing), Dumper=yaml.CSafeDumper, sort_keys=False)
+    return yaml.dump(config, Dumper=yaml.CSafeDumper, sort_keys=False)
