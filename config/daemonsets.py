@@ -16,6 +16,7 @@ Requests are exact: CPU in cores, memory in bytes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -128,7 +129,8 @@ class AddonDaemonSet:
             self.instance_types is None or instance_type in self.instance_types
         )
 
-    @property
+    # Cached: every lab's node of every instance type counts the same few add-ons.
+    @functools.cached_property
     def requests(self) -> DaemonSetRequests:
         return DaemonSetRequests(self.name, *pod_requests(self.pod_spec))
 
@@ -266,7 +268,7 @@ EBS_CSI_NODE = AddonDaemonSet(
 
 def node_daemonsets(
     instance_type: str, sharing: Sharing, plugin: ContainerResources, ebs_csi: bool
-) -> list[DaemonSetRequests]:
+) -> tuple[DaemonSetRequests, ...]:
     """Every DaemonSet pod on a lab's node of this instance type, with its requests; `ebs_csi` when the stack runs the
     EBS CSI driver (with JupyterHub)."""
     plugin_pod = pod_requests({"containers": [{"resources": device_plugin_resources(plugin)}]})
@@ -276,4 +278,4 @@ def node_daemonsets(
         found.append(DaemonSetRequests(MPS_CONTROL_DAEMON, *plugin_pod))
     addons = (*EKS_ADDON_DAEMONSETS, EBS_CSI_NODE) if ebs_csi else EKS_ADDON_DAEMONSETS
     found += [addon.requests for addon in addons if addon.lands_on(instance_type)]
-    return found
+    return tuple(found)

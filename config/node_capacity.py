@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -67,8 +66,10 @@ class NodeShare:
     share: Resources  # what is left of the allocatable for each seat, rounded down to 1m and 1Mi
 
 
+# Cached: the labs of a stack mostly share their instance types, slices and DaemonSets.
+@functools.cache
 def node_share(
-    instance_type: str, slices_per_gpu: int, max_pods: int | None, daemonsets: Sequence[DaemonSetRequests]
+    instance_type: str, slices_per_gpu: int, max_pods: int | None, daemonsets: tuple[DaemonSetRequests, ...]
 ) -> NodeShare:
     """What each of the slicesPerGpu x GPUs learners of a node may request so that they and its DaemonSets fit.
 
@@ -79,7 +80,7 @@ def node_share(
     cpu = Fraction(node.cpu_millis, 1000) - sum((d.cpu for d in daemonsets), Fraction(0))
     memory = node.memory_mib * 2**20 - sum((d.memory for d in daemonsets), Fraction(0))
     share = Resources(math.floor(cpu * 1000 / seats), math.floor(memory / 2**20 / seats))
-    return NodeShare(instance_type, node, tuple(daemonsets), seats, share)
+    return NodeShare(instance_type, node, daemonsets, seats, share)
 
 
 # A Kubernetes quantity, as k8s.io/apimachinery pkg/api/resource/quantity.go reads one (kubernetes-1.34.1): the
