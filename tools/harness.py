@@ -7,6 +7,7 @@ answer with realistic outputs (ARNs, names, a kubeconfig) so that values derived
 
 import asyncio
 import contextvars
+import gc
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -17,6 +18,8 @@ from typing import Any
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc
+from pulumi.runtime.proto import resource_pb2
+from pulumi.runtime.sync_await import _ensure_event_loop
 
 import config
 import program
@@ -151,8 +154,12 @@ class _Mocks(pulumi.runtime.Mocks):
         return answers[args.token](), []  # no check failures
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
-        outputs = dict(args.inputs)
-        name = outputs.get("name") or f"{args.name}-{_suffix(args.name)}"
+        return f"{args.name}-id", {**args.inputs, **self.outputs_beyond_inputs(args)}
+
+    def outputs_beyond_inputs(self, args: pulumi.runtime.MockResourceArgs) -> dict:
+        """What a resource's state holds besides its inputs: the ARNs, names and URLs AWS would assign."""
+        outputs: dict = {}
+        name = args.inputs.get("name") or f"{args.name}-{_suffix(args.name)}"
         arn_of = {
             "aws:iam/role:Role": f"arn:aws:iam::{ACCOUNT_ID}:role/{name}",
             "aws:iam/policy:Policy": f"arn:aws:iam::{ACCOUNT_ID}:policy/{name}",
@@ -168,7 +175,7 @@ class _Mocks(pulumi.runtime.Mocks):
             outputs["keyId"] = _suffix(name)  # the last part of the key's ARN, which an alias targets
         if args.typ == "eks:index:Cluster":
             outputs |= self._eks_cluster(args)
-        return f"{args.name}-id", outputs
+        return outputs
 
     def _eks_cluster(self, args: pulumi.runtime.MockResourceArgs) -> dict:
         # pulumi-eks is a remote component: its children are not built under mocks, so the aws.eks.Cluster it would
@@ -199,30 +206,53 @@ class _Mocks(pulumi.runtime.Mocks):
 
 
 class _Monitor(pulumi_mocks.MockMonitor):
-    """Records each registration with its parent, which the mocks' new_resource does not see."""
+    """Records each registration with its parent, which the mocks' new_resource does not see.
+
+    It answers a registration as pulumi's MockMonitor does (pulumi/runtime/mocks.py RegisterResource), with the
+    resource's inputs and the mocks' outputs as its state, but hands the inputs back as the program sent them instead of
+    deserialising and serialising them again: that round trip was a fifth of a large stack's render.
+    """
 
     def __init__(self, mocks: _Mocks):
         super().__init__(mocks)
+        self.mocks: _Mocks = mocks
         self.registrations: list[Registration] = []
 
     def RegisterResource(self, request):
-        response = super().RegisterResource(request)
-        if request.type != "pulumi:pulumi:Stack":
-            parent = None
-            if request.parent and _type_name(request.parent)[0] != "pulumi:pulumi:Stack":
-                parent = "::".join(_type_name(request.parent))
-            inputs = normalise(rpc.deserialize_properties(request.object))
-            dependencies = tuple(sorted("::".join(_type_name(urn)) for urn in request.dependencies))
-            # A provider reference is "<provider URN>::<provider ID>".
-            provider = "::".join(_type_name(request.provider.rsplit("::", 1)[0])) if request.provider else None
-            delete_timeout = request.customTimeouts.delete or None
-            ignored = tuple(request.ignoreChanges)
-            self.registrations.append(
-                Registration(
-                    request.type, request.name, parent, inputs, dependencies, provider, delete_timeout, ignored
-                )
-            )
+        urn = self.make_urn(request.parent, request.type, request.name)
+        if request.type == "pulumi:pulumi:Stack":
+            return resource_pb2.RegisterResourceResponse(urn=urn)
+        _ensure_event_loop()  # deserialising a resource reference needs one on this thread
+        inputs = rpc.deserialize_properties(request.object)
+        args = pulumi.runtime.MockResourceArgs(
+            typ=request.type,
+            name=request.name,
+            inputs=inputs,
+            provider=request.provider,
+            resource_id=request.importId,
+            custom=request.custom or False,
+        )
+        resource_id, extra = f"{request.name}-id", self.mocks.outputs_beyond_inputs(args)
+        self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(urn, resource_id, {**inputs, **extra})
+        self._record(request, inputs)
+        response = resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=request.object)  # a copy
+        response.object.update(extra)
         return response
+
+    def _record(self, request, inputs: dict) -> None:
+        parent = None
+        if request.parent and _type_name(request.parent)[0] != "pulumi:pulumi:Stack":
+            parent = "::".join(_type_name(request.parent))
+        dependencies = tuple(sorted("::".join(_type_name(urn)) for urn in request.dependencies))
+        # A provider reference is "<provider URN>::<provider ID>".
+        provider = "::".join(_type_name(request.provider.rsplit("::", 1)[0])) if request.provider else None
+        delete_timeout = request.customTimeouts.delete or None
+        ignored = tuple(request.ignoreChanges)
+        self.registrations.append(
+            Registration(
+                request.type, request.name, parent, normalise(inputs), dependencies, provider, delete_timeout, ignored
+            )
+        )
 
 
 # What a render passes for a secret of the stack file (`key: {secure: <ciphertext>}`): it has no Pulumi CLI to decrypt
@@ -298,7 +328,12 @@ def _run(stack_name: str, stack_config: Mapping[str, str], secrets: Sequence[str
         program.build(stack)
         return asyncio.ensure_future(exports())
 
-    program_run()
+    threshold = gc.get_threshold()
+    program.collect_rarely()  # as `pulumi preview` runs it (program.main)
+    try:
+        program_run()
+    finally:
+        gc.set_threshold(*threshold)
     result.resources = sorted(monitor.registrations, key=lambda r: (r.type, r.name, r.parent or ""))
     unique = {json.dumps(i.as_json(), sort_keys=True): i for i in mocks.invokes}
     result.invokes = [unique[key] for key in sorted(unique)]
