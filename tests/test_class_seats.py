@@ -20,6 +20,7 @@ from config.node_capacity import quantity, seats_per_node
 from tests import tables
 from tests.conftest import BASE, run_values, stack_values
 from tests.crd_schema import crd_problems, requires_upstream
+from tests.dependencies import waits_for
 from tests.nodes import lab_nodes, system_nodes
 from tests.pod_specs import karpenter_requests, pod_specs, restricted_problems
 from tests.scheduling import unschedulable_because
@@ -444,4 +445,4 @@ def test_capacity_buffers_wait_for_the_karpenter_controller_and_its_crds(run):
     buffers = run.of_type(BUFFER)
     assert buffers
     for buffer in buffers:
-        assert {f"{RELEASE}::karpenter-crd", f"{RELEASE}::karpenter"} <= set(buffer.dependencies), buffer.name
+        assert {f"{RELEASE}::karpenter-crd", f"{RELEASE}::karpenter"} <= waits_for(run, buffer), buffer.name

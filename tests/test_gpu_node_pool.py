@@ -5,6 +5,7 @@ import yaml
 
 from tests.conftest import BASE, STACK_FILES, run_stack_file, run_values, stack_values
 from tests.crd_schema import crd_problems, requires_upstream
+from tests.dependencies import waits_for
 from tests.synthetic import SYNTHETIC
 from tests.user_data_parts import mime_parts
 
@@ -149,7 +150,7 @@ def test_custom_resources_use_the_clusters_provider_and_wait_for_the_crds(base_r
     objects = [r for r in base_run.resources if r.type in KARPENTER_KINDS]
     assert len(objects) == 3
     for r in objects:
-        assert "kubernetes:helm.sh/v3:Release::karpenter-crd" in r.dependencies
+        assert "kubernetes:helm.sh/v3:Release::karpenter-crd" in waits_for(base_run, r)
         assert r.parent == "gpulab:karpenter:GpuNodePool::intro"
         assert r.provider == "pulumi:providers:kubernetes::cluster-k8s"
 

@@ -8,6 +8,7 @@ dependency order, so every lab object must (transitively) depend on all of those
 import pytest
 
 from tests.conftest import STACK_FILES, run_stack_file, run_values, stack_values
+from tests.dependencies import key, waits_for
 from tests.synthetic import SYNTHETIC, lab
 
 CASES = [(path.name, lambda path=path: run_stack_file(path)) for path in STACK_FILES] + [
@@ -24,22 +25,6 @@ POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 @pytest.fixture(scope="module", params=CASES, ids=[name for name, _ in CASES])
 def run(request):
     return request.param[1]()
-
-
-def key(registration) -> str:
-    return f"{registration.type}::{registration.name}"
-
-
-def reachable(run, start) -> set[str]:
-    edges = {key(r): set(r.dependencies) for r in run.resources}
-    seen: set[str] = set()
-    todo = list(edges[key(start)])
-    while todo:
-        node = todo.pop()
-        if node not in seen:
-            seen.add(node)
-            todo.extend(edges.get(node, ()))
-    return seen
 
 
 def must_outlive_the_labs(run) -> set[str]:
@@ -64,7 +49,7 @@ def test_every_lab_object_is_deleted_before_the_controller_its_permissions_and_t
     assert len(required) == 1 + 6 + 1 + 4 + 1  # release, six policies, association, four node policies, entry
     for registration in run.resources:
         if registration.type in KARPENTER_OBJECTS:
-            missing = required - reachable(run, registration)
+            missing = required - waits_for(run, registration)
             assert not missing, f"{registration.name} does not wait for {sorted(missing)}"
 
 

@@ -137,7 +137,9 @@ class Controller(pulumi.ComponentResource):
             namespace=settings.namespace,
             opts=k8s_opts,
         )
-        k8s.helm.v3.Release(
+        # What the labs' objects wait for, and so are deleted before: through its own dependencies, the controller's
+        # CRDs, permissions and identity too.
+        self.release = k8s.helm.v3.Release(
             name,
             name=RELEASE,
             chart=f"{KARPENTER_CHART_REPOSITORY}/karpenter",

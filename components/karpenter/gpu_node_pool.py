@@ -22,9 +22,10 @@ DELETE_MARGIN_SECONDS = 15 * 60
 class GpuNodePool(pulumi.ComponentResource):
     """The GPU nodes of one lab: Karpenter launches them when its learners' pods are pending and removes them after.
 
-    `runtime` is what the lab's objects need to exist and, above all, to be deleted: the Karpenter controller (its
-    CRDs, release, IAM permissions and Pod Identity association) and the node role with its access entry. Only the
-    running controller can clear the termination finalizers of the lab's nodes, so Pulumi must delete the lab first.
+    `runtime` is what the lab's objects need to exist and, above all, to be deleted: the Karpenter controller's release
+    (which waits for its CRDs, IAM permissions and Pod Identity association) and the node role with its access entry.
+    Only the running controller can clear the termination finalizers of the lab's nodes, so Pulumi must delete the lab
+    first.
     """
 
     def __init__(
@@ -38,14 +39,16 @@ class GpuNodePool(pulumi.ComponentResource):
         provider: k8s.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        super().__init__("gpulab:karpenter:GpuNodePool", name, None, opts)
+        # Registered once the stack's AMI releases are found (components/karpenter/ami.py), and so are its objects,
+        # which wait for their parent: a lab whose release does not exist never gets an EC2NodeClass that could not
+        # become Ready.
+        found = pulumi.ResourceOptions(depends_on=amis_found.apply(lambda _: []))
+        super().__init__("gpulab:karpenter:GpuNodePool", name, None, pulumi.ResourceOptions.merge(opts, found))
         delete_after = f"{(seconds(lab.termination_grace_period) + DELETE_MARGIN_SECONDS) // 60}m"
         child = pulumi.ResourceOptions(
             parent=self,
             provider=provider,
-            # Registered once the stack's AMI releases are found (components/karpenter/ami.py): a lab whose release
-            # does not exist never gets an EC2NodeClass that could not become Ready.
-            depends_on=amis_found.apply(lambda _: list(runtime)),
+            depends_on=list(runtime),
             custom_timeouts=pulumi.CustomTimeouts(delete=delete_after),
         )
 
