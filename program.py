@@ -3,6 +3,8 @@
 It is a function so that the offline render and the tests can run it more than once per process.
 """
 
+import gc
+
 import pulumi
 
 import config
@@ -18,6 +20,18 @@ from components.karpenter.gpu_node_pool import GpuNodePool
 from components.learner_pod import PLACEHOLDER_IMAGE, learner_pod_spec
 from components.node_role import NodeRole
 from components.nvidia.device_plugin import DevicePlugin
+
+# Python's cyclic garbage collector makes a young collection every 700 net allocations by default (gc.get_threshold),
+# and enough of them make a full one, over every object alive. A run of the program builds a graph of resources,
+# Outputs and futures that lives until the run ends, so each full collection walks more and frees next to nothing: at
+# 1,000 labs they took half of the run (24 s against 12 s with collection off). With this threshold the run makes one
+# or two, for 5 MB more memory at 1,000 labs.
+GC_THRESHOLD = 100_000
+
+
+def collect_rarely() -> None:
+    """Raises the young generation's threshold to GC_THRESHOLD for the rest of the process, or until reset."""
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
 
 
 def build(stack: config.StackConfig) -> None:
@@ -50,13 +64,15 @@ def build(stack: config.StackConfig) -> None:
             lab,
             cluster_name=settings.cluster.name,
             node_role_name=node_role.role_name,
-            # The controller and the node role's access entry must outlive every lab's nodes (see GpuNodePool).
-            runtime=[karpenter, node_role],
+            # The controller and the node role's access entry must outlive every lab's nodes (see GpuNodePool). The
+            # release rather than the whole Controller: Pulumi expands a component into all of its children for every
+            # resource that waits for it, 34 of them here, and the release already waits for the ones that matter.
+            runtime=[karpenter.release, node_role],
             amis_found=amis_found,
             provider=cluster.provider,
         )
         if lab.classes:
-            ClassSeats(lab_name, lab, karpenter=karpenter, provider=cluster.provider)
+            ClassSeats(lab_name, lab, karpenter=karpenter.release, provider=cluster.provider)
 
     if settings.jupyterhub:
         hub = Hub("jupyterhub", settings.jupyterhub, settings.labs, cluster, stack.jupyterhub_client_secret)
@@ -92,6 +108,7 @@ def build(stack: config.StackConfig) -> None:
 
 
 def main() -> None:
+    collect_rarely()  # for the whole run: Pulumi registers the resources after build() returns
     try:
         stack = config.load()
     except config.ConfigError as error:

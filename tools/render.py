@@ -25,6 +25,7 @@ try:
     import yaml
 
     import config
+    import program
     from tools import addons, charts, harness, plan
     from tools.summary import summary
 except ModuleNotFoundError as missing:  # an interpreter without the project's requirements, e.g. the system python3
@@ -163,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, type=Path, help="directory to write the render into")
     parser.add_argument("--no-charts", action="store_true", help="skip charts/ (helm), e.g. when only outputs matter")
     args = parser.parse_args(argv)
+    # The render, like the program, builds what it writes and keeps it to the end (program.collect_rarely).
+    program.collect_rarely()
     clean(args.out)
     try:
         name, path = stack_file(args.stack)
