@@ -2,14 +2,20 @@
 
 A run of the program under mocks is the suite's main cost (0.2 to 1 s each), and many tests read the same stack: every
 run made through `run_config` (and so `run_values`, `run_stack_file` and tests/rendered.py) happens once per test
-process for a given stack name and configuration, and tests share the recorded Run. A test that changes what it reads
-from a Run copies it first (copy.deepcopy), as the tests that plant defects do; a test that patches the harness calls
-`harness.run` itself.
+session for a given stack name and configuration, and tests share the recorded Run: pytest-xdist's workers hand each
+other their runs through a folder of the session (a run is deterministic: tests/test_render.py renders twice). A test
+that changes what it reads from a Run copies it first (copy.deepcopy), as the tests that plant defects do; a test that
+patches the harness calls `harness.run` itself.
 """
 
 import copy
+import hashlib
 import json
 import os
+import pickle
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +24,10 @@ import yaml
 
 from tools import charts, harness
 
+# jsonschema registers the "iri" formats when it can import rfc3987_syntax (jsonschema/_format.py), which builds 38
+# lark grammars as it is imported: 2 s in every test process. The tests check no iri format (tests/crd_schema.py checks
+# the formats of Kubernetes' schemas, int32, int64 and date-time, with its own checker), so it is not imported.
+sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 # Renders in tests leave the planner out (it has tests of its own, tests/test_planner.py, which build it once).
 os.environ.setdefault("GPULAB_PLANNER", "off")
 # helm template's results are kept between runs, keyed by all of helm's inputs (tools/helm_cache.py): the check that
@@ -54,14 +64,37 @@ def as_cli_config(values: dict[str, Any]) -> dict[str, str]:
 
 
 _RUNS: dict[tuple[str, str], harness.Run] = {}
+# The folder where the workers of one pytest-xdist session share their runs: made by the controller before it starts
+# them (they inherit the variable), removed when it ends.
+SHARED_RUNS = "GPULAB_SHARED_RUNS"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and config.getoption("numprocesses", None):
+        folder = tempfile.mkdtemp(prefix="gpulab-runs-")
+        os.environ[SHARED_RUNS] = folder
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 def run_config(stack: str, cli_config: dict[str, str]) -> harness.Run:
-    """harness.run, once per stack name and configuration in this test process (a failed run is not kept)."""
+    """harness.run, once per stack name and configuration in this test session (a failed run is not kept)."""
     key = (stack, json.dumps(cli_config, sort_keys=True))
     if key not in _RUNS:
-        _RUNS[key] = harness.run(stack, cli_config)
+        shared = os.environ.get(SHARED_RUNS)
+        _RUNS[key] = _shared_run(Path(shared), key) if shared else harness.run(stack, cli_config)
     return _RUNS[key]
+
+
+def _shared_run(folder: Path, key: tuple[str, str]) -> harness.Run:
+    path = folder / f"{hashlib.sha256(json.dumps(key).encode()).hexdigest()}.pickle"
+    if path.exists():
+        return pickle.loads(path.read_bytes())
+    run = harness.run(key[0], json.loads(key[1]))
+    # Written whole, then renamed: a worker reads a run another has finished, or none (it then makes its own).
+    with tempfile.NamedTemporaryFile(dir=folder, delete=False) as partial:
+        partial.write(pickle.dumps(run))
+    os.replace(partial.name, path)
+    return run
 
 
 def run_values(values: dict[str, Any], stack: str = "test") -> harness.Run:
