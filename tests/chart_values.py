@@ -5,11 +5,6 @@ and leaves the chart's default in force. A static search of the templates cannot
 only passes through a map, so the check asks the chart itself: for every leaf of the values the program sets (a scalar,
 a list, or an empty map), render once with that leaf changed; if nothing the release installs changes, and helm does
 not fail, the chart never looked at it.
-
-Most leaves are strings a template writes out as they are, so one render first gives every string leaf a mark of its
-own: a leaf whose mark shows in what the release installs is read, and needs no render of its own. Only a mark proves
-anything; every other leaf (a mark transformed or hidden by another change, a number, a list) is rendered alone as
-above.
 """
 
 from __future__ import annotations
@@ -50,7 +45,10 @@ def changed(value: Any) -> Any:
 
 def with_leaf(values: Mapping[str, Any], path: Path, value: Any) -> dict[str, Any]:
     result = copy.deepcopy(dict(values))
-    _at(result, path[:-1])[path[-1]] = value
+    target = result
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
     return result
 
 
@@ -65,27 +63,9 @@ def unread(values: Mapping[str, Any], template: Callable[[Mapping[str, Any]], st
 
     baseline = output(values)
     assert baseline is not None, "the values as the program sets them must render"
-    shown = _marks_shown(values, output)
-    alone = [(path, value) for path, value in leaves(values) if path not in shown]
-    variants = [with_leaf(values, path, changed(value)) for path, value in alone]
+    paths = [path for path, _ in leaves(values)]
+    variants = [with_leaf(values, path, changed(value)) for path, value in leaves(values)]
     # helm is a separate process per render; two at a time keeps both cores busy.
     with ThreadPoolExecutor(max_workers=2) as pool:
         outputs = list(pool.map(output, variants))
-    return [".".join(path) for (path, _), text in zip(alone, outputs, strict=True) if text == baseline]
-
-
-def _marks_shown(values: Mapping[str, Any], output: Callable[[Mapping[str, Any]], str | None]) -> set[Path]:
-    """The string leaves whose own mark shows in one render with every string leaf marked."""
-    marks = {path: f"{PROBE}-{i:04d}-" for i, (path, value) in enumerate(leaves(values)) if isinstance(value, str)}
-    marked = copy.deepcopy(dict(values))
-    for path, value in leaves(values):
-        if path in marks:
-            _at(marked, path[:-1])[path[-1]] = f"{value}{marks[path]}"
-    text = output(marked) or ""  # helm failed: no mark proves anything
-    return {path for path, mark in marks.items() if mark in text}
-
-
-def _at(values: dict[str, Any], path: Path) -> dict[str, Any]:
-    for key in path:
-        values = values[key]
-    return values
+    return [".".join(path) for path, text in zip(paths, outputs, strict=True) if text == baseline]

@@ -42,37 +42,3 @@ def test_leaves_are_scalars_lists_and_empty_maps_and_each_gets_a_different_value
         assert changed(value) != value
     assert with_leaf(values, ("a", "b"), False) == {**values, "a": {**values["a"], "b": False}}
     assert values["a"]["b"] is True
-
-
-def _echo(values):
-    # Writes out `name`, reads `replicas` and `enabled`, lets the string `kind` pick a branch, ignores `unused`.
-    if values["kind"] not in ("a", "b"):
-        raise charts.TemplateError("kind must be a or b")
-    enabled = "on" if values["enabled"] else "off"
-    return f"{values['name']} {values['replicas']} {enabled} {'x' if values['kind'] == 'a' else 'y'}"
-
-
-def test_a_string_leaf_whose_mark_shows_needs_no_render_of_its_own_and_any_other_leaf_gets_one():
-    values = {"name": "n", "replicas": 1, "enabled": True, "unused": "u"}
-    renders = []
-
-    def template(candidate):
-        renders.append(candidate)
-        return _echo({"kind": "a", **candidate})
-
-    assert unread(values, template) == ["unused"]
-    # The values, the marked render, then alone: replicas, enabled and unused (whose mark never shows), not name.
-    assert len(renders) == 2 + 3
-    assert all(r["name"] == "n" for r in renders[2:])
-
-
-def test_when_the_marked_render_fails_every_leaf_is_rendered_alone():
-    values = {"name": "n", "kind": "a", "replicas": 1, "enabled": True, "unused": "u"}
-    renders = []
-
-    def template(candidate):
-        renders.append(candidate)
-        return _echo(candidate)
-
-    assert unread(values, template) == ["unused"]  # kind's change fails helm: the chart read it
-    assert len(renders) == 2 + 5
