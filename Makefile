@@ -7,7 +7,7 @@ UPSTREAM ?= .upstream
 # helm of the chart render: $GPULAB_HELM where it is set (the render uses it), else the pinned one in .venv/bin.
 HELM := $(if $(GPULAB_HELM),,$(VENV)/bin/helm)
 
-.PHONY: render plan planner test test-charts check upstream
+.PHONY: render plan planner helm-batch test test-charts check upstream
 render: $(VENV)/.installed $(HELM)
 	$(PY) -m tools.render $(STACK) --out out/$(STACK)
 
@@ -19,12 +19,18 @@ plan: $(VENV)/.installed $(HELM)
 planner:
 	go -C planner build -o bin/planner .
 
+# helm-batch, tools/helmbatch/bin/helm-batch (Go 1.26; helm's own module at the pinned helm's version): the tests'
+# hundreds of helm templates in a few processes instead of one each. Without Go the tests run helm for each.
+helm-batch:
+	@if command -v go >/dev/null; then go -C tools/helmbatch build -o bin/helm-batch .; \
+	else echo "make: no Go on PATH, so no helm-batch: the tests run helm once per template, slower"; fi
+
 # Every test, one process per core (pyproject.toml); `make test-charts` runs the slowest part alone: the tests that
 # render and template the pinned Helm charts (marker `charts`; `pytest -m "not charts"` runs the rest).
-test: $(VENV)/.installed $(HELM)
+test: $(VENV)/.installed $(HELM) helm-batch
 	$(PY) -m pytest
 
-test-charts: $(VENV)/.installed $(HELM)
+test-charts: $(VENV)/.installed $(HELM) helm-batch
 	$(PY) -m pytest -m charts
 
 # The upstream reference data of the pinned versions (tools/upstream.py), for a clone without ../shared/upstream:
@@ -37,8 +43,9 @@ upstream: $(VENV)/.installed
 check: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	test -z "$$(gofmt -l planner)" || { gofmt -l planner; exit 1; }
+	test -z "$$(gofmt -l planner tools/helmbatch)" || { gofmt -l planner tools/helmbatch; exit 1; }
 	go -C planner vet ./...
+	go -C tools/helmbatch vet ./...
 	$(VENV)/bin/mypy components config tools policy
 	$(VENV)/bin/yamllint Pulumi.yaml Pulumi.*.yaml policy/PulumiPolicy.yaml .github/workflows
 	.ci/workflows-check $(VENV)

@@ -10,11 +10,8 @@ not fail, the chart never looked at it.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
-
-from tools import charts
 
 Path = tuple[str, ...]
 PROBE = "gpulab-probe"
@@ -52,20 +49,13 @@ def with_leaf(values: Mapping[str, Any], path: Path, value: Any) -> dict[str, An
     return result
 
 
-def unread(values: Mapping[str, Any], template: Callable[[Mapping[str, Any]], str]) -> list[str]:
-    """The dotted paths of the leaves of `values` that change nothing `template` renders."""
-
-    def output(candidate: Mapping[str, Any]) -> str | None:
-        try:
-            return template(candidate)
-        except charts.TemplateError:
-            return None  # helm failed on it: the chart did read it
-
-    baseline = output(values)
-    assert baseline is not None, "the values as the program sets them must render"
+def unread(
+    values: Mapping[str, Any], template_each: Callable[[list[Mapping[str, Any]]], Sequence[str | Exception]]
+) -> list[str]:
+    """The dotted paths of the leaves of `values` that change nothing `template_each` renders (it renders each set of
+    values it is given, or gives the error helm failed with: then the chart did read the leaf)."""
     paths = [path for path, _ in leaves(values)]
     variants = [with_leaf(values, path, changed(value)) for path, value in leaves(values)]
-    # helm is a separate process per render; two at a time keeps both cores busy.
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        outputs = list(pool.map(output, variants))
-    return [".".join(path) for path, text in zip(paths, outputs, strict=True) if text == baseline]
+    baseline, *outputs = template_each([values, *variants])
+    assert isinstance(baseline, str), f"the values as the program sets them must render: {baseline}"
+    return [".".join(path) for path, output in zip(paths, outputs, strict=True) if output == baseline]

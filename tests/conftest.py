@@ -35,6 +35,11 @@ os.environ.setdefault("GPULAB_PLANNER", "off")
 os.environ.setdefault("GPULAB_HELM_CACHE", str(charts.cache_home() / "helm-template"))
 
 ROOT = Path(__file__).resolve().parent.parent
+# helm-batch, where `make test` built it (tools/helmbatch, Go): those hundreds of helm templates in a few processes.
+# Without it each runs helm (tools/helm_cache.py).
+HELM_BATCH = ROOT / "tools" / "helmbatch" / "bin" / "helm-batch"
+if HELM_BATCH.exists():
+    os.environ.setdefault("GPULAB_HELM_BATCH", str(HELM_BATCH))
 STACK_FILES = sorted(ROOT.glob("Pulumi.*.yaml"))
 
 # A small valid stack that tests change one key at a time.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,21 +86,31 @@ class Rendered:
 
     def template(self, name: str, values: Mapping[str, Any]) -> str:
         """helm template of the release as the render runs it, with other values; raises charts.TemplateError."""
+        (output,) = self.template_each(name, [values])
+        if isinstance(output, charts.TemplateError):
+            raise output
+        return output
+
+    def template_each(self, name: str, values: Sequence[Mapping[str, Any]]) -> list[str | charts.TemplateError]:
+        """template() with each of `values`, all at once: its output, or the TemplateError it raises."""
         self.require_charts()
         release = self.release(name)
         # Everything helm is given (the chart's files are pinned by its version).
-        r, values_text = release, json.dumps(values, sort_keys=True)
-        key = (r.name, r.chart, r.repository, r.version, r.namespace, r.skip_crds, self.kubernetes_version, values_text)
-        if key not in _TEMPLATES:
+        r = release
+        inputs = (r.name, r.chart, r.repository, r.version, r.namespace, r.skip_crds, self.kubernetes_version)
+        keys = [(*inputs, json.dumps(v, sort_keys=True)) for v in values]
+        missing = {key: v for key, v in zip(keys, values, strict=True) if key not in _TEMPLATES}
+        if missing:
             helm = charts.helm_binary()
             chart = charts.chart_folder(release, helm)
-            _TEMPLATES[key] = charts.template(release, self.kubernetes_version, helm, chart, values)
-        return _TEMPLATES[key]
+            outputs = charts.template_each(release, self.kubernetes_version, helm, chart, list(missing.values()))
+            _TEMPLATES.update(zip(missing, outputs, strict=True))
+        return [_TEMPLATES[key] for key in keys]
 
 
 # helm template's output, once per release inputs in this test process: helm gives the same bytes for the same inputs,
 # and the stacks share many (the chart-values check templates every stack's values with each leaf changed).
-_TEMPLATES: dict[tuple, str] = {}
+_TEMPLATES: dict[tuple, str | charts.TemplateError] = {}
 
 
 @functools.cache

@@ -1,5 +1,7 @@
 """Every Helm value the program sets is read by its chart: Helm would silently ignore a key the templates never use."""
 
+import functools
+
 import pytest
 
 from components.karpenter.controller import RELEASE as KARPENTER
@@ -17,14 +19,15 @@ def test_the_charts_read_every_value_the_program_sets(stack):
     r = rendered(stack)
     r.require_charts()
     for release in charts.releases(r.run):
-        assert unread(release.values, lambda values, name=release.name: r.template(name, values)) == [], release.name
+        template_each = functools.partial(r.template_each, release.name)
+        assert unread(release.values, template_each) == [], release.name
 
 
 def test_a_misspelled_feature_gate_is_reported_as_unread():
     r = rendered(BASE_STACK)
     values = r.release(KARPENTER).values
     planted = with_leaf(values, ("settings", "featureGates", "nodeOverlays"), True)
-    assert unread(planted, lambda v: r.template(KARPENTER, v)) == ["settings.featureGates.nodeOverlays"]
+    assert unread(planted, lambda v: r.template_each(KARPENTER, v)) == ["settings.featureGates.nodeOverlays"]
 
 
 def test_a_key_at_the_wrong_level_is_reported_even_beside_read_keys():
@@ -32,7 +35,7 @@ def test_a_key_at_the_wrong_level_is_reported_even_beside_read_keys():
     values = r.release(DEVICE_PLUGIN).values
     # The device plugin's tolerations live at the top level, not under the (unused) daemonset key.
     planted = {**values, "daemonset": {"tolerations": [{"operator": "Exists"}]}}
-    assert unread(planted, lambda v: r.template(DEVICE_PLUGIN, v)) == ["daemonset.tolerations"]
+    assert unread(planted, lambda v: r.template_each(DEVICE_PLUGIN, v)) == ["daemonset.tolerations"]
 
 
 def test_leaves_are_scalars_lists_and_empty_maps_and_each_gets_a_different_value():

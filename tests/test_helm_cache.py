@@ -1,6 +1,7 @@
 """tools/helm_cache.py answers a `helm template` from its cache only for exactly the inputs helm was given before."""
 
 import gzip
+import sys
 
 import pytest
 
@@ -26,6 +27,7 @@ def setup(tmp_path, monkeypatch):
     (chart / "templates" / "a.yaml").write_text("kind: A\n")
     cache = tmp_path / "cache"
     monkeypatch.setenv("GPULAB_HELM_CACHE", str(cache))
+    monkeypatch.delenv("GPULAB_HELM_BATCH", raising=False)  # the tests of helm-batch add their stand-in for it
     helm_cache._file_digest.cache_clear()
     helm_cache._folder_digest.cache_clear()
     return helm, chart, cache
@@ -92,3 +94,56 @@ def test_without_the_setting_every_call_runs_helm(setup, monkeypatch):
     _template(helm, chart)
     assert _runs(helm) == 2
     assert not cache.exists()
+
+
+# A stand-in for helm-batch: answers each call as FAKE_HELM would, with CRLF line ends, and counts its runs.
+FAKE_BATCH = """#!{python}
+import json, pathlib, sys
+pathlib.Path(sys.argv[0]).with_name("batch-runs").open("a").write("run\\n")
+calls = json.load(sys.stdin)
+answer = lambda call: {{"returncode": 0, "stdout": " ".join(call["args"]) + "\\r\\n" + call["stdin"], "stderr": ""}}
+print(json.dumps([answer(call) for call in calls]))
+"""
+
+
+@pytest.fixture
+def batch(setup, tmp_path, monkeypatch):
+    path = tmp_path / "bin" / "helm-batch"
+    path.write_text(FAKE_BATCH.format(python=sys.executable))
+    path.chmod(0o755)
+    monkeypatch.setenv("GPULAB_HELM_BATCH", str(path))
+    return path
+
+
+def _batch_runs(batch):
+    runs = batch.with_name("batch-runs")
+    return len(runs.read_text().splitlines()) if runs.exists() else 0
+
+
+def test_with_helm_batch_the_calls_the_cache_lacks_run_in_two_batch_processes_and_read_as_helms_text(setup, batch):
+    helm, chart, _ = setup
+    _template(helm, chart, "x: 0")
+    assert _batch_runs(batch) == 1
+    calls = [(["template", "r", str(chart), "--values", "-"], f"x: {i}") for i in range(5)]
+    results = helm_cache.template_all(helm, chart, calls)
+    # Line ends as a helm process's stdout reads in text mode; x: 0 came from the cache.
+    assert results == [(0, f"template r {chart} --values -\nx: {i}", "") for i in range(5)]
+    assert _batch_runs(batch) == 1 + 2
+    assert _runs(helm) == 0
+    assert helm_cache.template_all(helm, chart, calls) == results
+    assert _batch_runs(batch) == 3
+
+
+def test_helm_batch_results_are_kept_apart_from_the_helm_binarys(setup, batch, monkeypatch):
+    helm, chart, _ = setup
+    _template(helm, chart)
+    monkeypatch.delenv("GPULAB_HELM_BATCH")
+    _template(helm, chart)
+    assert (_batch_runs(batch), _runs(helm)) == (1, 1)
+
+
+def test_a_helm_batch_that_fails_says_so(setup, batch):
+    helm, chart, _ = setup
+    batch.write_text("#!/bin/sh\necho 'helm-batch: unexpected end of JSON input' >&2\nexit 2\n")
+    with pytest.raises(RuntimeError, match="helm-batch failed: helm-batch: unexpected end of JSON input"):
+        _template(helm, chart)

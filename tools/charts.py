@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -189,6 +189,25 @@ def template(
 
     Raises TemplateError when helm refuses (a chart's `required` or `fail`, unparsable output).
     """
+    return _output(release, helm_cache.template(helm, chart, *_call(release, kubernetes_version, chart, values)))
+
+
+def template_each(
+    release: Release, kubernetes_version: str, helm: Path, chart: Path, values: Sequence[Mapping[str, Any]]
+) -> list[str | TemplateError]:
+    """template() of the release with each of `values`, all at once (helm_cache.template_all): what it returns, or
+    the TemplateError it raises."""
+    calls = [_call(release, kubernetes_version, chart, v) for v in values]
+    outputs: list[str | TemplateError] = []
+    for done in helm_cache.template_all(helm, chart, calls):
+        try:
+            outputs.append(_output(release, done))
+        except TemplateError as error:
+            outputs.append(error)
+    return outputs
+
+
+def _call(release: Release, kubernetes_version: str, chart: Path, values: Mapping[str, Any] | None) -> helm_cache.Call:
     arguments = ["template", release.name, str(chart), "--namespace", release.namespace]
     # The cluster's minor version ("1.34") as the full version charts see in .Capabilities.KubeVersion (helm keeps what
     # it is given, and a control plane reports a patch release).
@@ -196,8 +215,10 @@ def template(
     if not release.skip_crds:
         arguments.append("--include-crds")
     stand_ins = RENDER_STAND_INS.get(release.chart_name, {})
-    payload = json.dumps(_merged(stand_ins, release.values if values is None else values))  # JSON is YAML
-    done = helm_cache.template(helm, chart, arguments, payload)
+    return arguments, json.dumps(_merged(stand_ins, release.values if values is None else values))  # JSON is YAML
+
+
+def _output(release: Release, done: helm_cache.Result) -> str:
     if done.returncode != 0:
         # helm's reason, without its advice to rerun with --debug.
         reason = " ".join(line for line in done.stderr.splitlines() if not line.startswith("Use --debug"))

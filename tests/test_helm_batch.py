@@ -1,0 +1,54 @@
+"""helm-batch (tools/helmbatch) answers each helm template as the pinned helm binary does: the tests' templates go
+through it where `make test` built it (tests/conftest.py)."""
+
+import itertools
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.chart_values import changed, leaves, with_leaf
+from tests.conftest import HELM_BATCH, ROOT
+from tests.rendered import HUB_STACKS, rendered
+from tools import charts
+
+pytestmark = pytest.mark.charts
+
+
+def test_helm_batch_is_built_on_the_helm_the_render_runs():
+    go_mod = (ROOT / "tools" / "helmbatch" / "go.mod").read_text()
+    (module_version,) = re.findall(r"^\s*helm\.sh/helm/v4 (\S+)$", go_mod, re.MULTILINE)
+    (binary_version,) = re.findall(r"^version=(\S+)$", (ROOT / ".ci" / "install-helm").read_text(), re.MULTILINE)
+    assert module_version == binary_version
+
+
+def _answers(release: charts.Release, kubernetes_version: str, values: list, batch: Path | None, monkeypatch):
+    """What helm itself gives each of `values` (no cache), through helm-batch or through the helm binary."""
+    monkeypatch.delenv("GPULAB_HELM_CACHE", raising=False)
+    if batch:
+        monkeypatch.setenv("GPULAB_HELM_BATCH", str(batch))
+    else:
+        monkeypatch.delenv("GPULAB_HELM_BATCH", raising=False)
+    helm = charts.helm_binary()
+    chart = charts.chart_folder(release, helm)
+    return [str(a) for a in charts.template_each(release, kubernetes_version, helm, chart, values)]
+
+
+def test_every_answer_is_the_helm_binarys_output_or_refusal(monkeypatch):
+    if not HELM_BATCH.exists():
+        pytest.skip("helm-batch is not built (make helm-batch, with Go 1.26): the tests run the helm binary instead")
+    r = rendered(HUB_STACKS[0])
+    r.require_charts()
+    for release in charts.releases(r.run):
+        # The program's values, the chart's own defaults (jupyterhub's: a template with CRLF line ends among them), the
+        # first leaf changed as the chart-values check changes each; for jupyterhub also a value its schema refuses.
+        values = [release.values, {}]
+        for path, value in itertools.islice(leaves(release.values), 1):
+            values.append(with_leaf(release.values, path, changed(value)))
+        if release.chart_name == "jupyterhub":
+            values.append(with_leaf(release.values, ("hub", "db", "type"), "no-such-database"))
+        through_batch = _answers(release, r.kubernetes_version, values, HELM_BATCH, monkeypatch)
+        assert through_batch == _answers(release, r.kubernetes_version, values, None, monkeypatch), release.name
+        if release.chart_name == "jupyterhub":
+            assert "helm template jupyterhub: values don't meet the specifications" in through_batch[-1]
+            assert "continuous-image-puller" in through_batch[1] and "\r" not in through_batch[1]
