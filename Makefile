@@ -21,8 +21,9 @@ planner:
 
 # helm-batch, tools/helmbatch/bin/helm-batch (Go 1.26; helm's own module at the pinned helm's version): the tests'
 # hundreds of helm templates in a few processes instead of one each. Without Go the tests run helm for each.
+# -trimpath: the same binary in every clone, so that clones share the results kept under its digest.
 helm-batch:
-	@if command -v go >/dev/null; then go -C tools/helmbatch build -o bin/helm-batch .; \
+	@if command -v go >/dev/null; then go -C tools/helmbatch build -trimpath -o bin/helm-batch .; \
 	else echo "make: no Go on PATH, so no helm-batch: the tests run helm once per template, slower"; fi
 
 # Every test, one process per core (pyproject.toml); `make test-charts` runs the slowest part alone: the tests that
