@@ -20,11 +20,13 @@ planner:
 	go -C planner build -o bin/planner .
 
 # helm-batch, tools/helmbatch/bin/helm-batch (Go 1.26; helm's own module at the pinned helm's version): the tests'
-# hundreds of helm templates in a few processes instead of one each. Without Go the tests run helm for each.
-# -trimpath: the same binary in every clone, so that clones share the results kept under its digest.
+# hundreds of helm templates in a few processes instead of one each. Without it (no Go, or the modules cannot be
+# fetched) the tests run helm for each, slower. -trimpath: the same binary in every clone, so that clones share the
+# results cached under its digest.
 helm-batch:
-	@if command -v go >/dev/null; then go -C tools/helmbatch build -trimpath -o bin/helm-batch .; \
-	else echo "make: no Go on PATH, so no helm-batch: the tests run helm once per template, slower"; fi
+	@if ! command -v go >/dev/null; then echo "make: no Go on PATH, so no helm-batch: the tests run helm per template"; \
+	elif ! go -C tools/helmbatch build -trimpath -o bin/helm-batch .; then \
+	  echo "make: helm-batch not built (above): the tests run helm per template"; fi
 
 # Every test, one process per core (pyproject.toml); `make test-charts` runs the slowest part alone: the tests that
 # render and template the pinned Helm charts (marker `charts`; `pytest -m "not charts"` runs the rest).
