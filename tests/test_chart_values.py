@@ -27,7 +27,7 @@ def test_a_misspelled_feature_gate_is_reported_as_unread():
     r = rendered(BASE_STACK)
     values = r.release(KARPENTER).values
     planted = with_leaf(values, ("settings", "featureGates", "nodeOverlays"), True)
-    assert unread(planted, lambda v: r.template_each(KARPENTER, v)) == ["settings.featureGates.nodeOverlays"]
+    assert unread(planted, functools.partial(r.template_each, KARPENTER)) == ["settings.featureGates.nodeOverlays"]
 
 
 def test_a_key_at_the_wrong_level_is_reported_even_beside_read_keys():
@@ -35,7 +35,7 @@ def test_a_key_at_the_wrong_level_is_reported_even_beside_read_keys():
     values = r.release(DEVICE_PLUGIN).values
     # The device plugin's tolerations live at the top level, not under the (unused) daemonset key.
     planted = {**values, "daemonset": {"tolerations": [{"operator": "Exists"}]}}
-    assert unread(planted, lambda v: r.template_each(DEVICE_PLUGIN, v)) == ["daemonset.tolerations"]
+    assert unread(planted, functools.partial(r.template_each, DEVICE_PLUGIN)) == ["daemonset.tolerations"]
 
 
 def test_leaves_are_scalars_lists_and_empty_maps_and_each_gets_a_different_value():
