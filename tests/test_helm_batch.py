@@ -23,8 +23,8 @@ def test_helm_batch_is_built_on_the_helm_the_render_runs():
 
 
 def _answers(release: charts.Release, kubernetes_version: str, values: list, batch: Path | None, monkeypatch):
-    """What helm itself gives each of `values` (no cache), through helm-batch or through the helm binary."""
-    monkeypatch.delenv("GPULAB_HELM_CACHE", raising=False)
+    """What helm gives each of `values`, through helm-batch or through the helm binary: each from the cache only where
+    that binary gave it before (tools/helm_cache.py keys a result by the binary's digest)."""
     if batch:
         monkeypatch.setenv("GPULAB_HELM_BATCH", str(batch))
     else:
