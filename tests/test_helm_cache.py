@@ -39,7 +39,7 @@ def _runs(helm):
 
 
 def _template(helm, chart, values="x: 1"):
-    return helm_cache.template(helm, chart, ["template", "r", str(chart), "--values", "-"], values)
+    return helm_cache.template(helm, helm_cache.Call(chart, ["template", "r", str(chart), "--values", "-"], values))
 
 
 def test_the_same_inputs_are_answered_from_the_cache_with_helms_own_result(setup):
@@ -124,13 +124,13 @@ def test_with_helm_batch_the_calls_the_cache_lacks_run_in_two_batch_processes_an
     helm, chart, _ = setup
     _template(helm, chart, "x: 0")
     assert _batch_runs(batch) == 1
-    calls = [(["template", "r", str(chart), "--values", "-"], f"x: {i}") for i in range(5)]
-    results = helm_cache.template_all(helm, chart, calls)
+    calls = [helm_cache.Call(chart, ["template", "r", str(chart), "--values", "-"], f"x: {i}") for i in range(5)]
+    results = helm_cache.template_all(helm, calls)
     # Line ends as a helm process's stdout reads in text mode; x: 0 came from the cache.
     assert results == [(0, f"template r {chart} --values -\nx: {i}", "") for i in range(5)]
     assert _batch_runs(batch) == 1 + 2
     assert _runs(helm) == 0
-    assert helm_cache.template_all(helm, chart, calls) == results
+    assert helm_cache.template_all(helm, calls) == results
     assert _batch_runs(batch) == 3
 
 

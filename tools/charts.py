@@ -189,7 +189,7 @@ def template(
 
     Raises TemplateError when helm refuses (a chart's `required` or `fail`, unparsable output).
     """
-    return _output(release, helm_cache.template(helm, chart, *_call(release, kubernetes_version, chart, values)))
+    return _output(release, helm_cache.template(helm, _call(release, kubernetes_version, chart, values)))
 
 
 def template_each(
@@ -199,7 +199,7 @@ def template_each(
     the TemplateError it raises."""
     calls = [_call(release, kubernetes_version, chart, v) for v in values]
     outputs: list[str | TemplateError] = []
-    for done in helm_cache.template_all(helm, chart, calls):
+    for done in helm_cache.template_all(helm, calls):
         try:
             outputs.append(_output(release, done))
         except TemplateError as error:
@@ -215,7 +215,8 @@ def _call(release: Release, kubernetes_version: str, chart: Path, values: Mappin
     if not release.skip_crds:
         arguments.append("--include-crds")
     stand_ins = RENDER_STAND_INS.get(release.chart_name, {})
-    return arguments, json.dumps(_merged(stand_ins, release.values if values is None else values))  # JSON is YAML
+    payload = json.dumps(_merged(stand_ins, release.values if values is None else values))  # JSON is YAML
+    return helm_cache.Call(chart, arguments, payload)
 
 
 def _output(release: Release, done: helm_cache.Result) -> str:
@@ -240,12 +241,15 @@ def write(run: harness.Run, out: Path) -> list[str]:
     # The charts each cause keeps out, e.g. both Karpenter charts when their registry cannot be reached.
     skipped: dict[str, list[str]] = {}
     kubernetes_version = run.stack.settings.cluster.kubernetes_version
+    found: list[tuple[Release, helm_cache.Call]] = []
     for release in stack_releases:
         try:
-            chart = chart_folder(release, helm)
+            found.append((release, _call(release, kubernetes_version, chart_folder(release, helm), None)))
         except Unavailable as missing:
             skipped.setdefault(str(missing), []).append(f"{release.chart_name} {release.version}")
-            continue
+    # All at once: two helm processes at a time, or a helm-batch process for the tests (tools/helm_cache.py).
+    answers = helm_cache.template_all(helm, [call for _, call in found])
+    for (release, _), done in zip(found, answers, strict=True):
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{release.name}.yaml").write_text(template(release, kubernetes_version, helm, chart))
+        (folder / f"{release.name}.yaml").write_text(_output(release, done))
     return [f"charts/ not rendered for {', '.join(names)}: {cause}" for cause, names in skipped.items()]

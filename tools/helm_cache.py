@@ -26,7 +26,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple, cast
 
-Call = tuple[list[str], str]  # helm's arguments, and the values on its stdin
+
+class Call(NamedTuple):
+    """`helm template <arguments>` of the chart folder (named in `arguments`), with `values` on stdin."""
+
+    chart: Path
+    arguments: list[str]
+    values: str
 
 
 class Result(NamedTuple):
@@ -35,19 +41,18 @@ class Result(NamedTuple):
     stderr: str
 
 
-def template(helm: Path, chart: Path, arguments: list[str], values: str) -> Result:
-    """`helm template <arguments>` of the chart folder (named in `arguments`), with `values` on stdin."""
-    (result,) = template_all(helm, chart, [(arguments, values)])
+def template(helm: Path, call: Call) -> Result:
+    (result,) = template_all(helm, [call])
     return result
 
 
-def template_all(helm: Path, chart: Path, calls: Sequence[Call]) -> list[Result]:
-    """template() of each call: those the cache holds from it, the others run two at a time, each half of them in one
+def template_all(helm: Path, calls: Sequence[Call]) -> list[Result]:
+    """The Result of each call: those the cache holds from it, the others run two at a time, each half of them in one
     helm-batch process where `$GPULAB_HELM_BATCH` names one, else in one helm process per call."""
     batch = os.environ.get("GPULAB_HELM_BATCH")
     binary = Path(batch) if batch else helm
     folder = os.environ.get("GPULAB_HELM_CACHE")
-    entries = [_entry(Path(folder).expanduser(), binary, chart, call) if folder else None for call in calls]
+    entries = [_entry(Path(folder).expanduser(), binary, call) if folder else None for call in calls]
     results: list[Result | None] = [_cached(entry) for entry in entries]
     missing = [i for i, result in enumerate(results) if result is None]
     # Two at a time keeps both cores busy.
@@ -63,8 +68,8 @@ def template_all(helm: Path, chart: Path, calls: Sequence[Call]) -> list[Result]
     return cast(list[Result], results)
 
 
-def _entry(folder: Path, binary: Path, chart: Path, call: Call) -> Path:
-    arguments, values = call
+def _entry(folder: Path, binary: Path, call: Call) -> Path:
+    chart, arguments, values = call
     # The paths of the binary and the chart stand for their content, which the digest holds instead.
     inputs = [_file_digest(binary), _folder_digest(chart), [a for a in arguments if a != str(chart)], values]
     return folder / f"{hashlib.sha256(json.dumps(inputs).encode()).hexdigest()}.json.gz"
@@ -89,10 +94,10 @@ def _keep(entry: Path, result: Result) -> None:
 
 def _run_all(binary: Path, batch: bool, calls: list[Call]) -> list[Result]:
     if not batch:
-        return [_run(binary, arguments, values) for arguments, values in calls]
+        return [_run(binary, call.arguments, call.values) for call in calls]
     if not calls:
         return []
-    requests = json.dumps([{"args": arguments, "stdin": values} for arguments, values in calls])
+    requests = json.dumps([{"args": call.arguments, "stdin": call.values} for call in calls])
     done = subprocess.run([str(binary)], input=requests, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{binary} failed: {done.stderr.strip()}")
