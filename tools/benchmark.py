@@ -5,9 +5,9 @@
 Writes synthetic stack files and times `python -m tools.render` on each as a user runs it, a whole process, charts
 included, taking the fastest of a few runs so that noise from other processes does not blur the comparison. The
 planner is left out (GPULAB_PLANNER=off): it simulates Karpenter, which `pulumi preview` does not, and its time grows
-with the learners it places rather than with the program. Prints a
-line per run as it goes (stderr), then a table: per size, the fastest wall time, the resources registered, the
-resources and seconds each lab adds, and the time against the render of one lab.
+with the learners it places rather than with the program. Prints a line per run as it goes (stderr), then a table: per
+size, the fastest wall time, the resources registered, the resources and seconds each lab adds, and the time against
+the render of one lab.
 """
 
 import argparse

@@ -247,7 +247,7 @@ def write(run: harness.Run, out: Path) -> list[str]:
             found.append((release, _call(release, kubernetes_version, chart_folder(release, helm), None)))
         except Unavailable as missing:
             skipped.setdefault(str(missing), []).append(f"{release.chart_name} {release.version}")
-    # All at once: two helm processes at a time, or a helm-batch process for the tests (tools/helm_cache.py).
+    # All at once: two helm processes at a time, or for the tests two helm-batch processes (tools/helm_cache.py).
     answers = helm_cache.template_all(helm, [call for _, call in found])
     for (release, _), done in zip(found, answers, strict=True):
         folder.mkdir(parents=True, exist_ok=True)
