@@ -5,9 +5,11 @@
 Writes synthetic stack files and times `python -m tools.render` on each as a user runs it, a whole process, charts
 included, taking the fastest of a few runs so that noise from other processes does not blur the comparison. The
 planner is left out (GPULAB_PLANNER=off): it simulates Karpenter, which `pulumi preview` does not, and its time grows
-with the learners it places rather than with the program. Prints a line per run as it goes (stderr), then a table: per
-size, the fastest wall time, the resources registered, the resources and seconds each lab adds, and the time against
-the render of one lab.
+with the learners it places rather than with the program. Beside each render it times the Pulumi SDK alone registering
+as many copies of a lab's resources (tools/sdk_floor.py): no render can add less per lab than that. Prints a line per
+run as it goes (stderr), then a table: per size, the fastest wall time, the resources registered, the resources and
+seconds each lab adds, the time against the render of one lab, the SDK's own seconds (in all and per lab), and the
+least time against one lab that a render could take, were the SDK's registrations all a lab cost.
 """
 
 import argparse
@@ -50,6 +52,12 @@ def timed_render(stack: Path, out: Path) -> float:
     return time.perf_counter() - start
 
 
+def sdk_floor(one_lab: Path, labs: int) -> float:
+    """Seconds the Pulumi SDK alone spends registering `labs` copies of a lab's resources (tools/sdk_floor.py)."""
+    command = [sys.executable, "-m", "tools.sdk_floor", str(one_lab), str(labs)]
+    return float(subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True).stdout)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tools.benchmark", description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -60,15 +68,20 @@ def main(argv: list[str] | None = None) -> None:
     sizes = sorted(set(args.sizes) | {0, 1})  # the baselines every row is read against
     seconds: dict[int, float] = {}
     resources: dict[int, int] = {}
+    floor: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for labs in sizes:
             stack, out = write_stack(folder, labs), folder / f"out-{labs}"
-            runs = []
+            runs, floors = [], []
             for run in range(1, args.repeats + 1):
                 runs.append(timed_render(stack, out))
-                print(f"render of {labs} labs, run {run} of {args.repeats}: {runs[-1]:.2f} s", file=sys.stderr)
-            seconds[labs] = min(runs)
+                floors.append(sdk_floor(write_stack(folder, 1), labs))
+                print(
+                    f"{labs} labs, run {run} of {args.repeats}: render {runs[-1]:.2f} s, SDK alone {floors[-1]:.2f} s",
+                    file=sys.stderr,
+                )
+            seconds[labs], floor[labs] = min(runs), min(floors)
             resources[labs] = len(json.loads((out / "resources.json").read_text()))
 
     def per_lab(labs: int, figure: float, decimals: int) -> str:
@@ -81,6 +94,10 @@ def main(argv: list[str] | None = None) -> None:
         Column("resources per lab", lambda n: per_lab(n, resources[n] - resources[0], 1), numeric=True),
         Column("seconds per lab", lambda n: per_lab(n, seconds[n] - seconds[0], 3), numeric=True),
         Column("x one lab", lambda n: f"{seconds[n] / seconds[1]:.2f}", numeric=True),
+        Column("SDK alone, seconds", lambda n: f"{floor[n]:.2f}", numeric=True),
+        Column("SDK alone, seconds per lab", lambda n: per_lab(n, floor[n], 4), numeric=True),
+        # A render of n labs takes at least the 1-lab render and the SDK's own work for the n - 1 other labs.
+        Column("x one lab at best", lambda n: f"{(seconds[1] + floor[n] - floor[1]) / seconds[1]:.2f}", numeric=True),
     )
     print("\n".join(markdown(columns, sizes)))
 
