@@ -3,7 +3,7 @@
     python -m tools.sdk_floor <stack file with one lab> <copies>
 
 Runs the program once for the stack's one lab (not timed), then registers that many copies of the lab's resources as
-the program registered them (types, inputs, parents, providers, dependencies, delete timeouts) with no gpulab code: no
+the program registers them (class, inputs, parent, provider, dependencies, delete timeout) with no gpulab code: no
 validation and no manifests, under a monitor that only answers, where the render's monitor records each registration
 and the render then writes them out. Prints the seconds those registrations take. A lab's copy leaves out a little of
 what the program's lab costs the SDK (its wait for the AMI look-ups, its registered outputs, and the expansion of the
@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pulumi
+import pulumi_kubernetes as k8s
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.proto import resource_pb2
 
@@ -97,7 +98,16 @@ def _replay(resources: list[harness.Registration], copies: int, monitor: _Monito
                     depends_on=[made.get(d) or stand_ins[d] for d in r.dependencies],
                     custom_timeouts=pulumi.CustomTimeouts(delete=r.delete_timeout),
                 )
-                made[f"{r.type}::{r.name}"] = pulumi.CustomResource(r.type, f"{r.name}-{copy}", r.inputs, opts)
+                # By the class the program makes them with (components/karpenter/gpu_node_pool.py): the SDK's work
+                # on a registration depends on it too.
+                made[f"{r.type}::{r.name}"] = k8s.apiextensions.CustomResource(
+                    f"{r.name}-{copy}",
+                    api_version=r.inputs["apiVersion"],
+                    kind=r.inputs["kind"],
+                    metadata=r.inputs["metadata"],
+                    spec=r.inputs["spec"],
+                    opts=opts,
+                )
 
     start = time.perf_counter()
     registrations()  # returns once the SDK has finished every registration
