@@ -23,10 +23,9 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.proto import resource_pb2
 
 import program
+from components.karpenter.gpu_node_pool import TYPE as LAB_TYPE
 from tools import harness, render
 from tools.event_loops import owned_event_loops
-
-LAB_TYPE = "gpulab:karpenter:GpuNodePool"
 
 
 class _Monitor(pulumi_mocks.MockMonitor):

@@ -9,6 +9,8 @@ from components.karpenter.manifests import ec2_node_class, node_overlays, node_p
 from config.durations import seconds
 from config.model import Lab
 
+TYPE = "gpulab:karpenter:GpuNodePool"
+
 # pulumi-kubernetes waits for this condition before it reports the object created: a lab whose EC2NodeClass cannot
 # resolve its AMI, subnets or security groups fails `pulumi up` instead of succeeding with no way to launch a node, and
 # so does a NodeOverlay Karpenter rejects (its Ready follows ValidationSucceeded: kubernetes-sigs/karpenter v1.14.1
@@ -43,7 +45,7 @@ class GpuNodePool(pulumi.ComponentResource):
         # which wait for their parent: a lab whose release does not exist never gets an EC2NodeClass that could not
         # become Ready.
         found = pulumi.ResourceOptions(depends_on=amis_found.apply(lambda _: []))
-        super().__init__("gpulab:karpenter:GpuNodePool", name, None, pulumi.ResourceOptions.merge(opts, found))
+        super().__init__(TYPE, name, None, pulumi.ResourceOptions.merge(opts, found))
         delete_after = f"{(seconds(lab.termination_grace_period) + DELETE_MARGIN_SECONDS) // 60}m"
         child = pulumi.ResourceOptions(
             parent=self,
