@@ -1,5 +1,7 @@
 """tools/sdk_floor.py, the benchmark's floor, registers copies of a lab's resources as the program registers them."""
 
+from pulumi.runtime import rpc
+
 from tools import harness, sdk_floor
 
 
@@ -30,7 +32,7 @@ def test_each_copy_has_the_labs_types_inputs_parent_provider_dependencies_and_de
         for r in children:
             q = registered[f"{r.name}-{copy}"]
             assert q.type == r.type and q.custom
-            assert harness.normalise(harness.rpc.deserialize_properties(q.object)) == r.inputs
+            assert harness.normalise(rpc.deserialize_properties(q.object)) == r.inputs
             assert _token(q.provider.rsplit("::", 1)[0]) == r.provider
             renamed = {f"{d}-{copy}" if d in inside else d for d in r.dependencies}
             assert {_token(urn) for urn in q.dependencies} == renamed
