@@ -1,15 +1,11 @@
 """What a resource waits for in Pulumi's create order, and so outlives on delete: its dependencies and theirs."""
 
 
-def key(registration) -> str:
-    return f"{registration.type}::{registration.name}"
-
-
 def waits_for(run, registration) -> set[str]:
     """Every resource `registration` depends on, directly or through the resources it depends on."""
-    edges = {key(r): set(r.dependencies) for r in run.resources}
+    edges = {r.token: set(r.dependencies) for r in run.resources}
     seen: set[str] = set()
-    todo = list(edges[key(registration)])
+    todo = list(edges[registration.token])
     while todo:
         node = todo.pop()
         if node not in seen:

@@ -8,7 +8,7 @@ dependency order, so every lab object must (transitively) depend on all of those
 import pytest
 
 from tests.conftest import STACK_FILES, run_stack_file, run_values, stack_values
-from tests.dependencies import key, waits_for
+from tests.dependencies import waits_for
 from tests.synthetic import SYNTHETIC, lab
 
 CASES = [(path.name, lambda path=path: run_stack_file(path)) for path in STACK_FILES] + [
@@ -30,13 +30,13 @@ def run(request):
 def must_outlive_the_labs(run) -> set[str]:
     """The controller release, its policy attachments, its Pod Identity association, and the node role's."""
     controller_parts = {
-        key(r)
+        r.token
         for r in run.resources
         if r.parent == "gpulab:karpenter:Controller::karpenter"
         and r.type in (POLICY_ATTACHMENT, "aws:eks/podIdentityAssociation:PodIdentityAssociation")
     }
     node_role_parts = {
-        key(r)
+        r.token
         for r in run.resources
         if r.parent == "gpulab:iam:NodeRole::karpenter-nodes"
         and r.type in (POLICY_ATTACHMENT, "aws:eks/accessEntry:AccessEntry")
@@ -56,7 +56,7 @@ def test_every_lab_object_is_deleted_before_the_controller_its_permissions_and_t
 def test_the_controller_release_depends_on_its_permissions_and_identity(run):
     release = run.one("kubernetes:helm.sh/v3:Release", "karpenter")
     attachments = {
-        key(r) for r in run.of_type(POLICY_ATTACHMENT) if r.parent == "gpulab:karpenter:Controller::karpenter"
+        r.token for r in run.of_type(POLICY_ATTACHMENT) if r.parent == "gpulab:karpenter:Controller::karpenter"
     }
     assert attachments <= set(release.dependencies)
     assert "aws:eks/podIdentityAssociation:PodIdentityAssociation::karpenter-pod-identity" in release.dependencies

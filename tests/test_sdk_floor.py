@@ -15,8 +15,8 @@ def test_a_lab_is_its_component_then_its_children_each_after_those_it_waits_for(
     assert {r.parent for r in children} == {f"{sdk_floor.LAB_TYPE}::intro"}
     everything = [r for r in base_run.resources if r.parent == f"{sdk_floor.LAB_TYPE}::intro"]
     assert sorted(children, key=lambda r: (r.type, r.name)) == everything  # the run lists them sorted so
-    position = {f"{r.type}::{r.name}": i for i, r in enumerate(children)}
-    waits = [(position[d], position[f"{r.type}::{r.name}"]) for r in children for d in r.dependencies if d in position]
+    position = {r.token: i for i, r in enumerate(children)}
+    waits = [(position[d], position[r.token]) for r in children for d in r.dependencies if d in position]
     assert waits and all(before < after for before, after in waits)  # the NodePool waits for its EC2NodeClass
 
 
@@ -24,7 +24,7 @@ def test_each_copy_has_the_labs_types_inputs_parent_provider_dependencies_and_de
     lab, *children = sdk_floor.lab_resources(base_run)
     seconds, monitor = sdk_floor.replay([lab, *children], 2)
     assert seconds > 0
-    inside = {f"{r.type}::{r.name}" for r in children}
+    inside = {r.token for r in children}
     for copy in range(2):
         (component,) = [q for q in monitor.registered if (q.type, q.name) == (lab.type, f"intro-{copy}")]
         registered = {q.name: q for q in monitor.registered if q.parent.endswith(f"{lab.type}::intro-{copy}")}

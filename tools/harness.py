@@ -45,6 +45,11 @@ class Registration:
     # Input properties Pulumi leaves to others after creation (ignore_changes); not rendered.
     ignore_changes: tuple[str, ...] = ()
 
+    @property
+    def token(self) -> str:
+        """The resource as its children's `parent` and its dependents' `dependencies` name it."""
+        return f"{self.type}::{self.name}"
+
     def as_json(self) -> dict[str, Any]:
         return {
             "type": self.type,

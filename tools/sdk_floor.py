@@ -53,10 +53,10 @@ class _Mocks(pulumi.runtime.Mocks):
 def lab_resources(run: harness.Run) -> list[harness.Registration]:
     """The one lab's component and its children, each after the children it waits for."""
     (lab,) = run.of_type(LAB_TYPE)
-    children = [r for r in run.resources if r.parent == f"{LAB_TYPE}::{lab.name}"]
+    children = [r for r in run.resources if r.parent == lab.token]
     ordered: list[harness.Registration] = []
     while children:
-        inside = {f"{r.type}::{r.name}" for r in children}
+        inside = {r.token for r in children}
         ready = [r for r in children if not inside & set(r.dependencies)]
         ordered += ready
         children = [r for r in children if r not in ready]
@@ -76,7 +76,7 @@ def _replay(resources: list[harness.Registration], copies: int, monitor: _Monito
     pulumi.runtime.settings.set_root_resource(None)  # type: ignore[arg-type]
     pulumi.runtime.set_mocks(monitor.mocks, project=harness.PROJECT, stack="floor", preview=False, monitor=monitor)
     lab, *children = resources
-    outside = sorted({d for r in children for d in r.dependencies} - {f"{r.type}::{r.name}" for r in children})
+    outside = sorted({d for r in children for d in r.dependencies} - {r.token for r in children})
     providers = sorted({r.provider for r in children if r.provider})
 
     @pulumi.runtime.test
@@ -99,7 +99,7 @@ def _replay(resources: list[harness.Registration], copies: int, monitor: _Monito
                 )
                 # By the class the program makes them with (components/karpenter/gpu_node_pool.py): the SDK's work
                 # on a registration depends on it too.
-                made[f"{r.type}::{r.name}"] = k8s.apiextensions.CustomResource(
+                made[r.token] = k8s.apiextensions.CustomResource(
                     f"{r.name}-{copy}",
                     api_version=r.inputs["apiVersion"],
                     kind=r.inputs["kind"],
