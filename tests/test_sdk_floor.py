@@ -5,15 +5,11 @@ from pulumi.runtime import rpc
 from tools import harness, sdk_floor
 
 
-def _token(urn: str) -> str:
-    return "::".join(harness._type_name(urn))
-
-
 def test_a_lab_is_its_component_then_its_children_each_after_those_it_waits_for(base_run):
     lab, *children = sdk_floor.lab_resources(base_run)
     assert (lab.type, lab.name) == (sdk_floor.LAB_TYPE, "intro")
-    assert {r.parent for r in children} == {f"{sdk_floor.LAB_TYPE}::intro"}
-    everything = [r for r in base_run.resources if r.parent == f"{sdk_floor.LAB_TYPE}::intro"]
+    assert {r.parent for r in children} == {lab.token}
+    everything = [r for r in base_run.resources if r.parent == lab.token]
     assert sorted(children, key=lambda r: (r.type, r.name)) == everything  # the run lists them sorted so
     position = {r.token: i for i, r in enumerate(children)}
     waits = [(position[d], position[r.token]) for r in children for d in r.dependencies if d in position]
@@ -33,8 +29,8 @@ def test_each_copy_has_the_labs_types_inputs_parent_provider_dependencies_and_de
             q = registered[f"{r.name}-{copy}"]
             assert q.type == r.type and q.custom
             assert harness.normalise(rpc.deserialize_properties(q.object)) == r.inputs
-            assert _token(q.provider.rsplit("::", 1)[0]) == r.provider
+            assert harness.urn_token(q.provider.rsplit("::", 1)[0]) == r.provider
             renamed = {f"{d}-{copy}" if d in inside else d for d in r.dependencies}
-            assert {_token(urn) for urn in q.dependencies} == renamed
+            assert {harness.urn_token(urn) for urn in q.dependencies} == renamed
             assert q.customTimeouts.delete == r.delete_timeout
         assert not component.dependencies

@@ -125,6 +125,11 @@ def _type_name(urn: str) -> tuple[str, str]:
     return qualified_type.split("$")[-1], name
 
 
+def urn_token(urn: str) -> str:
+    """The resource of a URN as Registration.token names it: "<type token>::<name>"."""
+    return "::".join(_type_name(urn))
+
+
 class _Mocks(pulumi.runtime.Mocks):
     def __init__(self, region: str):
         self.region = region
@@ -247,10 +252,10 @@ class _Monitor(pulumi_mocks.MockMonitor):
     def _record(self, request, inputs: dict) -> None:
         parent = None
         if request.parent and _type_name(request.parent)[0] != "pulumi:pulumi:Stack":
-            parent = "::".join(_type_name(request.parent))
-        dependencies = tuple(sorted("::".join(_type_name(urn)) for urn in request.dependencies))
+            parent = urn_token(request.parent)
+        dependencies = tuple(sorted(urn_token(urn) for urn in request.dependencies))
         # A provider reference is "<provider URN>::<provider ID>".
-        provider = "::".join(_type_name(request.provider.rsplit("::", 1)[0])) if request.provider else None
+        provider = urn_token(request.provider.rsplit("::", 1)[0]) if request.provider else None
         delete_timeout = request.customTimeouts.delete or None
         ignored = tuple(request.ignoreChanges)
         self.registrations.append(
