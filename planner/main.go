@@ -2,7 +2,7 @@
 // Karpenter's own provisioner, scheduler, NodeOverlay and CapacityBuffer controllers and the AWS provider's instance
 // types and prices against the objects the render writes, and prints plan.json (docs/planner.md).
 //
-//	planner -region <aws region> <render dir>
+//	planner -region <aws region> [-all-labs] <render dir>
 package main
 
 import (
@@ -21,9 +21,11 @@ const providerModule = "github.com/aws/karpenter-provider-aws"
 
 func main() {
 	region := flag.String("region", "", "the stack's AWS region (aws:region)")
+	allLabs := flag.Bool("all-labs", false, "simulate each lab with every lab's objects, as the cluster holds them "+
+		"(slow: the time grows with the square of the labs; the tests compare it with the default)")
 	flag.Parse()
 	if flag.NArg() != 1 || *region == "" {
-		fmt.Fprintln(os.Stderr, "usage: planner -region <aws region> <render dir>")
+		fmt.Fprintln(os.Stderr, "usage: planner -region <aws region> [-all-labs] <render dir>")
 		os.Exit(2)
 	}
 	// Karpenter's controllers log as they would in the cluster; the plan is the answer (as in its scheduling benchmark).
@@ -32,7 +34,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	plan, err := (&planner{render: r, region: *region}).plan(providerVersion())
+	plan, err := (&planner{render: r, region: *region, allLabs: *allLabs}).plan(providerVersion())
 	if err != nil {
 		fail(err)
 	}

@@ -45,10 +45,12 @@ type NodeClaim struct {
 	New                 *bool    `json:"new,omitempty"`
 }
 
-// planner runs every scenario of every lab, each in a cluster of its own with all of the render's labs in it.
+// planner runs every scenario of every lab, each in a cluster of its own that holds the lab's objects (Render.forLab),
+// or every lab's with allLabs.
 type planner struct {
-	render *Render
-	region string
+	render  *Render
+	region  string
+	allLabs bool
 }
 
 func (p *planner) plan(karpenterVersion string) (*Plan, error) {
@@ -59,12 +61,16 @@ func (p *planner) plan(karpenterVersion string) (*Plan, error) {
 	plan := &Plan{Karpenter: karpenterVersion, Labs: map[string]LabPlan{}}
 	for _, name := range lo.Keys(p.render.Labs) {
 		lab := p.render.Labs[name]
+		objects := p.render
+		if !p.allLabs {
+			objects = p.render.forLab(name)
+		}
 		var scenarios []Scenario
 		for _, s := range []struct {
 			name     string
 			learners int
 		}{{"one", 1}, {"one-gpu", lab.SlicesPerGPU}, {"full", lab.LearnerSeats}, {"over", lab.LearnerSeats + 1}} {
-			c, err := newCluster(ctx, p.render, p.region)
+			c, err := newCluster(ctx, objects, p.region)
 			if err != nil {
 				return nil, err
 			}
@@ -75,7 +81,7 @@ func (p *planner) plan(karpenterVersion string) (*Plan, error) {
 			scenarios = append(scenarios, scenario)
 		}
 		for i, class := range lab.Classes {
-			c, err := newCluster(ctx, p.render, p.region)
+			c, err := newCluster(ctx, objects, p.region)
 			if err != nil {
 				return nil, err
 			}

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/samber/lo"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +38,10 @@ const (
 	podTemplateType  = "kubernetes:core/v1:PodTemplate"
 	bufferType       = "kubernetes:autoscaling.x-k8s.io/v1beta1:CapacityBuffer"
 	discoveryTagType = "aws:ec2/tag:Tag"
+	// The program's components that hold one lab's objects, each named after its lab (components/karpenter/
+	// gpu_node_pool.py: EC2NodeClass, NodePool, NodeOverlays; class_seats.py: seat PodTemplate, CapacityBuffers).
+	gpuNodePoolType = "gpulab:karpenter:GpuNodePool"
+	classSeatsType  = "gpulab:karpenter:ClassSeats"
 	// The controller Deployment of the karpenter chart and its container (charts/karpenter.yaml).
 	karpenterRelease    = "karpenter"
 	controllerContainer = "controller"
@@ -86,16 +91,31 @@ type Render struct {
 	Subnets       []string
 	Labs          map[string]LabOutput
 	InstanceTypes map[string]InstanceTypeRow
+	// The lab whose component holds an object (by pointer); objects of no lab's component are in every lab's cluster.
+	owners map[any]string
 }
 
 type resource struct {
 	Type   string          `json:"type"`
 	Name   string          `json:"name"`
+	Parent *string         `json:"parent"`
 	Inputs json.RawMessage `json:"inputs"`
 }
 
+// lab is the lab whose component holds the resource, "" for none: its parent is "<type>::<lab>".
+func (res resource) lab() string {
+	if res.Parent == nil {
+		return ""
+	}
+	component, name, _ := strings.Cut(*res.Parent, "::")
+	if component == gpuNodePoolType || component == classSeatsType {
+		return name
+	}
+	return ""
+}
+
 func readRender(dir string) (*Render, error) {
-	r := &Render{}
+	r := &Render{owners: map[any]string{}}
 	var resources []resource
 	if err := readJSON(filepath.Join(dir, "resources.json"), &resources); err != nil {
 		return nil, err
@@ -104,15 +124,15 @@ func readRender(dir string) (*Render, error) {
 		var err error
 		switch res.Type {
 		case nodePoolType:
-			r.NodePools, err = appendObject(r.NodePools, res)
+			r.NodePools, err = appendObject(r, r.NodePools, res)
 		case nodeClassType:
-			r.NodeClasses, err = appendObject(r.NodeClasses, res)
+			r.NodeClasses, err = appendObject(r, r.NodeClasses, res)
 		case nodeOverlayType:
-			r.Overlays, err = appendObject(r.Overlays, res)
+			r.Overlays, err = appendObject(r, r.Overlays, res)
 		case podTemplateType:
-			r.PodTemplates, err = appendObject(r.PodTemplates, res)
+			r.PodTemplates, err = appendObject(r, r.PodTemplates, res)
 		case bufferType:
-			r.Buffers, err = appendObject(r.Buffers, res)
+			r.Buffers, err = appendObject(r, r.Buffers, res)
 		case discoveryTagType:
 			// The private subnets are the ones the stack tags for Karpenter's discovery (components/discovery_tags.py).
 			var tag struct {
@@ -162,12 +182,34 @@ func readJSON(path string, into any) error {
 	return nil
 }
 
-func appendObject[T any](list []*T, res resource) ([]*T, error) {
+func appendObject[T any](r *Render, list []*T, res resource) ([]*T, error) {
 	obj := new(T)
 	if err := json.Unmarshal(res.Inputs, obj); err != nil {
 		return list, err
 	}
+	if lab := res.lab(); lab != "" {
+		r.owners[obj] = lab
+	}
 	return append(list, obj), nil
+}
+
+// forLab is the render as one lab's scenarios need it: the lab's own objects and those of no lab (the DaemonSets,
+// the controller's settings). Another lab's NodePool cannot take this lab's pods (each lab's pods select its nodes by
+// the gpulab.dev/lab label, components/learner_pod.py), and its overlays, buffers and templates concern its own
+// NodePool, so leaving them out changes none of Karpenter's decisions; with them, each lab's cluster would hold every
+// lab and the plan would take time in the square of the labs (tests/test_planner.py runs both ways and compares).
+func (r *Render) forLab(lab string) *Render {
+	sub := *r
+	sub.NodePools = ownedBy(r, lab, r.NodePools)
+	sub.NodeClasses = ownedBy(r, lab, r.NodeClasses)
+	sub.Overlays = ownedBy(r, lab, r.Overlays)
+	sub.PodTemplates = ownedBy(r, lab, r.PodTemplates)
+	sub.Buffers = ownedBy(r, lab, r.Buffers)
+	return &sub
+}
+
+func ownedBy[T any](r *Render, lab string, objects []*T) []*T {
+	return lo.Filter(objects, func(o *T, _ int) bool { owner := r.owners[o]; return owner == "" || owner == lab })
 }
 
 // readCharts takes the DaemonSets of every release (Karpenter decides which land on a lab's nodes) and the env of the

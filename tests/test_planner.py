@@ -11,6 +11,7 @@ import functools
 import json
 import math
 import os
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.labels import LAB_LABEL
 from config.node_capacity import seats_per_node
 from config.prices import ON_DEMAND_USD_PER_HOUR
 from config.versions import KARPENTER_CHART_VERSION
@@ -104,11 +106,40 @@ def test_every_seat_of_a_full_lab_is_used_and_the_next_learner_is_refused_by_the
         assert "limit" in over["reason"] and out["nodePool"] in over["reason"], over["reason"]
 
 
-@pytest.mark.parametrize("stack", ALL)
-def test_no_learner_or_warm_seat_lands_on_another_labs_nodes(stack, binary):
-    for name, _, out, scenarios in planned_labs(stack, binary):
-        pools = {claim["nodePool"] for s in scenarios.values() for claim in s["nodeClaims"]}
-        assert pools == {out["nodePool"]}, name
+@functools.cache
+def _planned_among_all_labs(binary: Path) -> dict[str, Any]:
+    """The planner stack's plan with every lab's objects in each lab's cluster (planner -all-labs), as the cluster
+    holds them; only this small stack, as its time grows with the square of the labs."""
+    _planned(PLANNER, binary)
+    out = Path(_FOLDER.name) / PLANNER
+    command = [str(binary), "-region", "eu-west-1", "-all-labs", str(out)]
+    result: dict[str, Any] = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+    return result
+
+
+def test_among_every_lab_no_learner_or_warm_seat_lands_on_another_labs_nodes(binary):
+    outputs = _planned(PLANNER, binary)[1]
+    for name, lab_plan in _planned_among_all_labs(binary)["labs"].items():
+        pools = {claim["nodePool"] for s in lab_plan["scenarios"] for claim in s["nodeClaims"]}
+        assert pools == {outputs[name]["nodePool"]}, name
+
+
+def test_a_lab_planned_alone_gets_what_it_gets_among_every_lab(binary):
+    """The planner simulates each lab with its own objects only (planner/render.go forLab). Among every lab, Karpenter
+    decides the same and says more only where it could not place a pod: that each other NodePool wants another lab
+    (the gpulab.dev/lab requirement a learner's nodeSelector sets)."""
+    alone, together = _planned(PLANNER, binary)[2], _planned_among_all_labs(binary)
+    assert alone["labs"].keys() == together["labs"].keys()
+    for name in alone["labs"]:
+        for a, t in zip(alone["labs"][name]["scenarios"], together["labs"][name]["scenarios"], strict=True):
+            assert {**a, "reason": None} == {**t, "reason": None}, (name, a["name"])
+            if a["reason"] is None:
+                assert t["reason"] is None, (name, a["name"])
+                continue
+            own, among = set(a["reason"].split("; ")), set(t["reason"].split("; "))
+            others = among - own
+            assert own <= among and len(others) == len(alone["labs"]) - 1, (name, a["name"], t["reason"])
+            assert all(r.startswith(f"incompatible requirements, key {LAB_LABEL},") for r in others), t["reason"]
 
 
 @pytest.mark.parametrize("stack", ALL)
