@@ -110,9 +110,9 @@ def test_every_seat_of_a_full_lab_is_used_and_the_next_learner_is_refused_by_the
 def _planned_among_all_labs(binary: Path) -> dict[str, Any]:
     """The planner stack's plan with every lab's objects in each lab's cluster (planner -all-labs), as the cluster
     holds them; only this small stack, as its time grows with the square of the labs."""
-    _planned(PLANNER, binary)
+    region = _planned(PLANNER, binary)[0].stack.region
     out = Path(_FOLDER.name) / PLANNER
-    command = [str(binary), "-region", "eu-west-1", "-all-labs", str(out)]
+    command = [str(binary), "-region", region, "-all-labs", str(out)]
     result: dict[str, Any] = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
     return result
 
