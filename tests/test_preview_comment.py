@@ -66,6 +66,31 @@ def test_a_preview_that_escaping_lengthens_and_a_large_cost_table_still_fit_gith
     assert "&lt;&quot;&amp;&gt;\nResources: 3 to create" in body
 
 
+def test_a_stack_of_many_labs_shows_the_first_labs_rows_the_total_of_all_and_the_previews_end(staging_render):
+    (lab,) = staging_labs(staging_render).values()
+    labs = {f"lab-{i:04d}": lab for i in range(1000)}
+    full = {"name": "full", "learners": 12, "bufferSeats": 0, "nodeClaims": [], "unschedulable": 0, "reason": None}
+    planned = {"karpenter": "v1.14.1", "labs": {name: {"scenarios": [{**full, "costPerHour": 2.104}]} for name in labs}}
+    preview = "~ kubernetes:core/v1:ConfigMap update\n" * 8_000 + "Resources: 1 to update"
+    body = preview_comment.comment("staging", labs, preview, "https://github.com/o/r/actions/runs/7", planned)
+    assert len(body) <= preview_comment.MAX_COMMENT_CHARS
+    lines = body.splitlines()
+    cost_rows = [row["lab"] for row in tables.table(lines)]
+    shown = cost_rows[:-1]
+    assert 0 < len(shown) < 1000 and shown == sorted(labs)[: len(shown)]
+    # The total still adds up every lab, those left out too.
+    assert cost_rows[-1] == "all labs" and tables.table(lines)[-1]["learner seats"] == str(1000 * lab["learnerSeats"])
+    assert [row["lab"] for row in tables.table(lines, "what Karpenter ")] == shown
+    assert (
+        f"The tables leave out the last {1000 - len(shown)} of the 1000 labs to fit GitHub's limit on a comment; the "
+        "render step of the workflow run lists them all: https://github.com/o/r/actions/runs/7"
+    ) in lines
+    # The preview keeps its room, and its end.
+    preview_lines = lines[lines.index("<pre>") + 1 : lines.index("</pre>")]
+    assert len("\n".join(preview_lines)) >= preview_comment.PREVIEW_MIN_CHARS - len(preview_comment.CUT_NOTE) - 1
+    assert preview_lines[-1] == "Resources: 1 to update"
+
+
 def test_a_failed_preview_still_gets_the_cost_table_and_a_link_to_the_run(staging_render):
     body = preview_comment.comment("staging", staging_labs(staging_render), "", "https://github.com/o/r/actions/runs/7")
     assert "The preview did not finish; its log is in the workflow run: https://github.com/o/r/actions/runs/7" in body

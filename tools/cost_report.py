@@ -1,6 +1,6 @@
 """A stack's cost table in Markdown, from its `labs` stack output: the render prints it, the PR comment shows it."""
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from config.cost import DECIMALS, usd
@@ -48,10 +48,11 @@ COLUMNS: tuple[Column[LabOutput], ...] = (
 )
 
 
-def table(labs: Mapping[str, Any]) -> list[str]:
+def table(labs: Mapping[str, Any], shown: Collection[str] | None = None) -> list[str]:
     """Per lab: seat-hour price range, ceiling per hour, each node's root volume, cap, and what warming each class
     costs; then the ceiling of all labs together. Seat-hours, ceilings and warm-ups include each node's root volume
-    (config/cost.py)."""
+    (config/cost.py). `shown` keeps the rows of those labs only (the pull-request comment's room); the last row still
+    adds up every lab."""
     ceilings = [lab["cost"]["ceilingPerHour"] for lab in labs.values()]
     total = usd(round(sum(c for c in ceilings if c is not None), DECIMALS))
     if any(lab["cost"]["unpriced"] for lab in labs.values()):
@@ -61,5 +62,9 @@ def table(labs: Mapping[str, Any]) -> list[str]:
         f"cost of the labs' GPU nodes in USD at {PRICE_SOURCE} and {DISK_PRICE_SOURCE}: list prices of one region, "
         "not a bill (spot capacity costs less; docs/cost.md):",
         "",
-        *markdown(COLUMNS, labs.items(), last=["all labs", str(seats), "", total, "", "", "", ""]),
+        *markdown(
+            COLUMNS,
+            [item for item in labs.items() if shown is None or item[0] in shown],
+            last=["all labs", str(seats), "", total, "", "", "", ""],
+        ),
     ]

@@ -9,6 +9,7 @@ next push instead of adding another.
 """
 
 import argparse
+import bisect
 import html
 import json
 import re
@@ -19,6 +20,9 @@ from tools import cost_report, plan
 
 # GitHub refuses comments over 65536 characters.
 MAX_COMMENT_CHARS = 65_536
+# The room the tables leave the preview at least: its end (the policy results and the count of changes) is what a
+# reviewer reads first, and a stack of a few hundred labs would otherwise fill the comment with its tables alone.
+PREVIEW_MIN_CHARS = 16_384
 CUT_NOTE = "[... the start is cut; the whole output is in the run's log]"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -29,23 +33,45 @@ def marker(stack: str) -> str:
 
 def comment(stack: str, labs: dict, preview: str, run_url: str | None = None, planned: dict | None = None) -> str:
     preview = _ANSI.sub("", preview).strip()
-    failed = "The preview did not finish; its log is in the workflow run" + (f": {run_url}" if run_url else ".")
-    frame = [
-        marker(stack),
-        f"#### `pulumi preview` of {stack}",
-        "",
-        *cost_report.table(labs),
-        "",
-        *([*plan.summary_table(planned), ""] if planned else []),
-        "<details><summary>Pulumi preview</summary>",
-        "",
-        "{body}",
-        "</details>",
-        "",
-    ]
-    room = MAX_COMMENT_CHARS - len("\n".join(frame)) - len("<pre>\n\n</pre>") - len(CUT_NOTE) - 1
+    run = f": {run_url}" if run_url else "."
+    failed = "The preview did not finish; its log is in the workflow run" + run
+
+    def frame(shown: list[str]) -> list[str]:
+        """The comment around the preview, with the rows of the labs `shown` (their plan's too)."""
+        left_out = len(labs) - len(shown)
+        cut = [
+            f"The tables leave out the last {left_out} of the {len(labs)} labs to fit GitHub's limit on a comment; "
+            f"the render step of the workflow run lists them all{run}",
+            "",
+        ]
+        rows = set(shown)
+        shown_plan = {**planned, "labs": {n: p for n, p in planned["labs"].items() if n in rows}} if planned else None
+        return [
+            marker(stack),
+            f"#### `pulumi preview` of {stack}",
+            "",
+            *cost_report.table(labs, rows),
+            "",
+            *([*plan.summary_table(shown_plan), ""] if shown_plan else []),
+            *(cut if left_out else []),
+            "<details><summary>Pulumi preview</summary>",
+            "",
+            "{body}",
+            "</details>",
+            "",
+        ]
+
+    def too_long(shown: int) -> bool:
+        return len("\n".join(frame(names[:shown]))) > MAX_COMMENT_CHARS - PREVIEW_MIN_CHARS
+
+    # The most labs, in name order, whose rows leave the preview its room: one less than the fewest that do not (the
+    # frame grows with every lab shown).
+    names = sorted(labs)
+    shown = max(bisect.bisect_left(range(len(names) + 1), True, key=too_long) - 1, 0)
+    kept = frame(names[:shown])
+    room = MAX_COMMENT_CHARS - len("\n".join(kept)) - len("<pre>\n\n</pre>") - len(CUT_NOTE) - 1
     body = f"<pre>\n{_last_lines_escaped(preview, room)}\n</pre>" if preview else failed
-    return "\n".join(frame).replace("{body}", body)
+    return "\n".join(kept).replace("{body}", body)
 
 
 def _last_lines_escaped(text: str, room: int) -> str:
