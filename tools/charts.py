@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from tools import harness, helm_cache
+from tools import harness, helm_cache, object_size
 
 ROOT = Path(__file__).resolve().parent.parent
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -38,7 +38,8 @@ class Unavailable(Exception):
 
 
 class TemplateError(Exception):
-    """helm refused the chart with the program's values: a real problem, reported as one line."""
+    """helm refused the chart with the program's values, or the API server would refuse an object it makes
+    (tools/object_size.py): a real problem, reported as one line."""
 
 
 @dataclass(frozen=True)
@@ -224,6 +225,8 @@ def _output(release: Release, done: helm_cache.Result) -> str:
         # helm's reason, without its advice to rerun with --debug.
         reason = " ".join(line for line in done.stderr.splitlines() if not line.startswith("Use --debug"))
         raise TemplateError(f"helm template {release.name}: {' '.join(reason.split()).removeprefix('Error: ')}")
+    if too_large := object_size.oversized(release.name, done.stdout):
+        raise TemplateError("; ".join(too_large))
     return done.stdout
 
 
