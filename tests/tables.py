@@ -2,6 +2,9 @@
 
 from collections.abc import Sequence
 
+# The start of the line before the plan's table (tools/plan.py table).
+PLAN_TABLE = "what Karpenter "
+
 
 def cells(line: str) -> list[str]:
     return [cell.strip().replace("\\|", "|") for cell in line.strip().strip("|").split(" | ")]

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.karpenter import class_seats, gpu_node_pool
 from components.labels import LAB_LABEL
 from config.node_capacity import seats_per_node
 from config.prices import ON_DEMAND_USD_PER_HOUR
@@ -30,8 +31,6 @@ from tests.synthetic import PLANNER_STACK
 from tools import charts, harness, plan, preview_comment, render
 
 PLANNER = "planner-synthetic"
-# The line before the plan's table (tools/plan.py table).
-PLAN_TABLE = "what Karpenter "
 _FOLDER = tempfile.TemporaryDirectory(prefix="gpulab-planner-")
 
 
@@ -122,6 +121,14 @@ def test_among_every_lab_no_learner_or_warm_seat_lands_on_another_labs_nodes(bin
     for name, lab_plan in _planned_among_all_labs(binary)["labs"].items():
         pools = {claim["nodePool"] for s in lab_plan["scenarios"] for claim in s["nodeClaims"]}
         assert pools == {outputs[name]["nodePool"]}, name
+
+
+def test_the_planner_knows_a_labs_objects_by_the_type_tokens_of_the_programs_lab_components():
+    """planner/render.go cannot import them: a component renamed on one side alone would put its objects in every
+    lab's cluster again."""
+    source = (plan.MODULE / "render.go").read_text()
+    for token in (gpu_node_pool.TYPE, class_seats.TYPE):
+        assert f'= "{token}"' in source, token
 
 
 def test_a_lab_planned_alone_gets_what_it_gets_among_every_lab(binary):
@@ -229,7 +236,7 @@ def test_the_render_summary_and_the_pr_comment_show_the_full_lab_and_each_class_
 
 def scenario_rows(lines: list[str]) -> list[str]:
     """The classy lab's scenarios in the plan's table among the lines (the cost table's rows have no scenario)."""
-    return [row["scenario"] for row in tables.table(lines, PLAN_TABLE) if row["lab"] == "classy"]
+    return [row["scenario"] for row in tables.table(lines, tables.PLAN_TABLE) if row["lab"] == "classy"]
 
 
 def _printed(monkeypatch, main, argv: list[str]) -> tuple[list[str], int]:
@@ -270,5 +277,10 @@ def test_tools_plan_writes_plan_json_and_prints_every_scenario(binary, tmp_path,
     assert written["karpenter"] == f"v{KARPENTER_CHART_VERSION}"
     assert [s["name"] for s in written["labs"]["single"]["scenarios"]] == ["one", "one-gpu", "full", "over"]
     # The last plan table: the render's summary prints its own before it.
-    last = max(i for i, line in enumerate(lines) if line.startswith(PLAN_TABLE))
-    assert [row["scenario"] for row in tables.table(lines[last:], PLAN_TABLE)] == ["one", "one-gpu", "full", "over"]
+    last = max(i for i, line in enumerate(lines) if line.startswith(tables.PLAN_TABLE))
+    assert [row["scenario"] for row in tables.table(lines[last:], tables.PLAN_TABLE)] == [
+        "one",
+        "one-gpu",
+        "full",
+        "over",
+    ]

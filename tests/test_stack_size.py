@@ -26,9 +26,9 @@ from config.model import Lab, NvidiaDevicePlugin
 from config.versions import NVIDIA_DEVICE_PLUGIN_CHART_VERSION
 from tests import upstream
 from tests.conftest import BASE, ROOT, run_values, stack_values
+from tools.object_size import MAX_DATA_BYTES, data_bytes
 
-MIB = 1024 * 1024
-ETCD_MAX_REQUEST = 3 * MIB // 2
+ETCD_MAX_REQUEST = 3 * 1024 * 1024 // 2  # etcd's --max-request-bytes default: 1.5 MiB
 CHART = upstream.NVIDIA_DEVICE_PLUGIN / "charts" / "nvidia-device-plugin"
 # The largest profile: time-slicing with two-digit replicas.
 WORST_LAB = Lab.model_validate(
@@ -85,10 +85,6 @@ def stored_config_map(values: dict) -> dict:
     return rendered | {"metadata": metadata}
 
 
-def config_map_data_bytes(values: dict) -> int:
-    return sum(len(value.encode()) for value in rendered_config_map(values)["data"].values())
-
-
 def config_map_stored_bytes(values: dict) -> int:
     # JSON is larger than the protobuf etcd stores, so this errs on the safe side.
     return len(json.dumps(stored_config_map(values), separators=(",", ":")).encode())
@@ -96,7 +92,10 @@ def config_map_stored_bytes(values: dict) -> int:
 
 def fits(labs: int) -> bool:
     values = worst_case_values(labs)
-    return config_map_data_bytes(values) <= MIB and config_map_stored_bytes(values) <= ETCD_MAX_REQUEST
+    return (
+        data_bytes(rendered_config_map(values)) <= MAX_DATA_BYTES
+        and config_map_stored_bytes(values) <= ETCD_MAX_REQUEST
+    )
 
 
 def test_max_labs_is_the_most_labs_whose_device_plugin_config_map_fits():
@@ -116,7 +115,7 @@ def test_the_largest_stack_fits_helms_release_secret():
         "manifest": yaml.safe_dump(rendered_config_map(values)),
     }
     secret = base64.b64encode(gzip.compress(json.dumps(release).encode(), compresslevel=9))
-    assert len(secret) <= MIB
+    assert len(secret) <= MAX_DATA_BYTES
 
 
 def test_a_stack_with_one_lab_more_than_fits_is_refused_naming_the_limit():

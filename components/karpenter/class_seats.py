@@ -15,6 +15,8 @@ from components.karpenter.class_seats_manifests import (
 )
 from config.model import Lab
 
+TYPE = "gpulab:karpenter:ClassSeats"
+
 
 class ClassSeats(pulumi.ComponentResource):
     def __init__(
@@ -25,7 +27,7 @@ class ClassSeats(pulumi.ComponentResource):
         provider: k8s.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        super().__init__("gpulab:karpenter:ClassSeats", name, None, opts)
+        super().__init__(TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=provider)
         ns = namespace(name)
         created = k8s.core.v1.Namespace(f"{name}-namespace", metadata=ns["metadata"], opts=child)
