@@ -13,7 +13,7 @@ render: $(VENV)/.installed $(HELM)
 
 # The render plus what Karpenter 1.14.1 would launch for each lab (out/$(STACK)/plan.json; needs Go 1.26, docs/planner.md).
 plan: $(VENV)/.installed $(HELM)
-	$(PY) -m tools.plan $(STACK) --out out/$(STACK)
+	$(PY) -m tools.render $(STACK) --out out/$(STACK) --plan
 
 # The planner's binary, planner/bin/planner (Go 1.26; modules from planner/go.mod and go.sum via the module proxy).
 planner:

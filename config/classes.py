@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pydantic import ValidationInfo
 
 from config import durations, schedule
 from config.disruption import cron
 from config.fields import FieldProblem
+from config.schedule import Schedule
 
-if TYPE_CHECKING:  # the models attach these checks, so they import this module
-    from config.model import LabClass
+
+class _LabClass(Protocol):
+    """What these checks read of a class: config.model's LabClass, which attaches them (and so imports this module)."""
+
+    @property
+    def warm_seats(self) -> int | None: ...
+
+    @property
+    def start(self) -> Schedule: ...
+
 
 # How long before a class starts its seats are asked for, by default: Karpenter's batching, EC2 launch, boot and join
 # of a GPU node with the NVIDIA AMI, the device plugin, and the pull of a multi-GiB notebook image (about five minutes
@@ -62,7 +71,7 @@ def shiftable(warmup: str, info: ValidationInfo) -> str:
     return warmup
 
 
-def classes_fit(classes: list[LabClass], info: ValidationInfo) -> list[LabClass]:
+def classes_fit(classes: list[_LabClass], info: ValidationInfo) -> list[_LabClass]:
     """A lab's classes: warm seats within its seats, distinct starts, and budgets within the NodePool's maximum."""
     if {"max_gpus", "slices_per_gpu"} <= info.data.keys():
         seats = info.data["max_gpus"] * info.data["slices_per_gpu"]

@@ -23,7 +23,7 @@ from fractions import Fraction
 from typing import Any, Protocol
 
 from config.instance_types import GPU_INSTANCE_TYPES
-from config.node_capacity import quantity
+from config.quantity import quantity
 from config.sharing import Sharing
 from config.versions import (
     EBS_CSI_DRIVER_ADDON_VERSION,

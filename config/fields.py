@@ -17,7 +17,7 @@ from pydantic.alias_generators import to_camel
 from config.images import qualify_image
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.instance_types import GpuInstanceType as GpuInstanceTypeData
-from config.node_capacity import QUANTITY, quantity
+from config.quantity import QUANTITY, quantity
 from config.versions import KUBE_PROXY_ADDON_VERSIONS
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextvars import ContextVar
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pydantic import ValidationInfo
 
@@ -19,11 +19,20 @@ from config.daemonsets import (
 )
 from config.fields import FieldProblem, lab_instance_types
 from config.instance_types import GPU_INSTANCE_TYPES
-from config.node_capacity import NodeShare, Resources, node_share, quantity, seats_per_node
+from config.node_capacity import NodeShare, Resources, node_share, seats_per_node
+from config.quantity import quantity
 from config.sharing import Sharing
 
-if TYPE_CHECKING:  # the models attach these checks, so they import this module
-    from config.model import LearnerPod
+
+class _LearnerPod(Protocol):
+    """What these checks read of a learner's requests: config.model's LearnerPod, which attaches them (and so imports
+    this module)."""
+
+    @property
+    def cpu(self) -> str | None: ...
+
+    @property
+    def memory(self) -> str | None: ...
 
 
 def reserved_needs_reservations(ids: list[str], info: ValidationInfo) -> list[str]:
@@ -119,7 +128,7 @@ def _figures(key: str, node: NodeShare) -> str:
     )
 
 
-def learner_pod_fits(learner_pod: LearnerPod, info: ValidationInfo) -> LearnerPod:
+def learner_pod_fits(learner_pod: _LearnerPod, info: ValidationInfo) -> _LearnerPod:
     """Requests no larger than a seat's share, so that every slice of each instance type's node gets a learner."""
     plugin = STACK_DEVICE_PLUGIN.get()
     if plugin is None or not {"instance_types", "sharing", "slices_per_gpu", "max_pods"} <= info.data.keys():

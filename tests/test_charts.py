@@ -17,6 +17,8 @@ from tools import charts, render
 pytestmark = pytest.mark.charts
 
 CRD = "CustomResourceDefinition"
+# What the render says when the charts are not rendered: the planner reads them.
+NO_PLANNER = "planner not run: it reads the charts, and charts/ is not rendered (above)"
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -65,12 +67,20 @@ def test_without_helm_the_render_says_so_in_one_line_and_writes_the_rest(tmp_pat
     monkeypatch.setenv("GPULAB_HELM", str(tmp_path / "no-helm"))
     assert render.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out")]) == 0
     err = capsys.readouterr().err
-    assert (
-        err == f"charts/ not rendered: no helm at $GPULAB_HELM={tmp_path / 'no-helm'} (.ci/install-helm installs it)\n"
-    )
+    assert err.splitlines() == [
+        f"charts/ not rendered: no helm at $GPULAB_HELM={tmp_path / 'no-helm'} (.ci/install-helm installs it)",
+        NO_PLANNER,
+    ]
     assert (tmp_path / "out" / "resources.json").is_file()
     assert any((tmp_path / "out" / "manifests").iterdir())
     assert not (tmp_path / "out" / "charts").exists()
+
+
+def test_make_plan_without_the_charts_says_why_there_is_no_plan_and_fails(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GPULAB_HELM", str(tmp_path / "no-helm"))
+    assert render.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out"), "--plan"]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == NO_PLANNER
+    assert not (tmp_path / "out" / "plan.json").exists()
 
 
 def test_no_charts_leaves_helm_out_and_writes_the_rest(tmp_path, monkeypatch, capsys):
@@ -99,9 +109,10 @@ def test_without_the_charts_the_render_says_why_in_one_short_line_per_cause(tmp_
     assert [line.split(" failed: ")[0] for line in lines] == [
         f"charts/ not rendered for karpenter {karpenter}, karpenter-crd {karpenter}: {where} public.ecr.aws",
         f"charts/ not rendered for nvidia-device-plugin {plugin}: {where} nvidia.github.io",
+        NO_PLANNER,
     ]
     # helm's own reason, without the URLs and addresses it names on the way.
-    assert [line.split(" failed: ")[1] for line in lines] == ["connection refused"] * 2
+    assert [line.split(" failed: ")[1] for line in lines[:2]] == ["connection refused"] * 2
     assert not (tmp_path / "out" / "charts").exists()
     assert (tmp_path / "out" / "resources.json").is_file()
 

@@ -16,7 +16,8 @@ from components.karpenter.manifests import node_pool
 from components.labels import GPU_RESOURCE, SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
 from config import durations, schedule
 from config.classes import BUDGETS_PER_CLASS
-from config.node_capacity import quantity, seats_per_node
+from config.node_capacity import seats_per_node
+from config.quantity import quantity
 from tests import tables
 from tests.conftest import BASE, run_values, stack_values
 from tests.crd_schema import crd_problems, requires_upstream

@@ -12,7 +12,7 @@ from jupyterhub.traitlets import ByteSpecification
 import config
 from components.jupyterhub.profiles import MPS_LEARNER_UID, description, kubespawner_memory, profile, profile_list
 from config.jupyterhub import CLIENT_SECRET_KEY
-from config.node_capacity import quantity
+from config.quantity import quantity
 from tests.conftest import as_cli_config, stack_values
 from tests.synthetic import HUB, NOTEBOOK_IMAGE, lab
 from tools import charts, harness, render

@@ -17,7 +17,7 @@ from components.labels import GPU_RESOURCE, GPU_TAINT
 from config.classes import DEFAULT_WARMUP
 from config.durations import seconds
 from config.limits import seat_share
-from config.node_capacity import quantity
+from config.quantity import quantity
 from tests.hub_pods import hub_config, learner_pod
 from tests.nodes import lab_nodes, system_nodes
 from tests.rendered import HUB_STACKS, rendered

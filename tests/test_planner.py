@@ -262,12 +262,12 @@ def test_the_same_render_plans_to_the_same_bytes(binary):
     assert (out / plan.PLAN).read_text() == written
 
 
-def test_tools_plan_writes_plan_json_and_prints_every_scenario(binary, tmp_path, monkeypatch):
+def test_render_plan_writes_plan_json_and_prints_every_scenario(binary, tmp_path, monkeypatch):
     monkeypatch.setenv("GPULAB_PLANNER", str(binary))
     stack_file = tmp_path / "Pulumi.single.yaml"
     single = stack_values(**{"gpulab:labs": {"single": PLANNER_STACK["gpulab:labs"]["single"]}})
     stack_file.write_text(yaml.safe_dump({"config": single}))
-    lines, status = _printed(monkeypatch, plan.main, [str(stack_file), "--out", str(tmp_path / "out")])
+    lines, status = _printed(monkeypatch, render.main, [str(stack_file), "--out", str(tmp_path / "out"), "--plan"])
     if not (tmp_path / "out" / "charts").is_dir():
         pytest.skip("no charts rendered here (no helm or charts), so no plan")
     assert status == 0

@@ -1,20 +1,15 @@
-"""What Karpenter 1.14.1 would launch for each lab: renders a stack, runs the planner (planner/, Go) on the render and
-writes <dir>/plan.json.
+"""What Karpenter 1.14.1 would launch for each lab: builds the planner (planner/, Go) and runs it on a render.
 
-    python -m tools.plan <stack name or stack file> --out <dir>
-
-Renders into <dir> as `python -m tools.render` does (charts included: the planner needs the DaemonSets and the
-Karpenter controller's settings they install), writes <dir>/instance-types.json (gpulab's instance-type table, which the
-planner gives Karpenter as EC2's answer) and <dir>/plan.json, and prints the plan as a table. docs/planner.md says what
-the planner predicts and what it does not.
+The render (tools/render.py; `python -m tools.render <stack> --out <dir> --plan` prints every scenario) calls it once
+the charts are written: the planner needs the DaemonSets and the Karpenter controller's settings they install. It
+writes <dir>/instance-types.json (gpulab's instance-type table, which the planner gives Karpenter as EC2's answer) and
+<dir>/plan.json, and makes the plan's tables. docs/planner.md says what the planner predicts and what it does not.
 """
 
-import argparse
 import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -139,23 +134,3 @@ def table(result: dict[str, Any], rows: tuple[str, ...] | None = None) -> list[s
 
 def summary_table(result: dict[str, Any]) -> list[str]:
     return table(result, SUMMARY_ROWS)
-
-
-def main(argv: list[str] | None = None) -> int:
-    from tools import render  # imported here: render imports this module for its summary
-
-    parser = argparse.ArgumentParser(prog="python -m tools.plan", description=__doc__.splitlines()[0])
-    parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml beside Pulumi.yaml) or path of a stack file")
-    parser.add_argument("--out", required=True, type=Path, help="directory to render into and write plan.json to")
-    args = parser.parse_args(argv)
-    status = render.main([args.stack, "--out", str(args.out)])
-    if status != 0:
-        return status
-    if not (args.out / PLAN).exists():  # the render printed why
-        return 1
-    print("\n".join(table(json.loads((args.out / PLAN).read_text()))))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,7 +8,9 @@ exist, exits with status 2, prints one `gpulab:` line per problem and writes not
 <dir>/charts/<release>.yaml holds what each release installs (tools/charts.py); without helm or the charts, one short
 line per cause says so and the rest is written.
 With the charts, and a Go toolchain to build the planner (planner/, tools/plan.py), it also writes <dir>/plan.json,
-what Karpenter 1.14.1 would launch for each lab, and the summary shows its full-lab and class-start rows.
+what Karpenter 1.14.1 would launch for each lab, and the summary shows its full-lab and class-start rows; without
+them, one line says why not. `--plan` (`make plan`) prints every scenario of the plan too, and exits with status 1
+when there is no plan.
 Either way it first removes what an earlier render wrote into <dir>, so that <dir> never shows a render but the
 current one.
 """
@@ -162,7 +164,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.render", description=__doc__.splitlines()[0])
     parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml beside Pulumi.yaml) or path of a stack file")
     parser.add_argument("--out", required=True, type=Path, help="directory to write the render into")
-    parser.add_argument("--no-charts", action="store_true", help="skip charts/ (helm), e.g. when only outputs matter")
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--no-charts", action="store_true", help="skip charts/ (helm), e.g. when only outputs matter")
+    only.add_argument(
+        "--plan",
+        action="store_true",
+        help="print every scenario of plan.json too, and fail when the planner cannot run",
+    )
     args = parser.parse_args(argv)
     # The render, like the program, builds what it writes and keeps it to the end (program.collect_rarely).
     program.collect_rarely()
@@ -185,9 +193,13 @@ def main(argv: list[str] | None = None) -> int:
     lines = summary(run)
     for line in not_rendered:
         print(line, file=sys.stderr)
-    if not not_rendered and not args.no_charts:  # the planner needs the charts' DaemonSets and Karpenter's settings
+    planned = None
+    if not_rendered:  # the planner reads the charts' DaemonSets and Karpenter's settings
+        print("planner not run: it reads the charts, and charts/ is not rendered (above)", file=sys.stderr)
+    elif not args.no_charts:
         try:
-            lines += ["", *plan.summary_table(plan.plan(args.out, run.stack.region, plan.binary()))]
+            planned = plan.plan(args.out, run.stack.region, plan.binary())
+            lines += ["", *plan.summary_table(planned)]
         except plan.Unavailable as why:
             print(why, file=sys.stderr)
         except plan.Failed as error:
@@ -195,6 +207,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"gpulab: {error}", file=sys.stderr)
             return 1
     print("\n".join(lines))
+    if args.plan:
+        if planned is None:  # the line above the summary says why
+            return 1
+        print("\n".join(["", *plan.table(planned)]))
     return 0
 
 

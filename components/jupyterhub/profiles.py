@@ -18,7 +18,7 @@ from components.labels import GPU_RESOURCE
 from components.learner_pod import learner_pod_spec
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.model import Lab
-from config.node_capacity import quantity
+from config.quantity import quantity
 
 # Jupyter Docker Stacks run as jovyan, UID 1000 in group 100 (jupyter/docker-stacks
 # images/docker-stacks-foundation/Dockerfile: NB_UID="1000", NB_GID="100"). An MPS control daemon serves one Unix

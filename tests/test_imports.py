@@ -1,0 +1,105 @@
+"""The product's imports run downward: no module reaches back to one that imports it (an import circle), and config/
+never imports components/ or tools/, nor components/ tools/. Every import statement counts, those under
+TYPE_CHECKING and inside functions too: each is a dependency a reader has to follow."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("config", "components", "tools", "policy")
+# What each floor may not import: the floors above it.
+ABOVE = {"config": ("components", "tools"), "components": ("tools",)}
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {
+    _module(path): path
+    for path in [*(p for package in PACKAGES for p in (ROOT / package).rglob("*.py")), ROOT / "program.py"]
+}
+
+
+def _imported(name: str, node: ast.ImportFrom | ast.Import) -> set[str]:
+    """The product's modules an import statement in module `name` names: `from a import b` names a.b when that is a
+    module, else a. The packages a module sits in are not counted: every import of a submodule runs them."""
+    if isinstance(node, ast.Import):
+        targets = {alias.name for alias in node.names}
+    else:
+        base = node.module or ""
+        if node.level:  # a relative import, from the module's own package
+            package = name.split(".") if MODULES[name].name == "__init__.py" else name.split(".")[:-1]
+            base = ".".join([*package[: len(package) - node.level + 1], *([base] if base else [])])
+        targets = {f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names}
+    return {t for t in targets if t in MODULES and t != name}
+
+
+GRAPH = {
+    name: {
+        t
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for t in _imported(name, node)
+    }
+    for name, path in MODULES.items()
+}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each strongly connected set of two or more modules (Tarjan's algorithm), as a sorted list."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            members = []
+            while True:
+                member = stack.pop()
+                members.append(member)
+                if member == node:
+                    break
+            if len(members) > 1:
+                found.append(sorted(members))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_no_module_of_the_product_imports_one_that_imports_it():
+    assert circles(GRAPH) == []
+
+
+@pytest.mark.parametrize("floor", sorted(ABOVE))
+def test_a_floor_never_imports_the_floors_above_it(floor):
+    upward = sorted(
+        f"{name} imports {target}"
+        for name, targets in GRAPH.items()
+        if name.split(".")[0] == floor
+        for target in targets
+        if target.split(".")[0] in ABOVE[floor]
+    )
+    assert upward == []
+
+
+def test_the_circle_finder_finds_a_planted_circle_and_the_graph_sees_type_checking_imports():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from config.model import Lab\n"
+    (node,) = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom) and n.module == "config.model"]
+    assert _imported("config.classes", node) == {"config.model"}
+    assert "config.node_capacity" in GRAPH["config.limits"]  # the graph holds the real imports
