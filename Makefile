@@ -7,7 +7,7 @@ UPSTREAM ?= .upstream
 # helm of the chart render: $GPULAB_HELM where it is set (the render uses it), else the pinned one in .venv/bin.
 HELM := $(if $(GPULAB_HELM),,$(VENV)/bin/helm)
 
-.PHONY: render plan planner helm-batch test test-charts check upstream
+.PHONY: render plan planner helm-batch promtool test test-charts check upstream
 render: $(VENV)/.installed $(HELM)
 	$(PY) -m tools.render $(STACK) --out out/$(STACK)
 
@@ -27,6 +27,12 @@ helm-batch:
 	@if ! command -v go >/dev/null; then echo "make: no Go on PATH, so no helm-batch: the tests run helm per template"; \
 	elif ! go -C tools/helmbatch build -trimpath -o bin/helm-batch .; then \
 	  echo "make: helm-batch not built (above): the tests run helm per template"; fi
+
+# promtool, tools/promtool/bin/promtool (Go 1.26; Prometheus's own, from github.com/prometheus/prometheus at the version
+# tools/promtool/go.mod pins): the tests of the metrics rules and the dashboard's queries run it, and skip without it.
+# .ci/run builds it; cold, it compiles Prometheus and its discovery libraries (minutes), warm it links (seconds).
+promtool:
+	go -C tools/promtool build -trimpath -o bin/promtool github.com/prometheus/prometheus/cmd/promtool
 
 # Every test, one process per core (pyproject.toml); `make test-charts` runs the slowest part alone: the tests that
 # render and template the pinned Helm charts (marker `charts`; `pytest -m "not charts"` runs the rest).

@@ -10,7 +10,7 @@ import pulumi
 import config
 from components.cluster import Cluster
 from components.discovery_tags import DiscoveryTags
-from components.jupyterhub.hub import Hub
+from components.jupyterhub.hub import Hub, Meter
 from components.jupyterhub.profiles import profile_list
 from components.karpenter.ami import check_ami_releases
 from components.karpenter.class_seats import ClassSeats
@@ -18,6 +18,8 @@ from components.karpenter.class_seats_manifests import classes_output
 from components.karpenter.controller import Controller
 from components.karpenter.gpu_node_pool import GpuNodePool
 from components.learner_pod import PLACEHOLDER_IMAGE, learner_pod_spec
+from components.metrics.exporters import Exporters
+from components.metrics.store import Store
 from components.node_role import NodeRole
 from components.nvidia.device_plugin import DevicePlugin
 
@@ -56,6 +58,12 @@ def build(stack: config.StackConfig) -> None:
         capacity_buffers=settings.has_classes,
     )
     DevicePlugin("nvidia-device-plugin", settings.nvidia_device_plugin, settings.labs, provider=cluster.provider)
+    meter = None
+    if settings.metrics:
+        Exporters("metrics", settings.metrics, provider=cluster.provider)
+        store = Store("metrics", settings, cluster.cluster_arn, cluster.security_group_id)
+        meter = Meter(settings.metrics, store, stack.region)
+        pulumi.export("metrics", {"workspaceId": store.workspace_id, "prometheusEndpoint": store.prometheus_endpoint})
     amis_found = check_ami_releases(settings.labs, settings.cluster.kubernetes_version)
     pools = {}
     for lab_name, lab in settings.labs.items():
@@ -75,7 +83,7 @@ def build(stack: config.StackConfig) -> None:
             ClassSeats(lab_name, lab, karpenter=karpenter.release, provider=cluster.provider)
 
     if settings.jupyterhub:
-        hub = Hub("jupyterhub", settings.jupyterhub, settings.labs, cluster, stack.jupyterhub_client_secret)
+        hub = Hub("jupyterhub", settings.jupyterhub, settings.labs, cluster, stack.jupyterhub_client_secret, meter)
         # The address learners open; the load balancer's own DNS name is known only once the Service has one.
         pulumi.export(
             "jupyterhub",

@@ -160,6 +160,26 @@ _BOTH = frozenset({"amd64", "arm64"})
 # chart, e2e/suites/monitors/nvidia_monitor.go at v1.6.1).
 _DCGM_INSTANCE_TYPES = frozenset(name for name in GPU_INSTANCE_TYPES if name.split(".")[0] not in ("g7", "g7e"))
 
+# Upstream's dcgmAgent.tolerations are empty: gpulab's add-on configuration adds the GPU toleration
+# (components/cluster.py), and the tests place this spec with the tolerations the program really passes.
+DCGM_SERVER = AddonDaemonSet(
+    "dcgm-server",
+    f"EKS add-on eks-node-monitoring-agent {NODE_MONITORING_AGENT_ADDON_VERSION}: aws/eks-node-monitoring-agent "
+    "v1.6.1 charts/eks-node-monitoring-agent/values.yaml, dcgmAgent (resources: {})",
+    {
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "affinity": _affinity(
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": sorted(_DCGM_INSTANCE_TYPES)},
+            _NOT_FARGATE_HYBRID_AUTO,
+            _NOT_HYPERPOD,
+            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+        ),
+        "containers": [{"name": "eks-node-monitoring-agent-dcgm"}],
+    },
+    frozenset({"amd64"}),
+    _DCGM_INSTANCE_TYPES,
+)
+
 EKS_ADDON_DAEMONSETS: tuple[AddonDaemonSet, ...] = (
     # No public manifest of the kube-proxy add-on at a pinned version gives its requests. The DaemonSet EKS installs
     # requests 100m CPU and no memory and tolerates every taint, as captured from a cluster in eksctl-io/eksctl
@@ -220,25 +240,7 @@ EKS_ADDON_DAEMONSETS: tuple[AddonDaemonSet, ...] = (
         },
         _BOTH,
     ),
-    # Upstream's dcgmAgent.tolerations are empty: gpulab's add-on configuration adds the GPU toleration
-    # (components/cluster.py), and the tests place this spec with the tolerations the program really passes.
-    AddonDaemonSet(
-        "dcgm-server",
-        f"EKS add-on eks-node-monitoring-agent {NODE_MONITORING_AGENT_ADDON_VERSION}: aws/eks-node-monitoring-agent "
-        "v1.6.1 charts/eks-node-monitoring-agent/values.yaml, dcgmAgent (resources: {})",
-        {
-            "nodeSelector": {"kubernetes.io/os": "linux"},
-            "affinity": _affinity(
-                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": sorted(_DCGM_INSTANCE_TYPES)},
-                _NOT_FARGATE_HYBRID_AUTO,
-                _NOT_HYPERPOD,
-                {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-            ),
-            "containers": [{"name": "eks-node-monitoring-agent-dcgm"}],
-        },
-        frozenset({"amd64"}),
-        _DCGM_INSTANCE_TYPES,
-    ),
+    DCGM_SERVER,
 )
 
 
@@ -266,11 +268,19 @@ EBS_CSI_NODE = AddonDaemonSet(
 )
 
 
+# gpulab:metrics runs NVIDIA's dcgm-exporter on each lab node that has a DCGM host engine to read: the dcgm-server's
+# nodes (components/metrics/dcgm_exporter.py gives it the dcgm-server's placement). Its container requests what the
+# NVIDIA/dcgm-exporter chart at 4.5.3-4.8.2 gives it by default (deployment/values.yaml, resources), with the chart's
+# memory limit; the API server keeps the requests as they are.
+DCGM_EXPORTER = "dcgm-exporter"
+DCGM_EXPORTER_RESOURCES = {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}}
+
+
 def node_daemonsets(
-    instance_type: str, sharing: Sharing, plugin: ContainerResources, ebs_csi: bool
+    instance_type: str, sharing: Sharing, plugin: ContainerResources, ebs_csi: bool, metrics: bool
 ) -> tuple[DaemonSetRequests, ...]:
     """Every DaemonSet pod on a lab's node of this instance type, with its requests; `ebs_csi` when the stack runs the
-    EBS CSI driver (with JupyterHub)."""
+    EBS CSI driver (with JupyterHub), `metrics` when it runs dcgm-exporter (gpulab:metrics)."""
     plugin_pod = pod_requests({"containers": [{"resources": device_plugin_resources(plugin)}]})
     found = [DaemonSetRequests(DEVICE_PLUGIN, *plugin_pod)]
     # The MPS control daemon runs only where nvidia.com/mps.capable=true, which gpulab sets on every MPS lab's nodes.
@@ -278,4 +288,8 @@ def node_daemonsets(
         found.append(DaemonSetRequests(MPS_CONTROL_DAEMON, *plugin_pod))
     addons = (*EKS_ADDON_DAEMONSETS, EBS_CSI_NODE) if ebs_csi else EKS_ADDON_DAEMONSETS
     found += [addon.requests for addon in addons if addon.lands_on(instance_type)]
+    if metrics and DCGM_SERVER.lands_on(instance_type):
+        found.append(
+            DaemonSetRequests(DCGM_EXPORTER, *pod_requests({"containers": [{"resources": DCGM_EXPORTER_RESOURCES}]}))
+        )
     return tuple(found)

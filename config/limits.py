@@ -86,8 +86,10 @@ def cpu_limit_holds_a_node(cpu_limit: int, info: ValidationInfo) -> int:
 STACK_DEVICE_PLUGIN: ContextVar[ContainerResources | None] = ContextVar(
     "stack_device_plugin", default=DEVICE_PLUGIN_DEFAULTS
 )
-# Likewise whether the stack installs JupyterHub, whose EBS CSI driver runs a node pod on every lab node.
+# Likewise whether the stack installs JupyterHub, whose EBS CSI driver runs a node pod on every lab node, and
+# gpulab:metrics, whose dcgm-exporter runs on the lab nodes that have a DCGM host engine.
 STACK_RUNS_EBS_CSI: ContextVar[bool] = ContextVar("stack_runs_ebs_csi", default=False)
+STACK_RUNS_METRICS: ContextVar[bool] = ContextVar("stack_runs_metrics", default=False)
 
 
 def node_shares(
@@ -97,10 +99,12 @@ def node_shares(
     max_pods: int | None,
     plugin: ContainerResources,
     ebs_csi: bool,
+    metrics: bool,
 ) -> list[NodeShare]:
     """A learner's share of a node of each of the lab's instance types, its DaemonSets taken off."""
     return [
-        node_share(t, slices_per_gpu, max_pods, node_daemonsets(t, sharing, plugin, ebs_csi)) for t in instance_types
+        node_share(t, slices_per_gpu, max_pods, node_daemonsets(t, sharing, plugin, ebs_csi, metrics))
+        for t in instance_types
     ]
 
 
@@ -141,6 +145,7 @@ def learner_pod_fits(learner_pod: _LearnerPod, info: ValidationInfo) -> _Learner
         data["max_pods"],
         plugin,
         STACK_RUNS_EBS_CSI.get(),
+        STACK_RUNS_METRICS.get(),
     )
     for key, asked, unit in (("cpu", learner_pod.cpu, Fraction(1, 1000)), ("memory", learner_pod.memory, 2**20)):
         tightest = min(shares, key=lambda s: s.share.cpu_millis if key == "cpu" else s.share.memory_mib)
@@ -168,7 +173,9 @@ def max_pods_hold_the_seats(max_pods: int | None, info: ValidationInfo) -> int |
         pods = instance_type.max_pods if max_pods is None else max_pods
         # Only the pods are counted here, not their requests; the stack's plugin settings all the same.
         plugin = STACK_DEVICE_PLUGIN.get() or DEVICE_PLUGIN_DEFAULTS
-        daemonsets = node_daemonsets(name, info.data["sharing"], plugin, STACK_RUNS_EBS_CSI.get())
+        daemonsets = node_daemonsets(
+            name, info.data["sharing"], plugin, STACK_RUNS_EBS_CSI.get(), STACK_RUNS_METRICS.get()
+        )
         seats = seats_per_node(name, info.data["slices_per_gpu"])
         if seats + len(daemonsets) > pods:
             why = (

@@ -79,6 +79,7 @@ from config.jupyterhub import JupyterHub, NotebookImage, hub_has_its_labs
 from config.limits import (
     STACK_DEVICE_PLUGIN,
     STACK_RUNS_EBS_CSI,
+    STACK_RUNS_METRICS,
     cpu_limit_holds_a_node,
     fits_one_stack,
     learner_pod_fits,
@@ -91,6 +92,7 @@ from config.limits import (
     share_text,
 )
 from config.log_retention import accepted_retention
+from config.metrics import IdleWindow, Metrics, metrics_fit
 from config.node_capacity import NodeShare
 from config.prices import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS
 from config.schedule import Schedule
@@ -401,6 +403,11 @@ class Lab(Model):
     on_spawn_page: bool = Field(
         default=True, description="Offer the lab on JupyterHub's spawn page (when gpulab:jupyterhub is set)."
     )
+    gpu_idle_timeout: IdleWindow | None = Field(
+        default=None,
+        description="Stop a learner's JupyterHub server whose GPU stayed under gpulab:metrics.idleUtilisationPercent "
+        "this long (needs gpulab:metrics and gpulab:jupyterhub); unset: never.",
+    )
 
     @property
     def learner_share(self) -> LearnerShare:
@@ -408,19 +415,27 @@ class Lab(Model):
         return learner_share(self.sharing, self.slices_per_gpu, self.instance_types)
 
     # The device plugin's resources of the stack this lab was validated in, and whether that stack runs the EBS CSI
-    # driver (config.limits.STACK_DEVICE_PLUGIN, STACK_RUNS_EBS_CSI).
+    # driver and dcgm-exporter (config.limits.STACK_DEVICE_PLUGIN, STACK_RUNS_EBS_CSI, STACK_RUNS_METRICS).
     _device_plugin: ContainerResources = PrivateAttr(default=DEVICE_PLUGIN_DEFAULTS)
     _ebs_csi: bool = PrivateAttr(default=False)
+    _metrics: bool = PrivateAttr(default=False)
 
     def model_post_init(self, context: Any, /) -> None:
         self._device_plugin = STACK_DEVICE_PLUGIN.get() or DEVICE_PLUGIN_DEFAULTS
         self._ebs_csi = STACK_RUNS_EBS_CSI.get()
+        self._metrics = STACK_RUNS_METRICS.get()
 
     @property
     def node_shares(self) -> list[NodeShare]:
         """A learner's share of a node of each instance type, and the DaemonSets taken off it."""
         return node_shares(
-            self.instance_types, self.sharing, self.slices_per_gpu, self.max_pods, self._device_plugin, self._ebs_csi
+            self.instance_types,
+            self.sharing,
+            self.slices_per_gpu,
+            self.max_pods,
+            self._device_plugin,
+            self._ebs_csi,
+            self._metrics,
         )
 
     @property
@@ -540,6 +555,12 @@ class Settings(Model):
         validate_default=True,
         description="JupyterHub with one profile per lab; absent, no JupyterHub is installed (docs/jupyterhub.md).",
     )
+    metrics: Annotated[Metrics | None, AfterValidator(metrics_fit)] = Field(
+        default=None,
+        validate_default=True,
+        description="The GPU meter per lab and per seat, and idle GPU seats given back; absent, none "
+        "(docs/metrics.md).",
+    )
 
     @model_validator(mode="wrap")
     @classmethod
@@ -547,10 +568,13 @@ class Settings(Model):
         # Every lab's node runs the device plugin's pods; their requests are a setting validated after the labs.
         # So does the EBS CSI driver's node pod where the stack installs JupyterHub, also a setting after the labs.
         token = STACK_DEVICE_PLUGIN.set(_device_plugin_resources(data))
+        # And dcgm-exporter's, where the stack runs gpulab:metrics.
         hub = STACK_RUNS_EBS_CSI.set(isinstance(data, dict) and data.get("jupyterhub") is not None)
+        meter = STACK_RUNS_METRICS.set(isinstance(data, dict) and data.get("metrics") is not None)
         try:
             return handler(data)
         finally:
+            STACK_RUNS_METRICS.reset(meter)
             STACK_RUNS_EBS_CSI.reset(hub)
             STACK_DEVICE_PLUGIN.reset(token)
 

@@ -46,3 +46,18 @@ NODE_MONITORING_AGENT_ADDON_VERSION = "v1.6.1-eksbuild.1"
 # kubernetes-sigs/aws-ebs-csi-driver v1.66.0. Its compatibility with each Kubernetes version above is not confirmed
 # here; EKS refuses an incompatible one at CreateAddon, and gpulab:jupyterhub.ebsCsiDriverVersion overrides it.
 EBS_CSI_DRIVER_ADDON_VERSION = "v1.66.0-eksbuild.1"
+
+# NVIDIA/dcgm-exporter tag 4.5.3-4.8.2 (commit 691c92762eb551313c825f6efe4ceeee20982801): DCGM 4.5.3, exporter 4.8.2,
+# the first release with per-pod GPU utilisation and memory under time-slicing (PR #594, fb5e3dc, behind
+# --kubernetes-virtual-gpus). The image is the tag its chart names (deployment/values.yaml image.tag); the chart's
+# version is 4.8.2 (deployment/Chart.yaml).
+DCGM_EXPORTER_VERSION = "4.5.3-4.8.2"
+DCGM_EXPORTER_IMAGE = f"nvcr.io/nvidia/k8s/dcgm-exporter:{DCGM_EXPORTER_VERSION}-distroless"
+# kubernetes/kube-state-metrics v2.20.0 (commit 4ffeda2ef866b0fef372849825a803296483b336): the image its
+# examples/standard/deployment.yaml names.
+KUBE_STATE_METRICS_VERSION = "v2.20.0"
+KUBE_STATE_METRICS_IMAGE = f"registry.k8s.io/kube-state-metrics/kube-state-metrics:{KUBE_STATE_METRICS_VERSION}"
+# awslabs/aws-sigv4-proxy v1.11.1 (commit ed72b374b7ba88f52ed012a60f98e05d1d39e7a0, aws-sdk-go v1.55.7, which reads EKS
+# Pod Identity credentials): its release workflow publishes public.ecr.aws/aws-observability/aws-sigv4-proxy tagged
+# with the VERSION file, 1.11.1 (.github/workflows/release.yaml).
+AWS_SIGV4_PROXY_IMAGE = "public.ecr.aws/aws-observability/aws-sigv4-proxy:1.11.1"

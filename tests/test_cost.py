@@ -117,10 +117,15 @@ def test_ceiling_bounds_what_the_nodepool_limit_lets_karpenter_run_of_any_one_ty
 
 
 def _labs_only(values):
-    # JupyterHub's keys (its client secret is a Pulumi secret, which parse() does not see as one) are not the labs'.
+    # JupyterHub's keys (its client secret is a Pulumi secret, which parse() does not see as one) are not the labs',
+    # nor is gpuIdleTimeout, which needs the hub.
+    labs = {
+        name: {key: value for key, value in lab.items() if key != "gpuIdleTimeout"}
+        for name, lab in values.get("gpulab:labs", {}).items()
+    }
     return {
         key.removeprefix("gpulab:"): value
-        for key, value in values.items()
+        for key, value in {**values, "gpulab:labs": labs}.items()
         if key.startswith("gpulab:") and not key.startswith("gpulab:jupyterhub")
     }
 

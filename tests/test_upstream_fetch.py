@@ -55,6 +55,11 @@ FILES = {
         "tools/generate-json-schema.py": SCHEMA_SCRIPT,
         "images/hub/requirements.txt": "not fetched\n",
     },
+    "dcgm-exporter": {
+        "deployment/Chart.yaml": "name: dcgm-exporter\nversion: 4.8.2\n",
+        "deployment/templates/daemonset.yaml": "kind: DaemonSet\n",
+        "docker/Dockerfile": "not fetched\n",
+    },
     "amazon-vpc-cni-k8s": {
         upstream.VPC_CNI_MANIFEST: "kind: DaemonSet\n",
         "config/master/cni-metrics-helper.yaml": "not fetched\n",
@@ -161,6 +166,12 @@ def test_fetch_lays_out_every_source_as_the_shared_folder(tmp_path):
     }
     schema = json.loads(jupyterhub["charts/jupyterhub/values.schema.json"])
     assert schema == {"type": "object", "additionalProperties": False}
+
+    (dcgm,) = [s for s in sources if s.name.startswith("dcgm-exporter-")]
+    assert _files(folder / dcgm.name) == {
+        "charts/dcgm-exporter/Chart.yaml": "name: dcgm-exporter\nversion: 4.8.2\n",
+        "charts/dcgm-exporter/templates/daemonset.yaml": "kind: DaemonSet\n",
+    }
 
     for kind in AS_IS:
         (source,) = [s for s in sources if s.name.rsplit("-", 1)[0] == kind]

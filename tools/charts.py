@@ -172,6 +172,13 @@ RENDER_STAND_INS: dict[str, dict[str, Any]] = {
 }
 
 
+def _service_tokens(release: Release, values: Mapping[str, Any]) -> dict[str, Any]:
+    """A stand-in API token for each of the hub's services, which the jupyterhub chart makes up like its own secrets
+    (templates/hub/_helpers-passwords.tpl, jupyterhub.hub.services.get_api_token)."""
+    services = (values.get("hub") or {}).get("services") or {} if release.chart_name == "jupyterhub" else {}
+    return {"hub": {"services": {key: {"apiToken": "0" * 64} for key in services}}} if services else {}
+
+
 def _merged(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
     """`top` over `base`, maps merged key by key as Helm merges values files."""
     merged = dict(base)
@@ -215,8 +222,9 @@ def _call(release: Release, kubernetes_version: str, chart: Path, values: Mappin
     arguments += ["--kube-version", f"v{kubernetes_version}.0", "--values", "-", "--skip-tests"]
     if not release.skip_crds:
         arguments.append("--include-crds")
-    stand_ins = RENDER_STAND_INS.get(release.chart_name, {})
-    payload = json.dumps(_merged(stand_ins, release.values if values is None else values))  # JSON is YAML
+    chosen = release.values if values is None else values
+    stand_ins = _merged(RENDER_STAND_INS.get(release.chart_name, {}), _service_tokens(release, chosen))
+    payload = json.dumps(_merged(stand_ins, chosen))  # JSON is YAML
     return helm_cache.Call(chart, arguments, payload)
 
 

@@ -183,6 +183,12 @@ class _Mocks(pulumi.runtime.Mocks):
             outputs["url"] = f"https://sqs.{self.region}.amazonaws.com/{ACCOUNT_ID}/{name}"
         if args.typ == "aws:kms/key:Key":
             outputs["keyId"] = _suffix(name)  # the last part of the key's ARN, which an alias targets
+        if args.typ == "aws:amp/workspace:Workspace":
+            workspace = f"{args.name}-id"  # the resource's ID, as new_resource gives it
+            outputs["arn"] = f"arn:aws:aps:{self.region}:{ACCOUNT_ID}:workspace/{workspace}"
+            outputs["prometheusEndpoint"] = (
+                f"https://aps-workspaces.{self.region}.amazonaws.com/workspaces/{workspace}/"
+            )
         if args.typ == "eks:index:Cluster":
             outputs |= self._eks_cluster(args)
         return outputs

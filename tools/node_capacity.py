@@ -97,7 +97,7 @@ def share_table() -> list[str]:
         node = allocatable(name, None)
         cells = [name, str(info.gpus), f"{node.cpu_millis}m, {node.memory_mib}Mi"]
         for sharing in ("timeSlicing", "mps"):
-            daemonsets = node_daemonsets(name, sharing, DEVICE_PLUGIN_DEFAULTS, ebs_csi=False)
+            daemonsets = node_daemonsets(name, sharing, DEVICE_PLUGIN_DEFAULTS, ebs_csi=False, metrics=False)
             cpu = sum((d.cpu for d in daemonsets), Fraction(0))
             memory = sum((d.memory for d in daemonsets), Fraction(0))
             cells += [

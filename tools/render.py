@@ -3,8 +3,9 @@
     python -m tools.render <stack name or stack file> --out <dir>
 
 Writes <dir>/resources.json, <dir>/invokes.json, <dir>/outputs.json, <dir>/manifests/<kind>-[<namespace>-]<name>.yaml
-and <dir>/helm/<release>.yaml, and prints a summary. A stack file with problems, or a lab whose AMI release does not
-exist, exits with status 2, prints one `gpulab:` line per problem and writes nothing.
+and <dir>/helm/<release>.yaml (with gpulab:metrics, <dir>/grafana-dashboard.json too), and prints a summary. A stack
+file with problems, or a lab whose AMI release does not exist, exits with status 2, prints one `gpulab:` line per
+problem and writes nothing.
 <dir>/charts/<release>.yaml holds what each release installs (tools/charts.py); without helm or the charts, one short
 line per cause says so and the rest is written.
 With the charts, and a Go toolchain to build the planner (planner/, tools/plan.py), it also writes <dir>/plan.json,
@@ -28,6 +29,7 @@ try:
 
     import config
     import program
+    from components.metrics.dashboard import dashboard_model
     from tools import addons, charts, harness, plan
     from tools.summary import summary
 except ModuleNotFoundError as missing:  # an interpreter without the project's requirements, e.g. the system python3
@@ -37,11 +39,13 @@ except ModuleNotFoundError as missing:  # an interpreter without the project's r
     )
 
 ROOT = Path(__file__).resolve().parent.parent
+# The stack's Grafana dashboard (components/metrics/dashboard.py), with gpulab:metrics.
+DASHBOARD = "grafana-dashboard.json"
 # Every file and folder the render writes into its output directory. It removes them before it runs, so that a failed
 # render leaves no earlier render behind: anything new the render writes belongs in this list.
 OWNED = (
     *("resources.json", "invokes.json", "outputs.json", "manifests", "helm", "charts"),
-    *(plan.INSTANCE_TYPES, plan.PLAN, addons.FILE),
+    *(plan.INSTANCE_TYPES, plan.PLAN, addons.FILE, DASHBOARD),
 )
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -129,6 +133,9 @@ def write(run: harness.Run, out: Path) -> None:
     (out / "invokes.json").write_text(json.dumps(invokes, indent=2, ensure_ascii=False) + "\n")
     (out / "outputs.json").write_text(json.dumps(run.outputs, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
     (out / addons.FILE).write_text(json.dumps(addons.daemonsets(run), indent=2) + "\n")
+    if metrics := run.stack.settings.metrics:
+        model = dashboard_model(run.stack.settings.cluster.name, metrics)
+        (out / DASHBOARD).write_text(json.dumps(model, indent=2, sort_keys=True) + "\n")
     for r in run.resources:
         if r.type == charts.HELM_RELEASE:
             release = {

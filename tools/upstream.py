@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from config.versions import (
+    DCGM_EXPORTER_VERSION,
     JUPYTERHUB_CHART_VERSION,
     KARPENTER_CHART_VERSION,
     NODE_MONITORING_AGENT_ADDON_VERSION,
@@ -114,6 +115,11 @@ def _jupyterhub(checkout: Path, dst: Path) -> None:
     _copy(chart / "values.yaml", dst / "chart-values.yaml")
 
 
+def _dcgm_exporter(checkout: Path, dst: Path) -> None:
+    # The chart lives in deployment/ at the tag, already carrying the release's version and image tag.
+    _copy(checkout / "deployment", dst / "charts/dcgm-exporter")
+
+
 def _as_is(*paths: str) -> Callable[[Path, Path], None]:
     """Copies the paths unmodified, where they are in the repository."""
 
@@ -170,6 +176,16 @@ SOURCES = (
         commit="5c5f5df751588a68a7781ead01d0f62e88e2e72f",
         paths=("/jupyterhub/", "/tools/generate-json-schema.py"),
         arrange=_jupyterhub,
+    ),
+    # The chart components/metrics/dcgm_exporter.py writes the objects of (tests/test_dcgm_exporter_chart.py compares);
+    # its folder is named after the chart's version, 4.8.2, of release 4.5.3-4.8.2.
+    Source(
+        name=f"dcgm-exporter-{DCGM_EXPORTER_VERSION.rsplit('-', 1)[1]}",
+        url="https://github.com/NVIDIA/dcgm-exporter.git",
+        tag=DCGM_EXPORTER_VERSION,
+        commit="691c92762eb551313c825f6efe4ceeee20982801",
+        paths=("/deployment/",),
+        arrange=_dcgm_exporter,
     ),
     Source(
         name=f"amazon-vpc-cni-k8s-{VPC_CNI_TAG}",

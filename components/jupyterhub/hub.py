@@ -2,18 +2,23 @@
 IAM role through Pod Identity) and an encrypted gp3 StorageClass."""
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.cluster import Cluster
+from components.jupyterhub import culling
 from components.jupyterhub.values import CLIENT_SECRET_ITEM, CLIENT_SECRET_NAME, STORAGE_CLASS, helm_values
 
 # The trust policy Karpenter's role uses, for another service account: Pod Identity for exactly that one.
 from components.karpenter.iam_policies import controller_trust_policy
+from components.metrics.store import Store
 from components.namespace import namespace_dependencies
 from config.jupyterhub import JupyterHub
+from config.metrics import Metrics
 from config.model import Lab
 from config.versions import JUPYTERHUB_CHART_REPOSITORY, JUPYTERHUB_CHART_VERSION
 
@@ -26,6 +31,8 @@ EBS_CSI_NAMESPACE = "kube-system"
 EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa"
 EBS_CSI_POLICY = "service-role/AmazonEBSCSIDriverPolicy"  # the AWS managed policy the EKS User Guide names
 EBS_CSI_PROVISIONER = "ebs.csi.aws.com"
+# The chart names the hub's service account after the hub (fullnameOverride "": templates/_helpers-names.tpl).
+HUB_SERVICE_ACCOUNT = "hub"
 
 
 def storage_class() -> dict:
@@ -41,6 +48,15 @@ def storage_class() -> dict:
     }
 
 
+@dataclass(frozen=True)
+class Meter:
+    """What the idle-GPU culler reads: gpulab:metrics, the stack's workspace, and the workspace's region."""
+
+    metrics: Metrics
+    store: Store
+    region: str
+
+
 class Hub(pulumi.ComponentResource):
     def __init__(
         self,
@@ -49,6 +65,7 @@ class Hub(pulumi.ComponentResource):
         labs: Mapping[str, Lab],
         cluster: Cluster,
         client_secret: str | None,
+        meter: Meter | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("gpulab:jupyterhub:Hub", name, None, opts)
@@ -105,6 +122,42 @@ class Hub(pulumi.ComponentResource):
                 )
             )
 
+        values: pulumi.Input[dict[str, Any]] = helm_values(settings, labs)
+        if meter and culling.culled_labs(labs):
+            store = meter.store
+            # The hub's pod queries the workspace for its idle-GPU culler, through its SigV4 proxy, as this role.
+            hub_trust = cluster.cluster_arn.apply(
+                lambda arn: controller_trust_policy(arn, settings.namespace, HUB_SERVICE_ACCOUNT)
+            )
+            query = aws.iam.Role(
+                f"{name}-gpu-culler", assume_role_policy=pulumi.Output.json_dumps(hub_trust), opts=child
+            )
+            aws.iam.RolePolicy(
+                f"{name}-gpu-culler",
+                role=query.id,
+                policy=pulumi.Output.json_dumps(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {"Effect": "Allow", "Action": "aps:QueryMetrics", "Resource": store.workspace_arn}
+                        ],
+                    }
+                ),
+                opts=child,
+            )
+            aws.eks.PodIdentityAssociation(
+                f"{name}-gpu-culler",
+                cluster_name=cluster.cluster_name,
+                namespace=settings.namespace,
+                service_account=HUB_SERVICE_ACCOUNT,
+                role_arn=query.arn,
+                disable_session_tags=False,  # the role's trust conditions on them
+                opts=child,
+            )
+            chart_values = helm_values(settings, labs)
+            values = store.workspace_id.apply(
+                lambda workspace: culling.with_culler(chart_values, labs, meter.metrics, workspace, meter.region)
+            )
         k8s.helm.v3.Release(
             name,
             name=RELEASE,
@@ -113,7 +166,7 @@ class Hub(pulumi.ComponentResource):
             # Pinned, not a setting: the profiles are built for this chart's KubeSpawner (7.0.0).
             version=JUPYTERHUB_CHART_VERSION,
             namespace=settings.namespace,
-            values=helm_values(settings, labs),
+            values=values,
             opts=pulumi.ResourceOptions.merge(in_namespace, pulumi.ResourceOptions(depends_on=needs)),
         )
         self.address = settings.address

@@ -1,0 +1,119 @@
+"""Pure builder of the hub values that run gpulab's idle-GPU culler (components/jupyterhub/gpu_culler.py) in the hub's
+pod, for the labs with a gpuIdleTimeout: the service and its role, the files it and the hub's pages need, and the
+SigV4 proxy beside the hub through which it queries the metrics workspace (zero-to-jupyterhub 4.4.0: hub.services,
+hub.loadRoles, hub.extraFiles, hub.templatePaths and hub.extraContainers, files/hub/jupyterhub_config.py).
+"""
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from components.security import unprivileged
+from config.metrics import Metrics
+from config.model import Lab
+from config.versions import AWS_SIGV4_PROXY_IMAGE
+
+SERVICE = "gpu-culler"
+GROUP = "gpulab-gpu-idle"
+# The hub's API from inside its pod, as the chart's own idle culler reaches it (jupyterhub_config.py, cull_cmd).
+HUB_API = "http://localhost:8081/hub/api"
+FILES = "/usr/local/etc/gpulab"
+TEMPLATES = f"{FILES}/templates"
+PROXY_PORT = 8005
+CULLER_SOURCE = Path(__file__).with_name("gpu_culler.py")
+# What the culler does and no more (JupyterHub 5.5 scopes, jupyterhub/scopes.py): read learners' servers, stop them,
+# and manage its one group of learners told why.
+SCOPES = [
+    "read:users:name",
+    "read:servers",
+    "delete:servers",
+    f"read:groups!group={GROUP}",
+    f"groups!group={GROUP}",
+    f"admin:groups!group={GROUP}",
+]
+# The notice on the hub's pages (JupyterHub 5.5 share/jupyterhub/templates): the page a learner's old tab lands on, and
+# the home page. Each extends JupyterHub's own template.
+_NOTICE = (
+    '{% if user and user.groups | selectattr("name", "equalto", "' + GROUP + '") | list %}\n'
+    '<div class="container"><div class="alert alert-info" role="status" id="gpulab-gpu-idle">'
+    "Your server was stopped because its GPU stayed idle longer than your lab allows, so that another learner could "
+    "use it. Your files are as you saved them; start your server again when you need the GPU.</div></div>\n"
+    "{% endif %}\n"
+)
+PAGES = {
+    page: '{% extends "templates/'
+    + page
+    + '" %}\n{% block main %}\n'
+    + _NOTICE
+    + "{{ super() }}\n{% endblock main %}\n"
+    for page in ("home.html", "not_running.html")
+}
+
+
+def culled_labs(labs: Mapping[str, Lab]) -> dict[str, Lab]:
+    return {name: lab for name, lab in labs.items() if lab.gpu_idle_timeout}
+
+
+def command(labs: Mapping[str, Lab], metrics: Metrics, workspace_id: str) -> list[str]:
+    culled = [
+        f"--lab={name}={metrics.idle_utilisation_percent}/{lab.gpu_idle_timeout}"
+        for name, lab in culled_labs(labs).items()
+    ]
+    return [
+        "python3",
+        f"{FILES}/gpu_culler.py",
+        f"--hub-url={HUB_API}",
+        f"--metrics-url=http://127.0.0.1:{PROXY_PORT}/workspaces/{workspace_id}",
+        f"--group={GROUP}",
+        *culled,
+    ]
+
+
+def sigv4_proxy(region: str) -> dict[str, Any]:
+    """awslabs/aws-sigv4-proxy beside the hub: signs the culler's queries with the pod's IAM role (EKS Pod Identity)
+    and sends them to the workspace's endpoint (cmd/aws-sigv4-proxy/main.go at v1.11.1: --name, --region, --host,
+    --port)."""
+    return {
+        "name": "sigv4-proxy",
+        "image": AWS_SIGV4_PROXY_IMAGE,
+        "args": [
+            "--name=aps",
+            f"--region={region}",
+            f"--host=aps-workspaces.{region}.amazonaws.com",
+            f"--port=127.0.0.1:{PROXY_PORT}",
+        ],
+        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
+        "securityContext": unprivileged(),
+    }
+
+
+def hub_values(labs: Mapping[str, Lab], metrics: Metrics, workspace_id: str, region: str) -> dict[str, Any]:
+    """The chart's `hub` values that run the culler."""
+    files = {"gpu-culler": {"mountPath": f"{FILES}/gpu_culler.py", "stringData": CULLER_SOURCE.read_text()}}
+    for page, text in PAGES.items():
+        files[f"gpu-idle-{page.removesuffix('.html').replace('_', '-')}"] = {
+            "mountPath": f"{TEMPLATES}/{page}",
+            "stringData": text,
+        }
+    return {
+        "services": {SERVICE: {"command": command(labs, metrics, workspace_id)}},
+        "loadRoles": {SERVICE: {"scopes": SCOPES, "services": [SERVICE]}},
+        "extraFiles": files,
+        "templatePaths": [TEMPLATES],
+        "extraContainers": [sigv4_proxy(region)],
+    }
+
+
+def _merged(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in top.items():
+        both = isinstance(value, Mapping) and isinstance(merged.get(key), Mapping)
+        merged[key] = _merged(merged[key], value) if both else value
+    return merged
+
+
+def with_culler(
+    values: Mapping[str, Any], labs: Mapping[str, Lab], metrics: Metrics, workspace_id: str, region: str
+) -> dict[str, Any]:
+    """The release's values with the culler added to the hub's."""
+    return _merged(values, {"hub": hub_values(labs, metrics, workspace_id, region)})

@@ -1,0 +1,174 @@
+"""The stack's Grafana dashboard, built with Grafana's own grafana-foundation-sdk (its Grafana 10.4 schema, which Amazon
+Managed Grafana's 10.4 workspaces and every later Grafana import): per lab, the seats in use, the pending learners,
+the idle seats, each seat's GPU use, Karpenter's nodes and their hourly cost. Every panel reads the workspace's
+recording rules (components/metrics/rules.py), per lab.
+
+PANELS is the one list of panels: the dashboard, docs/metrics.md and the tests' PromQL parse all read it.
+"""
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from grafana_foundation_sdk.builders import dashboard, prometheus, stat, table, timeseries
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models.dashboard import (
+    DashboardCursorSync,
+    DataSourceRef,
+    Threshold,
+    ThresholdsMode,
+    VariableRefresh,
+    VariableSort,
+)
+
+from components.metrics import rules
+from config.metrics import Metrics
+
+DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
+LAB = 'lab=~"$lab"'
+# Grafana keeps a dashboard's uid to 40 characters (its dashboard JSON model); a cluster's name may have 100.
+MAX_UID = 40
+# Grafana writes a multi-value variable into a regular expression as (a|b): the tests parse each query with this.
+SAMPLE_LAB = "intro|vision"
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    kind: str  # timeseries, stat or table
+    query: str
+    legend: str
+    unit: str
+    description: str
+
+
+PANELS = (
+    Panel(
+        "Seats in use",
+        "timeseries",
+        f"{rules.SEATS_IN_USE}{{{LAB}}}",
+        "{{lab}}",
+        "short",
+        "Learners' pods running on each lab's nodes, each holding one GPU slice.",
+    ),
+    Panel(
+        "Seats on the lab's nodes",
+        "timeseries",
+        f"{rules.SEATS}{{{LAB}}}",
+        "{{lab}}",
+        "short",
+        "GPU slices the lab's running nodes offer (Karpenter's allocatable nvidia.com/gpu).",
+    ),
+    Panel(
+        "Pending learners",
+        "timeseries",
+        f"{rules.PENDING}{{{LAB}}}",
+        "{{lab}}",
+        "short",
+        "Learners' pods waiting for a slice: for a node to start, or for the lab's maxGpus.",
+    ),
+    Panel(
+        "Idle seats",
+        "timeseries",
+        f"{rules.SEATS_IDLE}{{{LAB}}}",
+        "{{lab}}",
+        "short",
+        "Seats whose GPU stayed under the idle threshold for the lab's gpuIdleTimeout or the stack's idleAfter.",
+    ),
+    Panel(
+        "GPU utilisation per seat",
+        "timeseries",
+        f"{rules.SEAT_UTILISATION}{{{LAB}}}",
+        "{{lab}} {{namespace}}/{{pod}}",
+        "percent",
+        "dcgm-exporter's per-pod GPU utilisation under time-slicing (NVML's per-process SM samples); the line is the "
+        "idle threshold.",
+    ),
+    Panel(
+        "Idle learners",
+        "table",
+        f"{rules.LEARNER_IDLE}{{{LAB}}}",
+        "{{username}}",
+        "percent",
+        "JupyterHub learners whose seat is idle, with their highest GPU utilisation over the idle window.",
+    ),
+    Panel(
+        "GPU nodes",
+        "timeseries",
+        f"{rules.NODES}{{{LAB}}}",
+        "{{lab}}",
+        "short",
+        "Nodes Karpenter runs for each lab's NodePool.",
+    ),
+    Panel(
+        "Cost per hour",
+        "stat",
+        f"{rules.COST}{{{LAB}}}",
+        "{{lab}}",
+        "currencyUSD",
+        "Karpenter's cost of each lab's nodes per hour (its offering prices; not a bill).",
+    ),
+)
+
+
+def _query(panel: Panel) -> prometheus.Dataquery:
+    query = prometheus.Dataquery().expr(panel.query).legend_format(panel.legend).ref_id("A")
+    return query.instant() if panel.kind == "table" else query.range()
+
+
+def _panel(panel: Panel, metrics: Metrics) -> Any:
+    builders: dict[str, type[timeseries.Panel] | type[stat.Panel] | type[table.Panel]] = {
+        "timeseries": timeseries.Panel,
+        "stat": stat.Panel,
+        "table": table.Panel,
+    }
+    built = (
+        builders[panel.kind]()
+        .title(panel.title)
+        .description(panel.description)
+        .datasource(DATASOURCE)
+        .with_target(_query(panel))
+        .unit(panel.unit)
+        .span(12)
+        .height(8)
+    )
+    if panel.unit == "percent":
+        idle = Threshold(value=float(metrics.idle_utilisation_percent), color="red")
+        steps = [Threshold(value=None, color="green"), idle]
+        built = (
+            built.min(0).max(100).thresholds(dashboard.ThresholdsConfig().mode(ThresholdsMode.ABSOLUTE).steps(steps))
+        )
+    return built
+
+
+def uid(cluster: str) -> str:
+    readable = f"gpulab-{cluster}"
+    return readable if len(readable) <= MAX_UID else f"gpulab-{hashlib.sha256(cluster.encode()).hexdigest()[:33]}"
+
+
+def dashboard_model(cluster: str, metrics: Metrics) -> dict[str, Any]:
+    """The stack's dashboard as Grafana's JSON model, named after its cluster (one per environment)."""
+    labs = (
+        dashboard.QueryVariable("lab")
+        .label("lab")
+        .datasource(DATASOURCE)
+        .query(f"label_values({rules.SEATS_IN_USE}, lab)")
+        .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED)
+        .sort(VariableSort.ALPHABETICAL_ASC)
+        .multi(True)
+        .include_all(True)
+    )
+    built = (
+        dashboard.Dashboard(f"gpulab {cluster}: GPU seats")
+        .uid(uid(cluster))
+        .tags(["gpulab"])
+        .time("now-6h", "now")
+        .refresh("1m")
+        .tooltip(DashboardCursorSync.CROSSHAIR)
+        .with_variable(dashboard.DatasourceVariable("datasource").label("workspace").type("prometheus"))
+        .with_variable(labs)
+    )
+    for panel in PANELS:
+        built = built.with_panel(_panel(panel, metrics))
+    return json.loads(json.dumps(built.build(), cls=JSONEncoder))

@@ -1,0 +1,207 @@
+"""gpulab:metrics: the keys and their one-line messages, what a stack with the meter installs (the workspace, its
+scraper and rules, dcgm-exporter and kube-state-metrics, the hub's culler and its role), and that a stack without it
+installs none of it."""
+
+import json
+
+import pytest
+import yaml
+
+from components.jupyterhub import culling, gpu_culler
+from components.jupyterhub.hub import HUB_SERVICE_ACCOUNT
+from components.metrics import dcgm_exporter, kube_state_metrics
+from components.metrics.rules import rule_groups
+from components.metrics.scrape import scrape_configuration
+from config.daemonsets import DCGM_SERVER
+from config.versions import DCGM_EXPORTER_IMAGE, KUBE_STATE_METRICS_IMAGE
+from tests.conftest import BASE, as_cli_config, run_values, stack_values
+from tests.rendered import rendered
+from tests.synthetic import HUB, NOTEBOOK_IMAGE, SYNTHETIC, lab
+from tests.test_jupyterhub_config import problems
+from tools import harness, render
+
+METERED = "synthetic-metrics"
+WORKSPACE = "aws:amp/workspace:Workspace::metrics-workspace"
+AMP = ("aws:amp/workspace:Workspace", "aws:amp/scraper:Scraper", "aws:amp/ruleGroupNamespace:RuleGroupNamespace")
+
+
+def _one(run: harness.Run, token: str) -> harness.Registration:
+    (found,) = [r for r in run.resources if r.token == token]
+    return found
+
+
+def metered(**labs) -> dict:
+    return stack_values(
+        **{
+            "gpulab:labs": labs or {"intro": lab(["g4dn.xlarge"], 3, notebookImage=NOTEBOOK_IMAGE)},
+            "gpulab:jupyterhub": HUB,
+            "gpulab:jupyterhubClientSecret": {"secure": "v1:c3RhbmQtaW4="},
+            "gpulab:metrics": {},
+        }
+    )
+
+
+BAD = {
+    "a timeout without the meter": (
+        stack_values(**{"gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3, gpuIdleTimeout="30m")}}),
+        "gpulab:labs.intro.gpuIdleTimeout: needs gpulab:metrics, which measures each seat's GPU use",
+    ),
+    "a timeout without a hub": (
+        stack_values(**{"gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3, gpuIdleTimeout="30m")}, "gpulab:metrics": {}}),
+        "gpulab:labs.intro.gpuIdleTimeout: needs gpulab:jupyterhub: the idle-GPU culler is a service of the hub",
+    ),
+    "a timeout on an MPS lab": (
+        metered(intro=lab(["g4dn.xlarge"], 3, sharing="mps", notebookImage=NOTEBOOK_IMAGE, gpuIdleTimeout="30m")),
+        "gpulab:labs.intro.gpuIdleTimeout: not with sharing: mps: dcgm-exporter 4.5.3-4.8.2 attributes GPU use",
+    ),
+    "a timeout where no host engine runs": (
+        metered(intro=lab(["g4dn.xlarge", "g5g.xlarge"], 2, notebookImage=NOTEBOOK_IMAGE, gpuIdleTimeout="30m")),
+        "gpulab:labs.intro.gpuIdleTimeout: g5g.xlarge nodes run no DCGM host engine",
+    ),
+    "a timeout of a few samples": (
+        metered(intro=lab(["g4dn.xlarge"], 3, notebookImage=NOTEBOOK_IMAGE, gpuIdleTimeout="2m")),
+        "gpulab:labs.intro.gpuIdleTimeout: must be at least 5m: the scraper samples each seat every 30 s",
+    ),
+    "no private endpoint for the scraper": (
+        stack_values(
+            **{
+                "gpulab:cluster": {**BASE["gpulab:cluster"], "privateEndpoint": False},
+                "gpulab:metrics": {},
+            }
+        ),
+        "gpulab:cluster.privateEndpoint: must be true with gpulab:metrics: the AWS managed scraper reaches",
+    ),
+    "the device plugin's namespace": (
+        stack_values(**{"gpulab:metrics": {"namespace": "nvidia-device-plugin"}}),
+        "gpulab:metrics.namespace: must be a namespace of its own, not 'nvidia-device-plugin'",
+    ),
+    "a threshold above 100%": (
+        stack_values(**{"gpulab:metrics": {"idleUtilisationPercent": 101}}),
+        "gpulab:metrics.idleUtilisationPercent: must be between 1 and 100, got 101",
+    ),
+    "an unknown key": (
+        stack_values(**{"gpulab:metrics": {"idleTimeout": "30m"}}),
+        "gpulab:metrics.idleTimeout:",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_a_bad_metrics_setting_is_one_line_naming_its_key(case):
+    values, line = BAD[case]
+    found = problems(values)
+    assert len(found) == 1 and found[0].startswith(line), found
+
+
+def test_a_stack_without_the_meter_installs_none_of_it():
+    run = run_values(BASE)
+    assert not [r.token for r in run.resources if r.type in AMP or "metrics" in r.name or "gpu-culler" in r.name]
+    assert "metrics" not in run.outputs
+    for share in run.stack.settings.labs["intro"].node_shares:
+        assert dcgm_exporter.NAME not in [d.name for d in share.daemonsets]
+
+
+def test_the_render_writes_the_dashboard_only_for_a_stack_with_the_meter(tmp_path):
+    render.write(run_values(BASE), tmp_path / "without")
+    assert not (tmp_path / "without" / render.DASHBOARD).exists()
+    r = rendered(METERED)
+    dashboard = json.loads((r.out / render.DASHBOARD).read_text())
+    assert dashboard["uid"] == f"gpulab-{r.run.stack.settings.cluster.name}"
+
+
+def test_the_workspace_scraper_and_rules_are_the_builders_for_the_stacks_cluster():
+    r = rendered(METERED)
+    settings = r.run.stack.settings
+    scraper = _one(r.run, "aws:amp/scraper:Scraper::metrics-scraper").inputs
+    eks = scraper["source"]["eks"]
+    assert eks["clusterArn"].endswith(f":cluster/{settings.cluster.name}")
+    assert eks["subnetIds"] == settings.cluster.private_subnet_ids
+    # The cluster's security group, which the discovery tag marks for Karpenter's nodes too.
+    groups = {
+        t.inputs["resourceId"] for t in r.run.of_type("aws:ec2/tag:Tag") if t.inputs["resourceId"].startswith("sg-")
+    }
+    assert [*groups] == eks["securityGroupIds"]
+    workspace = _one(r.run, WORKSPACE)
+    assert scraper["destination"]["amp"]["workspaceArn"].endswith(f":workspace/{workspace.name}-id")
+    assert yaml.safe_load(scraper["scrapeConfiguration"]) == scrape_configuration("meter", settings.karpenter.namespace)
+    rules = _one(r.run, "aws:amp/ruleGroupNamespace:RuleGroupNamespace::metrics-rules").inputs
+    assert yaml.safe_load(rules["data"]) == rule_groups(settings.labs, settings.metrics)
+    assert rules["workspaceId"] == f"{workspace.name}-id"
+    # AWS's own key: one of the account's would need the scraper to carry IAM roles of its own.
+    assert "kmsKeyArn" not in workspace.inputs
+
+
+def test_dcgm_exporter_reads_the_nodes_host_engine_and_attributes_gpu_use_per_pod():
+    (daemonset,) = [o for o in rendered(METERED).manifests() if o["kind"] == "DaemonSet"]
+    spec = daemonset["spec"]["template"]["spec"]
+    (exporter,) = spec["containers"]
+    env = {e["name"]: e.get("value") or e["valueFrom"]["fieldRef"]["fieldPath"] for e in exporter["env"]}
+    assert exporter["image"] == DCGM_EXPORTER_IMAGE
+    assert exporter["args"][exporter["args"].index("-r") + 1] == "$(NODE_IP):5555"
+    assert (env["NODE_IP"], env["KUBERNETES_VIRTUAL_GPUS"], env["DCGM_EXPORTER_KUBERNETES"]) == (
+        "status.hostIP",
+        "true",
+        "true",
+    )
+    assert spec["hostPID"] is True
+    # Only where the dcgm-server runs: its own node affinity, on the lab nodes (the GPU taint tolerated).
+    assert spec["affinity"]["nodeAffinity"] == DCGM_SERVER.pod_spec["affinity"]["nodeAffinity"]
+    assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    counters = [line.split(",")[0] for line in dcgm_exporter.COUNTERS.splitlines()]
+    assert {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"} <= set(counters)
+
+
+def test_kube_state_metrics_reports_the_pods_lab_and_learner_and_reads_pods_only():
+    objects = {(o["kind"], o["metadata"]["name"]): o for o in rendered(METERED).manifests()}
+    deployment = objects[("Deployment", kube_state_metrics.NAME)]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == KUBE_STATE_METRICS_IMAGE
+    assert "--metric-opt-in-list=kube_pod_nodeselectors" in container["args"]
+    assert objects[("ClusterRole", kube_state_metrics.NAME)]["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]}
+    ]
+
+
+def test_the_hub_runs_the_culler_for_the_labs_with_a_timeout_with_a_role_that_only_queries_the_workspace():
+    r = rendered(METERED)
+    values = r.release("jupyterhub").values["hub"]
+    command = values["services"][culling.SERVICE]["command"]
+    assert command[:2] == ["python3", f"{culling.FILES}/gpu_culler.py"]
+    # The command is one the culler's own parser takes, for the one lab with a timeout.
+    labs = [gpu_culler.lab_setting(a.removeprefix("--lab=")) for a in command[2:] if a.startswith("--lab=")]
+    assert labs == [gpu_culler.Lab("culled", 10, "20m")]
+    assert values["loadRoles"][culling.SERVICE] == {"scopes": culling.SCOPES, "services": [culling.SERVICE]}
+    assert values["extraFiles"]["gpu-culler"]["stringData"] == culling.CULLER_SOURCE.read_text()
+    association = _one(r.run, "aws:eks/podIdentityAssociation:PodIdentityAssociation::jupyterhub-gpu-culler").inputs
+    assert (association["namespace"], association["serviceAccount"]) == ("jupyterhub", HUB_SERVICE_ACCOUNT)
+    policy = json.loads(_one(r.run, "aws:iam/rolePolicy:RolePolicy::jupyterhub-gpu-culler").inputs["policy"])
+    (statement,) = policy["Statement"]
+    workspace = _one(r.run, WORKSPACE)
+    assert (statement["Action"], statement["Resource"]) == (
+        "aps:QueryMetrics",
+        f"arn:aws:aps:{r.run.stack.region}:{harness.ACCOUNT_ID}:workspace/{workspace.name}-id",
+    )
+
+
+def test_the_chart_runs_the_culler_and_its_proxy_in_the_hubs_pod_as_the_account_pod_identity_names():
+    r = rendered(METERED)
+    objects = {(o["kind"], o["metadata"]["name"]): o for o in r.chart("jupyterhub")}
+    assert ("ServiceAccount", HUB_SERVICE_ACCOUNT) in objects
+    pod = objects[("Deployment", "hub")]["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == HUB_SERVICE_ACCOUNT
+    assert [c["name"] for c in pod["containers"]] == ["hub", "sigv4-proxy"]
+    mounts = {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    assert {f"{culling.FILES}/gpu_culler.py", *(f"{culling.TEMPLATES}/{page}" for page in culling.PAGES)} <= mounts
+
+
+def test_a_hub_without_a_culled_lab_gets_no_culler():
+    run = run_values(metered())
+    values = run.one("kubernetes:helm.sh/v3:Release", "jupyterhub").inputs["values"]
+    assert "services" not in values["hub"]
+    assert not [r for r in run.resources if "gpu-culler" in r.name]
+
+
+def test_the_synthetic_stack_has_what_these_tests_need():
+    labs = SYNTHETIC["metrics"]["gpulab:labs"]
+    assert [name for name, lab_values in labs.items() if "gpuIdleTimeout" in lab_values] == ["culled"]
+    assert as_cli_config(SYNTHETIC["metrics"])["gpulab:metrics"]
