@@ -8,7 +8,7 @@ Absent, nothing of it is installed and no lab may set gpuIdleTimeout.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated, Protocol
 
 from pydantic import AfterValidator, Field, ValidationInfo
 
@@ -17,8 +17,19 @@ from config.daemonsets import DCGM_SERVER
 from config.fields import BUILT_IN_NAMESPACES, Duration, FieldProblem, Model, Namespace, between
 from config.versions import DCGM_EXPORTER_VERSION
 
-if TYPE_CHECKING:  # the models attach these checks, so they import this module
-    from config.model import Lab
+
+class MeteredLab(Protocol):
+    """What these checks read of a lab: config.model's Lab, which attaches them (and so imports this module)."""
+
+    @property
+    def gpu_idle_timeout(self) -> str | None: ...
+
+    @property
+    def sharing(self) -> str: ...
+
+    @property
+    def instance_types(self) -> list[str]: ...
+
 
 # The AWS managed scraper scrapes at most every 30 s (AMP User Guide, AMP-collector-how-to, "Scrape interval"). An
 # idle window of 5 minutes holds 10 samples of a seat: one missed scrape does not make a busy seat look idle.
@@ -56,13 +67,13 @@ class Metrics(Model):
     )
 
 
-def idle_window(lab: Lab, metrics: Metrics) -> str:
+def idle_window(lab: MeteredLab, metrics: Metrics) -> str:
     """How long a lab's seat stays under the threshold before it counts as idle: the lab's gpuIdleTimeout, else the
     stack's idleAfter."""
     return lab.gpu_idle_timeout or metrics.idle_after
 
 
-def _timeout_problem(lab: Lab, has_metrics: bool, has_hub: bool) -> str | None:
+def _timeout_problem(lab: MeteredLab, has_metrics: bool, has_hub: bool) -> str | None:
     if not has_metrics:
         return "needs gpulab:metrics, which measures each seat's GPU use"
     if not has_hub:
@@ -89,7 +100,7 @@ def _timeout_problem(lab: Lab, has_metrics: bool, has_hub: bool) -> str | None:
 def metrics_fit(metrics: Metrics | None, info: ValidationInfo) -> Metrics | None:
     """gpulab:metrics beside the other settings: the scraper's way into the cluster, a namespace of its own, and every
     lab's gpuIdleTimeout backed by a meter and a hub."""
-    labs: Mapping[str, Lab] = info.data.get("labs", {})
+    labs: Mapping[str, MeteredLab] = info.data.get("labs", {})
     for name, lab in labs.items():
         if lab.gpu_idle_timeout is not None:
             problem = _timeout_problem(lab, metrics is not None, info.data.get("jupyterhub") is not None)
