@@ -74,6 +74,7 @@ class Cluster(pulumi.ComponentResource):
             **cluster_args(config),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[logs]),
         )
+        self.kubernetes_version = config.kubernetes_version
         self.cluster_name: pulumi.Output[str] = cluster.eks_cluster.name
         self.cluster_arn: pulumi.Output[str] = cluster.eks_cluster.arn
         self.security_group_id: pulumi.Output[str] = cluster.cluster_security_group_id

@@ -28,6 +28,22 @@ KUBE_PROXY_ADDON_VERSIONS = {
     "1.29": "v1.29.15-eksbuild.26",
     "1.28": "v1.28.15-eksbuild.41",
 }
+# The kube-scheduler of the jupyterhub chart's user-scheduler, one per cluster minor version: Kubernetes' version skew
+# policy lets kube-scheduler be at most one minor version older than the API server and never newer, and the chart's
+# own v1.30.14 is four behind 1.34. The newest patch of each minor version that the Go module proxy serves as
+# k8s.io/kubernetes (each a kubernetes/kubernetes release tag; `go list -m -json k8s.io/kubernetes@<tag>` on
+# 2026-12-02 gave 1.34.12 of 2026-09-23, 1.33.13 of 2026-06-11, 1.32.13 of 2026-02-27, 1.31.14 of 2025-11-12,
+# 1.30.14 of 2025-06-18, 1.29.15 of 2025-03-11, 1.28.15 of 2024-10-22), whose images the Kubernetes release publishes
+# as registry.k8s.io/kube-scheduler:<tag>; that registry is out of reach here.
+KUBE_SCHEDULER_VERSIONS = {
+    "1.34": "v1.34.12",
+    "1.33": "v1.33.13",
+    "1.32": "v1.32.13",
+    "1.31": "v1.31.14",
+    "1.30": "v1.30.14",
+    "1.29": "v1.29.15",
+    "1.28": "v1.28.15",
+}
 # Listed for Kubernetes 1.33 by `eksctl utils describe-addon-versions` on 2026-05-19 (ministryofjustice/
 # cloud-platform-infrastructure pull request #4638). EKS publishes one VPC CNI build for all its Kubernetes versions
 # (the version table of the EKS User Guide, managing-vpc-cni), but this build's compatibility with each version above

@@ -14,12 +14,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
+import importlib
 import json
 import os
 import sys
 import tempfile
 import types
 from collections.abc import Iterator, Mapping
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +33,9 @@ from tornado.httpclient import AsyncHTTPClient
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
+from components.jupyterhub.hub import RELEASE
 from tests.chart_checks import Objects, one
+from tests.rendered import rendered
 
 CONFIG_ROOT = "/usr/local/etc/jupyterhub/"
 
@@ -97,6 +102,22 @@ def hub_config(objects: Objects, namespace: str) -> Config:
                 sys.path[:] = [p for p in sys.path if p != str(root)]
                 AsyncHTTPClient.configure(http_client)  # jupyterhub_config.py picks the curl client for the process
     return config
+
+
+def authenticator_class(name: str) -> type:
+    """JupyterHub's lookup of authenticator_class: an entry point name, else an import path."""
+    (found,) = [e for e in entry_points(group="jupyterhub.authenticators") if e.name == name] or [None]
+    if found:
+        return found.load()
+    module, _, cls = name.rpartition(".")
+    return getattr(importlib.import_module(module), cls)
+
+
+@functools.cache
+def stack_hub_config(stack: str) -> Config:
+    """hub_config of a rendered stack's jupyterhub release (components/jupyterhub/hub.py names it)."""
+    r = rendered(stack)
+    return hub_config(r.chart(RELEASE), r.run.stack.settings.jupyterhub.namespace)
 
 
 # KubeSpawner loads a client configuration as it is made (in the cluster, the pod's service account); building a pod

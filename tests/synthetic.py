@@ -116,6 +116,27 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
             "gpulab:metrics": {"namespace": "meter", "idleUtilisationPercent": 10, "idleAfter": "45m"},
         }
     ),
+    # JupyterHub signing in with OpenID Connect (its client secret a Pulumi secret), in a namespace of its own, culling
+    # at the shortest idle timeout and not at the default interval.
+    "jupyterhub-oidc": stack_values(
+        **{
+            "gpulab:labs": {"course": lab(["g6.xlarge"], 2, notebookImage=NOTEBOOK_IMAGE)},
+            "gpulab:jupyterhub": {
+                **HUB,
+                "namespace": "learners",
+                "culling": {"idleTimeout": "1m", "every": "5m"},
+                "auth": {
+                    "type": "oidc",
+                    "clientId": "gpulab-hub",
+                    "authorizeUrl": "https://idp.example.edu/realms/lab/protocol/openid-connect/auth",
+                    "tokenUrl": "https://idp.example.edu/realms/lab/protocol/openid-connect/token",
+                    "userdataUrl": "https://idp.example.edu/realms/lab/protocol/openid-connect/userinfo",
+                    "allowedGroups": ["gpu-learners"],
+                },
+            },
+            "gpulab:jupyterhubClientSecret": {"secure": "v1:c3RhbmQtaW4="},
+        }
+    ),
     # Karpenter and the device plugin outside their default namespaces, a smoke workload, two system instance types.
     "own-namespaces": stack_values(
         **{

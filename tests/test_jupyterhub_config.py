@@ -129,6 +129,18 @@ BAD = {
         hub_stack({"homes": "shared"}),
         "gpulab:jupyterhub.homes: must be one of 'none' or 'perLearner', got 'shared'",
     ),
+    "the default namespace": (
+        hub_stack({"namespace": "default"}),
+        "gpulab:jupyterhub.namespace: must be a namespace of its own, not 'default'",
+    ),
+    "a culling interval of seconds": (
+        hub_stack({"culling": {"every": "59s"}}),
+        "gpulab:jupyterhub.culling.every: must be at least 1m",
+    ),
+    "a maximum age of seconds": (
+        hub_stack({"culling": {"maxAge": "30s"}}),
+        "gpulab:jupyterhub.culling.maxAge: must be at least 1m",
+    ),
     "a namespace another component uses": (
         hub_stack({"namespace": "nvidia-device-plugin"}),
         "gpulab:jupyterhub.namespace: must be a namespace of its own",
@@ -156,6 +168,12 @@ BAD = {
 def test_a_bad_jupyterhub_setting_is_reported_at_its_key(values, expected):
     lines = problems(with_secret(values))
     assert any(line.startswith(expected) for line in lines), lines
+
+
+def test_culling_takes_a_minute_at_the_shortest():
+    culling = load(with_secret(hub_stack({"culling": {"idleTimeout": "1m", "every": "60s", "maxAge": "1m"}})))
+    settings = culling.settings.jupyterhub.culling
+    assert (settings.idle_timeout, settings.every, settings.max_age) == ("1m", "60s", "1m")
 
 
 def test_a_bad_jupyterhub_setting_makes_the_render_exit_2_with_one_line_per_problem(tmp_path, capsys):
@@ -249,3 +267,4 @@ def test_images_known_not_to_start_a_server_are_refused_by_repository_whatever_t
         assert line.startswith("gpulab:labs.intro.notebookImage: cannot run jupyterhub-singleuser")
     else:
         assert load(values).settings.labs["intro"].notebook_image.endswith(image.split("/", 1)[-1])
+

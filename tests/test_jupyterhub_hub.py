@@ -5,7 +5,12 @@ import json
 import pytest
 
 from components.jupyterhub.hub import EBS_CSI_NAMESPACE, EBS_CSI_SERVICE_ACCOUNT
+from components.jupyterhub.hub import RELEASE as HELM_RELEASE
+from components.jupyterhub.values import LB_IDLE_TIMEOUT_SECONDS
+from config.jupyterhub import NEEDS_CLIENT_SECRET
+from tests.chart_checks import one
 from tests.conftest import BASE, as_cli_config
+from tests.hub_pods import authenticator_class, stack_hub_config
 from tests.rendered import HUB_STACKS, rendered
 from tools import harness
 
@@ -61,3 +66,64 @@ def test_a_stack_without_jupyterhub_installs_and_exports_none_of_it_even_after_a
     run = harness.run("test", as_cli_config(BASE))  # a run of its own, not the cached one made before any hub run
     assert not [r.name for r in run.resources if "jupyterhub" in f"{r.type}::{r.name}"]
     assert "jupyterhub" not in run.outputs
+
+
+# --- the load balancer in front of the proxy -----------------------------------------------------------------------
+
+LB = "service.beta.kubernetes.io/aws-load-balancer-"
+
+
+def _load_balancer_annotations(stack: str) -> dict[str, str]:
+    service = one(rendered(stack).chart(HELM_RELEASE), "Service", "the proxy's load balancer", name="proxy-public")
+    assert service["spec"]["type"] == "LoadBalancer"
+    return service["metadata"]["annotations"]
+
+
+def test_the_stacks_with_jupyterhub_have_an_internal_and_an_internet_facing_load_balancer():
+    schemes = {rendered(s).run.stack.settings.jupyterhub.load_balancer.scheme for s in HUB_STACKS}
+    assert schemes == {"internal", "internet-facing"}
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_the_load_balancer_is_internal_exactly_when_the_stack_says_so(stack):
+    # cloud-provider-aws makes an internet-facing Classic Load Balancer unless this annotation is set (aws.go).
+    scheme = rendered(stack).run.stack.settings.jupyterhub.load_balancer.scheme
+    assert (_load_balancer_annotations(stack).get(f"{LB}internal") == "true") == (scheme == "internal")
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_the_load_balancer_keeps_a_quiet_kernels_connection_for_an_hour_and_offers_tls_1_2_only(stack):
+    annotations = _load_balancer_annotations(stack)
+    # The Classic Load Balancer's default of 60 s would cut a kernel's websocket after a minute of quiet.
+    timeout = int(annotations[f"{LB}connection-idle-timeout"])
+    assert timeout == LB_IDLE_TIMEOUT_SECONDS and 1 <= timeout <= 4000  # the range cloud-provider-aws documents
+    # The policy is one of a Classic Load Balancer: no annotation asks for an NLB or the AWS Load Balancer Controller.
+    assert f"{LB}type" not in annotations and "service.beta.kubernetes.io/load-balancer-class" not in annotations
+    assert annotations[f"{LB}ssl-negotiation-policy"] == "ELBSecurityPolicy-TLS-1-2-2017-01"
+
+
+# --- the OAuth client secret -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_an_oauth_hub_reads_its_client_secret_from_the_secret_the_stack_creates(stack, monkeypatch):
+    r = rendered(stack)
+    if r.run.stack.settings.jupyterhub.auth.type not in NEEDS_CLIENT_SECRET:
+        assert OAUTH_SECRET not in _resources(stack)
+        return
+    secret = _resources(stack)[OAUTH_SECRET].inputs
+    deployment = one(r.chart(HELM_RELEASE), "Deployment", "the hub", name="hub")
+    (container,) = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "hub"]
+    from_secret = [
+        e["name"]
+        for e in container["env"]
+        if e.get("valueFrom", {}).get("secretKeyRef", {}).get("name") == secret["metadata"]["name"]
+        and e["valueFrom"]["secretKeyRef"]["key"] in secret["stringData"]
+    ]
+    assert from_secret, "the hub container has no variable from the client secret's Secret"
+    # The authenticator the hub runs, with that variable set as the kubelet sets it from the Secret.
+    for name in from_secret:
+        monkeypatch.setenv(name, "the-client-secret")
+    config = stack_hub_config(stack)
+    authenticator = authenticator_class(config.JupyterHub.authenticator_class)(config=config)
+    assert authenticator.client_secret == "the-client-secret"

@@ -4,12 +4,9 @@ on an MPS lab the one UID the lab's MPS daemon serves."""
 
 import copy
 import functools
-import importlib
 import json
-from importlib.metadata import entry_points
 
 import pytest
-from traitlets.config import Config
 
 from components.jupyterhub.hub import RELEASE
 from components.jupyterhub.profiles import MPS_LEARNER_UID
@@ -18,16 +15,12 @@ from config.classes import DEFAULT_WARMUP
 from config.durations import seconds
 from config.limits import seat_share
 from config.quantity import quantity
-from tests.hub_pods import hub_config, learner_pod
+from tests.hub_pods import authenticator_class, learner_pod, stack_hub_config
 from tests.nodes import lab_nodes, system_nodes
 from tests.rendered import HUB_STACKS, rendered
 from tests.scheduling import tolerates, unschedulable_because
 
-
-@functools.cache
-def _config(stack: str) -> Config:
-    r = rendered(stack)
-    return hub_config(r.chart(RELEASE), r.run.stack.settings.jupyterhub.namespace)
+_config = stack_hub_config
 
 
 @functools.cache
@@ -124,19 +117,10 @@ def test_learner_pods_go_to_the_charts_user_scheduler(stack):
     assert schedulers <= {f"{RELEASE}-{name}" for name in deployments}
 
 
-def _authenticator(name: str) -> type:
-    """JupyterHub's lookup of authenticator_class: an entry point name, else an import path."""
-    (found,) = [e for e in entry_points(group="jupyterhub.authenticators") if e.name == name] or [None]
-    if found:
-        return found.load()
-    module, _, cls = name.rpartition(".")
-    return getattr(importlib.import_module(module), cls)
-
-
 @pytest.mark.parametrize("stack", HUB_STACKS)
 def test_the_authenticator_knows_every_setting_the_hub_gives_it(stack):
     config = _config(stack)
-    cls = _authenticator(config.JupyterHub.authenticator_class)
+    cls = authenticator_class(config.JupyterHub.authenticator_class)
     section = config.get(cls.__name__, {})
     settable = cls.class_traits(config=True)
     assert sorted(set(section) - set(settable)) == []
@@ -146,11 +130,12 @@ def test_the_authenticator_knows_every_setting_the_hub_gives_it(stack):
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_the_idle_culler_runs_with_the_stacks_timeout_and_maximum_age(stack):
+def test_the_idle_culler_runs_with_the_stacks_timeout_interval_and_maximum_age(stack):
     culling = rendered(stack).run.stack.settings.jupyterhub.culling
     (service,) = [s for s in _config(stack).JupyterHub.services if s["name"] == "jupyterhub-idle-culler"]
     arguments = dict(a.removeprefix("--").split("=", 1) for a in service["command"] if a.startswith("--") and "=" in a)
     assert arguments["timeout"] == str(seconds(culling.idle_timeout))
+    assert arguments["cull-every"] == str(seconds(culling.every))
     assert arguments.get("max-age") == (str(seconds(culling.max_age)) if culling.max_age else None)
 
 

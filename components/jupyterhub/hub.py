@@ -11,6 +11,7 @@ import pulumi_kubernetes as k8s
 
 from components.cluster import Cluster
 from components.jupyterhub import culling
+from components.jupyterhub.user_scheduler import extra_permissions
 from components.jupyterhub.values import CLIENT_SECRET_ITEM, CLIENT_SECRET_NAME, STORAGE_CLASS, helm_values
 
 # The trust policy Karpenter's role uses, for another service account: Pod Identity for exactly that one.
@@ -122,7 +123,7 @@ class Hub(pulumi.ComponentResource):
                 )
             )
 
-        values: pulumi.Input[dict[str, Any]] = helm_values(settings, labs)
+        values: pulumi.Input[dict[str, Any]] = helm_values(settings, labs, cluster.kubernetes_version)
         if meter and culling.culled_labs(labs):
             store = meter.store
             # The hub's pod queries the workspace for its idle-GPU culler, through its SigV4 proxy, as this role.
@@ -154,10 +155,21 @@ class Hub(pulumi.ComponentResource):
                 disable_session_tags=False,  # the role's trust conditions on them
                 opts=child,
             )
-            chart_values = helm_values(settings, labs)
+            chart_values = helm_values(settings, labs, cluster.kubernetes_version)
             values = store.workspace_id.apply(
                 lambda workspace: culling.with_culler(chart_values, labs, meter.metrics, workspace, meter.region)
             )
+        # The user-scheduler's kube-scheduler is the cluster's version, and needs that version's permissions.
+        scheduler_rules, scheduler_binding = extra_permissions(settings.namespace)
+        scheduler_role = k8s.rbac.v1.ClusterRole(f"{name}-user-scheduler", **scheduler_rules, opts=k8s_child)
+        needs.append(
+            k8s.rbac.v1.ClusterRoleBinding(
+                f"{name}-user-scheduler",
+                **scheduler_binding,
+                opts=pulumi.ResourceOptions.merge(k8s_child, pulumi.ResourceOptions(depends_on=[scheduler_role])),
+            )
+        )
+
         k8s.helm.v3.Release(
             name,
             name=RELEASE,

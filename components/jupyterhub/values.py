@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from components.jupyterhub.profiles import profile_list
-from components.labels import GPU_RESOURCE, SYSTEM_NODE_LABEL, SYSTEM_NODE_SELECTOR, SYSTEM_NODE_VALUE
+from components.jupyterhub.user_scheduler import user_scheduler
+from components.labels import SYSTEM_NODE_LABEL, SYSTEM_NODE_SELECTOR, SYSTEM_NODE_VALUE
 from config import durations
 from config.classes import DEFAULT_WARMUP
 from config.jupyterhub import JupyterHub
@@ -29,6 +30,14 @@ LTI13_AUTHENTICATOR = "ltiauthenticator.lti13.auth.LTI13Authenticator"
 # Classic Load Balancer that terminates TLS with the certificate and passes TCP on, so that websockets (the kernels)
 # work, with an idle timeout of an hour for quiet kernels.
 _LB = "service.beta.kubernetes.io/aws-load-balancer-"
+# A Classic Load Balancer takes 1 to 4000 seconds (cloud-provider-aws v1.34.3 docs/service_controller.md).
+LB_IDLE_TIMEOUT_SECONDS = 3600
+# Without a policy the controller leaves the listener on the Classic Load Balancer's default, ELBSecurityPolicy-2016-08,
+# which still accepts TLS 1.0 and 1.1; this predefined Classic Load Balancer policy offers TLS 1.2 only, with RSA
+# suites for ACM's RSA certificates (Elastic Load Balancing User Guide for Classic Load Balancers, "Predefined SSL
+# security policies"). The controller makes it the HTTPS listener's policy (aws.go, ensureSSLNegotiationPolicy with
+# Reference-Security-Policy).
+LB_TLS_POLICY = "ELBSecurityPolicy-TLS-1-2-2017-01"
 
 
 def load_balancer_annotations(hub: JupyterHub) -> dict[str, str]:
@@ -37,7 +46,8 @@ def load_balancer_annotations(hub: JupyterHub) -> dict[str, str]:
         f"{_LB}ssl-cert": lb.certificate_arn,
         f"{_LB}backend-protocol": "tcp",
         f"{_LB}ssl-ports": "https",
-        f"{_LB}connection-idle-timeout": "3600",
+        f"{_LB}ssl-negotiation-policy": LB_TLS_POLICY,
+        f"{_LB}connection-idle-timeout": str(LB_IDLE_TIMEOUT_SECONDS),
         f"{_LB}subnets": ",".join(lb.subnet_ids),
         # Only the system nodes take the load balancer's traffic, so that GPU nodes coming and going never change
         # its registered instances.
@@ -51,7 +61,7 @@ def load_balancer_annotations(hub: JupyterHub) -> dict[str, str]:
 def authenticator_config(hub: JupyterHub) -> dict[str, Any]:
     """The chart's hub.config: the authenticator class and its settings (traitlets config sections)."""
     auth = hub.auth
-    callback = f"https://{hub.host}/hub/oauth_callback"
+    callback = f"{hub.address}hub/oauth_callback"
     if auth.type == "github":
         github: dict[str, Any] = {
             "client_id": auth.client_id,
@@ -97,6 +107,10 @@ def authenticator_config(hub: JupyterHub) -> dict[str, Any]:
         # JupyterHub 5 lets nobody in by default (Authenticator.allow_all is False): without an allow list, whoever
         # the platform launches may sign in.
         lti |= {"allowed_users": list(auth.allowed_users)} if auth.allowed_users else {"allow_all": True}
+        # TLS ends at the load balancer, so the request the hub sees is http, and ltiauthenticator 1.6.3's default
+        # ("auto", lti13/auth.py) would build the redirect URI and /hub/lti13/config's URLs from it: http://, which a
+        # platform that registered the https:// URIs refuses.
+        lti["uri_scheme"] = "https"
         return {"JupyterHub": {"authenticator_class": LTI13_AUTHENTICATOR}, "LTI13Authenticator": lti}
     # DummyAuthenticator lets anyone in under any name (allow_all defaults to True for it).
     return {"JupyterHub": {"authenticator_class": "dummy"}}
@@ -113,42 +127,17 @@ def culler(hub: JupyterHub) -> dict[str, Any]:
     }
 
 
-def user_scheduler() -> dict[str, Any]:
-    """The chart's user-scheduler, on the system nodes, packing learners by GPU slices too.
-
-    Its default scoring (MostAllocated over cpu and memory, values.yaml scheduling.userScheduler.pluginConfig) leaves
-    the GPU out; a learner pod's CPU and memory are the seat's share, so a GPU weight is what makes the scheduler
-    fill a node's slices before it starts on another node, so that nodes empty and Karpenter's WhenEmpty
-    consolidation removes them. A pluginConfig list replaces the chart's, so it is written whole.
-    """
-    return {
-        "enabled": True,
-        "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
-        "pluginConfig": [
-            {
-                "name": "NodeResourcesFit",
-                "args": {
-                    "scoringStrategy": {
-                        "type": "MostAllocated",
-                        "resources": [
-                            {"name": "cpu", "weight": 1},
-                            {"name": "memory", "weight": 1},
-                            {"name": GPU_RESOURCE, "weight": 1},
-                        ],
-                    }
-                },
-            }
-        ],
-    }
-
-
-def helm_values(hub: JupyterHub, labs: Mapping[str, Lab]) -> dict[str, Any]:
+def helm_values(hub: JupyterHub, labs: Mapping[str, Lab], kubernetes_version: str) -> dict[str, Any]:
     """The release's values. They hold no secret: the chart makes up the hub's cookie secret, the proxy's token and
     the auth-state key on first install and finds them again in its own Secret on upgrades (`lookup`,
     templates/hub/_helpers-passwords.tpl), and the OAuth client secret comes from a Secret of its own."""
+    config = authenticator_config(hub)
+    # JupyterHub 5.5 marks its cookies Secure only when public_url is https or the request was (handlers/base.py,
+    # _set_cookie), and the request the proxy passes on is http; the redirects it builds take their host from it too.
+    config["JupyterHub"]["public_url"] = hub.address
     hub_values: dict[str, Any] = {
         "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
-        "config": authenticator_config(hub),
+        "config": config,
         "db": {
             "type": "sqlite-pvc",
             "pvc": {"storageClassName": STORAGE_CLASS, "storage": f"{hub.hub_database_size_gib}Gi"},
@@ -172,7 +161,7 @@ def helm_values(hub: JupyterHub, labs: Mapping[str, Lab]) -> dict[str, Any]:
             "service": {"type": "LoadBalancer", "annotations": load_balancer_annotations(hub), "disableHttpPort": True},
         },
         "scheduling": {
-            "userScheduler": user_scheduler(),
+            "userScheduler": user_scheduler(kubernetes_version),
             # Warm seats are the CapacityBuffers' job (class seats); placeholders would hold GPU slices all day.
             "userPlaceholder": {"enabled": False},
             # No gpulab node has the chart's hub.jupyter.org/node-purpose label: the preference would only add noise.
