@@ -217,6 +217,11 @@ class JupyterHub(Model):
     auth: Auth = Field(
         description="How learners sign in: github, oidc, lti13, or dummy (no real sign-in, refused in production)."
     )
+    notebook_image: NotebookImage | None = Field(
+        default=None,
+        description="Learners' notebook image of every lab on the spawn page that sets no notebookImage of its own; it "
+        "must run jupyterhub-singleuser.",
+    )
     culling: Culling = Field(default_factory=Culling, description="Stopping idle and old servers.")
     homes: Literal["none", "perLearner"] = Field(
         default="none",
@@ -240,7 +245,7 @@ class JupyterHub(Model):
 
 def hub_has_its_labs(hub: JupyterHub | None, info: ValidationInfo) -> JupyterHub | None:
     """gpulab:jupyterhub beside the labs and the other components: a namespace of its own, a lab on the spawn page,
-    and a notebook image for every lab there."""
+    and a notebook image for every lab there, its own or the hub's."""
     if hub is None or "labs" not in info.data:
         return hub
     taken = {s.namespace for s in (info.data.get("karpenter"), info.data.get("nvidia_device_plugin")) if s}
@@ -253,8 +258,10 @@ def hub_has_its_labs(hub: JupyterHub | None, info: ValidationInfo) -> JupyterHub
         # With no profile KubeSpawner starts a pod without the GPU toleration or a lab's node selector.
         raise ValueError("needs at least one lab on the spawn page (a lab with onSpawnPage: true)")
     for name, lab in offered.items():
-        if lab.notebook_image is None:
+        if lab.notebook_image is None and hub.notebook_image is None:
             raise FieldProblem(
-                f"labs.{name}.notebookImage", "required for a lab on the JupyterHub spawn page (or onSpawnPage: false)"
+                f"labs.{name}.notebookImage",
+                "required for a lab on the JupyterHub spawn page, unless gpulab:jupyterhub.notebookImage gives every "
+                "lab one (or onSpawnPage: false)",
             )
     return hub

@@ -397,8 +397,8 @@ class Lab(Model):
     )
     notebook_image: NotebookImage | None = Field(
         default=None,
-        description="Image of learners' notebook servers when gpulab:jupyterhub is set; it must run "
-        "jupyterhub-singleuser. The lab's nodes pre-pull it (docs/jupyterhub.md).",
+        description="Image of learners' notebook servers when gpulab:jupyterhub is set, instead of the hub's "
+        "notebookImage; it must run jupyterhub-singleuser. The lab's nodes pre-pull it first (docs/jupyterhub.md).",
     )
     on_spawn_page: bool = Field(
         default=True, description="Offer the lab on JupyterHub's spawn page (when gpulab:jupyterhub is set)."
@@ -419,6 +419,8 @@ class Lab(Model):
     _device_plugin: ContainerResources = PrivateAttr(default=DEVICE_PLUGIN_DEFAULTS)
     _ebs_csi: bool = PrivateAttr(default=False)
     _metrics: bool = PrivateAttr(default=False)
+    # gpulab:jupyterhub.notebookImage for a lab on the hub's spawn page (Settings._labs_get_the_hubs_image).
+    _hub_notebook_image: str | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
         self._device_plugin = STACK_DEVICE_PLUGIN.get() or DEVICE_PLUGIN_DEFAULTS
@@ -448,10 +450,16 @@ class Lab(Model):
         }
 
     @property
+    def learner_image(self) -> str | None:
+        """The image of the lab's JupyterHub learners: its notebookImage, else the hub's; None without either."""
+        return self.notebook_image or self._hub_notebook_image
+
+    @property
     def node_images(self) -> list[str]:
-        """What the lab's nodes pull as they boot: prepullImages, and the notebook image learners start."""
-        extra = [self.notebook_image] if self.notebook_image and self.notebook_image not in self.prepull_images else []
-        return [*self.prepull_images, *extra]
+        """What the lab's nodes pull as they boot: the learners' image first, so that a learner who gets a node as it
+        boots waits for that pull only, then prepullImages."""
+        first = [self.learner_image] if self.learner_image else []
+        return [*first, *(image for image in self.prepull_images if image not in first)]
 
     def warm_seats(self, lab_class: LabClass) -> int:
         return lab_class.warm_seats or self.learner_seats
@@ -577,6 +585,14 @@ class Settings(Model):
             STACK_RUNS_METRICS.reset(meter)
             STACK_RUNS_EBS_CSI.reset(hub)
             STACK_DEVICE_PLUGIN.reset(token)
+
+    @model_validator(mode="after")
+    def _labs_get_the_hubs_image(self) -> "Settings":
+        if self.jupyterhub and self.jupyterhub.notebook_image:
+            for lab in self.labs.values():
+                if lab.on_spawn_page:
+                    lab._hub_notebook_image = self.jupyterhub.notebook_image
+        return self
 
     @field_validator("nvidia_device_plugin")
     @classmethod

@@ -268,3 +268,22 @@ def test_images_known_not_to_start_a_server_are_refused_by_repository_whatever_t
     else:
         assert load(values).settings.labs["intro"].notebook_image.endswith(image.split("/", 1)[-1])
 
+
+def test_the_hubs_notebook_image_serves_every_lab_on_the_spawn_page_that_names_none_and_a_lab_may_name_its_own():
+    own = "registry.example.edu/labs/notebook:2026-09"
+    labs = {
+        "plain": lab(["g4dn.xlarge"], 3),
+        "own": lab(["g4dn.xlarge"], 3, notebookImage=own),
+        "staff": lab(["g5.xlarge"], 1, onSpawnPage=False),
+    }
+    settings = load(with_secret(hub_stack({"notebookImage": NOTEBOOK_IMAGE}, **labs))).settings
+    images = {name: lab.learner_image for name, lab in settings.labs.items()}
+    assert images == {"plain": NOTEBOOK_IMAGE, "own": own, "staff": None}
+    pods = {p["slug"]: p["kubespawner_override"]["image"] for p in profile_list(settings.labs)}
+    assert pods == {"plain": NOTEBOOK_IMAGE, "own": own}
+
+
+def test_a_labs_nodes_pull_its_learners_image_before_its_other_images():
+    intro = lab(["g4dn.xlarge"], 3, prepullImages=["ubuntu:24.04", NOTEBOOK_IMAGE])
+    labs = load(with_secret(hub_stack({"notebookImage": NOTEBOOK_IMAGE}, intro=intro))).settings.labs
+    assert labs["intro"].node_images == [NOTEBOOK_IMAGE, "docker.io/library/ubuntu:24.04"]

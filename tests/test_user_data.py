@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shlex
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 import yaml
 
 from components.karpenter.user_data import (
+    CREDENTIAL_PROVIDER,
+    CREDENTIAL_PROVIDER_DIR,
     PREPULL_SCRIPT_PATH,
     PREPULL_UNIT,
     node_user_data,
@@ -125,3 +133,77 @@ def test_user_data_is_deterministic():
     first = node_user_data(pod_pids_limit=2048, prepull_images=[TENSORFLOW, UBUNTU], fast_image_pull=False)
     second = node_user_data(pod_pids_limit=2048, prepull_images=[TENSORFLOW, UBUNTU], fast_image_pull=False)
     assert first == second
+
+
+# --- the pre-pull run, with stand-ins for nerdctl and the kubelet's credential provider -----------------------------
+
+ECR_IMAGE = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/labs/notebook:2026-09"
+# nodeadm's CredentialProviderConfig on a 1.32+ node (amazon-eks-ami v20260714
+# nodeadm/test/e2e/cases/image-credential-provider/expected-image-credential-provider-config.json), abridged.
+PROVIDER_CONFIG = {
+    "apiVersion": "kubelet.config.k8s.io/v1",
+    "kind": "CredentialProviderConfig",
+    "providers": [
+        {
+            "name": "ecr-credential-provider",
+            "matchImages": ["*.dkr.ecr.*.amazonaws.com", "*.dkr.ecr-fips.*.amazonaws.com", "public.ecr.aws"],
+            "defaultCacheDuration": "12h0m0s",
+            "apiVersion": "credentialprovider.kubelet.k8s.io/v1",
+        }
+    ],
+}
+# Each stand-in appends what it was asked to the log; nerdctl's pull also notes the logins it could read.
+FAKE_NERDCTL = """#!/bin/bash
+case " $* " in
+  *" login "*) echo "$* password=$(cat)" >>"$LOG"; echo '{"auths": {}}' >"$DOCKER_CONFIG/config.json" ;;
+  *" pull "*) echo "pull ${*: -1} logins=$(ls "$DOCKER_CONFIG")" >>"$LOG" ;;
+esac
+"""
+FAKE_PROVIDER = """#!/bin/bash
+request=$(cat)
+echo "provider $(jq -c . <<<"$request")" >>"$LOG"
+host=$(jq -r '.image | split("/")[0]' <<<"$request")
+jq -n --arg host "$host" '{apiVersion: "credentialprovider.kubelet.k8s.io/v1", kind: "CredentialProviderResponse",
+  cacheKeyType: "Registry", auth: {($host): {username: "AWS", password: "ecr-token"}}}'
+"""
+
+
+def _run_prepull(tmp_path, images: list[str]) -> list[str]:
+    if shutil.which("jq") is None:
+        pytest.skip("jq is not installed here (the AL2023 AMI has it): the pre-pull run is not tried")
+    script = prepull_script(node_user_data(pod_pids_limit=1024, prepull_images=images, fast_image_pull=True))
+    runner = script.split("<<'GPULAB_PREPULL_SCRIPT'\n", 1)[1].split("\nGPULAB_PREPULL_SCRIPT\n", 1)[0]
+    provider_dir, bin_dir, log = tmp_path / "provider", tmp_path / "bin", tmp_path / "log"
+    for path, text in (
+        (bin_dir / "nerdctl", FAKE_NERDCTL),
+        (bin_dir / "sleep", "#!/bin/bash\n"),
+        (provider_dir / CREDENTIAL_PROVIDER, FAKE_PROVIDER),
+        (provider_dir / "config.json", json.dumps(PROVIDER_CONFIG)),
+    ):
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        path.chmod(0o755)
+    runner = runner.replace(CREDENTIAL_PROVIDER_DIR, str(provider_dir))
+    environment = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "LOG": str(log)}
+    done = subprocess.run(["bash", "-c", runner], env=environment, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return log.read_text().splitlines()
+
+
+def test_the_prepull_logs_in_to_ecr_with_the_kubelets_credentials_and_pulls_other_images_anonymously(tmp_path):
+    log = _run_prepull(tmp_path, [ECR_IMAGE, UBUNTU])
+    registry = ECR_IMAGE.split("/")[0]
+    provider, login, ecr_pull, ubuntu_pull = log
+    assert json.loads(provider.removeprefix("provider ")) == {
+        "apiVersion": "credentialprovider.kubelet.k8s.io/v1",
+        "kind": "CredentialProviderRequest",
+        "image": ECR_IMAGE,
+    }
+    assert login == f"login --username AWS --password-stdin https://{registry} password=ecr-token"
+    assert ecr_pull == f"pull {ECR_IMAGE} logins=config.json"
+    assert ubuntu_pull.startswith(f"pull {UBUNTU} ")  # and no request to the provider for Docker Hub
+
+
+def test_the_prepull_leaves_no_registry_login_behind(tmp_path):
+    _run_prepull(tmp_path, [ECR_IMAGE])
+    assert not list(Path(tempfile.gettempdir()).glob("tmp.*/config.json"))

@@ -56,8 +56,8 @@ def description(lab: Lab) -> str:
 
 def profile(lab_name: str, lab: Lab) -> dict[str, Any]:
     """The lab's entry of KubeSpawner's profile_list (singleuser.profileList of the chart)."""
-    assert lab.notebook_image is not None, "config refuses a lab on the spawn page without a notebook image"
-    pod = learner_pod_spec(lab_name, lab, lab.notebook_image)
+    assert lab.learner_image is not None, "config refuses a lab on the spawn page without a notebook image"
+    pod = learner_pod_spec(lab_name, lab, lab.learner_image)
     (container,) = pod["containers"]
     requests = container["resources"]["requests"]
     cpu, memory = kubespawner_cpu(requests["cpu"]), kubespawner_memory(requests["memory"])

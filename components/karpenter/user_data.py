@@ -70,12 +70,49 @@ def prepull_command(fast_image_pull: bool) -> str:
     return f"nerdctl --namespace {CONTAINERD_NAMESPACE} --snapshotter {CRI_SNAPSHOTTER[fast_image_pull]} pull --quiet"
 
 
+# A pull from a private registry (ECR) needs the node's credentials, and nerdctl has no kubelet credential provider.
+# So the script asks the kubelet's own provider, as the kubelet would: nodeadm (amazon-eks-ami v20260714
+# nodeadm/internal/kubelet/image-credential-provider.go) installs ecr-credential-provider and writes its
+# CredentialProviderConfig into CREDENTIAL_PROVIDER_DIR before it starts the kubelet, and this script runs after
+# nodeadm-run. For an image whose registry matches the provider's matchImages (one domain segment per `*`, the
+# kubelet's rule), the script sends the provider a CredentialProviderRequest on stdin and logs nerdctl in with the
+# username and password of its answer's `auth` (kubernetes/cloud-provider-aws cmd/ecr-credential-provider; the node
+# role's AmazonEC2ContainerRegistryPullOnly lets it get an ECR token), with the `https://` prefix nerdctl's login
+# needs (install-nodeadm.sh at the same tag). Other images are pulled anonymously, as the kubelet pulls them. The
+# logins live in a DOCKER_CONFIG of the run's own (nerdctl reads `${DOCKER_CONFIG}/config.json`, nerdctl v2.3.5
+# docs/registry.md), removed when it ends.
+CREDENTIAL_PROVIDER_DIR = "/etc/eks/image-credential-provider"
+CREDENTIAL_PROVIDER = "ecr-credential-provider"
+
+
 def _prepull_script(images: Sequence[str], fast_image_pull: bool) -> str:
     image_words = " ".join(shlex.quote(image) for image in images)
     runner = f"""\
 #!/bin/bash
 set -uo pipefail
 images=({image_words})
+provider_dir={CREDENTIAL_PROVIDER_DIR}
+DOCKER_CONFIG=$(mktemp -d)
+export DOCKER_CONFIG
+trap 'rm -rf "$DOCKER_CONFIG"' EXIT
+
+# Logs nerdctl in to the registry of image $1 with the kubelet's credentials, if the kubelet would ask for them.
+login_for() {{
+  local host=${{1%%/*}} pattern request answer user
+  while IFS= read -r pattern; do
+    pattern=${{pattern//./\\\\.}}
+    pattern=${{pattern//\\*/[^.]*}}
+    [[ $host =~ ^${{pattern}}$ ]] || continue
+    # shellcheck disable=SC2016 # $image is jq's variable
+    request='{{apiVersion: "credentialprovider.kubelet.k8s.io/v1", kind: "CredentialProviderRequest", image: $image}}'
+    answer=$(jq -n --arg image "$1" "$request" | "$provider_dir/{CREDENTIAL_PROVIDER}") || return 1
+    user=$(jq -r --arg host "$host" '.auth[$host].username' <<<"$answer")
+    jq -r --arg host "$host" '.auth[$host].password' <<<"$answer" |
+      nerdctl login --username "$user" --password-stdin "https://$host" >/dev/null
+    return
+  done < <(jq -r '.providers[] | select(.name == "{CREDENTIAL_PROVIDER}") | .matchImages[]' "$provider_dir/config.json")
+}}
+
 for _ in $(seq 1 60); do
   nerdctl --namespace {CONTAINERD_NAMESPACE} version >/dev/null 2>&1 && break
   sleep 5
@@ -83,6 +120,7 @@ done
 failed=0
 for image in "${{images[@]}}"; do
   for attempt in $(seq 1 {PULL_ATTEMPTS}); do
+    login_for "$image" || echo "gpulab-prepull: the kubelet's credential provider gave nothing for $image" >&2
     if {prepull_command(fast_image_pull)} "$image" >/dev/null; then
       echo "gpulab-prepull: pulled $image"
       continue 2
