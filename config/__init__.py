@@ -1,6 +1,6 @@
 """Stack configuration: the users' contract, validated before any resource is registered."""
 
-from config.load import ConfigError, StackConfig, load, parse
+from config.load import ConfigError, StackConfig, from_cli, load, parse
 from config.model import Lab, Settings
 
-__all__ = ["ConfigError", "Lab", "Settings", "StackConfig", "load", "parse"]
+__all__ = ["ConfigError", "Lab", "Settings", "StackConfig", "from_cli", "load", "parse"]

@@ -1,12 +1,18 @@
-"""Checks of a lab's classes: schedules that fire, warmups that can be shifted exactly, seats and budgets that fit."""
+"""Checks of a lab's classes: schedules that fire, warmups that can be shifted exactly, terms whose days the class
+meets on, local times that a daylight-saving change neither skips nor repeats, seats and budgets that fit."""
 
 from __future__ import annotations
 
-from typing import Protocol
+import datetime
+import re
+from collections.abc import Sequence
+from contextvars import ContextVar
+from typing import Any, Protocol
 
 from pydantic import ValidationInfo
 
-from config import durations, schedule
+from config import class_calendar, durations, schedule, time_zones
+from config.class_budgets import Window, windows
 from config.disruption import cron
 from config.fields import FieldProblem
 from config.schedule import Schedule
@@ -21,6 +27,25 @@ class _LabClass(Protocol):
     @property
     def start(self) -> Schedule: ...
 
+    @property
+    def identity(self) -> str: ...
+
+    @property
+    def budget_windows(self) -> tuple[Window, ...]: ...
+
+
+class _Term(Protocol):
+    """What these checks read of a class's term: config.model's Term."""
+
+    @property
+    def start(self) -> datetime.date: ...
+
+    @property
+    def end(self) -> datetime.date: ...
+
+    @property
+    def skip(self) -> Sequence[datetime.date]: ...
+
 
 # How long before a class starts its seats are asked for, by default: Karpenter's batching, EC2 launch, boot and join
 # of a GPU node with the NVIDIA AMI, the device plugin, and the pull of a multi-GiB notebook image (about five minutes
@@ -29,9 +54,16 @@ class _LabClass(Protocol):
 DEFAULT_WARMUP = "20m"
 # Longer warmups only pay for idle GPUs; below a day also keeps the warmup's shift to at most the day before.
 MAX_WARMUP_MINUTES = 6 * 60
-# Karpenter's budgets per NodePool (the NodePool CRD's maxItems) and how many each class adds.
+# Karpenter's budgets per NodePool (the NodePool CRD's maxItems).
 MAX_BUDGETS = 50
-BUDGETS_PER_CLASS = 2
+# The stack's gpulab:timeZone while its labs are validated (config.model.Settings sets it): the zone of the classes
+# that name none. None when the stack has none, or an invalid one (reported at gpulab:timeZone itself).
+STACK_TIME_ZONE: ContextVar[str | None] = ContextVar("STACK_TIME_ZONE", default=None)
+
+
+def class_zone(time_zone: str | None, stack_zone: str | None) -> str:
+    """The zone a class's schedule and term are read in: its own, else the stack's, else UTC."""
+    return time_zone or stack_zone or time_zones.UTC
 
 
 def class_schedule(value: str) -> str:
@@ -57,9 +89,15 @@ def shiftable(warmup: str, info: ValidationInfo) -> str:
         return warmup
     start, minutes = schedule.parse(info.data["schedule"]), durations.duration_minutes(warmup)
     try:
-        schedule.shift_earlier(start, minutes)
+        schedule.shift(start, -minutes)
     except schedule.ScheduleError as error:
-        raise FieldProblem("schedule", f"cannot be warmed up {warmup} ahead exactly: {error}") from None
+        stay = (
+            f"; start at {minutes // 60:02d}:{minutes % 60:02d} or later, or shorten the warmup, so that the warmup "
+            "stays within the day"
+            if start.times_of_day()[0] < minutes
+            else ""
+        )
+        raise FieldProblem("schedule", f"cannot be warmed up {warmup} ahead exactly: {error}{stay}") from None
     gap = schedule.shortest_gap(start)
     if gap is not None and gap <= minutes:
         raise FieldProblem(
@@ -79,14 +117,64 @@ def classes_fit(classes: list[_LabClass], info: ValidationInfo) -> list[_LabClas
             if (lab_class.warm_seats or 0) > seats:
                 raise FieldProblem(f"classes[{i}].warmSeats", f"must be at most the lab's {seats} learner seats")
     for i, lab_class in enumerate(classes):
-        earlier = [j for j, other in enumerate(classes[:i]) if str(other.start) == str(lab_class.start)]
+        earlier = [j for j, other in enumerate(classes[:i]) if other.identity == lab_class.identity]
         if earlier:
             raise FieldProblem(f"classes[{i}].schedule", f"starts when classes[{earlier[0]}] does")
     if "disruption" in info.data:
-        budgets = len(info.data["disruption"].budgets) + BUDGETS_PER_CLASS * len(classes)
+        added = sum(len(lab_class.budget_windows) for lab_class in classes)
+        budgets = len(info.data["disruption"].budgets) + added
         if budgets > MAX_BUDGETS:
             raise ValueError(
-                f"each class adds {BUDGETS_PER_CLASS} disruption budgets, and a NodePool takes at most "
-                f"{MAX_BUDGETS}; this lab would have {budgets}"
+                f"its classes add {added} disruption budgets (2 for each class and UTC offset it has), and a "
+                f"NodePool takes at most {MAX_BUDGETS}; this lab would have {budgets}"
             )
     return classes
+
+
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def iso_day(value: Any) -> Any:
+    """A day written YYYY-MM-DD, as the Pulumi CLI passes it (it reads stack files with gopkg.in/yaml.v2, which keeps
+    an unquoted date as its text)."""
+    if isinstance(value, str) and _DAY.fullmatch(value):
+        try:
+            return datetime.date.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a day of the calendar") from None
+    raise ValueError(f"must be a day written YYYY-MM-DD, such as 2027-01-11, got {value!r}")
+
+
+def ends_after_start(end: datetime.date, info: ValidationInfo) -> datetime.date:
+    if "start" in info.data and end < info.data["start"]:
+        raise ValueError(f"must not be before the term's start, {info.data['start']}; got {end}")
+    return end
+
+
+def skips_within_term(skip: list[datetime.date], info: ValidationInfo) -> list[datetime.date]:
+    if {"start", "end"} <= info.data.keys():
+        first, last = info.data["start"], info.data["end"]
+        for i, day in enumerate(skip):
+            if not first <= day <= last:
+                raise FieldProblem(f"skip[{i}]", f"{day} is outside the term ({first} to {last}); remove it")
+    return skip
+
+
+def holds_every_day(term: _Term | None, info: ValidationInfo) -> _Term | None:
+    """The term names only days the class meets on, and on every class day (of the term, or over the horizon without
+    one) the start and the warm-up exist once on the zone's clock and its budget windows can be written in UTC."""
+    if not {"schedule", "duration", "warmup", "time_zone"} <= info.data.keys():
+        return term
+    start, zone = schedule.parse(info.data["schedule"]), class_zone(info.data["time_zone"], STACK_TIME_ZONE.get())
+    if term is not None:
+        for i, day in enumerate(term.skip):
+            if not start.matches_day(day):
+                raise FieldProblem(
+                    f"term.skip[{i}]", f"{day} is a {day:%A}, on which the class does not start; remove it"
+                )
+        if next(class_calendar.class_days(start, term.start, term.end, term.skip), None) is None:
+            raise ValueError(f"has no day on which the class starts ({info.data['schedule']})")
+    warmup, duration = (durations.duration_minutes(info.data[key]) for key in ("warmup", "duration"))
+    planned = class_calendar.planned(start, zone, warmup, duration, term and (term.start, term.end, tuple(term.skip)))
+    windows(start, warmup, duration, planned, class_calendar.fixed_offset(zone), term is not None)
+    return term

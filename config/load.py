@@ -76,18 +76,24 @@ def _client_secret_problems(settings: Settings, client_secret: Any) -> list[str]
     return []
 
 
+def from_cli(everything: Mapping[str, Any]) -> StackConfig:
+    """The `gpulab:` keys and `aws:region` of a stack's configuration as the Pulumi CLI hands it to a program (and as
+    tools/render.read_stack_file reads a stack file), validated; raises ConfigError."""
+    prefix = f"{NAMESPACE}:"
+    values = {key[len(prefix) :]: _decode(raw) for key, raw in everything.items() if key.startswith(prefix)}
+    return parse(values, everything.get("aws:region"))
+
+
 def load() -> StackConfig:
     """Reads this stack's configuration from the Pulumi runtime; raises ConfigError."""
     # pulumi.Config reads one key at a time and cannot list keys; unknown keys must be errors, so list them here.
     everything = _all_config()
-    prefix = f"{NAMESPACE}:"
-    values = {key[len(prefix) :]: _decode(raw) for key, raw in everything.items() if key.startswith(prefix)}
     lines = key_problems(everything)
-    secret_key = f"{prefix}{CLIENT_SECRET_KEY}"
+    secret_key = f"{NAMESPACE}:{CLIENT_SECRET_KEY}"
     if secret_key in everything and not pulumi.runtime.config.is_config_secret(secret_key):
         lines.append(f"{secret_key}: must be a Pulumi secret, not plain text in the stack file; {_SET_SECRET}")
     try:
-        stack = parse(values, pulumi.Config("aws").get("region"))
+        stack = from_cli(everything)
     except ConfigError as error:
         lines += error.lines
     if lines:

@@ -7,6 +7,8 @@ live beside the concern they guard (config/fields.py for the shared ones and how
 sharing.py, classes.py, disruption.py, cost.py) and are attached here to the key they report on.
 """
 
+import datetime
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -21,13 +23,21 @@ from pydantic import (
     model_validator,
 )
 
-from config import durations, schedule
+from config import class_calendar, durations, schedule, time_zones
+from config.class_budgets import Window, windows
+from config.class_calendar import Occurrence
 from config.classes import (
     DEFAULT_WARMUP,
+    STACK_TIME_ZONE,
     at_least_a_minute,
     class_schedule,
+    class_zone,
     classes_fit,
+    ends_after_start,
+    holds_every_day,
+    iso_day,
     shiftable,
+    skips_within_term,
     warmup_range,
 )
 from config.cost import LabCost, lab_cost, within_max_hourly_cost
@@ -264,14 +274,32 @@ class Disruption(Model):
     )
 
 
+# A day of a class's calendar, YYYY-MM-DD.
+Day = Annotated[datetime.date, BeforeValidator(iso_day)]
+TimeZone = Annotated[str, AfterValidator(time_zones.time_zone)]
+
+
+class Term(Model):
+    """The days a class runs, in its time zone: from its first to its last day, less the days it skips."""
+
+    start: Day = Field(description="The first day of class (YYYY-MM-DD).")
+    end: Annotated[Day, AfterValidator(ends_after_start)] = Field(
+        description="The last day of class (YYYY-MM-DD), inclusive; not before start."
+    )
+    skip: Annotated[list[Day], AfterValidator(unique), AfterValidator(skips_within_term)] = Field(
+        default_factory=list, description="Days of the term without class (holidays), each a day the class meets on."
+    )
+
+
 class LabClass(Model):
     """A class of a lab: its seats are warm when it starts, and its running learners are not moved while it lasts."""
 
     schedule: Annotated[str, AfterValidator(class_schedule)] = Field(
-        description="When the class starts: a five-field Go cron schedule in UTC, as for budgets (e.g. 0 9 * * mon)."
+        description="When the class starts: a five-field Go cron schedule on the clock of its time zone, in the "
+        "budget grammar (e.g. 0 9 * * mon)."
     )
     duration: Annotated[ClockDuration, AfterValidator(at_least_a_minute)] = Field(
-        description="How long the class lasts, e.g. 1h30m."
+        description="How long the class lasts, e.g. 1h30m (time elapsed, across a daylight-saving change too)."
     )
     warm_seats: Annotated[int, at_least(1)] | None = Field(
         default=None, description="Seats ready when it starts; the lab's learner seats when omitted, and at most that."
@@ -281,6 +309,25 @@ class LabClass(Model):
         validate_default=True,
         description="How long before the start the seats are asked for (node boot, image pull).",
     )
+    time_zone: TimeZone | None = Field(
+        default=None, description="IANA time zone the schedule and term are read in; gpulab:timeZone when omitted."
+    )
+    term: Annotated[Term | None, AfterValidator(holds_every_day)] = Field(
+        default=None,
+        validate_default=True,
+        description="The days of class (start, end, skip); without it the class repeats all year.",
+    )
+
+    # The stack's gpulab:timeZone when this class was validated (config.classes.STACK_TIME_ZONE).
+    _stack_zone: str | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._stack_zone = STACK_TIME_ZONE.get()
+
+    @property
+    def zone(self) -> str:
+        """The IANA zone the class's schedule and term are read in."""
+        return class_zone(self.time_zone, self._stack_zone)
 
     @property
     def start(self) -> Schedule:
@@ -288,8 +335,39 @@ class LabClass(Model):
 
     @property
     def warm_from(self) -> Schedule:
-        """When the seats are asked for: the start, warmup earlier."""
-        return schedule.shift_earlier(self.start, durations.duration_minutes(self.warmup))
+        """When the seats are asked for, on the class's clock: the start, warmup earlier."""
+        return schedule.shift(self.start, -durations.duration_minutes(self.warmup))
+
+    @property
+    def identity(self) -> str:
+        """What tells the class from the lab's others, and names its objects: its start, and where it is not UTC all
+        year, its zone and the first day of its term."""
+        if self.zone == time_zones.UTC and self.term is None:
+            return str(self.start)
+        return " ".join([str(self.start), self.zone, *([str(self.term.start)] if self.term else [])])
+
+    def occurrences(
+        self, first: datetime.date | None = None, last: datetime.date | None = None
+    ) -> Iterator[Occurrence]:
+        """The class's occurrences on the local days from `first` to `last` (inclusive) within its term, skipped days
+        left out; from the first day of its term to the last by default. A class without a term needs both."""
+        if self.term is None:
+            if first is None or last is None:
+                raise ValueError("a class without a term repeats all year: give the first and last day")
+            days: tuple[datetime.date, datetime.date] = (first, last)
+        else:
+            days = (max(first or self.term.start, self.term.start), min(last or self.term.end, self.term.end))
+        skip = self.term.skip if self.term else ()
+        minutes = (durations.duration_minutes(self.warmup), durations.duration_minutes(self.duration))
+        return class_calendar.occurrences(self.start, self.zone, *minutes, *days, skip)
+
+    @property
+    def budget_windows(self) -> tuple[Window, ...]:
+        """The NodePool budget windows, in UTC, that hold this class's learners (config/class_budgets.py)."""
+        warmup, duration = durations.duration_minutes(self.warmup), durations.duration_minutes(self.duration)
+        term = (self.term.start, self.term.end, tuple(self.term.skip)) if self.term else None
+        planned = class_calendar.planned(self.start, self.zone, warmup, duration, term)
+        return windows(self.start, warmup, duration, planned, class_calendar.fixed_offset(self.zone), term is not None)
 
 
 class LearnerPod(Model):
@@ -569,6 +647,9 @@ class Settings(Model):
         description="The GPU meter per lab and per seat, and idle GPU seats given back; absent, none "
         "(docs/metrics.md).",
     )
+    time_zone: TimeZone = Field(
+        default=time_zones.UTC, description="IANA time zone of the classes that name none (docs/classes.md)."
+    )
 
     @model_validator(mode="wrap")
     @classmethod
@@ -579,9 +660,13 @@ class Settings(Model):
         # And dcgm-exporter's, where the stack runs gpulab:metrics.
         hub = STACK_RUNS_EBS_CSI.set(isinstance(data, dict) and data.get("jupyterhub") is not None)
         meter = STACK_RUNS_METRICS.set(isinstance(data, dict) and data.get("metrics") is not None)
+        # And every class reads its times in gpulab:timeZone unless it names its own zone.
+        zone = data.get("timeZone") if isinstance(data, dict) else None
+        classes = STACK_TIME_ZONE.set(zone if isinstance(zone, str) and zone in time_zones.names() else None)
         try:
             return handler(data)
         finally:
+            STACK_TIME_ZONE.reset(classes)
             STACK_RUNS_METRICS.reset(meter)
             STACK_RUNS_EBS_CSI.reset(hub)
             STACK_DEVICE_PLUGIN.reset(token)

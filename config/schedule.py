@@ -30,6 +30,8 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from config.durations import format_duration
+
 MINUTES_PER_DAY = 24 * 60
 
 
@@ -274,10 +276,32 @@ def _number(text: str, what: str) -> int:
 
 @functools.cache
 def _calendar() -> tuple[datetime.date, ...]:
-    """2001-01-01 to 2029-01-01: 28 years hold every (month, day, weekday, leap year) combination, and every pair of
-    consecutive days, that the Gregorian calendar has (a skipped century leap year, 2100, is an ordinary year)."""
+    """Every (month, day, weekday) the Gregorian calendar has, each once, as dates: 2001-01-01 to 2029-01-01 holds
+    every one, leap days included, and every pair of consecutive days (a skipped century leap year, 2100, is an
+    ordinary year). A day matches a schedule or not by its month, day and weekday alone."""
+    first: dict[tuple[int, int, int], datetime.date] = {}
+    for day in _days():
+        first.setdefault(_key(day), day)
+    return tuple(first.values())
+
+
+@functools.cache
+def _days() -> tuple[datetime.date, ...]:
     first = datetime.date(2001, 1, 1)
     return tuple(first + datetime.timedelta(days=n) for n in range((datetime.date(2029, 1, 1) - first).days + 1))
+
+
+@functools.cache
+def _consecutive() -> tuple[tuple[datetime.date, datetime.date], ...]:
+    """Every pair of consecutive days the calendar has, by their months, days and weekdays, each once."""
+    first: dict[tuple[tuple[int, int, int], ...], tuple[datetime.date, datetime.date]] = {}
+    for a, b in itertools.pairwise(_days()):
+        first.setdefault((_key(a), _key(b)), (a, b))
+    return tuple(first.values())
+
+
+def _key(day: datetime.date) -> tuple[int, int, int]:
+    return day.month, day.day, day.isoweekday()
 
 
 def never_fires(schedule: Schedule) -> bool:
@@ -296,8 +320,7 @@ def shortest_gap(schedule: Schedule) -> int | None:
     if not times:
         return None
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
-    days = _calendar()
-    if any(schedule.matches_day(a) and schedule.matches_day(b) for a, b in itertools.pairwise(days)):
+    if any(schedule.matches_day(a) and schedule.matches_day(b) for a, b in _consecutive()):
         gaps.append(MINUTES_PER_DAY - times[-1] + times[0])
     shortest = min(gaps, default=None)
     return shortest if shortest is not None and shortest < MINUTES_PER_DAY else None
@@ -312,18 +335,22 @@ def _listed(times: Iterable[int]) -> str:
     return ", ".join(shown[:4]) + (", ..." if len(shown) > 4 else "")
 
 
-def shift_earlier(schedule: Schedule, minutes: int) -> Schedule:
-    """A schedule that fires exactly `minutes` (less than a day) before every firing of `schedule`.
+@functools.lru_cache(maxsize=1024)
+def shift(schedule: Schedule, minutes: int) -> Schedule:
+    """A schedule that fires exactly `minutes` (less than a day either way) after every firing of `schedule`; before
+    it when `minutes` is negative. A warmup shifts a start earlier; a class's UTC offset shifts its local start to UTC.
 
     Raises ScheduleError, saying why, when no single five-field schedule does: the shifted times of day are not every
-    combination of some minutes and some hours (e.g. 10 and 50 past with 20 minutes earlier), or the shift moves only
-    some firings to the day before, or it moves firings to a day that cron cannot name (the day before the 1st is the
-    last day of the previous month).
+    combination of some minutes and some hours (e.g. 10 and 50 past, 20 minutes earlier), or the shift moves only
+    some firings to another day, or it moves firings to a day that cron cannot name (the day before the 1st is the
+    last day of the previous month, and so is the day after it). Cached: the calendar check reads 28 years.
     """
-    if not 0 < minutes < MINUTES_PER_DAY:
-        raise ValueError(f"can only shift by 1 minute to a day, not {minutes} minutes")
+    if not -MINUTES_PER_DAY < minutes < MINUTES_PER_DAY:
+        raise ValueError(f"can only shift by less than a day, not {minutes} minutes")
+    if minutes == 0:
+        return schedule
     times = schedule.times_of_day()
-    moved = {(t - minutes) % MINUTES_PER_DAY for t in times}
+    moved = {(t + minutes) % MINUTES_PER_DAY for t in times}
     hours = frozenset(t // 60 for t in moved)
     minutes_past = frozenset(t % 60 for t in moved)
     if len(moved) != len(hours) * len(minutes_past):
@@ -334,41 +361,55 @@ def shift_earlier(schedule: Schedule, minutes: int) -> Schedule:
     shifted_times = Schedule(
         Field(minutes_past), Field(hours), schedule.day_of_month, schedule.month, schedule.day_of_week
     )
-    to_previous_day = {t < minutes for t in times}
-    if to_previous_day == {False} or _every_day(schedule):
+    days = {(t + minutes) // MINUTES_PER_DAY for t in times}  # -1: the day before, 0: the same day, 1: the day after
+    if days == {0} or _every_day(schedule):
         return shifted_times
-    if to_previous_day == {True, False}:
+    if len(days) > 1:
+        other = "after" if 1 in days else "before"
         raise ScheduleError(
-            f"the warmup moves its starts at {_listed(t for t in times if t < minutes)} to the day before but not "
-            f"those at {_listed(t for t in times if t >= minutes)}, which one cron schedule cannot do on restricted "
-            "days; split it into one class per start time"
+            f"shifting it by {_signed(minutes)} moves its starts at "
+            f"{_listed(t for t in times if (t + minutes) // MINUTES_PER_DAY != 0)} to the day {other} but not those "
+            f"at {_listed(t for t in times if (t + minutes) // MINUTES_PER_DAY == 0)}, which one cron schedule cannot "
+            "do on restricted days; split it into one class per start time"
         )
-    return _previous_day(shifted_times, minutes)
+    return _other_day(shifted_times, days.pop(), minutes)
 
 
-def _previous_day(schedule: Schedule, minutes: int) -> Schedule:
+def _signed(minutes: int) -> str:
+    return f"{format_duration(abs(minutes))} {'later' if minutes > 0 else 'earlier'}"
+
+
+def _other_day(schedule: Schedule, days: int, minutes: int) -> Schedule:
+    """The schedule's days moved a day later (`days` 1) or earlier (-1), where cron can name the days so moved."""
     dom, dow = schedule.day_of_month, schedule.day_of_week
-    hint = f"start at {_clock(minutes)} or later, or shorten the warmup, so that the warmup stays within the day"
+    other = "before" if days < 0 else "after"
     if dom.values != frozenset(range(1, 32)):
-        if 1 in dom.values:
+        if days < 0 and 1 in dom.values:
             raise ScheduleError(
-                "it starts on the 1st of a month and the warmup begins on the last day of the month before, which "
-                f"cron cannot name (it is the 28th to the 31st); {hint}"
+                f"it starts on the 1st of a month, and shifting it by {_signed(minutes)} moves that to the last day "
+                "of the month before, which cron cannot name (it is the 28th to the 31st)"
             )
-        dom = Field(frozenset(d - 1 for d in dom.values), dom.star)
+        moved = frozenset(d + days for d in dom.values)
+        if days > 0 and not moved <= frozenset(range(1, 32)):
+            raise ScheduleError(
+                f"it starts on the 31st, and shifting it by {_signed(minutes)} moves that to the 1st of the next "
+                "month, which cron cannot name as the day after the 31st"
+            )
+        dom = Field(moved, dom.star)
     if dow.values != frozenset(range(7)):
-        dow = Field(frozenset((d - 1) % 7 for d in dow.values), dow.star)
-    earlier = Schedule(schedule.minute, schedule.hour, dom, schedule.month, dow)
-    days = _calendar()
-    for day, next_day in itertools.pairwise(days):
-        if earlier.matches_day(day) != schedule.matches_day(next_day):
-            before, start = f"{day:%a %d %b}", f"{next_day:%a %d %b}"
+        dow = Field(frozenset((d + days) % 7 for d in dow.values), dow.star)
+    shifted = Schedule(schedule.minute, schedule.hour, dom, schedule.month, dow)
+    for day, next_day in _consecutive():
+        class_day, shifted_day = (next_day, day) if days < 0 else (day, next_day)
+        if shifted.matches_day(shifted_day) != schedule.matches_day(class_day):
             why = (
-                f"the class starts on {start} but {before} cannot be named"
-                if schedule.matches_day(next_day)
-                else f"the shifted schedule would also fire on {before}, but no class starts on {start}"
+                f"the class starts on {class_day:%a %d %b} but {shifted_day:%a %d %b} cannot be named"
+                if schedule.matches_day(class_day)
+                else f"the shifted schedule would also fire on {shifted_day:%a %d %b}, but no class starts on "
+                f"{class_day:%a %d %b}"
             )
             raise ScheduleError(
-                f"the warmup begins the day before the class, and no cron schedule names just those days: {why}; {hint}"
+                f"shifting it by {_signed(minutes)} moves it to the day {other}, and no cron schedule names just "
+                f"those days: {why}"
             )
-    return earlier
+    return shifted

@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from tools import charts, harness
+from tools import charts, harness, render
 
 # jsonschema registers the "iri" formats when it can import rfc3987_syntax (jsonschema/_format.py), which builds 38
 # lark grammars as it is imported: 2 s in every test process. The tests check no iri format (tests/crd_schema.py checks
@@ -107,7 +106,8 @@ def run_values(values: dict[str, Any], stack: str = "test") -> harness.Run:
 
 
 def run_stack_file(path: Path) -> harness.Run:
-    return run_config(path.name.split(".")[1], harness.config_from_stack_file(yaml.safe_load(path.read_text())))
+    # As the render reads it, and so as the Pulumi CLI hands it over (an unquoted date stays text).
+    return run_config(path.name.split(".")[1], render.read_stack_file(path))
 
 
 @pytest.fixture(scope="session")

@@ -25,10 +25,7 @@ from tools import charts, harness, render
 # Every stack the chart tests cover, by stack name: the repository's stack files, whatever they hold, and the
 # synthetic stacks.
 STACKS: dict[str, dict[str, str]] = {
-    **{
-        path.name.split(".")[1]: harness.config_from_stack_file(yaml.safe_load(path.read_text()))
-        for path in STACK_FILES
-    },
+    **{path.name.split(".")[1]: render.read_stack_file(path) for path in STACK_FILES},
     **{f"synthetic-{name}": as_cli_config(values) for name, values in SYNTHETIC.items()},
 }
 

@@ -171,3 +171,66 @@ PLANNER_STACK = stack_values(
         }
     }
 )
+
+
+# Classes in the five zones of the year-long proof (tests/test_class_year.py), each with a term across its zone's
+# changes of 2027 (skipping the class day after each change, and another) and a class all year: Berlin through
+# gpulab:timeZone, New York at 20:00 (01:00 UTC the day after in winter), Sydney in the southern summer (its Monday
+# 09:00 is Sunday in UTC), Kolkata half an hour off UTC without daylight saving (01:30 daily, 20:00 UTC the day
+# before), Lord Howe with its half-hour change.
+def zone_lab(term_class: dict[str, Any], all_year: dict[str, Any]) -> dict[str, Any]:
+    return lab(["g4dn.xlarge"], 2, classes=[term_class, all_year])
+
+
+TIME_ZONE_STACK = stack_values(
+    **{
+        "gpulab:timeZone": "Europe/Berlin",
+        "gpulab:labs": {
+            "berlin": zone_lab(
+                {
+                    "schedule": "0 9 * * tue,thu",
+                    "duration": "2h",
+                    "term": {"start": "2027-03-01", "end": "2027-11-15", "skip": ["2027-03-30", "2027-11-02"]},
+                },
+                {"schedule": "30 3 * * sun", "duration": "1h"},
+            ),
+            "new-york": zone_lab(
+                {
+                    "schedule": "0 20 * * mon",
+                    "duration": "1h30m",
+                    "warmup": "30m",
+                    "timeZone": "America/New_York",
+                    "term": {"start": "2027-02-01", "end": "2027-12-06", "skip": ["2027-03-15", "2027-11-08"]},
+                },
+                {"schedule": "30 8 * * mon,wed", "duration": "1h", "timeZone": "America/New_York"},
+            ),
+            "sydney": zone_lab(
+                {
+                    "schedule": "0 9 * * mon",
+                    "duration": "3h",
+                    "timeZone": "Australia/Sydney",
+                    "term": {"start": "2027-02-01", "end": "2027-11-29", "skip": ["2027-04-05", "2027-10-04"]},
+                },
+                {"schedule": "15 18 * * wed", "duration": "1h", "timeZone": "Australia/Sydney"},
+            ),
+            "kolkata": zone_lab(
+                {
+                    "schedule": "0 8 * * tue",
+                    "duration": "2h",
+                    "timeZone": "Asia/Kolkata",
+                    "term": {"start": "2027-01-05", "end": "2027-06-29", "skip": ["2027-03-23"]},
+                },
+                {"schedule": "30 1 * * *", "duration": "45m", "warmup": "15m", "timeZone": "Asia/Kolkata"},
+            ),
+            "lord-howe": zone_lab(
+                {
+                    "schedule": "0 10 * * sat",
+                    "duration": "2h",
+                    "timeZone": "Australia/Lord_Howe",
+                    "term": {"start": "2027-02-06", "end": "2027-11-27", "skip": ["2027-04-03", "2027-10-09"]},
+                },
+                {"schedule": "30 7 * * tue", "duration": "1h", "timeZone": "Australia/Lord_Howe"},
+            ),
+        },
+    }
+)

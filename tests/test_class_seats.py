@@ -7,25 +7,27 @@ from fractions import Fraction
 import pytest
 
 from components.karpenter.class_seats_manifests import (
-    ARRIVAL_MINUTES,
     KUBECTL_IMAGE,
+    SHELL,
+    SHELL_IMAGE,
     class_key,
     namespace_name,
 )
 from components.karpenter.manifests import node_pool
 from components.labels import GPU_RESOURCE, SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
-from config import durations, schedule
-from config.classes import BUDGETS_PER_CLASS
+from config import durations, schedule, time_zones
+from config.class_budgets import ARRIVAL_MINUTES
 from config.node_capacity import seats_per_node
 from config.quantity import quantity
 from tests import tables
+from tests.class_jobs import patches, requires_sh
 from tests.conftest import BASE, run_values, stack_values
 from tests.crd_schema import crd_problems, requires_upstream
 from tests.dependencies import waits_for
 from tests.nodes import lab_nodes, system_nodes
 from tests.pod_specs import karpenter_requests, pod_specs, restricted_problems
 from tests.scheduling import unschedulable_because
-from tests.synthetic import SYNTHETIC
+from tests.synthetic import SYNTHETIC, TIME_ZONE_STACK
 from tools import render
 from tools.summary import summary
 
@@ -143,7 +145,7 @@ def test_warm_jobs_fire_the_warmup_before_each_start_and_release_jobs_at_the_sta
             starts = list(schedule.parse(lab_class.schedule).fires(span[0] + warmup, span[1] + warmup))
             assert list(schedule.parse(warm["spec"]["schedule"]).fires(*span)) == [s - warmup for s in starts]
             assert schedule.parse(release["spec"]["schedule"]) == lab_class.start
-            assert warm["spec"]["timeZone"] == release["spec"]["timeZone"] == "Etc/UTC"
+            assert warm["spec"]["timeZone"] == release["spec"]["timeZone"] == lab_class.zone
 
 
 def test_a_monday_0010_class_with_20m_warmup_is_warmed_on_sunday_at_2350(run):
@@ -239,7 +241,9 @@ def test_class_budgets_block_moving_learners_from_warmup_to_end_and_empty_remova
         user = [b.model_dump(by_alias=True, exclude_none=True) for b in lab.disruption.budgets]
         assert budgets[: len(user)] == user
         added = budgets[len(user) :]
-        assert len(added) == BUDGETS_PER_CLASS * len(lab.classes)
+        # A class in UTC all year has one pair; tests/test_class_year.py holds the others to every minute of a year.
+        assert all(c.zone == time_zones.UTC and c.term is None for c in lab.classes)
+        assert len(added) == 2 * len(lab.classes)
         for lab_class, (moves, empty) in zip(lab.classes, zip(added[::2], added[1::2], strict=True), strict=True):
             warmup = durations.duration_minutes(lab_class.warmup)
             duration = durations.duration_minutes(lab_class.duration)
@@ -277,6 +281,9 @@ def test_warm_seats_never_exceed_the_node_pools_gpu_limit(run):
     for name, lab in labs_with_classes(run).items():
         limit = int(run.one(NODE_POOL, f"nodepool-{name}").inputs["spec"]["limits"][GPU_RESOURCE])
         assert all(lab.warm_seats(c) <= limit for c in lab.classes)
+
+
+TERM = {"start": "2027-01-11", "end": "2027-04-30"}
 
 
 def with_classes(*classes: dict, **lab: object) -> dict:
@@ -323,7 +330,75 @@ def with_classes(*classes: dict, **lab: object) -> dict:
         (
             with_classes({"schedule": "0 9 * * *", "duration": "1h", "seats": 3}),
             "gpulab:labs.intro.classes[0].seats: unknown key; did you mean warmSeats? allowed keys: duration, "
-            "schedule, warmSeats, warmup",
+            "schedule, term, timeZone, warmSeats, warmup",
+        ),
+        (
+            with_classes({"schedule": "0 9 * * tue", "duration": "1h", "timeZone": "Europe/Berln"}),
+            "gpulab:labs.intro.classes[0].timeZone: 'Europe/Berln' is not a time zone of the IANA tz database (2026f); "
+            "did you mean Europe/Berlin?",
+        ),
+        (
+            {**with_classes({"schedule": "0 9 * * tue", "duration": "1h"}), "gpulab:timeZone": "Mars/Olympus_Mons"},
+            "gpulab:timeZone: 'Mars/Olympus_Mons' is not a time zone of the IANA tz database",
+        ),
+        (
+            with_classes(
+                {"schedule": "0 9 * * tue", "duration": "1h", "term": {"start": "2027-05-01", "end": "2027-04-30"}}
+            ),
+            "gpulab:labs.intro.classes[0].term.end: must not be before the term's start, 2027-05-01; got 2027-04-30",
+        ),
+        (
+            with_classes(
+                {"schedule": "0 9 * * tue", "duration": "1h", "term": {**TERM, "skip": ["2027-04-06", "2027-05-04"]}}
+            ),
+            "gpulab:labs.intro.classes[0].term.skip[1]: 2027-05-04 is outside the term (2027-01-11 to 2027-04-30)",
+        ),
+        (
+            with_classes({"schedule": "0 9 * * tue", "duration": "1h", "term": {**TERM, "skip": ["2027-04-07"]}}),
+            "gpulab:labs.intro.classes[0].term.skip[0]: 2027-04-07 is a Wednesday, on which the class does not start",
+        ),
+        (
+            with_classes(
+                {"schedule": "0 9 * * tue", "duration": "1h", "term": {"start": "2027-01-13", "end": "2027-01-18"}}
+            ),
+            "gpulab:labs.intro.classes[0].term: has no day on which the class starts (0 9 * * tue)",
+        ),
+        (
+            with_classes(
+                {"schedule": "0 9 * * tue", "duration": "1h", "term": {"start": "11/01/2027", "end": "2027-04-30"}}
+            ),
+            "gpulab:labs.intro.classes[0].term.start: must be a day written YYYY-MM-DD, such as 2027-01-11, got "
+            "'11/01/2027'",
+        ),
+        (
+            with_classes({"schedule": "30 2 * * sun", "duration": "1h", "timeZone": "Europe/Berlin", "term": TERM}),
+            "gpulab:labs.intro.classes[0].schedule: its start, 02:30 on Sun 2027-03-28 does not exist in "
+            "Europe/Berlin: its clocks go forward 1h then (UTC+01:00 to UTC+02:00)",
+        ),
+        (
+            with_classes(
+                {
+                    "schedule": "30 2 * * sun",
+                    "duration": "1h",
+                    "timeZone": "Europe/Berlin",
+                    "term": {"start": "2027-09-01", "end": "2027-12-20"},
+                }
+            ),
+            "gpulab:labs.intro.classes[0].schedule: its start, 02:30 on Sun 2027-10-31 happens twice in Europe/Berlin",
+        ),
+        (
+            # Without a term, every class day of a whole calendar cycle counts: the next spring change is the first.
+            with_classes({"schedule": "30 2 * * sun", "duration": "1h", "timeZone": "Europe/Berlin"}),
+            "gpulab:labs.intro.classes[0].schedule: its start, 02:30 on Sun 2026-03-29 does not exist in Europe/Berlin",
+        ),
+        (
+            with_classes({"schedule": "10 3 * * sun", "duration": "1h", "timeZone": "Europe/Berlin", "term": TERM}),
+            "gpulab:labs.intro.classes[0].warmup: its warm-up would begin at 02:50 on Sun 2027-03-28 does not exist",
+        ),
+        (
+            with_classes({"schedule": "0 9 1 * *", "duration": "1h", "timeZone": "Australia/Sydney"}),
+            "gpulab:labs.intro.classes[0].schedule: its budget windows at UTC+11:00 cannot be one cron schedule in "
+            "UTC: it starts on the 1st of a month",
         ),
         (
             with_classes(learnerPod={"cpu": "2"}),
@@ -331,7 +406,8 @@ def with_classes(*classes: dict, **lab: object) -> dict:
         ),
         (
             with_classes(*[{"schedule": f"0 9 {day} * *", "duration": "1h"} for day in range(1, 26)]),
-            "gpulab:labs.intro.classes: each class adds 2 disruption budgets, and a NodePool takes at most 50",
+            "gpulab:labs.intro.classes: its classes add 50 disruption budgets (2 for each class and UTC offset it "
+            "has), and a NodePool takes at most 50; this lab would have 51",
         ),
     ],
 )
@@ -347,23 +423,77 @@ def test_a_lab_without_classes_changes_nothing_in_its_node_pool(base_run):
     assert budgets == [b.model_dump(by_alias=True, exclude_none=True) for b in lab.disruption.budgets]
 
 
-def test_the_summary_shows_each_class_start_length_warm_seats_from_when_and_what_a_seat_requests(run):
-    rows = tables.table(summary(run), "classes:")
+DAY = datetime.date(2027, 3, 25)  # the summaries' reference day: the next classes count from it
+
+
+def test_the_summary_shows_each_class_on_its_clock_its_term_warm_seats_and_what_a_seat_requests(run):
+    rows = tables.table(summary(run, DAY), "classes:")
     assert rows == [
         {
             "lab": name,
-            "starts (UTC)": lab_class.schedule,
+            "starts": f"{lab_class.schedule} Etc/UTC",
             "lasts": lab_class.duration,
+            "term": "all year",
             "warm seats": str(lab.warm_seats(lab_class)),
-            "warm from (UTC)": str(lab_class.warm_from),
             "ahead": lab_class.warmup,
             "each seat requests": f"cpu {lab.learner_requests['cpu']}, memory {lab.learner_requests['memory']}",
         }
         for name, lab in labs_with_classes(run).items()
         for lab_class in lab.classes
     ]
-    # Monday 00:10 warmed 20 minutes ahead is Sunday 23:50; its seats default to the lab's 8 GPUs x 3 slices.
-    assert rows[0] | {"warm seats": "24", "warm from (UTC)": "50 23 * * sun", "ahead": "20m"} == rows[0]
+    # Its seats default to the lab's 8 GPUs x 3 slices.
+    assert rows[0] | {"warm seats": "24", "ahead": "20m"} == rows[0]
+
+
+def test_the_summary_shows_each_class_in_utc_at_each_offset_it_has_as_its_budgets_hold_it(zones):
+    rows = tables.table(summary(zones, DAY), "the classes in UTC")
+    berlin = [r for r in rows if r["starts"] == "0 9 * * tue,thu Europe/Berlin"]
+    assert berlin == [
+        {
+            "lab": "berlin",
+            "starts": "0 9 * * tue,thu Europe/Berlin",
+            "at": "UTC+01:00",
+            "starts in UTC": "0 8 * 3,11 tue,thu",
+            "no learner moved, in UTC": "40 7 * 3,11 tue,thu for 2h20m",
+        },
+        {
+            "lab": "berlin",
+            "starts": "0 9 * * tue,thu Europe/Berlin",
+            "at": "UTC+02:00",
+            "starts in UTC": "0 7 * 4-10 tue,thu",
+            "no learner moved, in UTC": "40 6 * 4-10 tue,thu for 2h20m",
+        },
+    ]
+    # One row per offset: Kolkata's two classes have one each, every other zone's two.
+    assert {lab: sum(r["lab"] == lab for r in rows) for lab in zones.stack.settings.labs} == {
+        "berlin": 4,
+        "new-york": 4,
+        "sydney": 4,
+        "kolkata": 2,
+        "lord-howe": 4,
+    }
+    term = {r["lab"]: r["term"] for r in tables.table(summary(zones, DAY), "classes:") if r["term"] != "all year"}
+    assert term["berlin"] == "2027-03-01 to 2027-11-15, not 2027-03-30, 2027-11-02"
+
+
+def test_the_summary_shows_the_next_three_classes_from_its_day_on_their_clocks_and_in_utc(zones):
+    rows = tables.table(summary(zones, DAY), "the next 3 classes")
+    berlin = [(r["starts"], r["in UTC"]) for r in rows if r["class"] == "0 9 * * tue,thu Europe/Berlin"]
+    # Thursday 25 March on winter time; 30 March, the first Tuesday on summer time, is skipped.
+    assert berlin == [
+        ("Thu 2027-03-25 09:00 CET", "Thu 2027-03-25 08:00"),
+        ("Thu 2027-04-01 09:00 CEST", "Thu 2027-04-01 07:00"),
+        ("Tue 2027-04-06 09:00 CEST", "Tue 2027-04-06 07:00"),
+    ]
+    sydney = [(r["starts"], r["in UTC"]) for r in rows if r["class"] == "0 9 * * mon Australia/Sydney"]
+    assert sydney == [
+        ("Mon 2027-03-29 09:00 AEDT", "Sun 2027-03-28 22:00"),
+        ("Mon 2027-04-12 09:00 AEST", "Sun 2027-04-11 23:00"),  # 5 April is skipped
+        ("Mon 2027-04-19 09:00 AEST", "Sun 2027-04-18 23:00"),
+    ]
+    # Kolkata's term ends on 29 June: from a day after it, its term class has no next class, its other one three.
+    later = tables.table(summary(zones, datetime.date(2027, 7, 1)), "the next 3 classes")
+    assert [r["class"] for r in later if r["lab"] == "kolkata"] == ["30 1 * * * Asia/Kolkata"] * 3
 
 
 def test_a_stack_without_classes_has_no_class_table(base_run):
@@ -447,3 +577,119 @@ def test_capacity_buffers_wait_for_the_karpenter_controller_and_its_crds(run):
     assert buffers
     for buffer in buffers:
         assert {f"{RELEASE}::karpenter-crd", f"{RELEASE}::karpenter"} <= waits_for(run, buffer), buffer.name
+
+
+# --- classes in their own time zones, over a term ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def zones():
+    """tests/synthetic.py TIME_ZONE_STACK: a term class and an all-year class in each of five zones."""
+    return run_values(TIME_ZONE_STACK)
+
+
+def berlin_term_jobs(zones) -> dict[str, dict]:
+    term_class = zones.stack.settings.labs["berlin"].classes[0]
+    jobs = cron_jobs_of(zones, "berlin")
+    return {suffix: jobs[f"{class_key(term_class)}-{suffix}"] for suffix in ("warm", "release")}
+
+
+def test_every_class_cron_job_runs_on_its_classs_clock_and_a_class_without_a_zone_on_the_stacks(zones):
+    for name, lab in zones.stack.settings.labs.items():
+        jobs = cron_jobs_of(zones, name)
+        for lab_class in lab.classes:
+            for suffix in ("warm", "release"):
+                assert jobs[f"{class_key(lab_class)}-{suffix}"]["spec"]["timeZone"] == lab_class.zone
+    berlin = zones.stack.settings.labs["berlin"].classes
+    assert [c.time_zone for c in berlin] == [None, None]  # gpulab:timeZone: Europe/Berlin
+    assert {j["spec"]["timeZone"] for j in cron_jobs_of(zones, "berlin").values()} == {"Europe/Berlin"}
+
+
+def test_the_warm_and_release_schedules_are_the_local_times_as_the_teacher_wrote_them(zones):
+    jobs = berlin_term_jobs(zones)
+    assert (jobs["warm"]["spec"]["schedule"], jobs["release"]["spec"]["schedule"]) == (
+        "40 8 * * tue,thu",
+        "0 9 * * tue,thu",
+    )
+
+
+def minute_of(text: str) -> int:
+    return int(datetime.datetime.fromisoformat(text).timestamp()) // 60
+
+
+@requires_sh
+def test_a_term_classs_jobs_patch_only_for_class_days_of_the_term(zones):
+    jobs = berlin_term_jobs(zones)
+    warm = jobs["warm"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    name = jobs["warm"]["metadata"]["name"]
+    runs = {
+        "2027-03-02T07:40:00+00:00": True,  # Tuesday 2 March, 08:40 in Berlin: the term's first class
+        "2027-02-23T07:40:00+00:00": False,  # a week before the term
+        "2027-03-30T06:40:00+00:00": False,  # the Tuesday after the spring change, which the term skips
+        "2027-04-01T06:40:00+00:00": True,  # that Thursday, on summer time
+        "2027-11-11T07:40:00+00:00": True,  # Thursday 11 November, the term's last class
+        "2027-11-16T07:40:00+00:00": False,  # the Tuesday after the term
+    }
+    ran = patches(warm, [f"{name}-{minute_of(t)}" for t in runs])
+    assert {t: f"{name}-{minute_of(t)}" in ran for t in runs} == runs
+    # What a run for a class day calls is what the job without a term calls: the patch of its own buffer.
+    assert set(map(tuple, ran.values())) == {tuple(warm["args"])}
+
+
+@requires_sh
+def test_a_release_job_checks_the_day_of_its_own_start(zones):
+    jobs = berlin_term_jobs(zones)
+    release = jobs["release"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    name = jobs["release"]["metadata"]["name"]
+    starts = ["2027-03-02T08:00:00+00:00", "2027-03-30T07:00:00+00:00", "2027-11-16T08:00:00+00:00"]
+    assert set(patches(release, [f"{name}-{minute_of(t)}" for t in starts])) == {f"{name}-{minute_of(starts[0])}"}
+
+
+def test_a_term_classs_pods_copy_busybox_and_run_the_check_in_the_kubectl_image(zones):
+    spec = berlin_term_jobs(zones)["warm"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (shell,) = spec["initContainers"]
+    (kubectl,) = spec["containers"]
+    assert (shell["image"], shell["command"]) == (SHELL_IMAGE, ["cp", "/bin/busybox", SHELL])
+    assert kubectl["image"] == KUBECTL_IMAGE and kubectl["command"][0] == SHELL
+    assert {
+        "name": "JOB_NAME",
+        "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['batch.kubernetes.io/job-name']"}},
+    } in kubectl["env"]
+    # Kubernetes expands $(VAR) and $$ in a container's command (third_party/forked/golang/expansion): the script
+    # must read as written.
+    script = kubectl["command"][2]
+    assert "$$" not in script and not any(f"$({e['name']})" in script for e in kubectl["env"])
+
+
+def test_every_pod_spec_of_the_time_zone_classes_passes_the_restricted_profile(zones):
+    for name in zones.stack.settings.labs:
+        inside = [
+            r.inputs for r in zones.resources if r.inputs.get("metadata", {}).get("namespace") == namespace_name(name)
+        ]
+        specs = dict(pod_specs(inside))
+        assert {where: restricted_problems(spec) for where, spec in specs.items()} == {key: [] for key in specs}
+
+
+@requires_upstream
+def test_node_pools_with_budgets_for_each_offset_pass_the_upstream_crd(zones):
+    for r in zones.of_type(NODE_POOL):
+        assert crd_problems(r.inputs) == [], r.name
+
+
+def test_a_berlin_term_across_both_changes_holds_winter_and_summer_in_their_own_months(zones):
+    budgets = zones.one(NODE_POOL, "nodepool-berlin").inputs["spec"]["disruption"]["budgets"]
+    term = [(b["reasons"], b["schedule"], b["duration"]) for b in budgets[1:5]]
+    assert term == [
+        (["Drifted", "Underutilized"], "40 7 * 3,11 tue,thu", "2h20m"),  # UTC+01:00: March to the 28th, November
+        (["Empty"], "0 8 * 3,11 tue,thu", "15m"),
+        (["Drifted", "Underutilized"], "40 6 * 4-10 tue,thu", "2h20m"),  # UTC+02:00 (30 March is skipped)
+        (["Empty"], "0 7 * 4-10 tue,thu", "15m"),
+    ]
+
+
+def test_an_unquoted_term_date_reaches_the_program_as_the_text_written(tmp_path):
+    # As the Pulumi CLI passes it (gopkg.in/yaml.v2 keeps a date-like scalar's text), not as PyYAML's date object.
+    path = tmp_path / "Pulumi.dates.yaml"
+    path.write_text("config:\n  gpulab:labs:\n    intro:\n      classes:\n        - term: {start: 2027-01-11}\n")
+    labs = json.loads(render.read_stack_file(path)["gpulab:labs"])
+    assert labs["intro"]["classes"][0]["term"] == {"start": "2027-01-11"}

@@ -4,11 +4,11 @@ import json
 
 import pulumi
 import pytest
-import yaml
 
 import config
 import program
 from tests.conftest import BASE, STACK_FILES, as_cli_config, stack_values
+from tools import render
 
 
 def parsed(values: dict) -> config.StackConfig:
@@ -34,8 +34,8 @@ def with_lab(**changes) -> dict:
 
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
 def test_every_stack_file_in_the_repo_validates(path):
-    document = yaml.safe_load(path.read_text())
-    assert parsed(document["config"]).settings.cluster.name
+    pulumi.runtime.set_all_config(render.read_stack_file(path))
+    assert config.load().settings.cluster.name
 
 
 def test_lab_defaults_are_no_sharing_one_gpu_and_on_demand():

@@ -12,7 +12,8 @@ import yaml
 
 from tests import tables
 from tests.conftest import BASE, ROOT
-from tools import preview_comment, render
+from tests.synthetic import TIME_ZONE_STACK
+from tools import class_table, preview_comment, render
 
 PREVIEW = "Previewing update (staging):\n\x1b[32m+ \x1b[0mkubernetes:karpenter.sh/v1:NodePool nodepool-intro create\n"
 
@@ -186,3 +187,52 @@ def test_the_workflow_hands_the_preview_to_the_comment_by_file_never_through_the
     assert preview["shell"] == "bash"
     assert 'tee "$RUNNER_TEMP/preview.txt"' in preview["run"]
     assert comment["run"].split()[-1] == '"$RUNNER_TEMP/preview.txt"'
+
+
+@pytest.fixture(scope="module")
+def zones_render(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The render of tests/synthetic.py TIME_ZONE_STACK (classes in five zones), without charts."""
+    out = tmp_path_factory.mktemp("zones")
+    stack_file = out / "Pulumi.zones.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": TIME_ZONE_STACK}))
+    assert render.main([str(stack_file), "--out", str(out), "--no-charts", "--today", "2027-03-25"]) == 0
+    return out
+
+
+def comment_of(tmp_path: Path, zones_render: Path, values: dict, capsys: pytest.CaptureFixture[str]) -> tuple:
+    """(status, stdout, stderr) of the comment for a stack file of `values` beside the zones' render, on 25 March
+    2027."""
+    capsys.readouterr()
+    stack_file = tmp_path / "Pulumi.zones.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": values}))
+    (tmp_path / "preview.txt").write_text(PREVIEW)
+    files = ["--outputs", str(zones_render / "outputs.json"), "--preview", str(tmp_path / "preview.txt")]
+    status = preview_comment.main(["--stack", str(stack_file), *files, "--today", "2027-03-25"])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_the_comment_shows_each_class_on_its_clock_in_utc_its_term_and_its_next_classes(tmp_path, zones_render, capsys):
+    status, out, _ = comment_of(tmp_path, zones_render, TIME_ZONE_STACK, capsys)
+    lines = out.splitlines()
+    assert status == 0
+    classes = tables.table(lines, "classes:")
+    assert len(classes) == 10 and classes[0]["term"] == "2027-03-01 to 2027-11-15, not 2027-03-30, 2027-11-02"
+    assert [r["at"] for r in tables.table(lines, "the classes in UTC") if r["lab"] == "lord-howe"] == [
+        "UTC+11:00",
+        "UTC+10:30",
+        "UTC+11:00",
+        "UTC+10:30",
+    ]
+    (first, *_) = tables.table(lines, "the next 3 classes of each from 2027-03-25")
+    assert (first["starts"], first["in UTC"]) == ("Thu 2027-03-25 09:00 CET", "Thu 2027-03-25 08:00")
+    # Between the cost table and the preview.
+    assert lines.index("<details><summary>Pulumi preview</summary>") > lines.index(f"{class_table.LEAD_IN}:")
+
+
+def test_a_stack_file_the_comment_cannot_read_is_one_line_naming_its_key(tmp_path, zones_render, capsys):
+    status, out, err = comment_of(
+        tmp_path, zones_render, {**TIME_ZONE_STACK, "gpulab:timeZone": "Europe/Berln"}, capsys
+    )
+    assert (status, out) == (2, "")
+    assert err.startswith("gpulab:timeZone: 'Europe/Berln' is not a time zone of the IANA tz database")

@@ -4,7 +4,7 @@ import datetime
 
 import pytest
 
-from config.schedule import ScheduleError, never_fires, parse, shift_earlier, shortest_gap
+from config.schedule import ScheduleError, never_fires, parse, shift, shortest_gap
 
 MONDAY = datetime.datetime(2026, 1, 5)  # a Monday, so that weekdays in the tests below are easy to read
 
@@ -95,30 +95,34 @@ def test_a_schedule_that_no_calendar_day_matches_never_fires():
 
 
 def shifted_firings(text: str, minutes: int, start: datetime.datetime, days: int) -> tuple[list, list]:
-    """(each firing of text minus minutes, firings of the shifted schedule) over the same span."""
+    """(each firing of text plus minutes, firings of the shifted schedule) over the same span."""
     delta = datetime.timedelta(minutes=minutes)
     end = start + datetime.timedelta(days=days)
-    expected = [f - delta for f in parse(text).fires(start + delta, end + delta)]
-    return expected, list(shift_earlier(parse(text), minutes).fires(start, end))
+    expected = [f + delta for f in parse(text).fires(start - delta, end - delta)]
+    return expected, list(shift(parse(text), minutes).fires(start, end))
 
 
 @pytest.mark.parametrize(
     ("spec", "minutes", "shifted"),
     [
-        ("10 0 * * mon", 20, "50 23 * * sun"),  # across the hour, the day and the week
-        ("0 9 * * mon-fri", 20, "40 8 * * mon-fri"),
-        ("0 0 * * sun", 60, "0 23 * * sat"),
-        ("0 0 * * *", 90, "30 22 * * *"),
-        ("0 */2 * * *", 20, "40 1,3,5,7,9,11,13,15,17,19,21,23 * * *"),  # steps that do shift exactly
-        ("*/15 * * * *", 15, "0,15,30,45 * * * *"),
-        ("10 0,9 * * *", 20, "50 8,23 * * *"),  # every day matches, so crossing midnight is harmless
-        ("10 0 15 * *", 20, "50 23 14 * *"),
-        ("5 0 2 jan,feb *", 10, "55 23 1 1-2 *"),
-        ("0 0 1-31 * mon", 30, "30 23 1-31 * mon"),  # every day, and the OR-ed day fields are kept
+        ("10 0 * * mon", -20, "50 23 * * sun"),  # across the hour, the day and the week
+        ("0 9 * * mon-fri", -20, "40 8 * * mon-fri"),
+        ("0 0 * * sun", -60, "0 23 * * sat"),
+        ("0 0 * * *", -90, "30 22 * * *"),
+        ("0 */2 * * *", -20, "40 1,3,5,7,9,11,13,15,17,19,21,23 * * *"),  # steps that do shift exactly
+        ("*/15 * * * *", -15, "0,15,30,45 * * * *"),
+        ("10 0,9 * * *", -20, "50 8,23 * * *"),  # every day matches, so crossing midnight is harmless
+        ("10 0 15 * *", -20, "50 23 14 * *"),
+        ("5 0 2 jan,feb *", -10, "55 23 1 1-2 *"),
+        ("0 0 1-31 * mon", -30, "30 23 1-31 * mon"),  # every day, and the OR-ed day fields are kept
+        ("0 20 * * tue", 300, "0 1 * * wed"),  # 20:00 in New York in winter is 01:00 UTC the next day
+        ("30 22 * * sat", 90, "0 0 * * sun"),  # later across the week
+        ("0 21 1-27 * *", 240, "0 1 2-28 * *"),
+        ("0 9 * * tue", 0, "0 9 * * tue"),
     ],
 )
-def test_a_shifted_schedule_fires_exactly_the_warmup_before_every_start(spec, minutes, shifted):
-    assert str(shift_earlier(parse(spec), minutes)) == shifted
+def test_a_shifted_schedule_fires_exactly_that_much_later_or_earlier_than_every_start(spec, minutes, shifted):
+    assert str(shift(parse(spec), minutes)) == shifted
     # Over eight years (two leap days, every weekday on every date), firing for firing.
     expected, actual = shifted_firings(spec, minutes, datetime.datetime(2025, 1, 1), 8 * 366)
     assert expected == actual and expected
@@ -127,17 +131,20 @@ def test_a_shifted_schedule_fires_exactly_the_warmup_before_every_start(spec, mi
 @pytest.mark.parametrize(
     ("spec", "minutes", "message"),
     [
-        ("10,50 9 * * *", 20, r"starts at 09:10, 09:50 become 08:50, 09:30, which are not every combination"),
-        ("10 0,9 * * mon", 20, r"moves its starts at 00:10 to the day before but not those at 09:10"),
-        ("0 0 1 * *", 20, r"starts on the 1st of a month .* cron cannot name .* start at 00:20 or later"),
-        ("10 0 31 * *", 20, r"the shifted schedule would also fire on .* 30 Apr, but no class starts on .* 01 May"),
-        ("0 0 * 1 mon", 30, r"the class starts on Mon 01 Jan but Sun 31 Dec cannot be named"),  # month changes
-        ("0 0 29 2 *", 10, r"would also fire on .* 28 Feb, but no class starts on .* 01 Mar"),
+        ("10,50 9 * * *", -20, r"starts at 09:10, 09:50 become 08:50, 09:30, which are not every combination"),
+        ("10 0,9 * * mon", -20, r"20m earlier moves its starts at 00:10 to the day before but not those at 09:10"),
+        ("0 0 1 * *", -20, r"starts on the 1st of a month, .* the last day of the month before, which cron cannot"),
+        ("10 0 31 * *", -20, r"the shifted schedule would also fire on .* 30 Apr, but no class starts on .* 01 May"),
+        ("0 0 * 1 mon", -30, r"the class starts on Mon 01 Jan but Sun 31 Dec cannot be named"),  # month changes
+        ("0 0 29 2 *", -10, r"would also fire on .* 28 Feb, but no class starts on .* 01 Mar"),
+        ("0 20 31 * *", 300, r"starts on the 31st, .* to the 1st of the next month"),
+        ("0 20 30 * *", 300, r"the class starts on .* 30 Apr but .* 01 May cannot be named"),
+        ("0 20,23 * * mon", 120, r"2h later moves its starts at 23:00 to the day after but not those at 20:00"),
     ],
 )
 def test_a_schedule_no_cron_can_shift_exactly_is_refused_saying_why(spec, minutes, message):
     with pytest.raises(ScheduleError, match=message):
-        shift_earlier(parse(spec), minutes)
+        shift(parse(spec), minutes)
 
 
 def test_shortest_gap_is_the_closest_two_starts_come_across_midnight_too():

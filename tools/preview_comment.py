@@ -1,8 +1,9 @@
-"""The pull-request comment of one stack's preview: its cost table, what Karpenter would launch for a full lab and at
-each class start (when the render has a plan.json), then the `pulumi preview` output.
+"""The pull-request comment of one stack's preview: its cost table, its classes (on their clocks and in UTC, their
+terms and next occurrences: tools/class_table.py, from the stack file), what Karpenter would launch for a full lab and
+at each class start (when the render has a plan.json), then the `pulumi preview` output.
 
     python -m tools.preview_comment --stack <name> --outputs <render dir>/outputs.json --preview <file>
-        [--plan <render dir>/plan.json] [--run-url URL]
+        [--plan <render dir>/plan.json] [--run-url URL] [--today YYYY-MM-DD]
 
 Prints the comment's Markdown. Its first line marks the stack's comment, so that .ci/preview-comment updates it on the
 next push instead of adding another.
@@ -10,13 +11,17 @@ next push instead of adding another.
 
 import argparse
 import bisect
+import datetime
+import functools
 import html
 import json
 import re
 import sys
+from collections.abc import Callable, Collection
 from pathlib import Path
 
-from tools import cost_report, plan
+import config
+from tools import class_table, cost_report, plan, render
 
 # GitHub refuses comments over 65536 characters.
 MAX_COMMENT_CHARS = 65_536
@@ -31,7 +36,15 @@ def marker(stack: str) -> str:
     return f"<!-- gpulab-preview:{stack} -->"
 
 
-def comment(stack: str, labs: dict, preview: str, run_url: str | None = None, planned: dict | None = None) -> str:
+def comment(
+    stack: str,
+    labs: dict,
+    preview: str,
+    run_url: str | None = None,
+    planned: dict | None = None,
+    classes: Callable[[Collection[str]], list[str]] = lambda shown: [],
+) -> str:
+    """The comment; `classes` gives the class table of the labs shown."""
     preview = _ANSI.sub("", preview).strip()
     run = f": {run_url}" if run_url else "."
     failed = "The preview did not finish; its log is in the workflow run" + run
@@ -52,6 +65,7 @@ def comment(stack: str, labs: dict, preview: str, run_url: str | None = None, pl
             "",
             *cost_report.table(labs, rows),
             "",
+            *([*table, ""] if (table := classes(rows)) else []),
             *([*plan.summary_table(shown_plan), ""] if shown_plan else []),
             *(cut if left_out else []),
             "<details><summary>Pulumi preview</summary>",
@@ -97,12 +111,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--plan", type=Path, help="plan.json of the render (tools/plan.py), when the planner ran")
     parser.add_argument("--run-url", help="the workflow run, linked when the preview has no output")
+    parser.add_argument(
+        "--today",
+        type=datetime.date.fromisoformat,
+        help="the day (YYYY-MM-DD) the classes' next occurrences count from; the current day in UTC by default",
+    )
     args = parser.parse_args(argv)
     labs = json.loads(args.outputs.read_text())["labs"]
     # The preview step writes the file as it runs; a job that failed before it (credentials, say) leaves none.
     preview = args.preview.read_text() if args.preview.is_file() else ""
     planned = json.loads(args.plan.read_text()) if args.plan else None
-    sys.stdout.write(comment(args.stack, labs, preview, args.run_url, planned))
+    try:  # the stack file the render read: the classes' calendars are settings, not outputs
+        settings = config.from_cli(render.read_stack_file(render.stack_file(args.stack)[1])).settings
+    except config.ConfigError as error:
+        print("\n".join(error.lines), file=sys.stderr)
+        return 2
+    day = args.today or class_table.today()
+    classes = functools.partial(class_table.table, settings, day)
+    sys.stdout.write(comment(args.stack, labs, preview, args.run_url, planned, classes))
     return 0
 
 

@@ -1,11 +1,11 @@
 """Offline render: runs the real program for one stack under Pulumi mocks and writes what it would create.
 
-    python -m tools.render <stack name or stack file> --out <dir>
+    python -m tools.render <stack name or stack file> --out <dir> [--today YYYY-MM-DD]
 
 Writes <dir>/resources.json, <dir>/invokes.json, <dir>/outputs.json, <dir>/manifests/<kind>-[<namespace>-]<name>.yaml
-and <dir>/helm/<release>.yaml (with gpulab:metrics, <dir>/grafana-dashboard.json too), and prints a summary. A stack
-file with problems, or a lab whose AMI release does not exist, exits with status 2, prints one `gpulab:` line per
-problem and writes nothing.
+and <dir>/helm/<release>.yaml (with gpulab:metrics, <dir>/grafana-dashboard.json too), and prints a summary (the
+classes' next occurrences count from --today). A stack file with problems, or a lab whose AMI release does not exist,
+exits with status 2, prints one `gpulab:` line per problem and writes nothing.
 <dir>/charts/<release>.yaml holds what each release installs (tools/charts.py); without helm or the charts, one short
 line per cause says so and the rest is written.
 With the charts, and a Go toolchain to build the planner (planner/, tools/plan.py), it also writes <dir>/plan.json,
@@ -17,6 +17,7 @@ current one.
 """
 
 import argparse
+import datetime
 import json
 import shutil
 import sys
@@ -83,6 +84,16 @@ def stack_file(stack: str) -> tuple[str, Path]:
             [f"gpulab: no stack {stack!r}: there is no {path.name} beside Pulumi.yaml; stacks: {stacks}"]
         )
     return stack, path
+
+
+# The Pulumi CLI reads a stack file with gopkg.in/yaml.v2 (pulumi/pulumi sdk/go/common/encoding/marshal.go), which
+# gives the program an unquoted date (`start: 2027-01-11`) as the text written; PyYAML would make it a date object.
+def _as_written(loader: yaml.CSafeLoader, node: yaml.Node) -> Any:
+    assert isinstance(node, yaml.ScalarNode)
+    return loader.construct_scalar(node)
+
+
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:timestamp", _as_written)
 
 
 # What a stack file that is not UTF-8 most likely is, by its first bytes.
@@ -178,6 +189,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="print every scenario of plan.json too, and fail when the planner cannot run",
     )
+    parser.add_argument(
+        "--today",
+        type=datetime.date.fromisoformat,
+        help="the day (YYYY-MM-DD) the summary counts the classes' next occurrences from; the current day in UTC "
+        "by default. Nothing the render writes depends on it",
+    )
     args = parser.parse_args(argv)
     # The render, like the program, builds what it writes and keeps it to the end (program.collect_rarely).
     program.collect_rarely()
@@ -197,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     except charts.TemplateError as error:
         print(f"gpulab: {error}", file=sys.stderr)
         return 1
-    lines = summary(run)
+    lines = summary(run, args.today)
     for line in not_rendered:
         print(line, file=sys.stderr)
     planned = None

@@ -4,19 +4,18 @@ Every table is defined here as a list of columns (a header and how to read the c
 rows (a label and how to read the value): a new figure is one more column or row in one of these lists.
 """
 
+import datetime
 from collections.abc import Callable
 from typing import Any
 
 from components.karpenter.manifests import node_pool
 from config.jupyterhub import JupyterHub
-from config.model import Cluster, Lab, LabClass
-from tools import cost_report, harness
+from config.model import Cluster, Lab
+from tools import class_table, cost_report, harness
 from tools.table import Column, markdown
 
 # Each lab, by name.
 LabItem = tuple[str, Lab]
-# Each class of a lab, with the lab and its name.
-ClassItem = tuple[str, Lab, LabClass]
 
 
 def _api(cluster: Cluster) -> str:
@@ -66,16 +65,6 @@ LAB_COLUMNS: tuple[Column[LabItem], ...] = (
     Column("parallel pull", lambda item: "on" if item[1].disk.fast_image_pull else "off"),
 )
 
-CLASS_COLUMNS: tuple[Column[ClassItem], ...] = (
-    Column("lab", lambda item: item[0]),
-    Column("starts (UTC)", lambda item: item[2].schedule),
-    Column("lasts", lambda item: item[2].duration),
-    Column("warm seats", lambda item: str(item[1].warm_seats(item[2])), numeric=True),
-    Column("warm from (UTC)", lambda item: str(item[2].warm_from)),
-    Column("ahead", lambda item: item[2].warmup),
-    Column("each seat requests", lambda item: ", ".join(f"{k} {v}" for k, v in item[1].learner_requests.items())),
-)
-
 
 def _hub(run: harness.Run) -> JupyterHub:
     hub = run.stack.settings.jupyterhub
@@ -95,23 +84,18 @@ HUB_ROWS: tuple[tuple[str, Callable[[harness.Run], str]], ...] = (
 )
 
 
-def summary(run: harness.Run) -> list[str]:
+def summary(run: harness.Run, day: datetime.date | None = None) -> list[str]:
+    """The summary; the classes' next occurrences counted from `day` (today in UTC by default, tools/class_table.py)."""
     settings = run.stack.settings
     labs = list(settings.labs.items())
-    classes = [(name, lab, lab_class) for name, lab in labs for lab_class in lab.classes]
+    classes = class_table.table(settings, day or class_table.today())
     cluster_columns: tuple[Column[tuple[str, Callable[[harness.Run], str]]], ...] = (
         Column("cluster", lambda row: row[0]),
         Column(settings.cluster.name, lambda row: row[1](run)),
     )
     lines = markdown(cluster_columns, CLUSTER_ROWS)
     lines += ["", "labs:", "", *markdown(LAB_COLUMNS, labs)] if labs else ["", "labs: none"]
-    if classes:
-        lines += [
-            "",
-            "classes: warm seats, shaped like learner pods, are asked for ahead of each start and released at it:",
-            "",
-            *markdown(CLASS_COLUMNS, classes),
-        ]
+    lines += ["", *classes] if classes else []
     if settings.jupyterhub:
         hub_columns: tuple[Column[tuple[str, Callable[[harness.Run], str]]], ...] = (
             Column("jupyterhub", lambda row: row[0]),

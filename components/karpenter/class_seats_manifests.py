@@ -21,30 +21,42 @@ minutes of the class keeps the warm nodes until the learners are on them.
 """
 
 import copy
+import datetime
 import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 from components.labels import LAB_LABEL, SYSTEM_NODE_SELECTOR
 from components.learner_pod import PLACEHOLDER_IMAGE, learner_pod_spec
 from config import durations
+from config.class_budgets import Window
+from config.class_calendar import day_start
 from config.model import Lab, LabClass
 
 BUFFER_GROUP = "autoscaling.x-k8s.io"
 BUFFER_API = f"{BUFFER_GROUP}/v1beta1"
 BUFFER_RESOURCE = "capacitybuffers"
-# How long after the start the class's warm nodes stay even when empty, for learners to arrive and take them.
-ARRIVAL_MINUTES = 15
-# Reasons for which Karpenter would move a running learner to save money or to roll out a change (NodePool
-# disruption reasons; Empty touches only nodes without learners). Expiry, interruption and repair ignore budgets.
-MOVES_LEARNERS = ["Drifted", "Underutilized"]
 # kubectl from the Kubernetes release (registry.k8s.io, listed under "Container Images" for v1.34.1 in
-# kubernetes/kubernetes CHANGELOG/CHANGELOG-1.34.md); its entrypoint is kubectl.
+# kubernetes/kubernetes CHANGELOG/CHANGELOG-1.34.md); its entrypoint is /bin/kubectl.
 KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.34.1"
-# The kubectl image is built on debian-base and sets no USER (kubernetes build/server-image/kubectl/Dockerfile), so
-# its default user is root, which runAsNonRoot refuses: the pods name a UID and GID. Any non-zero ID passes the
-# restricted profile; 65532 is the one distroless images call nonroot. It has no entry in the image's /etc/passwd,
-# which kubectl never reads: it needs only $HOME, which the job sets.
+# The kubectl image is kubectl on the go-runner base image, distroless (kubernetes build/server-image/kubectl/
+# Dockerfile, KUBECTL_BASE_IMAGE in build/common.sh, at v1.34.4): no shell, and no USER, so its default user is
+# root, which runAsNonRoot refuses: the pods name a UID and GID. Any non-zero ID passes the restricted profile;
+# 65532 is the one distroless images call nonroot. kubectl never reads /etc/passwd: it needs only $HOME, which the
+# job sets.
 RUN_AS_ID = 65532
+# A class with a term checks the day before it patches, which takes a shell the kubectl image lacks: BusyBox's static
+# build (the musl variant: CONFIG_STATIC=y in docker-library/busybox latest-1/musl/Dockerfile.builder; tag 1.37.0-musl
+# in docker-library/official-images library/busybox), copied by an init container into a volume the kubectl container
+# runs it from. The check needs only the shell's built-ins.
+SHELL_IMAGE = "docker.io/library/busybox:1.37.0-musl"
+SHELL = "/gpulab/sh"
+# The CronJob controller names each Job <CronJob>-<its scheduled time, in minutes since 1970 UTC>
+# (k8s.io/kubernetes v1.34.4 pkg/controller/cronjob: getJobName, getTimeHashInMinutes), and the Job's pods carry that
+# name in this label (pkg/registry/batch/job/strategy.go, generateSelector): the scheduled minute, exact to the
+# minute and the same for every retry of the Job.
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+JOB_NAME = "JOB_NAME"  # the environment variable the check reads it from
 # What the restricted Pod Security profile asks of a pod and of each container (k8s.io/pod-security-admission policy,
 # kubernetes-1.34.1), which the class namespace enforces.
 POD_SECURITY = {
@@ -71,8 +83,8 @@ def namespace_name(lab_name: str) -> str:
 
 
 def class_key(lab_class: LabClass) -> str:
-    """A stable name for a class, from when it starts: reordering the classes renames nothing."""
-    return f"class-{_digest(str(lab_class.start))}"
+    """A stable name for a class, from when it starts (LabClass.identity): reordering the classes renames nothing."""
+    return f"class-{_digest(lab_class.identity)}"
 
 
 def _digest(text: str) -> str:
@@ -80,27 +92,19 @@ def _digest(text: str) -> str:
 
 
 def class_budgets(lab: Lab) -> list[dict[str, Any]]:
-    """Two NodePool budgets per class: nothing that would move a learner from warmup to end, and no empty warm node
-    removed for the first ARRIVAL_MINUTES of the class (the buffer is released at the start)."""
-    budgets = []
-    for lab_class in lab.classes:
-        warmup = durations.duration_minutes(lab_class.warmup)
-        duration = durations.duration_minutes(lab_class.duration)
-        budgets += [
-            {
-                "nodes": "0",
-                "reasons": list(MOVES_LEARNERS),
-                "schedule": str(lab_class.warm_from),
-                "duration": durations.format_duration(warmup + duration),
-            },
-            {
-                "nodes": "0",
-                "reasons": ["Empty"],
-                "schedule": str(lab_class.start),
-                "duration": durations.format_duration(min(ARRIVAL_MINUTES, duration)),
-            },
-        ]
-    return budgets
+    """The NodePool budgets of the lab's classes, in their order: each class's windows in UTC
+    (config/class_budgets.py), two per UTC offset it has."""
+    return [budget(window) for lab_class in lab.classes for window in lab_class.budget_windows]
+
+
+def budget(window: Window) -> dict[str, Any]:
+    """A window as the NodePool's budget: no node at a time, for its reasons, from each firing for its minutes."""
+    return {
+        "nodes": "0",
+        "reasons": list(window.reasons),
+        "schedule": str(window.schedule),
+        "duration": durations.format_duration(window.minutes),
+    }
 
 
 def _labels(lab_name: str) -> dict[str, str]:
@@ -192,24 +196,68 @@ def role_binding(lab_name: str) -> dict[str, Any]:
 
 def cron_jobs(lab_name: str, lab: Lab, lab_class: LabClass) -> list[dict[str, Any]]:
     """`<class>-warm` sets the class's buffer to its warm seats at the start less the warmup; `<class>-release` sets it
-    back to 0 at the start. Each gives up rather than run so late that it would undo the other."""
+    back to 0 at the start; both on the class's clock (spec.timeZone). Each gives up rather than run so late that it
+    would undo the other. A class with a term runs its jobs only for its days (class_day_check)."""
     key = class_key(lab_class)
-    warmup_s = 60 * durations.duration_minutes(lab_class.warmup)
+    warmup = durations.duration_minutes(lab_class.warmup)
     duration_s = 60 * durations.duration_minutes(lab_class.duration)
-    return [
-        # A warm-up that starts past the class start would re-warm a released buffer: half the warmup to start, half
-        # to finish.
-        _cron_job(lab_name, f"{key}-warm", str(lab_class.warm_from), key, lab.warm_seats(lab_class), warmup_s // 2),
-        # A late release still saves money any time during the class.
-        _cron_job(lab_name, f"{key}-release", str(lab_class.start), key, 0, max(duration_s // 2, 30)),
+    warm, release = (
+        _Job(f"{key}-warm", str(lab_class.warm_from), lab.warm_seats(lab_class), 60 * warmup // 2, warmup),
+        _Job(f"{key}-release", str(lab_class.start), 0, max(duration_s // 2, 30), 0),
+    )
+    # A warm-up that starts past the class start would re-warm a released buffer: half the warmup to start, half
+    # to finish. A late release still saves money any time during the class.
+    return [_cron_job(lab_name, lab_class, key, job) for job in (warm, release)]
+
+
+@dataclass(frozen=True)
+class _Job:
+    name: str
+    schedule: str
+    replicas: int
+    deadline_s: int
+    lead: int  # minutes from the job's scheduled time to the start of the class it is for
+
+
+def class_day_check(lab_class: LabClass, lead: int) -> str:
+    """The shell script a term's job runs before kubectl (its arguments follow it): it does nothing for a class
+    outside the term or on a skipped day, judged by the class start that the job's scheduled minute is for, against
+    the term's local days as minutes in UTC. The pod needs no tz data: gpulab computes those bounds from its own."""
+    term = lab_class.term
+    assert term is not None
+    zone = lab_class.zone
+
+    def minute(day: datetime.date) -> int:
+        return int(day_start(day, zone).timestamp()) // 60
+
+    day = datetime.timedelta(days=1)
+    lines = [
+        f"# {JOB_NAME} is <CronJob>-<the minute it was scheduled for, since 1970 UTC>; the class starts {lead}m later.",
+        f"start=$((${{{JOB_NAME}##*-}} + {lead}))",
+        f'if [ "$start" -lt {minute(term.start)} ] || [ "$start" -ge {minute(term.end + day)} ]; then',
+        f'  echo "no class: this run is for a start outside the term, {term.start} to {term.end} in {zone}"',
+        "  exit 0",
+        "fi",
     ]
+    if term.skip:
+        skipped = " ".join(f"{minute(d)}:{minute(d + day)}:{d}" for d in sorted(term.skip))
+        lines += [
+            f"for day in {skipped}; do",
+            "  from=${day%%:*} rest=${day#*:}",
+            '  if [ "$start" -ge "$from" ] && [ "$start" -lt "${rest%%:*}" ]; then',
+            '    echo "no class on ${rest#*:}: the term skips it"',
+            "    exit 0",
+            "  fi",
+            "done",
+        ]
+    return "\n".join([*lines, 'exec kubectl "$@"', ""])
 
 
-def _cron_job(lab_name: str, name: str, when: str, buffer: str, replicas: int, deadline_s: int) -> dict[str, Any]:
-    assert len(name) <= CRONJOB_NAME_LIMIT, name
-    patch = f'{{"spec":{{"replicas":{replicas}}}}}'
+def _cron_job(lab_name: str, lab_class: LabClass, buffer: str, job: _Job) -> dict[str, Any]:
+    assert len(job.name) <= CRONJOB_NAME_LIMIT, job.name
+    patch = f'{{"spec":{{"replicas":{job.replicas}}}}}'
     home = "/home/scheduler"  # kubectl keeps its discovery cache under $HOME; the root filesystem is read-only
-    container = {
+    container: dict[str, Any] = {
         "name": "kubectl",
         "image": KUBECTL_IMAGE,
         "args": [
@@ -225,7 +273,7 @@ def _cron_job(lab_name: str, name: str, when: str, buffer: str, replicas: int, d
         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "64Mi"}},
         "securityContext": copy.deepcopy(CONTAINER_SECURITY) | {"readOnlyRootFilesystem": True},
     }
-    pod_spec = {
+    pod_spec: dict[str, Any] = {
         "serviceAccountName": SCHEDULER,
         "restartPolicy": "OnFailure",
         "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
@@ -233,20 +281,39 @@ def _cron_job(lab_name: str, name: str, when: str, buffer: str, replicas: int, d
         "containers": [container],
         "volumes": [{"name": "home", "emptyDir": {}}],
     }
+    if lab_class.term is not None:
+        shell = {"name": "shell", "mountPath": SHELL.rsplit("/", 1)[0]}
+        # `sh -c <script> kubectl <args>`: the script sees the kubectl arguments as "$@".
+        container["command"] = [SHELL, "-c", class_day_check(lab_class, job.lead), "kubectl"]
+        container["env"].append(
+            {"name": JOB_NAME, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{JOB_NAME_LABEL}']"}}}
+        )
+        container["volumeMounts"].append(shell)
+        pod_spec["initContainers"] = [
+            {
+                "name": "shell",
+                "image": SHELL_IMAGE,
+                "command": ["cp", "/bin/busybox", SHELL],
+                "volumeMounts": [shell],
+                "resources": container["resources"],
+                "securityContext": container["securityContext"],
+            }
+        ]
+        pod_spec["volumes"].append({"name": "shell", "emptyDir": {}})
     return {
         "apiVersion": "batch/v1",
         "kind": "CronJob",
-        "metadata": _meta(lab_name, name),
+        "metadata": _meta(lab_name, job.name),
         "spec": {
-            "schedule": when,
-            "timeZone": "Etc/UTC",
+            "schedule": job.schedule,
+            "timeZone": lab_class.zone,
             "concurrencyPolicy": "Forbid",
-            "startingDeadlineSeconds": deadline_s,
+            "startingDeadlineSeconds": job.deadline_s,
             "successfulJobsHistoryLimit": 1,
             "failedJobsHistoryLimit": 3,
             "jobTemplate": {
                 "spec": {
-                    "activeDeadlineSeconds": deadline_s,
+                    "activeDeadlineSeconds": job.deadline_s,
                     "backoffLimit": 4,
                     "template": {"metadata": {"labels": _labels(lab_name)}, "spec": pod_spec},
                 }
