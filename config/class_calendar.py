@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from config import time_zones
+from config.durations import format_duration
 from config.fields import FieldProblem
 from config.schedule import MINUTES_PER_DAY, Schedule
 
@@ -89,8 +90,8 @@ def occurrences(
                     "warmup",
                     f"the clocks of {zone} change between {warm_minutes // 60:02d}:{warm_minutes % 60:02d} and the "
                     f"start at {minutes // 60:02d}:"
-                    f"{minutes % 60:02d} on {day:%a %Y-%m-%d}, so the seats would not be asked for {warmup} minutes "
-                    "ahead; choose a start or a warmup that avoids it",
+                    f"{minutes % 60:02d} on {day:%a %Y-%m-%d}, so the seats would not be asked for "
+                    f"{format_duration(warmup)} ahead; choose a start or a warmup that avoids it",
                 )
             offset = datetime.datetime.combine(day, datetime.time()) + datetime.timedelta(minutes=minutes)
             yield Occurrence(

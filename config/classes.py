@@ -175,6 +175,7 @@ def holds_every_day(term: _Term | None, info: ValidationInfo) -> _Term | None:
         if next(class_calendar.class_days(start, term.start, term.end, term.skip), None) is None:
             raise ValueError(f"has no day on which the class starts ({info.data['schedule']})")
     warmup, duration = (durations.duration_minutes(info.data[key]) for key in ("warmup", "duration"))
-    planned = class_calendar.planned(start, zone, warmup, duration, term and (term.start, term.end, tuple(term.skip)))
+    days = None if term is None else (term.start, term.end, tuple(term.skip))
+    planned = class_calendar.planned(start, zone, warmup, duration, days)
     windows(start, warmup, duration, planned, class_calendar.fixed_offset(zone), term is not None)
     return term
