@@ -16,6 +16,9 @@ Values mirror the labels Karpenter puts on the node, so they can be compared one
 - ``memory_mib`` is ``karpenter.k8s.aws/instance-memory``: the node's memory in MiB, before Karpenter's overheads.
 - ``local_nvme_gb`` is ``karpenter.k8s.aws/instance-local-nvme``: the instance-store NVMe in GB (0: EBS only), where
   an EC2NodeClass with ``instanceStorePolicy: RAID0`` puts images and pods' data (config/disks.py).
+- ``cpu_manufacturer`` is ``karpenter.k8s.aws/instance-cpu-manufacturer`` and ``cpu_clock_mhz``
+  ``karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz``: gpulab selects on neither, but the planner gives
+  Karpenter every label a node of the type carries.
 - ``max_pods`` is the ``pods`` capacity Karpenter computes when ``maxPods`` is not set: the VPC CNI's ENI-limited
   pod count without prefix delegation (ENIs x (IPv4 addresses per ENI - 1) + 2, ``ENILimitedPods`` in
   aws/karpenter-provider-aws v1.14.1 pkg/providers/instancetype/types.go). A pod beyond it gets no IP address.
@@ -41,6 +44,8 @@ class GpuInstanceType:
     max_pods: int
     memory_mib: int
     local_nvme_gb: int  # karpenter.k8s.aws/instance-local-nvme: total instance-store NVMe in GB; 0 for EBS-only types
+    cpu_manufacturer: str
+    cpu_clock_mhz: int
 
     @property
     def gpu_memory_gib(self) -> int:
@@ -121,12 +126,20 @@ _FAMILIES: dict[str, tuple[str, int, Architecture, dict[str, tuple[int, int, int
     "p6-b200": ("b200", 183359, "amd64", {"48xlarge": (8, 192, 2097152, 198, 30400)}),
     "p6-b300": ("b300", 275040, "amd64", {"48xlarge": (8, 192, 4194304, 198, 30400)}),
 }
+# Each family's CPU, the same for every size in the reference: (instance-cpu-manufacturer,
+# instance-cpu-sustained-clock-speed-mhz).
+_CPUS: dict[str, tuple[str, int]] = {
+    "g4dn": ("intel", 2500), "g5": ("amd", 3300), "g5g": ("aws", 2500), "g6": ("amd", 3400), "g6e": ("amd", 3400),
+    "gr6": ("amd", 3400), "g7": ("intel", 3900), "g7e": ("intel", 2400), "p3dn": ("intel", 2500),
+    "p4d": ("intel", 3000), "p4de": ("intel", 3000), "p5": ("amd", 3600), "p5e": ("amd", 3600),
+    "p5en": ("intel", 2400), "p6-b200": ("intel", 2400), "p6-b300": ("intel", 2400),
+}
 # fmt: on
 
 GPU_INSTANCE_TYPES: Mapping[str, GpuInstanceType] = MappingProxyType(
     {
         f"{family}.{size}": GpuInstanceType(
-            gpus, model, gpu_memory_mib, arch, vcpus, max_pods, memory_mib, local_nvme_gb
+            gpus, model, gpu_memory_mib, arch, vcpus, max_pods, memory_mib, local_nvme_gb, *_CPUS[family]
         )
         for family, (model, gpu_memory_mib, arch, sizes) in _FAMILIES.items()
         for size, (gpus, vcpus, memory_mib, max_pods, local_nvme_gb) in sizes.items()

@@ -14,11 +14,11 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/patrickmn/go-cache"
 	"github.com/samber/lo"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -27,17 +27,11 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
-	awscache "github.com/aws/karpenter-provider-aws/pkg/cache"
-	awscloudprovider "github.com/aws/karpenter-provider-aws/pkg/cloudprovider"
 	awsoptions "github.com/aws/karpenter-provider-aws/pkg/operator/options"
-	"github.com/aws/karpenter-provider-aws/pkg/providers/arczonalshift"
-	"github.com/aws/karpenter-provider-aws/pkg/providers/capacityreservation"
-	"github.com/aws/karpenter-provider-aws/pkg/providers/instancetype"
-	"github.com/aws/karpenter-provider-aws/pkg/providers/placementgroup"
-	"github.com/aws/karpenter-provider-aws/pkg/providers/pricing"
 	autoscalingv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
@@ -56,6 +50,10 @@ import (
 	"sigs.k8s.io/karpenter/pkg/operator/injection"
 	coreoptions "sigs.k8s.io/karpenter/pkg/operator/options"
 	"sigs.k8s.io/karpenter/pkg/state/virtualpods"
+	"sigs.k8s.io/karpenter/pkg/utils/resources"
+
+	"github.com/gpulab/planner/render"
+	"github.com/gpulab/planner/standin"
 )
 
 // controllerContext carries Karpenter's options as the controller container would parse them: its env in the render's
@@ -94,14 +92,24 @@ type cluster struct {
 	kube        client.Client
 	clock       clock.Clock
 	state       *state.Cluster
-	aws         *awscloudprovider.CloudProvider
+	aws         *standin.AWS
 	provider    cloudprovider.CloudProvider // decorated with the NodeOverlays, as Karpenter's provisioner sees it
 	provisioner *provisioning.Provisioner
 	buffers     *capacitybuffer.Controller
+	virtualPods *virtualpods.Cache
+	pods        *podsByNode
+	nodes       []*launched             // every node launched, in launch order
+	boundTo     map[types.UID]*launched // the node each bound pod runs on
+	learnerPods []*corev1.Pod           // the learners that arrived, in order
+	// The most nodes a trickle's passes may consider in all (planner.trickleBudget).
+	trickleBudget int
+	// Each EC2NodeClass's instance types as the AWS provider lists them, undecorated: the price a node is billed at.
+	listed map[string][]*cloudprovider.InstanceType
 }
 
-func newCluster(ctx context.Context, r *Render, region string) (*cluster, error) {
+func newCluster(ctx context.Context, r *render.Render, region string) (*cluster, error) {
 	clk := clock.RealClock{}
+	pods := &podsByNode{byNode: map[string][]client.ObjectKey{}}
 	kube := fake.NewClientBuilder().
 		WithScheme(scheme.Scheme).
 		// One REST mapper for every simulated cluster, and a plain object tracker: the fake client would otherwise
@@ -117,55 +125,32 @@ func newCluster(ctx context.Context, r *Render, region string) (*cluster, error)
 		WithIndex(&karpv1.NodeClaim{}, "status.providerID", func(o client.Object) []string {
 			return []string{o.(*karpv1.NodeClaim).Status.ProviderID}
 		}).
+		WithInterceptorFuncs(interceptor.Funcs{List: pods.list}).
 		Build()
-	zones := lo.Map(r.Subnets, func(s string, _ int) string { return standInZone(s) })
-	ec2api, err := newEC2StandIn(launchable(r), zones)
+	store := nodeoverlay.NewInstanceTypeStore()
+	recorder := events.NewRecorder(&record.FakeRecorder{})
+	zones := lo.Map(r.Subnets, func(s string, _ int) string { return standin.Zone(s) })
+	aws, err := standin.NewAWS(ctx, kube, launchable(r), zones, region, store, recorder)
 	if err != nil {
 		return nil, err
 	}
-	// The pricing provider as it starts: the generated static price list (pkg/providers/pricing/
-	// zz_generated.pricing_aws.go, us-east-1 where the region has none), spot priced as on-demand until a spot price
-	// update, which never comes offline.
-	prices := pricing.NewDefaultProvider(nil, ec2api, region, false)
-	unavailable := awscache.NewUnavailableOfferings()
-	reservations := capacityreservation.NewProvider(ec2api, clk, cache.New(awscache.DefaultTTL, awscache.DefaultCleanupInterval),
-		cache.New(awscache.CapacityReservationAvailabilityTTL, awscache.DefaultCleanupInterval))
-	placementGroups := placementgroup.NewProvider(ec2api, cache.New(awscache.DefaultTTL, awscache.DefaultCleanupInterval),
-		cache.New(awscache.PlacementGroupAvailabilityTTL, awscache.DefaultCleanupInterval))
-	// pkg/operator/operator.go, NewOperator: the instance-type provider and its caches, without a subnet provider
-	// (instance types never ask it) and with zonal shift off (the chart's default).
-	instanceTypes := instancetype.NewDefaultProvider(
-		cache.New(awscache.InstanceTypesZonesAndOfferingsTTL, awscache.DefaultCleanupInterval),
-		cache.New(awscache.InstanceTypesZonesAndOfferingsTTL, awscache.DefaultCleanupInterval),
-		cache.New(awscache.DiscoveredCapacityCacheTTL, awscache.DefaultCleanupInterval),
-		ec2api, nil, prices, reservations, placementGroups, unavailable, instancetype.NewDefaultResolver(region),
-		arczonalshift.NewNoopProvider(), kube,
-	)
-	if err := instanceTypes.UpdateInstanceTypes(ctx); err != nil {
-		return nil, err
-	}
-	if err := instanceTypes.UpdateInstanceTypeOfferings(ctx); err != nil {
-		return nil, err
-	}
-	store := nodeoverlay.NewInstanceTypeStore()
-	recorder := events.NewRecorder(&record.FakeRecorder{})
-	awsProvider := awscloudprovider.New(instanceTypes, &launchStandIn{}, recorder, kube, nil, nil, reservations, placementGroups, store, nil)
-	provider := overlay.Decorate(awsProvider, kube, store)
+	provider := overlay.Decorate(aws.CloudProvider, kube, store)
 	clusterState := state.NewCluster(clk, kube, provider)
 	c := &cluster{
-		ctx: ctx, kube: kube, clock: clk, state: clusterState, aws: awsProvider, provider: provider,
+		ctx: ctx, kube: kube, clock: clk, state: clusterState, aws: aws, provider: provider, pods: pods,
+		listed: map[string][]*cloudprovider.InstanceType{}, boundTo: map[types.UID]*launched{},
+		// The provisioner and the buffer controller share one cache of virtual pods (pkg/controllers/controllers.go).
+		virtualPods: virtualpods.NewVirtualPodCache(kube),
 	}
-	// The provisioner and the buffer controller share one cache of virtual pods (pkg/controllers/controllers.go).
-	virtualPods := virtualpods.NewVirtualPodCache(kube)
-	c.provisioner = provisioning.NewProvisioner(kube, recorder, provider, clusterState, clk, nil, virtualPods)
-	c.buffers = capacitybuffer.NewController(kube, nil, virtualPods)
+	c.provisioner = provisioning.NewProvisioner(kube, recorder, provider, clusterState, clk, nil, c.virtualPods)
+	c.buffers = capacitybuffer.NewController(kube, nil, c.virtualPods)
 	if err := c.apply(r); err != nil {
 		return nil, err
 	}
 	if coreoptions.FromContext(ctx).FeatureGates.NodeOverlay {
 		// The overlay controller validates every NodeOverlay against every NodePool's instance types (from the
 		// undecorated cloud provider, as main.go gives it) and fills the store the decorator applies.
-		overlays := nodeoverlay.NewController(clk, kube, awsProvider, store, clusterState)
+		overlays := nodeoverlay.NewController(clk, kube, aws.CloudProvider, store, clusterState)
 		if _, err := overlays.Reconcile(ctx, reconcile.Request{}); err != nil {
 			return nil, fmt.Errorf("nodeoverlay controller: %w", err)
 		}
@@ -173,11 +158,52 @@ func newCluster(ctx context.Context, r *Render, region string) (*cluster, error)
 	return c, nil
 }
 
+// podsByNode answers the lists of pods by node (spec.nodeName; "" for pending pods, which the provisioner lists,
+// sigs.k8s.io/karpenter pkg/utils/node GetProvisionablePods; a node's name for its pods, which state.Cluster lists
+// when a node joins) from the field index, as the controller's cache does in a cluster. The fake client would copy
+// every pod of the cluster on each list and filter the copies: with a lab's learners bound one pass at a time, that
+// took time in the square of its seats.
+type podsByNode struct {
+	// The pods of each node, in the order they were made (the provisioner's queue sorts them; ties keep this order).
+	byNode map[string][]client.ObjectKey
+}
+
+func (x *podsByNode) add(pod *corev1.Pod) {
+	x.byNode[pod.Spec.NodeName] = append(x.byNode[pod.Spec.NodeName], client.ObjectKeyFromObject(pod))
+}
+
+func (x *podsByNode) remove(pod *corev1.Pod) {
+	x.byNode[pod.Spec.NodeName] = lo.Without(x.byNode[pod.Spec.NodeName], client.ObjectKeyFromObject(pod))
+}
+
+func (x *podsByNode) pending(key client.ObjectKey) bool { return lo.Contains(x.byNode[""], key) }
+
+func (x *podsByNode) list(ctx context.Context, kube client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+	pods, isPods := list.(*corev1.PodList)
+	options := (&client.ListOptions{}).ApplyOptions(opts)
+	if !isPods || options.FieldSelector == nil || options.LabelSelector != nil || options.Namespace != "" ||
+		len(options.FieldSelector.Requirements()) != 1 {
+		return kube.List(ctx, list, opts...)
+	}
+	node, found := options.FieldSelector.RequiresExactMatch("spec.nodeName")
+	if !found {
+		return kube.List(ctx, list, opts...)
+	}
+	keys := x.byNode[node]
+	pods.Items = make([]corev1.Pod, len(keys))
+	for i, key := range keys {
+		if err := kube.Get(ctx, key, &pods.Items[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // launchable is the part of gpulab's table that some NodePool allows (its node.kubernetes.io/instance-type
 // requirement): Karpenter filters every NodePool's instance types by its requirements before it schedules, so the
 // types no NodePool allows change none of its decisions, and leaving them out keeps each simulated cluster small.
-func launchable(r *Render) map[string]InstanceTypeRow {
-	allowed := map[string]InstanceTypeRow{}
+func launchable(r *render.Render) map[string]render.InstanceTypeRow {
+	allowed := map[string]render.InstanceTypeRow{}
 	for _, np := range r.NodePools {
 		req, ok := lo.Find(np.Spec.Template.Spec.Requirements, func(req karpv1.NodeSelectorRequirementWithMinValues) bool {
 			return req.Key == corev1.LabelInstanceTypeStable && req.Operator == corev1.NodeSelectorOpIn
@@ -196,35 +222,15 @@ func launchable(r *Render) map[string]InstanceTypeRow {
 
 var restMapper = sync.OnceValue(func() meta.RESTMapper { return testrestmapper.TestOnlyStaticRESTMapper(scheme.Scheme) })
 
-// standInZone names the zone of a subnet: offline only the subnet IDs are known, so each is taken to be its own zone.
-func standInZone(subnet string) string { return subnet + "-zone" }
-
 // apply creates the render's objects, with the status AWS and Karpenter's controllers would give them.
-func (c *cluster) apply(r *Render) error {
+func (c *cluster) apply(r *render.Render) error {
 	for _, nc := range r.NodeClasses {
 		nc := nc.DeepCopy()
 		nc.Generation = 1
 		if err := c.kube.Create(c.ctx, nc); err != nil {
 			return err
 		}
-		// What the EC2NodeClass controller resolves from AWS (subnets, security groups, AMIs, instance profile),
-		// assumed to resolve: one zone per private subnet; AMI, group and profile names are stand-ins.
-		nc.Status.Subnets = lo.Map(r.Subnets, func(s string, _ int) awsv1.Subnet {
-			return awsv1.Subnet{ID: s, Zone: standInZone(s), ZoneID: standInZone(s) + "-id"}
-		})
-		nc.Status.SecurityGroups = []awsv1.SecurityGroup{{ID: "sg-planner"}}
-		nc.Status.InstanceProfile = nc.Name + "-planner-profile"
-		nc.Status.AMIs = lo.Map([]string{karpv1.ArchitectureAmd64, karpv1.ArchitectureArm64}, func(arch string, _ int) awsv1.AMI {
-			return awsv1.AMI{ID: "ami-planner-" + arch, Requirements: []corev1.NodeSelectorRequirement{
-				{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{arch}},
-			}}
-		})
-		conditions := nc.StatusConditions()
-		for _, t := range []string{awsv1.ConditionTypeAMIsReady, awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady,
-			awsv1.ConditionTypeInstanceProfileReady, awsv1.ConditionTypeValidationSucceeded, awsv1.ConditionTypePlacementGroupReady,
-			awsv1.ConditionTypeCapacityReservationsReady} {
-			conditions.SetTrue(t)
-		}
+		standin.ResolveNodeClass(nc, r.Subnets)
 		if err := c.kube.Status().Update(c.ctx, nc); err != nil {
 			return err
 		}
@@ -283,13 +289,13 @@ func (c *cluster) setBuffer(namespace, name string, replicas int32) error {
 	return err
 }
 
-// addLearners creates n pending learner pods of a lab, shaped by the render's learner pod spec.
-func (c *cluster) addLearners(lab string, spec corev1.PodSpec, first, n int) ([]*corev1.Pod, error) {
+// addPods creates n pending pods of one spec, named <prefix>-<first> on, in a namespace.
+func (c *cluster) addPods(namespace, prefix string, labels map[string]string, spec corev1.PodSpec, first, n int) ([]*corev1.Pod, error) {
 	var pods []*corev1.Pod
 	for i := first; i < first+n; i++ {
-		name := fmt.Sprintf("%s-learner-%d", lab, i)
+		name := fmt.Sprintf("%s-%d", prefix, i)
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name), Labels: map[string]string{"app": "learner"}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: types.UID(namespace + "/" + name), Labels: labels},
 			Spec:       *spec.DeepCopy(),
 			// What kube-scheduler leaves on a pod that fits no node: Karpenter provisions only for such pods
 			// (sigs.k8s.io/karpenter pkg/utils/pod/scheduling.go, IsProvisionable).
@@ -300,34 +306,133 @@ func (c *cluster) addLearners(lab string, spec corev1.PodSpec, first, n int) ([]
 		if err := c.kube.Create(c.ctx, pod); err != nil {
 			return nil, err
 		}
+		c.pods.add(pod)
 		pods = append(pods, pod)
 	}
 	return pods, nil
 }
 
+// snapshot is the lab's nodes as they are.
+func (c *cluster) snapshot() []*launched { return append([]*launched(nil), c.nodes...) }
+
+// withdraw removes pending pods that have not arrived after all (see learners).
+func (c *cluster) withdraw(pods []*corev1.Pod) error {
+	for _, pod := range pods {
+		if err := c.kube.Delete(c.ctx, pod); err != nil {
+			return err
+		}
+		c.pods.remove(pod)
+	}
+	return nil
+}
+
 // launched is a NodeClaim Karpenter created and the (stand-in) fleet launched.
 type launched struct {
 	nodeClaim *karpv1.NodeClaim
-	options   []string // its instance-type options other than the one launched, cheapest first
-	price     float64
+	options   []string          // its instance-type options other than the one launched, cheapest first
+	price     float64           // the AWS provider's price of its offering, before any NodeOverlay
+	slices    resource.Quantity // the nvidia.com/gpu its bound pods request
 }
 
-// schedule runs one provisioning pass (Provisioner.Schedule), creates the NodeClaims it decides on
-// (Provisioner.Create, which checks the NodePool's limits again), and launches them through the AWS cloud provider.
-func (c *cluster) schedule() (scheduling.Results, []*launched, error) {
+// pass is one provisioning pass and what it decided: the pods it placed on each node (existing or launched), and the
+// pods it could not place, with Karpenter's reason.
+type pass struct {
+	placed   map[*launched][]*corev1.Pod
+	errors   map[types.UID]error
+	launched []*launched
+}
+
+// schedule runs one provisioning pass (Provisioner.Schedule) and commits what it decides.
+func (c *cluster) schedule() (*pass, error) {
 	results, err := c.provisioner.Schedule(c.ctx)
 	if err != nil {
-		return results, nil, err
+		return nil, err
 	}
-	var out []*launched
+	return c.commit(results, true)
+}
+
+// commit carries out a pass's decisions: it creates the NodeClaims the pass decided on (Provisioner.Create, which
+// checks the NodePool's limits again) and launches them through the AWS cloud provider, unless launch is false, and
+// binds each pod placed on a node to it, as kube-scheduler then would (the bind is what the next pass sees of it).
+func (c *cluster) commit(results scheduling.Results, launch bool) (*pass, error) {
+	p := &pass{placed: map[*launched][]*corev1.Pod{}, errors: map[types.UID]error{}}
+	for pod, err := range results.PodErrors {
+		p.errors[pod.UID] = err
+	}
+	byProviderID := lo.SliceToMap(c.nodes, func(l *launched) (string, *launched) { return l.nodeClaim.Status.ProviderID, l })
+	for _, en := range results.ExistingNodes {
+		if len(en.Pods) == 0 {
+			continue
+		}
+		l, ok := byProviderID[en.ProviderID()]
+		if !ok {
+			return nil, fmt.Errorf("karpenter placed pods on node %s, which the planner did not launch", en.Name())
+		}
+		p.placed[l] = append(p.placed[l], en.Pods...)
+	}
 	for _, nc := range results.NewNodeClaims {
+		if !launch {
+			break
+		}
 		l, err := c.launch(nc)
 		if err != nil {
-			return results, nil, err
+			return nil, err
 		}
-		out = append(out, l)
+		c.nodes = append(c.nodes, l)
+		p.launched = append(p.launched, l)
+		p.placed[l] = nc.Pods
 	}
-	return results, out, nil
+	// Karpenter decides each pod once: placed on one node, or refused (or left undecided at its solve's timeout).
+	seen := map[types.UID]bool{}
+	for l, pods := range p.placed {
+		for _, pod := range pods {
+			if _, refused := p.errors[pod.UID]; refused || seen[pod.UID] {
+				return nil, fmt.Errorf("karpenter decided pod %s twice in one pass", pod.Name)
+			}
+			seen[pod.UID] = true
+			if err := c.bind(pod, l); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return p, nil
+}
+
+// room is how many more pods of the spec the lab's nodes have nvidia.com/gpu slices for, by the allocatable Karpenter
+// expects of each node (its NodeClaim's): a bound on the learners that can land without a new node, never a decision
+// (CPU or memory may run out first; Karpenter's pass says).
+func (c *cluster) room(spec corev1.PodSpec) int {
+	request := resources.RequestsForPods(&corev1.Pod{Spec: spec})[awsv1.ResourceNVIDIAGPU]
+	if request.IsZero() {
+		return 0
+	}
+	return lo.SumBy(c.nodes, func(l *launched) int {
+		free := l.nodeClaim.Status.Allocatable[awsv1.ResourceNVIDIAGPU]
+		free.Sub(l.slices)
+		return int(max(free.Value()/request.Value(), 0))
+	})
+}
+
+// bind puts a placed pod on its node, running. A CapacityBuffer's virtual pods exist in Karpenter's memory only: the
+// nodes launched for them stay, but nothing binds.
+func (c *cluster) bind(placed *corev1.Pod, l *launched) error {
+	if !c.pods.pending(client.ObjectKeyFromObject(placed)) {
+		return nil
+	}
+	pod := &corev1.Pod{}
+	if err := c.kube.Get(c.ctx, client.ObjectKeyFromObject(placed), pod); err != nil {
+		return err
+	}
+	pod.Spec.NodeName = l.nodeClaim.Status.NodeName
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}}
+	if err := c.kube.Update(c.ctx, pod); err != nil {
+		return err
+	}
+	c.pods.remove(placed)
+	c.pods.add(pod)
+	l.slices.Add(resources.RequestsForPods(pod)[awsv1.ResourceNVIDIAGPU])
+	c.boundTo[pod.UID] = l
+	return c.state.UpdatePod(c.ctx, pod)
 }
 
 func (c *cluster) launch(nc *scheduling.NodeClaim) (*launched, error) {
@@ -339,32 +444,52 @@ func (c *cluster) launch(nc *scheduling.NodeClaim) (*launched, error) {
 	if err := c.kube.Get(c.ctx, types.NamespacedName{Name: name}, nodeClaim); err != nil {
 		return nil, err
 	}
-	resolved, err := c.aws.Create(c.ctx, nodeClaim)
+	resolved, err := c.aws.CloudProvider.Create(c.ctx, nodeClaim)
 	if err != nil {
 		return nil, fmt.Errorf("launching NodeClaim %s: %w", name, err)
 	}
 	// The NodeClaim lifecycle's launch step (pkg/controllers/nodeclaim/lifecycle/launch.go).
 	nodeClaim = lifecycle.PopulateNodeClaimDetails(nodeClaim, resolved)
-	instanceType := nodeClaim.Labels[corev1.LabelInstanceTypeStable]
-	its, err := c.provider.GetInstanceTypes(c.ctx, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: nc.NodePoolName},
-		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{NodeClassRef: nodeClaim.Spec.NodeClassRef}}}})
+	price, err := c.price(nodeClaim)
 	if err != nil {
 		return nil, err
 	}
-	it, ok := lo.Find(its, func(it *cloudprovider.InstanceType) bool { return it.Name == instanceType })
-	if !ok {
-		return nil, fmt.Errorf("launched instance type %s is not among NodePool %s's", instanceType, nc.NodePoolName)
-	}
-	price, ok := it.OfferingPrice(nodeClaim.Labels[corev1.LabelTopologyZone], nodeClaim.Labels[karpv1.CapacityTypeLabelKey])
-	if !ok {
-		return nil, fmt.Errorf("no price for %s", instanceType)
-	}
+	instanceType := nodeClaim.Labels[corev1.LabelInstanceTypeStable]
 	ordered := cloudprovider.InstanceTypes(nc.InstanceTypeOptions).OrderByPrice(nc.Requirements)
 	options := lo.FilterMap(ordered, func(o *cloudprovider.InstanceType, _ int) (string, bool) { return o.Name, o.Name != instanceType })
 	if err := c.register(nodeClaim); err != nil {
 		return nil, err
 	}
 	return &launched{nodeClaim: nodeClaim, options: options, price: price}, nil
+}
+
+// price is what the launched node costs an hour: its offering's price as the AWS provider lists it (the pricing
+// provider's), not through the NodeOverlay decorator, where a price overlay would replace it with a number of the
+// stack's own.
+func (c *cluster) price(nodeClaim *karpv1.NodeClaim) (float64, error) {
+	nodeClassName := nodeClaim.Spec.NodeClassRef.Name
+	its, ok := c.listed[nodeClassName]
+	if !ok {
+		nodeClass := &awsv1.EC2NodeClass{}
+		if err := c.kube.Get(c.ctx, types.NamespacedName{Name: nodeClassName}, nodeClass); err != nil {
+			return 0, err
+		}
+		var err error
+		if its, err = c.aws.InstanceTypes.List(c.ctx, nodeClass); err != nil {
+			return 0, err
+		}
+		c.listed[nodeClassName] = its
+	}
+	instanceType := nodeClaim.Labels[corev1.LabelInstanceTypeStable]
+	it, ok := lo.Find(its, func(it *cloudprovider.InstanceType) bool { return it.Name == instanceType })
+	if !ok {
+		return 0, fmt.Errorf("launched instance type %s is not among EC2NodeClass %s's", instanceType, nodeClassName)
+	}
+	price, ok := it.OfferingPrice(nodeClaim.Labels[corev1.LabelTopologyZone], nodeClaim.Labels[karpv1.CapacityTypeLabelKey])
+	if !ok {
+		return 0, fmt.Errorf("no price for %s", instanceType)
+	}
+	return price, nil
 }
 
 // register makes the launched NodeClaim's node join and initialize, as Karpenter's test harness does

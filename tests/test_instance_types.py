@@ -3,10 +3,24 @@ import pytest
 from config.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 
 
-def test_g4dn_xlarge_is_one_t4_with_16384_mib_4_vcpus_16_gib_of_memory_29_pods_and_125_gb_of_nvme_on_amd64():
+def test_g4dn_xlarge_is_one_t4_with_16384_mib_4_intel_vcpus_at_2500_mhz_16_gib_29_pods_and_125_gb_of_nvme_on_amd64():
     assert GPU_INSTANCE_TYPES["g4dn.xlarge"] == GpuInstanceType(
-        1, "t4", 16384, "amd64", vcpus=4, max_pods=29, memory_mib=16384, local_nvme_gb=125
+        1,
+        "t4",
+        16384,
+        "amd64",
+        vcpus=4,
+        max_pods=29,
+        memory_mib=16384,
+        local_nvme_gb=125,
+        cpu_manufacturer="intel",
+        cpu_clock_mhz=2500,
     )
+
+
+def test_graviton_cpus_are_aws_and_every_cpu_maker_is_one_karpenter_labels():
+    assert {GPU_INSTANCE_TYPES[t].cpu_manufacturer for t in GPU_INSTANCE_TYPES if t.startswith("g5g.")} == {"aws"}
+    assert {t.cpu_manufacturer for t in GPU_INSTANCE_TYPES.values()} <= {"aws", "intel", "amd"}
 
 
 def test_graviton_g5g_types_are_ebs_only_and_the_eight_gpu_hopper_types_carry_30400_gb_of_nvme():
@@ -54,7 +68,7 @@ def test_gpu_model_is_karpenter_lower_kebab_case():
 
 def test_mapping_is_read_only():
     with pytest.raises(TypeError, match="does not support item assignment"):
-        GPU_INSTANCE_TYPES["x1.large"] = GpuInstanceType(1, "t4", 16384, "amd64", 4, 29, 16384, 125)  # type: ignore[index]
+        GPU_INSTANCE_TYPES["x1.large"] = GpuInstanceType(1, "t4", 16384, "amd64", 4, 29, 16384, 125, "intel", 2500)  # type: ignore[index]
 
 
 def test_entries_are_immutable():
@@ -65,4 +79,4 @@ def test_entries_are_immutable():
 @pytest.mark.parametrize("gpus", [0, -1])
 def test_zero_or_negative_gpu_count_is_rejected(gpus):
     with pytest.raises(ValueError, match="whole number >= 1"):
-        GpuInstanceType(gpus, "t4", 16384, "amd64", 4, 29, 16384, 125)
+        GpuInstanceType(gpus, "t4", 16384, "amd64", 4, 29, 16384, 125, "intel", 2500)

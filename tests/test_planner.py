@@ -11,6 +11,7 @@ import functools
 import json
 import math
 import os
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -84,25 +85,51 @@ def placed(scenario: dict[str, Any]) -> int:
 
 
 @pytest.mark.parametrize("stack", ALL)
+def test_karpenter_decides_every_pod_asked_placed_or_refused_and_none_is_left_undecided(stack, binary):
+    for name, _, _, scenarios in planned_labs(stack, binary):
+        for s in scenarios.values():
+            asked = s["learners"] or s["bufferSeats"]
+            assert (placed(s) + s["unschedulable"], s["undecided"], s["stopped"]) == (asked, 0, None), (name, s)
+
+
+@pytest.mark.parametrize("stack", ALL)
 def test_a_single_type_lab_needs_one_node_per_seats_per_node_learners(stack, binary):
+    """Its smoke workload's pods, while it runs, take their slices first (smokePods)."""
     for name, settings, _, scenarios in planned_labs(stack, binary):
         if len(settings.instance_types) != 1:
             continue
         per_node = seats_per_node(settings.instance_types[0], settings.slices_per_gpu)
-        for key in ("one", "one-gpu", "full"):
+        for key in ("one", "one-gpu", "full", "full-trickle"):
             s = scenarios[key]
-            assert (s["unschedulable"], s["reason"]) == (0, None), (name, key)
-            assert len(s["nodeClaims"]) == math.ceil(s["learners"] / per_node), (name, key, s)
-            assert placed(s) == s["learners"], (name, key)
+            if not s["smokePods"]:
+                assert (s["unschedulable"], s["reason"]) == (0, None), (name, key)
+            assert len(s["nodeClaims"]) == math.ceil((placed(s) + s["smokePods"]) / per_node), (name, key, s)
 
 
 @pytest.mark.parametrize("stack", ALL)
-def test_every_seat_of_a_full_lab_is_used_and_the_next_learner_is_refused_by_the_nodepool_limit(stack, binary):
+def test_every_seat_of_a_full_lab_is_used_burst_or_trickle_and_the_next_learner_is_refused_by_the_nodepool_limit(
+    stack, binary
+):
     for name, _, out, scenarios in planned_labs(stack, binary):
-        full, over = scenarios["full"], scenarios["over"]
-        assert (full["learners"], full["unschedulable"], placed(full)) == (out["learnerSeats"], 0, out["learnerSeats"])
-        assert (over["unschedulable"], placed(over)) == (1, out["learnerSeats"]), name
+        full, trickle, over = scenarios["full"], scenarios["full-trickle"], scenarios["over"]
+        seats = out["learnerSeats"] - full["smokePods"]
+        for s in (full, trickle):
+            expected = (out["learnerSeats"], full["smokePods"], seats)
+            assert (s["learners"], s["unschedulable"], placed(s)) == expected, (name, s["name"])
+        expected = (out["learnerSeats"] + 1, 1 + full["smokePods"], seats)
+        assert (over["learners"], over["unschedulable"], placed(over)) == expected, name
         assert "limit" in over["reason"] and out["nodePool"] in over["reason"], over["reason"]
+
+
+@pytest.mark.parametrize("stack", ALL)
+def test_each_labs_cluster_holds_exactly_the_objects_of_its_own_components(stack, binary):
+    """planner/render/render.go ForLab: a lab's objects recognised as no lab's would sit in every lab's cluster."""
+    run, _, result = _planned(stack, binary)
+    for name in run.stack.settings.labs:
+        own = [r for r in run.resources if r.parent in {f"{gpu_node_pool.TYPE}::{name}", f"{class_seats.TYPE}::{name}"}]
+        counted = {k: v for k, v in result["labs"][name]["objects"].items() if k not in ("DaemonSet", "Deployment")}
+        expected = {kind: sum(1 for r in own if r.type.rsplit(":", 1)[1] == kind) for kind in counted}
+        assert counted == expected, name
 
 
 @functools.cache
@@ -124,10 +151,10 @@ def test_among_every_lab_no_learner_or_warm_seat_lands_on_another_labs_nodes(bin
 
 
 def test_the_planner_knows_a_labs_objects_by_the_type_tokens_of_the_programs_lab_components():
-    """planner/render.go cannot import them: a component renamed on one side alone would put its objects in every
+    """planner/render/render.go cannot import them: a component renamed on one side alone would put its objects in every
     lab's cluster again."""
-    source = (plan.MODULE / "render.go").read_text()
-    for token in (gpu_node_pool.TYPE, class_seats.TYPE):
+    source = (plan.MODULE / "render" / "render.go").read_text()
+    for token in (gpu_node_pool.TYPE, class_seats.TYPE, LAB_LABEL):
         assert f'= "{token}"' in source, token
 
 
@@ -216,6 +243,15 @@ def test_the_planner_stack_launches_what_its_labs_promise_in_exact_numbers(binar
     assert shape("classy", "class-1-buffer") == (4, 0, ["g4dn.xlarge"] * 4)
     assert scenarios["spot-only"]["full"]["nodeClaims"][0]["capacityType"] == "spot"
     assert shape("mps", "full") == (2, 0, ["g6.xlarge"] * 2)
+    # One learner gets the cheapest type that seats it; all at once, 16 learners pack two four-GPU nodes, and one by
+    # one each gets a one-GPU node: the ceiling is the dearer of the two.
+    assert shape("two-types", "one") == (1, 0, ["g4dn.xlarge"])
+    assert shape("two-types", "full") == (2, 0, ["g4dn.12xlarge"] * 2)
+    assert shape("two-types", "full-trickle") == (8, 0, ["g4dn.xlarge"] * 8)
+    # The smoke workload's 3 pods take two nodes, as docs/sharing.md says; the lab then seats 3 learners, not 6.
+    smoke = scenarios["smoke"]["full"]
+    assert (smoke["smokePods"], placed(smoke), len(smoke["nodeClaims"])) == (3, 3, 3)
+    assert [c["new"] for c in scenarios["smoke"]["one"]["nodeClaims"]] == [False, False]
 
 
 def test_the_render_summary_and_the_pr_comment_show_the_full_lab_and_each_class_start(binary, tmp_path, monkeypatch):
@@ -228,10 +264,10 @@ def test_the_render_summary_and_the_pr_comment_show_the_full_lab_and_each_class_
     assert status == 0
     if not (out / plan.PLAN).exists():
         pytest.skip("the render wrote no charts here (no helm or charts), so no plan")
-    assert scenario_rows(printed) == ["full", "class-0-arrival", "class-1-arrival"]
+    assert scenario_rows(printed) == ["full", "full-trickle", "class-0-arrival", "class-1-arrival"]
     planned = json.loads((out / plan.PLAN).read_text())
     comment = preview_comment.comment("classy", labs_output(out), "preview", planned=planned)
-    assert scenario_rows(comment.splitlines()) == ["full", "class-0-arrival", "class-1-arrival"]
+    assert scenario_rows(comment.splitlines()) == ["full", "full-trickle", "class-0-arrival", "class-1-arrival"]
 
 
 def scenario_rows(lines: list[str]) -> list[str]:
@@ -275,12 +311,82 @@ def test_render_plan_writes_plan_json_and_prints_every_scenario(binary, tmp_path
     # The planner's Karpenter (planner/go.mod) is the one the stack deploys (config/versions.py): a bump of one alone
     # would have the plan judge a controller the cluster does not run.
     assert written["karpenter"] == f"v{KARPENTER_CHART_VERSION}"
-    assert [s["name"] for s in written["labs"]["single"]["scenarios"]] == ["one", "one-gpu", "full", "over"]
+    assert [s["name"] for s in written["labs"]["single"]["scenarios"]] == [
+        "one",
+        "one-gpu",
+        "full",
+        "full-trickle",
+        "over",
+    ]
     # The last plan table: the render's summary prints its own before it.
     last = max(i for i, line in enumerate(lines) if line.startswith(tables.PLAN_TABLE))
     assert [row["scenario"] for row in tables.table(lines[last:], tables.PLAN_TABLE)] == [
         "one",
         "one-gpu",
         "full",
+        "full-trickle",
         "over",
     ]
+
+
+def _replanned(binary: Path, tmp_path: Path, change) -> dict[str, Any]:
+    """The planner stack's plan after `change` edited its resources.json (a list of resources, edited in place)."""
+    out = tmp_path / "render"
+    shutil.copytree(Path(_FOLDER.name) / PLANNER, out)
+    resources = json.loads((out / "resources.json").read_text())
+    change(resources)
+    (out / "resources.json").write_text(json.dumps(resources))
+    return plan.plan(out, _planned(PLANNER, binary)[0].stack.region, binary)
+
+
+def _node_pool(resources: list[dict[str, Any]], lab: str) -> dict[str, Any]:
+    return next(r for r in resources if r["type"].endswith(":NodePool") and r["inputs"]["metadata"]["name"] == lab)
+
+
+def test_a_price_overlay_changes_which_type_karpenter_prefers_never_the_price_the_plan_bills(binary, tmp_path):
+    """Karpenter launches by an overlay's price (the fleet's priorities), but AWS bills its own: the plan's cost is the
+    provider's offering price, not the decorator's."""
+    _planned(PLANNER, binary)
+
+    def cheap_12xlarge(resources):
+        pool = _node_pool(resources, "two-types")
+        overlay = {
+            "apiVersion": "karpenter.sh/v1alpha1",
+            "kind": "NodeOverlay",
+            "metadata": {"name": "two-types-price"},
+            "spec": {
+                "requirements": [
+                    {"key": "karpenter.sh/nodepool", "operator": "In", "values": ["two-types"]},
+                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["g4dn.12xlarge"]},
+                ],
+                "price": "0.01",
+            },
+        }
+        resources.append({**pool, "type": "kubernetes:karpenter.sh/v1alpha1:NodeOverlay", "inputs": overlay})
+
+    one = {s["name"]: s for s in _replanned(binary, tmp_path, cheap_12xlarge)["labs"]["two-types"]["scenarios"]}["one"]
+    assert [c["instanceType"] for c in one["nodeClaims"]] == ["g4dn.12xlarge"]
+    assert one["costPerHour"] == pytest.approx(ON_DEMAND_USD_PER_HOUR["g4dn.12xlarge"])
+
+
+@pytest.mark.parametrize(("maker", "launches"), [("intel", True), ("amd", False)])
+def test_karpenter_sees_the_cpu_maker_and_clock_of_each_type(binary, tmp_path, maker, launches):
+    """g4dn is Intel at 2500 MHz (config/instance_types.py): a NodePool asking for that launches, another does not."""
+    _planned(PLANNER, binary)
+
+    def require(resources):
+        requirements = _node_pool(resources, "single")["inputs"]["spec"]["template"]["spec"]["requirements"]
+        requirements += [
+            {"key": "karpenter.k8s.aws/instance-cpu-manufacturer", "operator": "In", "values": [maker]},
+            {"key": "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz", "operator": "In", "values": ["2500"]},
+        ]
+
+    one = _replanned(binary, tmp_path, require)["labs"]["single"]["scenarios"][0]
+    assert (one["name"], one["unschedulable"] == 0) == ("one", launches), one["reason"]
+
+
+def test_the_plan_names_its_prices_region_beside_the_stacks(binary):
+    """Karpenter's generated price list has us-east-1 only of the commercial regions (pkg/providers/pricing)."""
+    run, _, result = _planned(PLANNER, binary)
+    expected = run.stack.region if run.stack.region == "us-east-1" else "us-east-1"
+    assert (result["region"], result["pricesRegion"]) == (run.stack.region, expected)

@@ -22,8 +22,9 @@ MODULE = ROOT / "planner"
 BINARY = MODULE / "bin" / "planner"
 PLAN = "plan.json"
 INSTANCE_TYPES = "instance-types.json"
-# The rows the render summary and the pull-request comment show: the whole lab, and each class at its start.
-SUMMARY_ROWS = ("full",)
+# The rows the render summary and the pull-request comment show: the whole lab, all at once and one by one, and each
+# class at its start.
+SUMMARY_ROWS = ("full", "full-trickle")
 SUMMARY_PREFIX = "class-"
 SUMMARY_SUFFIX = "-arrival"
 
@@ -64,13 +65,16 @@ def build() -> Path:
 
 
 def write_instance_types(out: Path) -> None:
-    """config/instance_types.py as the planner reads it: per type its CPU, memory, architecture, NVMe and GPUs."""
+    """config/instance_types.py as the planner reads it: per type its CPUs (count, maker, clock), memory, architecture,
+    NVMe and GPUs."""
     rows = {
         name: {
             "architecture": t.architecture,
             "vcpus": t.vcpus,
             "memoryMib": t.memory_mib,
             "localNvmeGb": t.local_nvme_gb,
+            "cpuManufacturer": t.cpu_manufacturer,
+            "cpuClockMhz": t.cpu_clock_mhz,
             "gpu": {"model": t.gpu_model, "count": t.gpus, "memoryMib": t.gpu_memory_mib},
         }
         for name, t in sorted(GPU_INSTANCE_TYPES.items())

@@ -1,9 +1,9 @@
-package main
-
-// Reading a render directory (tools/render.py): resources.json (every resource with the inputs the program passes),
-// outputs.json (the stack outputs), charts/*.yaml (what each Helm release installs) and instance-types.json (gpulab's
-// instance-type table, config/instance_types.py, written by tools/plan.py) and eks-addons.json (the EKS add-ons'
-// DaemonSets, tools/addons.py).
+// Package render reads a gpulab render directory (tools/render.py): resources.json (every resource with the inputs
+// the program passes), outputs.json (the stack outputs), charts/*.yaml (what each Helm release installs),
+// instance-types.json (gpulab's instance-type table, config/instance_types.py, written by tools/plan.py) and
+// eks-addons.json (the EKS add-ons' DaemonSets, tools/addons.py). The planner reads a render with it, and so can any
+// other simulation of a gpulab cluster.
+package render
 
 import (
 	"bufio"
@@ -37,11 +37,15 @@ const (
 	nodeOverlayType  = "kubernetes:karpenter.sh/v1alpha1:NodeOverlay"
 	podTemplateType  = "kubernetes:core/v1:PodTemplate"
 	bufferType       = "kubernetes:autoscaling.x-k8s.io/v1beta1:CapacityBuffer"
+	deploymentType   = "kubernetes:apps/v1:Deployment"
 	discoveryTagType = "aws:ec2/tag:Tag"
 	// The program's components that hold one lab's objects, each named after its lab (components/karpenter/
 	// gpu_node_pool.py: EC2NodeClass, NodePool, NodeOverlays; class_seats.py: seat PodTemplate, CapacityBuffers).
 	gpuNodePoolType = "gpulab:karpenter:GpuNodePool"
 	classSeatsType  = "gpulab:karpenter:ClassSeats"
+	// The node label that names a lab (components/labels.py LAB_LABEL): a Deployment whose pods select it (the lab's
+	// smoke workload, components/nvidia/smoke_test.py) runs on that lab's nodes only.
+	labLabel = "gpulab.dev/lab"
 	// The controller Deployment of the karpenter chart and its container (charts/karpenter.yaml).
 	karpenterRelease    = "karpenter"
 	controllerContainer = "controller"
@@ -56,11 +60,13 @@ type GPU struct {
 
 // InstanceTypeRow is one row of config/instance_types.py, as tools/plan.py exports it.
 type InstanceTypeRow struct {
-	Architecture string `json:"architecture"`
-	VCPUs        int32  `json:"vcpus"`
-	MemoryMiB    int64  `json:"memoryMib"`
-	LocalNVMeGB  int64  `json:"localNvmeGb"`
-	GPU          GPU    `json:"gpu"`
+	Architecture    string `json:"architecture"`
+	VCPUs           int32  `json:"vcpus"`
+	MemoryMiB       int64  `json:"memoryMib"`
+	LocalNVMeGB     int64  `json:"localNvmeGb"`
+	CPUManufacturer string `json:"cpuManufacturer"`
+	CPUClockMHz     int32  `json:"cpuClockMhz"`
+	GPU             GPU    `json:"gpu"`
 }
 
 // LabOutput is what the planner reads of a lab's `labs.<lab>` stack output.
@@ -86,6 +92,7 @@ type Render struct {
 	Overlays      []*v1alpha1.NodeOverlay
 	PodTemplates  []*corev1.PodTemplate
 	Buffers       []*autoscalingv1beta1.CapacityBuffer
+	Deployments   []*appsv1.Deployment // the stack's own Deployments of a lab's nodes: its smoke workload
 	DaemonSets    []*appsv1.DaemonSet
 	ControllerEnv []corev1.EnvVar
 	Subnets       []string
@@ -114,7 +121,8 @@ func (res resource) lab() string {
 	return ""
 }
 
-func readRender(dir string) (*Render, error) {
+// Read reads the render in dir.
+func Read(dir string) (*Render, error) {
 	r := &Render{owners: map[any]string{}}
 	var resources []resource
 	if err := readJSON(filepath.Join(dir, "resources.json"), &resources); err != nil {
@@ -133,6 +141,8 @@ func readRender(dir string) (*Render, error) {
 			r.PodTemplates, err = appendObject(r, r.PodTemplates, res)
 		case bufferType:
 			r.Buffers, err = appendObject(r, r.Buffers, res)
+		case deploymentType:
+			err = r.addDeployment(res)
 		case discoveryTagType:
 			// The private subnets are the ones the stack tags for Karpenter's discovery (components/discovery_tags.py).
 			var tag struct {
@@ -193,23 +203,49 @@ func appendObject[T any](r *Render, list []*T, res resource) ([]*T, error) {
 	return append(list, obj), nil
 }
 
-// forLab is the render as one lab's scenarios need it: the lab's own objects and those of no lab (the DaemonSets,
+// addDeployment keeps a Deployment whose pods select one lab's nodes, as that lab's: its pods take the lab's slices.
+// Others (the stack's controllers) run on the system nodes, which Karpenter does not provision.
+func (r *Render) addDeployment(res resource) error {
+	d := &appsv1.Deployment{}
+	if err := json.Unmarshal(res.Inputs, d); err != nil {
+		return err
+	}
+	if lab, ok := d.Spec.Template.Spec.NodeSelector[labLabel]; ok {
+		r.owners[d] = lab
+		r.Deployments = append(r.Deployments, d)
+	}
+	return nil
+}
+
+// ForLab is the render as one lab's scenarios need it: the lab's own objects and those of no lab (the DaemonSets,
 // the controller's settings). Another lab's NodePool cannot take this lab's pods (each lab's pods select its nodes by
 // the gpulab.dev/lab label, components/learner_pod.py), and its overlays, buffers and templates concern its own
 // NodePool, so leaving them out changes none of Karpenter's decisions; with them, each lab's cluster would hold every
-// lab and the plan would take time in the square of the labs (tests/test_planner.py runs both ways and compares).
-func (r *Render) forLab(lab string) *Render {
+// lab and the plan would take time in the square of the labs (tests/test_planner.py runs both ways and compares, and
+// counts each lab cluster's objects against the lab's components in resources.json).
+func (r *Render) ForLab(lab string) *Render {
 	sub := *r
 	sub.NodePools = ownedBy(r, lab, r.NodePools)
 	sub.NodeClasses = ownedBy(r, lab, r.NodeClasses)
 	sub.Overlays = ownedBy(r, lab, r.Overlays)
 	sub.PodTemplates = ownedBy(r, lab, r.PodTemplates)
 	sub.Buffers = ownedBy(r, lab, r.Buffers)
+	sub.Deployments = ownedBy(r, lab, r.Deployments)
 	return &sub
 }
 
 func ownedBy[T any](r *Render, lab string, objects []*T) []*T {
 	return lo.Filter(objects, func(o *T, _ int) bool { owner := r.owners[o]; return owner == "" || owner == lab })
+}
+
+// Objects counts the render's objects that Karpenter is given, by kind: for ForLab's render, what one lab's
+// cluster holds.
+func (r *Render) Objects() map[string]int {
+	return map[string]int{
+		"NodePool": len(r.NodePools), "EC2NodeClass": len(r.NodeClasses), "NodeOverlay": len(r.Overlays),
+		"PodTemplate": len(r.PodTemplates), "CapacityBuffer": len(r.Buffers), "Deployment": len(r.Deployments),
+		"DaemonSet": len(r.DaemonSets),
+	}
 }
 
 // readCharts takes the DaemonSets of every release (Karpenter decides which land on a lab's nodes) and the env of the
