@@ -58,6 +58,22 @@ def max_gpus_hold_a_node(max_gpus: int, info: ValidationInfo) -> int:
     return max_gpus
 
 
+# For the same reason a limit between two whole nodes of a type is never reached on that type: Karpenter stops one node
+# short, and the seats above it exist only on paper. A lab's learnerSeats must be what its nodes can hold whichever of
+# its types Karpenter launches; as every type's GPU count is a power of two, a limit that each divides leaves room for
+# another node of the smallest until it is reached.
+def max_gpus_in_whole_nodes(max_gpus: int, info: ValidationInfo) -> int:
+    for name, instance_type in lab_instance_types(info):
+        if max_gpus % instance_type.gpus:
+            reached = max_gpus - max_gpus % instance_type.gpus
+            raise ValueError(
+                f"must be a multiple of {instance_type.gpus}: {name} has {instance_type.gpus} GPUs, and Karpenter "
+                f"launches whole nodes, so a lab of {name} reaches {reached} of its {max_gpus} GPUs; use {reached} or "
+                f"{reached + instance_type.gpus}"
+            )
+    return max_gpus
+
+
 def max_pods_have_addresses(max_pods: int | None, info: ValidationInfo) -> int | None:
     for name, instance_type in lab_instance_types(info):
         if max_pods is not None and max_pods > instance_type.max_pods:
@@ -96,15 +112,13 @@ def node_shares(
     instance_types: Sequence[str],
     sharing: Sharing,
     slices_per_gpu: int,
-    max_pods: int | None,
     plugin: ContainerResources,
     ebs_csi: bool,
     metrics: bool,
 ) -> list[NodeShare]:
     """A learner's share of a node of each of the lab's instance types, its DaemonSets taken off."""
     return [
-        node_share(t, slices_per_gpu, max_pods, node_daemonsets(t, sharing, plugin, ebs_csi, metrics))
-        for t in instance_types
+        node_share(t, slices_per_gpu, node_daemonsets(t, sharing, plugin, ebs_csi, metrics)) for t in instance_types
     ]
 
 
@@ -135,14 +149,13 @@ def _figures(key: str, node: NodeShare) -> str:
 def learner_pod_fits(learner_pod: _LearnerPod, info: ValidationInfo) -> _LearnerPod:
     """Requests no larger than a seat's share, so that every slice of each instance type's node gets a learner."""
     plugin = STACK_DEVICE_PLUGIN.get()
-    if plugin is None or not {"instance_types", "sharing", "slices_per_gpu", "max_pods"} <= info.data.keys():
+    if plugin is None or not {"instance_types", "sharing", "slices_per_gpu"} <= info.data.keys():
         return learner_pod
     data = info.data
     shares = node_shares(
         data["instance_types"],
         data["sharing"],
         data["slices_per_gpu"],
-        data["max_pods"],
         plugin,
         STACK_RUNS_EBS_CSI.get(),
         STACK_RUNS_METRICS.get(),

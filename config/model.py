@@ -94,6 +94,7 @@ from config.limits import (
     fits_one_stack,
     learner_pod_fits,
     max_gpus_hold_a_node,
+    max_gpus_in_whole_nodes,
     max_pods_have_addresses,
     max_pods_hold_the_seats,
     node_shares,
@@ -399,9 +400,9 @@ class Lab(Model):
         validate_default=True,
         description="Replicas per physical GPU: learners sharing one GPU. 1 means no sharing.",
     )
-    max_gpus: Annotated[int, at_least(1), AfterValidator(max_gpus_hold_a_node)] = Field(
-        default=1, validate_default=True, description="Cap on the physical GPUs this lab may run at once."
-    )
+    max_gpus: Annotated[
+        int, at_least(1), AfterValidator(max_gpus_hold_a_node), AfterValidator(max_gpus_in_whole_nodes)
+    ] = Field(default=1, validate_default=True, description="Cap on the physical GPUs this lab may run at once.")
     ami: AmiAlias = Field(description="Karpenter AMI alias of the lab's nodes.")
     capacity_reservation_ids: Annotated[
         list[ReservationId], AfterValidator(unique), AfterValidator(reserved_needs_reservations)
@@ -512,7 +513,6 @@ class Lab(Model):
             self.instance_types,
             self.sharing,
             self.slices_per_gpu,
-            self.max_pods,
             self._device_plugin,
             self._ebs_csi,
             self._metrics,

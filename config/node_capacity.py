@@ -23,16 +23,18 @@ class Resources:
     memory_mib: int
 
 
-def allocatable(instance_type: str, max_pods: int | None) -> Resources:
-    """Allocatable CPU and memory of a node as Karpenter computes it before launch, for kubelet maxPods = max_pods
-    (None: Karpenter's default, the type's ENI-limited pods).
+def allocatable(instance_type: str) -> Resources:
+    """Allocatable CPU and memory of a node as Karpenter computes it before launch, whatever the lab's maxPods.
 
-    aws/karpenter-provider-aws v1.14.1 pkg/providers/instancetype/types.go: memory less the VM overhead (and 64 MiB on
-    Graviton), kube-reserved CPU by the Bottlerocket ranges and memory 11 MiB per pod + 255 MiB, eviction 100 MiB.
-    For g4dn.xlarge with 29 pods this gives the 3920m and 14481Mi the instance-type reference lists.
+    aws/karpenter-provider-aws v1.14.1 pkg/providers/instancetype/types.go (NewInstanceType, kubeReservedResources):
+    memory less the VM overhead (and 64 MiB on Graviton), kube-reserved CPU by the Bottlerocket ranges and memory
+    11 MiB per pod + 255 MiB, eviction 100 MiB. The pods of kube-reserved are the type's ENI-limited pods with no ENI
+    reserved (ENILimitedPods(ctx, info, 0, ...)), not the kubelet's maxPods: AL2023 sets UsesENILimitedMemoryOverhead
+    (pkg/providers/amifamily/resolver.go, DefaultFamily's feature flags). For g4dn.xlarge, 29 pods, this gives the
+    3920m and 14481Mi the instance-type reference lists.
     """
     info = GPU_INSTANCE_TYPES[instance_type]
-    pods = info.max_pods if max_pods is None else max_pods
+    pods = info.max_pods
     memory = info.memory_mib - (64 if info.architecture == "arm64" else 0)
     memory -= math.ceil(memory * VM_MEMORY_OVERHEAD)
     memory -= 11 * pods + 255 + 100
@@ -62,14 +64,9 @@ class NodeShare:
 
 # Cached: the labs of a stack mostly share their instance types, slices and DaemonSets.
 @functools.cache
-def node_share(
-    instance_type: str, slices_per_gpu: int, max_pods: int | None, daemonsets: tuple[DaemonSetRequests, ...]
-) -> NodeShare:
-    """What each of the slicesPerGpu x GPUs learners of a node may request so that they and its DaemonSets fit.
-
-    `max_pods` is the lab's kubelet maxPods, None when unset.
-    """
-    node = allocatable(instance_type, max_pods)
+def node_share(instance_type: str, slices_per_gpu: int, daemonsets: tuple[DaemonSetRequests, ...]) -> NodeShare:
+    """What each of the slicesPerGpu x GPUs learners of a node may request so that they and its DaemonSets fit."""
+    node = allocatable(instance_type)
     seats = seats_per_node(instance_type, slices_per_gpu)
     cpu = Fraction(node.cpu_millis, 1000) - sum((d.cpu for d in daemonsets), Fraction(0))
     memory = node.memory_mib * 2**20 - sum((d.memory for d in daemonsets), Fraction(0))

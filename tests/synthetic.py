@@ -168,6 +168,8 @@ PLANNER_STACK = stack_values(
                     {"schedule": "0 14 * * *", "duration": "2h"},
                 ],
             ),
+            # kubelet maxPods below the ENI-limited 29: Karpenter's kube-reserved still counts 29 pods.
+            "max-pods": lab(["g4dn.xlarge"], 3, max_gpus=4, maxPods=20),
             # Its smoke workload (slicesPerGpu + 1 pods of one slice each) holds 3 of its 6 seats while it runs.
             "smoke": lab(["g6.xlarge"], 2, max_gpus=3, smokeTest=True),
         }

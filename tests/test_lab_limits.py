@@ -28,6 +28,16 @@ def problems(labs: dict) -> list[str]:
             "gpulab:labs.x.maxGpus: must be at least 8: g5.48xlarge has 8 GPUs",
         ),
         (
+            # Karpenter launches one node of 4 GPUs (8 seats) and refuses the rest: 12 seats would exist on paper only.
+            lab(["g4dn.12xlarge"], 2, max_gpus=6),
+            "gpulab:labs.x.maxGpus: must be a multiple of 4: g4dn.12xlarge has 4 GPUs, and Karpenter launches whole "
+            "nodes, so a lab of g4dn.12xlarge reaches 4 of its 6 GPUs; use 4 or 8",
+        ),
+        (
+            lab(["g4dn.xlarge", "g4dn.12xlarge"], 2, max_gpus=6),
+            "gpulab:labs.x.maxGpus: must be a multiple of 4: g4dn.12xlarge has 4 GPUs",
+        ),
+        (
             lab(["g4dn.xlarge", "g4dn.2xlarge"], 3, cpuLimit=6),
             "gpulab:labs.x.cpuLimit: must be at least 8: g4dn.2xlarge has 8 vCPUs, and Karpenter never launches a "
             "node that exceeds the NodePool's cpu limit",
@@ -37,7 +47,14 @@ def problems(labs: dict) -> list[str]:
             "gpulab:labs.x.maxPods: must be at most 58: the VPC CNI has IP addresses for 58 pods on g5.xlarge",
         ),
     ],
-    ids=["four-gpu-type-over-max-gpus", "default-max-gpus", "cpu-limit", "max-pods-over-eni-limit"],
+    ids=[
+        "four-gpu-type-over-max-gpus",
+        "default-max-gpus",
+        "max-gpus-between-whole-nodes",
+        "max-gpus-between-whole-nodes-of-one-type",
+        "cpu-limit",
+        "max-pods-over-eni-limit",
+    ],
 )
 def test_a_lab_with_an_instance_type_that_could_never_launch_is_refused(bad_lab, message):
     assert len(problems({"x": bad_lab})) == 1

@@ -2,6 +2,7 @@
 
 import pytest
 
+from config.instance_types import GPU_INSTANCE_TYPES
 from config.node_capacity import allocatable
 
 
@@ -16,5 +17,6 @@ from config.node_capacity import allocatable
     ],
 )
 def test_allocatable_matches_karpenters_instance_type_reference(instance_type, pods, cpu, memory):
-    node = allocatable(instance_type, pods)
-    assert (node.cpu_millis, node.memory_mib) == (cpu, memory)
+    """The reference lists each type with its ENI-limited pods, which kube-reserved counts whatever maxPods says."""
+    node = allocatable(instance_type)
+    assert (node.cpu_millis, node.memory_mib, GPU_INSTANCE_TYPES[instance_type].max_pods) == (cpu, memory, pods)

@@ -7,6 +7,7 @@ The invariants hold for every stack file and synthetic stack; exact counts are f
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import math
@@ -29,7 +30,7 @@ from tests import tables
 from tests.conftest import STACK_FILES, as_cli_config, run_config, stack_values
 from tests.rendered import rendered
 from tests.synthetic import PLANNER_STACK
-from tools import charts, harness, plan, preview_comment, render
+from tools import charts, gate, harness, plan, preview_comment, render
 
 PLANNER = "planner-synthetic"
 _FOLDER = tempfile.TemporaryDirectory(prefix="gpulab-planner-")
@@ -80,8 +81,7 @@ def planned_labs(stack: str, binary: Path):
 ALL = [*(path.name.split(".")[1] for path in STACK_FILES), PLANNER]
 
 
-def placed(scenario: dict[str, Any]) -> int:
-    return sum(claim["pods"] for claim in scenario["nodeClaims"])
+placed = plan.placed
 
 
 @pytest.mark.parametrize("stack", ALL)
@@ -236,6 +236,9 @@ def test_the_planner_stack_launches_what_its_labs_promise_in_exact_numbers(binar
     assert shape("single", "one-gpu") == (1, 0, ["g4dn.xlarge"])
     assert shape("single", "full") == (4, 0, ["g4dn.xlarge"] * 4)
     assert shape("single", "over") == (4, 1, ["g4dn.xlarge"] * 4)
+    # maxPods changes the pods a node takes, not the memory Karpenter reserves: three learners still share a node.
+    assert shape("max-pods", "one-gpu") == (1, 0, ["g4dn.xlarge"])
+    assert shape("max-pods", "full") == (4, 0, ["g4dn.xlarge"] * 4)
     assert scenarios["single"]["full"]["costPerHour"] == pytest.approx(4 * ON_DEMAND_USD_PER_HOUR["g4dn.xlarge"])
     # Five warm seats on three-slice nodes: two nodes; the second class warms the whole lab (12 seats).
     assert shape("classy", "class-0-buffer") == (2, 0, ["g4dn.xlarge"] * 2)
@@ -390,3 +393,75 @@ def test_the_plan_names_its_prices_region_beside_the_stacks(binary):
     run, _, result = _planned(PLANNER, binary)
     expected = run.stack.region if run.stack.region == "us-east-1" else "us-east-1"
     assert (result["region"], result["pricesRegion"]) == (run.stack.region, expected)
+
+
+def test_the_planner_stacks_labs_keep_every_promise_karpenter_checks(binary):
+    run, _, result = _planned(PLANNER, binary)
+    assert gate.problems(run.stack.settings.labs, result) == ([], [])
+
+
+def _broken(binary: Path, change) -> list[str]:
+    """The gate's lines for the planner stack's plan after `change` edited it (a scenario by lab and name)."""
+    run, _, result = _planned(PLANNER, binary)
+    edited = copy.deepcopy(result)
+    change(lambda lab, name: plan.scenarios(edited, lab)[name])
+    return gate.problems(run.stack.settings.labs, edited)[0]
+
+
+def test_a_full_lab_karpenter_seats_fewer_learners_in_fails_the_render_naming_maxgpus(binary):
+    def one_node_short(scenario):
+        scenario("single", "full-trickle")["nodeClaims"].pop()
+
+    assert _broken(binary, one_node_short) == [
+        "gpulab:labs.single.maxGpus: Karpenter 1.14.1 seats 9 learners when they arrive one by one, gpulab promises "
+        "12 (maxGpus 4 x slicesPerGpu 3): None"
+    ]
+
+
+def test_a_gpu_whose_learners_need_two_nodes_and_a_placed_over_learner_fail_the_render(binary):
+    def spread(scenario):
+        one_gpu = scenario("single", "one-gpu")
+        one_gpu["nodeClaims"] = [{**one_gpu["nodeClaims"][0], "pods": 1}] * 3
+        scenario("single", "over")["nodeClaims"][0]["pods"] += 1
+
+    assert _broken(binary, spread) == [
+        "gpulab:labs.single.slicesPerGpu: Karpenter 1.14.1 needs 3 nodes for 3 learners, gpulab promises they share "
+        "one GPU; lower learnerPod's requests or slicesPerGpu",
+        "gpulab:labs.single.maxGpus: Karpenter 1.14.1 seats learner 13, gpulab promises at most 12: the NodePool's "
+        "limit lets the lab run more GPUs than maxGpus",
+    ]
+
+
+def test_a_class_karpenter_warms_too_few_seats_for_fails_the_render_naming_its_warm_seats(binary):
+    def cold(scenario):
+        scenario("classy", "class-0-buffer")["nodeClaims"].pop()
+        scenario("classy", "class-0-arrival")["nodeClaims"][0]["new"] = True
+
+    assert _broken(binary, cold) == [
+        "gpulab:labs.classy.classes[0].warmSeats: Karpenter 1.14.1 warms 3 seats, gpulab promises 5",
+        "gpulab:labs.classy.classes[0].warmSeats: the class's 5 learners need 1 new node at its start (Karpenter "
+        "1.14.1), gpulab promises them warm seats",
+    ]
+
+
+def test_the_render_prints_karpenters_seats_and_the_dearer_of_burst_and_trickle_as_the_ceiling(
+    binary, tmp_path, monkeypatch
+):
+    """two-types: 2 x g4dn.12xlarge all at once, 8 x g4dn.xlarge one by one; the ceiling is the dearer, disks in."""
+    monkeypatch.setenv("GPULAB_PLANNER", str(binary))
+    stack_file = tmp_path / "Pulumi.two.yaml"
+    two = stack_values(**{"gpulab:labs": {"two-types": PLANNER_STACK["gpulab:labs"]["two-types"]}})
+    stack_file.write_text(yaml.safe_dump({"config": two}))
+    printed, status = _printed(monkeypatch, render.main, [str(stack_file), "--out", str(tmp_path / "out")])
+    if not (tmp_path / "out" / plan.PLAN).exists():
+        pytest.skip("the render wrote no charts here (no helm or charts), so no plan")
+    assert status == 0
+    out = labs_output(tmp_path / "out")["two-types"]
+    burst, trickle = (
+        plan.scenarios(json.loads((tmp_path / "out" / plan.PLAN).read_text()), "two-types")[n] for n in plan.FULL
+    )
+    disk = out["cost"]["rootVolumePerNodeHour"]
+    dearer = max(s["costPerHour"] + disk * len(s["nodeClaims"]) for s in (burst, trickle))
+    (row,) = [r for r in tables.table(printed, "cost of the labs") if r["lab"] == "two-types"]
+    assert float(row["ceiling per hour"]) == pytest.approx(dearer, abs=1e-4)
+    assert row["learner seats"] == str(min(placed(burst), placed(trickle)))

@@ -89,12 +89,12 @@ def version_table() -> list[str]:
 def share_table() -> list[str]:
     """Per instance type: what its node leaves for learners, to be divided by slicesPerGpu x GPUs."""
     lines = [
-        "| instance type | GPUs | allocatable (maxPods unset) | DaemonSets, time-slicing | left for learners "
+        "| instance type | GPUs | allocatable | DaemonSets, time-slicing | left for learners "
         "| DaemonSets, MPS | left for learners |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, info in GPU_INSTANCE_TYPES.items():
-        node = allocatable(name, None)
+        node = allocatable(name)
         cells = [name, str(info.gpus), f"{node.cpu_millis}m, {node.memory_mib}Mi"]
         for sharing in ("timeSlicing", "mps"):
             daemonsets = node_daemonsets(name, sharing, DEVICE_PLUGIN_DEFAULTS, ebs_csi=False, metrics=False)

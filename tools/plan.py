@@ -7,13 +7,16 @@ writes <dir>/instance-types.json (gpulab's instance-type table, which the planne
 """
 
 import json
+import math
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from config.cost import usd
+from config.cost import DECIMALS, usd
+from config.durations import duration_minutes
 from config.instance_types import GPU_INSTANCE_TYPES
 from tools.table import Column, markdown
 
@@ -22,11 +25,15 @@ MODULE = ROOT / "planner"
 BINARY = MODULE / "bin" / "planner"
 PLAN = "plan.json"
 INSTANCE_TYPES = "instance-types.json"
-# The rows the render summary and the pull-request comment show: the whole lab, all at once and one by one, and each
-# class at its start.
-SUMMARY_ROWS = ("full", "full-trickle")
+# The whole lab, its learners all at once and one by one: the render summary and the pull-request comment show both
+# rows, and each class at its start.
+FULL = ("full", "full-trickle")
 SUMMARY_PREFIX = "class-"
 SUMMARY_SUFFIX = "-arrival"
+
+
+# What a render without the planner cannot say (tools/gate.py checks it where the planner runs).
+UNCHECKED = "Karpenter did not check what the labs promise"
 
 
 class Unavailable(Exception):
@@ -41,7 +48,9 @@ def go() -> str:
     """The go command: $GPULAB_GO where set, else the one on PATH."""
     found = os.environ.get("GPULAB_GO") or shutil.which("go")
     if not found:
-        raise Unavailable("planner not run: Go 1.26 (go on PATH, or $GPULAB_GO) is needed to build planner/")
+        raise Unavailable(
+            f"planner not run: Go 1.26 (go on PATH, or $GPULAB_GO) is needed to build planner/; {UNCHECKED}"
+        )
     return found
 
 
@@ -50,7 +59,7 @@ def binary() -> Path:
     tests' default, tests/conftest.py) leaves it out."""
     chosen = os.environ.get("GPULAB_PLANNER")
     if chosen == "off":
-        raise Unavailable("planner not run: GPULAB_PLANNER=off")
+        raise Unavailable(f"planner not run: GPULAB_PLANNER=off; {UNCHECKED}")
     return Path(chosen) if chosen else build()
 
 
@@ -93,6 +102,61 @@ def plan(out: Path, region: str, binary: Path) -> dict[str, Any]:
     return result
 
 
+def placed(scenario: Mapping[str, Any]) -> int:
+    """The learners or buffer copies Karpenter placed in a scenario."""
+    return sum(claim["pods"] for claim in scenario["nodeClaims"])
+
+
+def scenarios(planned: Mapping[str, Any], lab: str) -> dict[str, Mapping[str, Any]]:
+    """A lab's scenarios by name."""
+    return {s["name"]: s for s in planned["labs"][lab]["scenarios"]}
+
+
+# The figures gpulab prints of a lab, as Karpenter's plan has them (tools/summary.py, tools/cost_report.py).
+def seats(planned: Mapping[str, Any], lab: str) -> int:
+    """The learners a full lab seats: the fewer of all at once and one by one."""
+    return min(placed(scenarios(planned, lab)[name]) for name in FULL)
+
+
+def ceiling(planned: Mapping[str, Any], lab: str, disk: float) -> float:
+    """USD an hour of the full lab, all at once or one by one, whichever launches the dearer nodes, each with its
+    root volume (`disk` per node-hour); rounded up, as gpulab's own ceiling (config/cost.py)."""
+    full = [scenarios(planned, lab)[name] for name in FULL]
+    return max(_up(s["costPerHour"] + disk * len(s["nodeClaims"])) for s in full)
+
+
+def warmup(planned: Mapping[str, Any], lab: str, index: int, minutes: int, disk: float) -> float:
+    """USD to run the nodes class `index`'s buffer warms for its warmup, each with its root volume."""
+    buffer = scenarios(planned, lab)[f"class-{index}-buffer"]
+    return round((buffer["costPerHour"] + disk * len(buffer["nodeClaims"])) * minutes / 60, DECIMALS)
+
+
+def with_plan(labs: Mapping[str, Any], planned: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The `labs` stack output with the figures gpulab prints (learner seats, ceiling, what warming each class costs)
+    made Karpenter's where the planner ran. A lab Karpenter launched nothing for offline (only capacity reservations,
+    which only EC2 knows) keeps gpulab's own, and so does one with an instance type without a price."""
+    if planned is None:
+        return dict(labs)
+    shown: dict[str, Any] = {}
+    for name, lab in labs.items():
+        cost = lab["cost"]
+        if not placed(scenarios(planned, name)["one"]) or cost["ceilingPerHour"] is None or cost["unpriced"]:
+            shown[name] = lab
+            continue
+        disk = cost["rootVolumePerNodeHour"] or 0.0
+        warmups = []
+        for i, w in enumerate(cost["warmups"]):
+            amount = warmup(planned, name, i, duration_minutes(w["warmup"]), disk)
+            warmups.append({**w, "usd": [amount, amount]})
+        figures = {"ceilingPerHour": ceiling(planned, name, disk), "warmups": warmups}
+        shown[name] = {**lab, "learnerSeats": seats(planned, name), "cost": {**cost, **figures}}
+    return shown
+
+
+def _up(amount: float) -> float:
+    return math.ceil(round(amount * 10**DECIMALS, 6)) / 10**DECIMALS
+
+
 def _nodes(scenario: dict[str, Any]) -> str:
     counts: dict[str, int] = {}
     for claim in scenario["nodeClaims"]:
@@ -130,11 +194,12 @@ def table(result: dict[str, Any], rows: tuple[str, ...] | None = None) -> list[s
     ]
     return [
         f"what Karpenter {result['karpenter']} launches (its own scheduler, offline: not EC2 capacity, boot times "
-        "or later consolidation; docs/planner.md):",
+        f"or later consolidation; USD at Karpenter's {result['pricesRegion']} list prices, for a stack in "
+        f"{result['region']}; docs/planner.md):",
         "",
         *markdown(COLUMNS, items),
     ]
 
 
 def summary_table(result: dict[str, Any]) -> list[str]:
-    return table(result, SUMMARY_ROWS)
+    return table(result, FULL)

@@ -63,7 +63,7 @@ def comment(
             marker(stack),
             f"#### `pulumi preview` of {stack}",
             "",
-            *cost_report.table(labs, rows),
+            *cost_report.table(plan.with_plan(labs, planned), rows),
             "",
             *([*table, ""] if (table := classes(rows)) else []),
             *([*plan.summary_table(shown_plan), ""] if shown_plan else []),

@@ -31,7 +31,7 @@ try:
     import config
     import program
     from components.metrics.dashboard import dashboard_model
-    from tools import addons, charts, harness, plan
+    from tools import addons, charts, gate, harness, plan
     from tools.summary import summary
 except ModuleNotFoundError as missing:  # an interpreter without the project's requirements, e.g. the system python3
     sys.exit(
@@ -214,22 +214,35 @@ def main(argv: list[str] | None = None) -> int:
     except charts.TemplateError as error:
         print(f"gpulab: {error}", file=sys.stderr)
         return 1
-    lines = summary(run, args.today)
     for line in not_rendered:
         print(line, file=sys.stderr)
     planned = None
     if not_rendered:  # the planner reads the charts' DaemonSets and Karpenter's settings
-        print("planner not run: it reads the charts, and charts/ is not rendered (above)", file=sys.stderr)
+        print(
+            f"planner not run: it reads the charts, and charts/ is not rendered (above); {plan.UNCHECKED}",
+            file=sys.stderr,
+        )
     elif not args.no_charts:
         try:
             planned = plan.plan(args.out, run.stack.region, plan.binary())
-            lines += ["", *plan.summary_table(planned)]
         except plan.Unavailable as why:
             print(why, file=sys.stderr)
         except plan.Failed as error:
-            print("\n".join(lines))
+            print("\n".join(summary(run, args.today)))
             print(f"gpulab: {error}", file=sys.stderr)
             return 1
+    if planned is not None:
+        # A lab whose promises Karpenter would break is bad input, as a key out of range is.
+        broken, unchecked = gate.problems(run.stack.settings.labs, planned)
+        for line in unchecked:
+            print(line, file=sys.stderr)
+        if broken:
+            print("\n".join(broken), file=sys.stderr)
+            clean(args.out)
+            return 2
+    lines = summary(run, args.today, planned)
+    if planned is not None:
+        lines += ["", *plan.summary_table(planned)]
     print("\n".join(lines))
     if args.plan:
         if planned is None:  # the line above the summary says why

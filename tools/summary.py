@@ -5,17 +5,17 @@ rows (a label and how to read the value): a new figure is one more column or row
 """
 
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from components.karpenter.manifests import node_pool
 from config.jupyterhub import JupyterHub
 from config.model import Cluster, Lab
-from tools import class_table, cost_report, harness
+from tools import class_table, cost_report, harness, plan
 from tools.table import Column, markdown
 
-# Each lab, by name.
-LabItem = tuple[str, Lab]
+# Each lab, by name, with its `labs.<lab>` output as the summary shows it (plan.with_plan).
+LabItem = tuple[str, Lab, Mapping[str, Any]]
 
 
 def _api(cluster: Cluster) -> str:
@@ -46,7 +46,7 @@ def _budget(budget: dict[str, Any]) -> str:
 def _budgets(item: LabItem) -> str:
     """The disruption budgets the lab's NodePool carries, its classes' included: nodes at a time, for which reasons,
     when (UTC). A reviewer of a change to them, or to the AMI, sees here when nodes may be replaced."""
-    return "; ".join(_budget(b) for b in node_pool(*item)["spec"]["disruption"]["budgets"])
+    return "; ".join(_budget(b) for b in node_pool(item[0], item[1])["spec"]["disruption"]["budgets"])
 
 
 LAB_COLUMNS: tuple[Column[LabItem], ...] = (
@@ -55,7 +55,7 @@ LAB_COLUMNS: tuple[Column[LabItem], ...] = (
     Column("capacity types", lambda item: ", ".join(item[1].capacity_types)),
     Column("GPUs, at most", lambda item: str(item[1].max_gpus), numeric=True),
     Column("slices per GPU", lambda item: str(item[1].slices_per_gpu), numeric=True),
-    Column("learner seats", lambda item: str(item[1].learner_seats), numeric=True),
+    Column("learner seats", lambda item: str(item[2]["learnerSeats"]), numeric=True),
     Column("sharing", lambda item: item[1].learner_share.name),
     Column("each learner gets", lambda item: item[1].learner_share.gets()),
     Column("AMI", lambda item: item[1].ami),
@@ -84,10 +84,14 @@ HUB_ROWS: tuple[tuple[str, Callable[[harness.Run], str]], ...] = (
 )
 
 
-def summary(run: harness.Run, day: datetime.date | None = None) -> list[str]:
-    """The summary; the classes' next occurrences counted from `day` (today in UTC by default, tools/class_table.py)."""
+def summary(
+    run: harness.Run, day: datetime.date | None = None, planned: Mapping[str, Any] | None = None
+) -> list[str]:
+    """The summary; the classes' next occurrences counted from `day` (today in UTC by default, tools/class_table.py);
+    its seats and cost figures are Karpenter's where the planner ran (`planned`)."""
     settings = run.stack.settings
-    labs = list(settings.labs.items())
+    figures = plan.with_plan(run.outputs["labs"], planned)
+    labs = [(name, lab, figures[name]) for name, lab in settings.labs.items()]
     classes = class_table.table(settings, day or class_table.today())
     cluster_columns: tuple[Column[tuple[str, Callable[[harness.Run], str]]], ...] = (
         Column("cluster", lambda row: row[0]),
@@ -102,4 +106,4 @@ def summary(run: harness.Run, day: datetime.date | None = None) -> list[str]:
             Column("", lambda row: row[1](run)),
         )
         lines += ["", *markdown(hub_columns, HUB_ROWS)]
-    return [*lines, "", *cost_report.table(run.outputs["labs"])]
+    return [*lines, "", *cost_report.table(figures)]
