@@ -84,9 +84,7 @@ HUB_ROWS: tuple[tuple[str, Callable[[harness.Run], str]], ...] = (
 )
 
 
-def summary(
-    run: harness.Run, day: datetime.date | None = None, planned: Mapping[str, Any] | None = None
-) -> list[str]:
+def summary(run: harness.Run, day: datetime.date | None = None, planned: Mapping[str, Any] | None = None) -> list[str]:
     """The summary; the classes' next occurrences counted from `day` (today in UTC by default, tools/class_table.py);
     its seats and cost figures are Karpenter's where the planner ran (`planned`)."""
     settings = run.stack.settings
