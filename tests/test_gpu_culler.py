@@ -163,7 +163,7 @@ class Hub:
     def close(self) -> None:
         self.process.terminate()
         try:
-            self.process.wait(timeout=15)
+            self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.process.kill()
         self.log.close()
@@ -171,6 +171,8 @@ class Hub:
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
+    """A JupyterHub with three learners' servers running. Starting it is mostly the hub's imports: 100 s on this shared
+    2-core machine under a load of 20."""
     running = Hub(tmp_path_factory.mktemp("hub"))
     try:
         for name in LEARNERS:

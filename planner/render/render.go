@@ -39,6 +39,7 @@ const (
 	bufferType       = "kubernetes:autoscaling.x-k8s.io/v1beta1:CapacityBuffer"
 	deploymentType   = "kubernetes:apps/v1:Deployment"
 	discoveryTagType = "aws:ec2/tag:Tag"
+	daemonSetType    = "kubernetes:apps/v1:DaemonSet"
 	// The program's components that hold one lab's objects, each named after its lab (components/karpenter/
 	// gpu_node_pool.py: EC2NodeClass, NodePool, NodeOverlays; class_seats.py: seat PodTemplate, CapacityBuffers).
 	gpuNodePoolType = "gpulab:karpenter:GpuNodePool"
@@ -143,6 +144,10 @@ func Read(dir string) (*Render, error) {
 			r.Buffers, err = appendObject(r, r.Buffers, res)
 		case deploymentType:
 			err = r.addDeployment(res)
+		case daemonSetType:
+			// The program's own DaemonSets (gpulab:metrics' dcgm-exporter): Karpenter reserves their requests on the
+			// nodes they land on, as it does the charts'.
+			r.DaemonSets, err = appendObject(r, r.DaemonSets, res)
 		case discoveryTagType:
 			// The private subnets are the ones the stack tags for Karpenter's discovery (components/discovery_tags.py).
 			var tag struct {
