@@ -22,6 +22,8 @@ from components.metrics.exporters import Exporters
 from components.metrics.store import Store
 from components.node_role import NodeRole
 from components.nvidia.device_plugin import DevicePlugin
+from config.price_book import LIST, PriceBook
+from config.stack_cost import labs_ceilings, stack_cost
 
 # Python's cyclic garbage collector makes a young collection every 700 net allocations by default (gc.get_threshold),
 # and enough of them make a full one, over every object alive. A run of the program builds a graph of resources,
@@ -36,7 +38,8 @@ def collect_rarely() -> None:
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
 
 
-def build(stack: config.StackConfig) -> None:
+def build(stack: config.StackConfig, book: PriceBook = LIST) -> None:
+    """The stack's resources and outputs; its cost figures at `book`'s prices."""
     settings = stack.settings
     cluster = Cluster("cluster", settings.cluster)
     node_role = NodeRole("karpenter-nodes", cluster_name=cluster.cluster_name)
@@ -95,24 +98,24 @@ def build(stack: config.StackConfig) -> None:
     pulumi.export("nodeRoleName", node_role.role_name)
     pulumi.export("nodeRoleArn", node_role.role_arn)
     pulumi.export("interruptionQueueName", karpenter.queue_name)
-    pulumi.export(
-        "labs",
-        {
-            name: {
-                "nodePool": pools[name].node_pool_name,
-                "slicesPerGpu": lab.slices_per_gpu,
-                "learnerSeats": lab.learner_seats,
-                "learnerCpu": lab.learner_requests["cpu"],
-                "learnerMemory": lab.learner_requests["memory"],
-                **lab.learner_share.as_output(),
-                "cost": lab.cost.as_output(),
-                # What the planner (planner/) schedules: a learner's pod, and each class's buffer and warm seats.
-                "learnerPodSpec": learner_pod_spec(name, lab, PLACEHOLDER_IMAGE),
-                "classes": classes_output(name, lab),
-            }
-            for name, lab in settings.labs.items()
-        },
-    )
+    labs = {
+        name: {
+            "nodePool": pools[name].node_pool_name,
+            "slicesPerGpu": lab.slices_per_gpu,
+            "learnerSeats": lab.learner_seats,
+            "learnerCpu": lab.learner_requests["cpu"],
+            "learnerMemory": lab.learner_requests["memory"],
+            **lab.learner_share.as_output(),
+            "cost": {**lab.cost_at(book).as_output(), "region": stack.region, "pricesFrom": book.prices_from},
+            # What the planner (planner/) schedules: a learner's pod, and each class's buffer and warm seats.
+            "learnerPodSpec": learner_pod_spec(name, lab, PLACEHOLDER_IMAGE),
+            "classes": classes_output(name, lab),
+        }
+        for name, lab in settings.labs.items()
+    }
+    pulumi.export("labs", labs)
+    hub_gib = settings.jupyterhub.hub_database_size_gib if settings.jupyterhub else None
+    pulumi.export("cost", stack_cost(stack.region, settings.cluster, hub_gib, labs_ceilings(labs), book).as_output())
 
 
 def main() -> None:

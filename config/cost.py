@@ -25,17 +25,8 @@ from config import durations
 from config.disks import Volume, root_volume
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.node_capacity import seats_per_node
-from config.prices import (
-    DISK_PRICE_SOURCE,
-    GP3_INCLUDED_IOPS,
-    GP3_INCLUDED_MIBPS,
-    GP3_USD_PER_GB_MONTH,
-    GP3_USD_PER_IOPS_MONTH,
-    GP3_USD_PER_MIBPS_MONTH,
-    HOURS_PER_MONTH,
-    ON_DEMAND_USD_PER_HOUR,
-    PRICE_SOURCE,
-)
+from config.price_book import LIST, Gp3, PriceBook
+from config.prices import DISK_PRICE_SOURCE, GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS, HOURS_PER_MONTH
 
 DECIMALS = 4
 
@@ -74,6 +65,9 @@ class LabCost:
     max_hourly_cost: float | None  # the lab's cap (maxHourlyCost), if it has one
     root_volume_per_node_hour: float | None = None  # USD per node-hour of each node's root volume, when it is counted
     warmups: tuple[ClassWarmup, ...] = ()  # one per class, in the order of the lab's classes
+    source: str = LIST.source  # where the instances' prices are from (config/price_book.py)
+    # Why each of the unpriced types has no price, where a look-up said (a live preview: components/prices.py).
+    missing: tuple[tuple[str, str], ...] = ()
 
     @property
     def cap_problem(self) -> str | None:
@@ -84,7 +78,7 @@ class LabCost:
             # A cap that cannot be checked would be a silently ignored key: fail closed.
             return (
                 f"cannot be checked: {', '.join(self.unpriced)} {'has' if len(self.unpriced) == 1 else 'have'} no "
-                f"reference price ({PRICE_SOURCE}); leave out the instance types without a price, or the cap"
+                f"price ({self.source}){self._why}; leave out the instance types without a price, or the cap"
             )
         if self.ceiling_per_hour > self.max_hourly_cost:
             return (
@@ -97,7 +91,11 @@ class LabCost:
     @property
     def sources(self) -> str:
         """The price sources behind the figures: the instances', and the disks' when they are counted."""
-        return PRICE_SOURCE if self.root_volume_per_node_hour is None else f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}"
+        return self.source if self.root_volume_per_node_hour is None else f"{self.source}; {DISK_PRICE_SOURCE}"
+
+    @property
+    def _why(self) -> str:
+        return "".join(f" ({t}: {why})" for t, why in self.missing)
 
     def as_output(self) -> dict[str, Any]:
         """The `labs.<lab>.cost` stack output."""
@@ -112,18 +110,23 @@ class LabCost:
         }
 
 
-def root_volume_per_hour(volume: Volume) -> Decimal:
+def root_volume_per_hour(volume: Volume, gp3: Gp3 = LIST.gp3) -> Decimal:
     """USD per node-hour of a gp3 root volume: its GiB, and its IOPS and MiB/s above what gp3 includes."""
     per_month = (
-        volume.size_gib * Decimal(GP3_USD_PER_GB_MONTH)
-        + max(volume.iops - GP3_INCLUDED_IOPS, 0) * Decimal(GP3_USD_PER_IOPS_MONTH)
-        + max(volume.throughput_mibps - GP3_INCLUDED_MIBPS, 0) * Decimal(GP3_USD_PER_MIBPS_MONTH)
+        volume.size_gib * Decimal(gp3.per_gb_month)
+        + max(volume.iops - GP3_INCLUDED_IOPS, 0) * Decimal(gp3.per_iops_month)
+        + max(volume.throughput_mibps - GP3_INCLUDED_MIBPS, 0) * Decimal(gp3.per_mibps_month)
     )
     return per_month / HOURS_PER_MONTH
 
 
 def warmup_cost(
-    instance_types: Sequence[str], slices_per_gpu: int, warm_seats: int, warmup: str, disk: Decimal = Decimal(0)
+    instance_types: Sequence[str],
+    slices_per_gpu: int,
+    warm_seats: int,
+    warmup: str,
+    disk: Decimal = Decimal(0),
+    book: PriceBook = LIST,
 ) -> tuple[float, float] | None:
     """USD to run the nodes of `warm_seats` seats for `warmup` before a class: (cheapest, dearest) over the priced
     types, each as if all the warm nodes were of that type; `disk` is each node's root volume per hour."""
@@ -131,12 +134,12 @@ def warmup_cost(
     amounts = [
         _rounded(
             math.ceil(warm_seats / seats_per_node(t, slices_per_gpu))
-            * (Decimal(str(ON_DEMAND_USD_PER_HOUR[t])) + disk)
+            * (Decimal(str(book.on_demand[t])) + disk)
             * hours,
             ROUND_HALF_UP,
         )
         for t in instance_types
-        if t in ON_DEMAND_USD_PER_HOUR
+        if t in book.on_demand
     ]
     return (min(amounts), max(amounts)) if amounts else None
 
@@ -148,24 +151,26 @@ def lab_cost(
     max_hourly_cost: float | None = None,
     root: Volume | None = None,
     classes: Sequence[tuple[str, int, str]] = (),
+    book: PriceBook = LIST,
 ) -> LabCost:
-    """The figures of a lab; without `root`, of its instances alone. `classes`: (schedule, warm seats, warmup) of each
-    of the lab's classes."""
+    """The figures of a lab at `book`'s prices; without `root`, of its instances alone. `classes`: (schedule, warm
+    seats, warmup) of each of the lab's classes."""
     # Decimal arithmetic on the prices as upstream writes them, so that rounding happens once, at the end.
-    disk = root_volume_per_hour(root) if root else Decimal(0)
+    disk = root_volume_per_hour(root, book.gp3) if root else Decimal(0)
     disk_figure = _rounded(disk, ROUND_HALF_UP) if root else None
     warmups = tuple(
-        ClassWarmup(schedule, seats, warmup, warmup_cost(instance_types, slices_per_gpu, seats, warmup, disk))
+        ClassWarmup(schedule, seats, warmup, warmup_cost(instance_types, slices_per_gpu, seats, warmup, disk, book))
         for schedule, seats, warmup in classes
     )
     per_gpu = {
-        t: (Decimal(str(ON_DEMAND_USD_PER_HOUR[t])) + disk) / GPU_INSTANCE_TYPES[t].gpus
+        t: (Decimal(str(book.on_demand[t])) + disk) / GPU_INSTANCE_TYPES[t].gpus
         for t in instance_types
-        if t in ON_DEMAND_USD_PER_HOUR
+        if t in book.on_demand
     }
-    unpriced = tuple(t for t in instance_types if t not in ON_DEMAND_USD_PER_HOUR)
+    unpriced = tuple(t for t in instance_types if t not in book.on_demand)
+    missing = tuple((t, book.missing[t]) for t in unpriced if t in book.missing)
     if not per_gpu:
-        return LabCost(None, None, None, unpriced, max_hourly_cost, disk_figure, warmups)
+        return LabCost(None, None, None, unpriced, max_hourly_cost, disk_figure, warmups, book.source, missing)
     seat_hours = [_rounded(price / slices_per_gpu, ROUND_HALF_UP) for price in per_gpu.values()]
     dearest = max(per_gpu, key=per_gpu.__getitem__)
     # Six decimals say where the ceiling comes from without the endless digits of a disk's monthly price / 730.
@@ -180,6 +185,8 @@ def lab_cost(
         max_hourly_cost=max_hourly_cost,
         root_volume_per_node_hour=disk_figure,
         warmups=warmups,
+        source=book.source,
+        missing=missing,
     )
 
 

@@ -105,6 +105,7 @@ from config.limits import (
 from config.log_retention import accepted_retention
 from config.metrics import IdleWindow, Metrics, metrics_fit
 from config.node_capacity import NodeShare
+from config.price_book import LIST, PriceBook
 from config.prices import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS
 from config.schedule import Schedule
 from config.sharing import DEFAULT_PROFILE, LearnerShare, Sharing, learner_share, mps_replicas_the_daemon_accepts
@@ -551,6 +552,10 @@ class Lab(Model):
     def cost(self) -> LabCost:
         """The lab's cost figures at the reference prices (config/prices.py), each node's root volume and its classes'
         warm-ups included."""
+        return self.cost_at(LIST)
+
+    def cost_at(self, book: PriceBook) -> LabCost:
+        """The lab's cost figures at `book`'s prices (a live preview's: components/prices.py)."""
         classes = [(c.schedule, self.warm_seats(c), c.warmup) for c in self.classes]
         return lab_cost(
             self.instance_types,
@@ -559,6 +564,7 @@ class Lab(Model):
             self.max_hourly_cost,
             root=self.disk.root,
             classes=classes,
+            book=book,
         )
 
     @property

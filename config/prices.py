@@ -79,3 +79,61 @@ GP3_INCLUDED_MIBPS = 125
 HOURS_PER_MONTH = 730
 
 DISK_PRICE_SOURCE = f"{REGION} gp3 list prices (aws.amazon.com/ebs/pricing), {HOURS_PER_MONTH} hours a month"
+
+# The system node group's instances (config/model.py SystemNodes: x86_64 types the AL2023 x86_64 AMI runs), at the
+# same source as the GPU types above: the zz_generated file of Karpenter v1.14.1, us-east-1, copied as written there
+# for the general-purpose and compute sizes a system node group is commonly given. A type not listed has no price.
+# fmt: off
+SYSTEM_NODE_USD_PER_HOUR: Mapping[str, float] = MappingProxyType({
+    "c5.large": 0.085000, "c5.xlarge": 0.170000, "c6i.large": 0.085000, "c6i.xlarge": 0.170000,
+    "c7i.large": 0.089250, "c7i.xlarge": 0.178500,
+    "m5.large": 0.096000, "m5.xlarge": 0.192000, "m5.2xlarge": 0.384000,
+    "m5a.large": 0.086000, "m5a.xlarge": 0.172000, "m5a.2xlarge": 0.344000,
+    "m6a.large": 0.086400, "m6a.xlarge": 0.172800, "m6a.2xlarge": 0.345600,
+    "m6i.large": 0.096000, "m6i.xlarge": 0.192000, "m6i.2xlarge": 0.384000,
+    "m7a.large": 0.115920, "m7a.xlarge": 0.231840, "m7a.2xlarge": 0.463680,
+    "m7i.large": 0.100800, "m7i.xlarge": 0.201600, "m7i.2xlarge": 0.403200,
+    "t3.medium": 0.041600, "t3.large": 0.083200, "t3.xlarge": 0.166400,
+})
+# fmt: on
+
+# The EKS control plane, USD per cluster-hour: the AWS Containers blog, "Amazon EKS extended support for Kubernetes
+# versions pricing" (2024): "a total of $0.60 per cluster per hour" in extended support, "you will continue to pay
+# $0.10 per cluster per hour" in standard support. The post gives one figure for every region; these are taken as
+# us-east-1's (the EKS pricing page itself was not read here).
+EKS_USD_PER_CLUSTER_HOUR = MappingProxyType({"standard": "0.10", "extended": "0.60"})
+EKS_PRICE_SOURCE = "AWS Containers blog, Amazon EKS extended support for Kubernetes versions pricing (2024)"
+# When each Kubernetes version of config/versions.py leaves EKS standard support and extended support: billing for
+# extended support "starts at the beginning of the day that the version reaches end of standard support". 1.28 to
+# 1.31: the Amazon EKS User Guide's release calendar (awsdocs/amazon-eks-user-guide, commit 4d52b4d,
+# latest/ug/clusters/kubernetes-versions.adoc); 1.32 to 1.34 are newer than that copy and come from endoflife.date's
+# amazon-eks page, not from AWS's own calendar: check the User Guide before relying on them.
+EKS_END_OF_STANDARD_SUPPORT = MappingProxyType(
+    {
+        "1.28": "2024-11-26",
+        "1.29": "2025-03-23",
+        "1.30": "2025-07-23",
+        "1.31": "2025-11-26",
+        "1.32": "2026-03-23",
+        "1.33": "2026-07-29",
+        "1.34": "2026-12-02",
+    }
+)
+EKS_END_OF_EXTENDED_SUPPORT = MappingProxyType(
+    {
+        "1.28": "2025-11-26",
+        "1.29": "2026-03-23",
+        "1.30": "2026-07-23",
+        "1.31": "2026-11-26",
+        "1.32": "2027-03-23",
+        "1.33": "2027-07-29",
+        "1.34": "2027-12-02",
+    }
+)
+
+# The hub's Classic Load Balancer (components/jupyterhub/values.py), USD per load-balancer-hour in us-east-1; data
+# processed (per GB) is not counted. The commonly quoted figure of aws.amazon.com/elasticloadbalancing/pricing ("each
+# hour or partial hour that a Classic Load Balancer is running"): the stored copy of that page does not show the
+# amounts, so it is not confirmed here.
+CLB_USD_PER_HOUR = "0.025"
+CLB_PRICE_SOURCE = "aws.amazon.com/elasticloadbalancing/pricing, Classic Load Balancer-hour (not confirmed here)"

@@ -157,7 +157,7 @@ def test_a_cap_at_or_above_the_ceiling_is_accepted_and_reaches_the_output(cap):
 def test_a_cap_cannot_be_checked_for_a_type_without_a_price_so_it_is_refused():
     with pytest.raises(config.ConfigError, match=r"^gpulab:labs\.intro\.maxHourlyCost: cannot be checked: "):
         run_values(with_cap(1000, ["g4dn.xlarge", "g7.2xlarge"]))
-    with pytest.raises(config.ConfigError, match=rf"g7\.2xlarge has no reference price \({SOURCE}\)"):
+    with pytest.raises(config.ConfigError, match=rf"g7\.2xlarge has no price \({SOURCE}\)"):
         run_values(with_cap(1000, ["g4dn.xlarge", "g7.2xlarge"]))
 
 
@@ -189,6 +189,9 @@ def test_stack_output_carries_the_cost_of_each_lab(base_run):
         "unpriced": [],
         "warmups": [],
         "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}",
+        # The list of one region, beside the stack's own (BASE is in eu-west-1): never one without the other.
+        "region": "eu-west-1",
+        "pricesFrom": "us-east-1 list",
     }
 
 

@@ -45,9 +45,10 @@ def test_summary_shows_each_labs_seat_hour_price_ceiling_and_cap_and_the_total_o
 
 
 def test_summary_labels_the_figures_with_the_price_sources():
-    (title,) = [line for line in summary(run_values(TWO_LABS)) if PRICE_SOURCE in line]
+    (title,) = [line for line in summary(run_values(TWO_LABS)) if line.startswith("cost of the labs' GPU nodes")]
+    assert PRICE_SOURCE in title
     assert DISK_PRICE_SOURCE in title
-    assert "list prices of one region, not a bill" in title
+    assert "list prices of one region (stack in eu-west-1; `pulumi preview` prices eu-west-1), not a bill" in title
 
 
 def test_a_lab_without_prices_says_so_and_the_total_covers_priced_types_only():

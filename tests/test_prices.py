@@ -8,7 +8,7 @@ import pytest
 
 from config import prices
 from config.instance_types import GPU_INSTANCE_TYPES
-from config.prices import ON_DEMAND_USD_PER_HOUR
+from config.prices import ON_DEMAND_USD_PER_HOUR, SYSTEM_NODE_USD_PER_HOUR
 from config.versions import KARPENTER_CHART_VERSION
 from tests.upstream import KARPENTER
 
@@ -68,4 +68,9 @@ def test_every_price_is_upstreams_number_and_no_upstream_price_is_left_out(upstr
 def test_prices_are_written_as_upstream_writes_them(upstream_prices):
     _, upstream = upstream_prices
     written = dict(re.findall(r'"([a-z0-9.-]+)": ([0-9.]+)', Path(prices.__file__).read_text()))
-    assert written == {t: upstream[t] for t in ON_DEMAND_USD_PER_HOUR}
+    assert written == {t: upstream[t] for t in [*ON_DEMAND_USD_PER_HOUR, *SYSTEM_NODE_USD_PER_HOUR]}
+
+
+def test_every_system_node_price_is_upstreams_number(upstream_prices):
+    _, upstream = upstream_prices
+    assert {t: float(upstream[t]) for t in SYSTEM_NODE_USD_PER_HOUR} == dict(SYSTEM_NODE_USD_PER_HOUR)

@@ -43,8 +43,10 @@ def comment(
     run_url: str | None = None,
     planned: dict | None = None,
     classes: Callable[[Collection[str]], list[str]] = lambda shown: [],
+    whole_stack: Callable[[dict], list[str]] = lambda figures: [],
 ) -> str:
-    """The comment; `classes` gives the class table of the labs shown."""
+    """The comment; `classes` gives the class table of the labs shown, `whole_stack` the whole stack's cost and term
+    from every lab's figures (tools/cost_report.py stack_table)."""
     preview = _ANSI.sub("", preview).strip()
     run = f": {run_url}" if run_url else "."
     failed = "The preview did not finish; its log is in the workflow run" + run
@@ -63,8 +65,9 @@ def comment(
             marker(stack),
             f"#### `pulumi preview` of {stack}",
             "",
-            *cost_report.table(plan.with_plan(labs, planned), rows),
+            *cost_report.table(figures, rows),
             "",
+            *([*table, ""] if (table := whole_stack(figures)) else []),
             *([*table, ""] if (table := classes(rows)) else []),
             *([*plan.summary_table(shown_plan), ""] if shown_plan else []),
             *(cut if left_out else []),
@@ -81,6 +84,7 @@ def comment(
     # The most labs, in name order, whose rows leave the preview its room: one less than the fewest that do not (the
     # frame grows with every lab shown).
     names = sorted(labs)
+    figures = plan.with_plan(labs, planned)
     shown = max(bisect.bisect_left(range(len(names) + 1), True, key=too_long) - 1, 0)
     kept = frame(names[:shown])
     room = MAX_COMMENT_CHARS - len("\n".join(kept)) - len("<pre>\n\n</pre>") - len(CUT_NOTE) - 1
@@ -122,13 +126,14 @@ def main(argv: list[str] | None = None) -> int:
     preview = args.preview.read_text() if args.preview.is_file() else ""
     planned = json.loads(args.plan.read_text()) if args.plan else None
     try:  # the stack file the render read: the classes' calendars are settings, not outputs
-        settings = config.from_cli(render.read_stack_file(render.stack_file(args.stack)[1])).settings
+        stack = config.from_cli(render.read_stack_file(render.stack_file(args.stack)[1]))
     except config.ConfigError as error:
         print("\n".join(error.lines), file=sys.stderr)
         return 2
     day = args.today or class_table.today()
-    classes = functools.partial(class_table.table, settings, day)
-    sys.stdout.write(comment(args.stack, labs, preview, args.run_url, planned, classes))
+    classes = functools.partial(class_table.table, stack.settings, day)
+    whole = functools.partial(cost_report.stack_table, stack, planned=planned is not None)
+    sys.stdout.write(comment(args.stack, labs, preview, args.run_url, planned, classes, whole))
     return 0
 
 

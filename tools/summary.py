@@ -1,4 +1,5 @@
-"""The summary the render prints: the cluster, a table of the labs, a table of their classes, then the cost table.
+"""The summary the render prints: the cluster, a table of the labs, a table of their classes, then the cost tables
+(the labs', then the whole stack's and its term).
 
 Every table is defined here as a list of columns (a header and how to read the cell), and the cluster as a list of
 rows (a label and how to read the value): a new figure is one more column or row in one of these lists.
@@ -104,4 +105,10 @@ def summary(run: harness.Run, day: datetime.date | None = None, planned: Mapping
             Column("", lambda row: row[1](run)),
         )
         lines += ["", *markdown(hub_columns, HUB_ROWS)]
-    return [*lines, "", *cost_report.table(figures)]
+    return [
+        *lines,
+        "",
+        *cost_report.table(figures),
+        "",
+        *cost_report.stack_table(run.stack, figures, planned is not None),
+    ]

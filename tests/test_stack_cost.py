@@ -1,0 +1,117 @@
+"""The whole stack's cost: the `cost` stack output, the summary's table of it, and the term (config/stack_cost.py)."""
+
+import pytest
+
+from tests import tables
+from tests.conftest import BASE, STACK_FILES, run_stack_file, run_values, stack_values
+from tests.synthetic import HUB, NOTEBOOK_IMAGE, lab
+from tools.summary import summary
+
+# BASE: eu-west-1, Kubernetes 1.34, two m7i.large system nodes, lab intro of 4 g4dn.xlarge GPUs in 3 slices.
+# Control plane: 1.34 is in standard support on the list's day (2026-07-06): 0.10 per hour.
+# System nodes: 2 x (0.1008 + 20 GiB x 0.08 / 730 = 0.00219178) = 0.20598356, rounded up 0.2060.
+# intro's ceiling: 4 x (0.526 + 0.00219178) = 2.11276712, rounded up 2.1128.
+SYNTHETIC_HOUR = {"controlPlane": 0.1, "systemNodes": 0.206, "hub": 0, "labsCeiling": 2.1128, "total": 2.4188}
+
+
+def cost(values: dict) -> dict:
+    return run_values(values).outputs["cost"]
+
+
+def test_cost_output_has_each_part_per_hour_and_per_730_hour_month_and_names_both_regions():
+    assert cost(BASE) == {
+        "region": "eu-west-1",
+        "pricesFrom": "us-east-1 list",
+        "perHour": SYNTHETIC_HOUR,
+        # x 730: 0.1 -> 73, 0.206 -> 150.38, 2.1128 -> 1542.344, 2.4188 -> 1765.724
+        "perMonth": {"controlPlane": 73, "systemNodes": 150.38, "hub": 0, "labsCeiling": 1542.344, "total": 1765.724},
+    }
+
+
+def test_the_hub_adds_its_classic_load_balancer_and_database_volume():
+    values = stack_values(
+        **{
+            "gpulab:jupyterhub": {**HUB, "notebookImage": NOTEBOOK_IMAGE},
+            "gpulab:jupyterhubClientSecret": {"secure": "v1:c3RhbmQtaW4="},
+        }
+    )
+    # 0.025 per load-balancer-hour + 1 GiB x 0.08 / 730 = 0.02510959, rounded up 0.0252.
+    assert cost(values)["perHour"] == {**SYNTHETIC_HOUR, "hub": 0.0252, "total": 2.444}
+
+
+@pytest.mark.parametrize(
+    ("version", "support", "per_hour"),
+    [
+        ("1.34", "EXTENDED", 0.1),  # in standard support on 2026-07-06 whatever the support type
+        ("1.31", "EXTENDED", 0.6),  # 1.31 left standard support on 2025-11-26: extended until 2026-11-26
+        ("1.31", "STANDARD", 0.1),  # EKS upgraded it at the end of standard support
+    ],
+)
+def test_the_control_plane_costs_what_eks_charges_its_version_and_support_type(version, support, per_hour):
+    cluster = {**BASE["gpulab:cluster"], "kubernetesVersion": version, "supportType": support}
+    assert cost(stack_values(**{"gpulab:cluster": cluster}))["perHour"]["controlPlane"] == per_hour
+
+
+def test_a_system_node_type_without_a_price_leaves_the_total_unknown_and_the_summary_says_why():
+    cluster = {**BASE["gpulab:cluster"], "systemNodes": {"instanceTypes": ["m8i.large", "m7i.large"]}}
+    values = stack_values(**{"gpulab:cluster": cluster})
+    figures = cost(values)
+    assert figures["perHour"]["systemNodes"] is None and figures["perHour"]["total"] is None
+    assert figures["perMonth"]["total"] is None
+    rows = whole_stack_rows(summary(run_values(values)))
+    assert rows["system node group"][:2] == ["no price", "no price"]
+    assert "m8i.large has no price" in rows["system node group"][2]
+
+
+def whole_stack_rows(lines: list[str]) -> dict[str, list[str]]:
+    return {row["the whole stack"]: list(row.values())[1:] for row in tables.table(lines, "the whole stack in")}
+
+
+def test_summary_shows_the_whole_stack_with_the_regions_of_its_prices_and_the_month_without_a_term():
+    lines = summary(run_values(BASE))
+    (title,) = [line for line in lines if line.startswith("the whole stack in eu-west-1")]
+    assert "us-east-1 on-demand list prices" in title and "stack in eu-west-1" in title
+    rows = whole_stack_rows(lines)
+    assert rows["total"][:2] == ["2.4188", "1765.7240"]
+    assert "no class has a term: a 730-hour month at the ceiling is 1765.7240 USD" in lines
+
+
+def test_the_term_costs_its_warm_ups_and_classes_at_the_full_labs_cost_beside_the_always_on_part():
+    term = {"start": "2027-01-11", "end": "2027-01-24"}  # two Mondays, 14 days
+    values = stack_values(
+        **{
+            "gpulab:labs": {
+                "intro": lab(
+                    ["g4dn.xlarge"],
+                    3,
+                    max_gpus=4,
+                    classes=[{"schedule": "0 9 * * mon", "duration": "1h", "term": term}],
+                )
+            }
+        }
+    )
+    (line,) = [line for line in summary(run_values(values)) if line.startswith("the term")]
+    # Classes: 2 x (20m warm-up + 1h) = 2.6667 hours x 2.1128 = 5.63413, rounded up 5.6342.
+    # Always on: 336 hours x (0.1 + 0.206) = 102.816.
+    assert line == (
+        "the term, 2027-01-11 to 2027-01-24 (336 hours): 5.6342 USD for 2.66667 hours of warm-ups and classes at the "
+        "full labs' cost (labs without classes at their ceiling all term), beside 102.8160 USD always on; "
+        "108.4502 USD in all"
+    )
+
+
+@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
+def test_every_figure_of_a_stack_says_the_region_of_its_prices_and_the_stacks_own(path):
+    """The render prices every stack from the us-east-1 list: a stack elsewhere (staging: eu-west-1) must never read
+    as priced in its own region."""
+    run = run_stack_file(path)
+    region = run.stack.region
+    for figures in [run.outputs["cost"], *(each["cost"] for each in run.outputs["labs"].values())]:
+        assert (figures["region"], figures["pricesFrom"]) == (region, "us-east-1 list")
+    lines = summary(run)
+    titles = [line for line in lines if line.startswith(("cost of the labs' GPU nodes", "the whole stack in"))]
+    assert len(titles) == 2
+    for title in titles:
+        assert "us-east-1" in title
+        if region != "us-east-1":
+            assert f"stack in {region}; `pulumi preview` prices {region}" in title
