@@ -15,31 +15,31 @@ render: $(VENV)/.installed $(HELM)
 plan: $(VENV)/.installed $(HELM)
 	$(PY) -m tools.render $(STACK) --out out/$(STACK) --plan
 
-# The planner's binary, planner/bin/planner (Go 1.26; modules from planner/go.mod and go.sum via the module proxy).
-planner:
-	go -C planner build -o bin/planner .
+# The Go helpers (Go 1.26; each from its own go.mod and go.sum via the module proxy): tools/go_build.py says what it
+# builds and how long a first build took here, then its progress; a warm build takes seconds.
+# The planner, planner/bin/planner.
+planner: $(VENV)/.installed
+	$(PY) -m tools.go_build planner
 
-# helm-batch, tools/helmbatch/bin/helm-batch (Go 1.26; helm's own module at the pinned helm's version): the tests'
-# hundreds of helm templates in a few processes instead of one each. Without it (no Go, or the modules cannot be
-# fetched) the tests run helm for each, slower. -trimpath: the same binary in every clone, so that clones share the
-# results cached under its digest.
-helm-batch:
+# helm-batch, tools/helmbatch/bin/helm-batch (helm's own module at the pinned helm's version): the tests' hundreds of
+# helm templates in a few processes instead of one each. Built only when asked (its first build takes minutes, and
+# saves the tests some seconds): the tests use it where it is built, and run helm for each template where it is not.
+helm-batch: $(VENV)/.installed
 	@if ! command -v go >/dev/null; then echo "make: no Go on PATH, so no helm-batch: the tests run helm per template"; \
-	elif ! go -C tools/helmbatch build -trimpath -o bin/helm-batch .; then \
+	elif ! $(PY) -m tools.go_build helm-batch; then \
 	  echo "make: helm-batch not built (above): the tests run helm per template"; fi
 
-# promtool, tools/promtool/bin/promtool (Go 1.26; Prometheus's own, from github.com/prometheus/prometheus at the version
+# promtool, tools/promtool/bin/promtool (Prometheus's own, from github.com/prometheus/prometheus at the version
 # tools/promtool/go.mod pins): the tests of the metrics rules and the dashboard's queries run it, and skip without it.
-# .ci/run builds it; cold, it compiles Prometheus and its discovery libraries (minutes), warm it links (seconds).
-promtool:
-	go -C tools/promtool build -trimpath -o bin/promtool github.com/prometheus/prometheus/cmd/promtool
+promtool: $(VENV)/.installed
+	$(PY) -m tools.go_build promtool
 
 # Every test, one process per core (pyproject.toml); `make test-charts` runs the slowest part alone: the tests that
 # render and template the pinned Helm charts (marker `charts`; `pytest -m "not charts"` runs the rest).
-test: $(VENV)/.installed $(HELM) helm-batch
+test: $(VENV)/.installed $(HELM)
 	$(PY) -m pytest
 
-test-charts: $(VENV)/.installed $(HELM) helm-batch
+test-charts: $(VENV)/.installed $(HELM)
 	$(PY) -m pytest -m charts
 
 # The upstream reference data of the pinned versions (tools/upstream.py), for a clone without ../shared/upstream:

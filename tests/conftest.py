@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tools import charts, harness, render
+from tools import charts, go_build, harness, render
 
 # jsonschema registers the "iri" formats when it can import rfc3987_syntax (jsonschema/_format.py), which builds 38
 # lark grammars as it is imported: 2 s in every test process. The tests check no iri format (tests/crd_schema.py checks
@@ -34,9 +34,9 @@ os.environ.setdefault("GPULAB_PLANNER", "off")
 os.environ.setdefault("GPULAB_HELM_CACHE", str(charts.cache_home() / "helm-template"))
 
 ROOT = Path(__file__).resolve().parent.parent
-# helm-batch, where `make test` built it (tools/helmbatch, Go): those hundreds of helm templates in a few processes.
-# Without it each runs helm (tools/helm_cache.py).
-HELM_BATCH = ROOT / "tools" / "helmbatch" / "bin" / "helm-batch"
+# helm-batch, where `make helm-batch` built it (tools/helmbatch, Go): those hundreds of helm templates in a few
+# processes. Without it each runs helm (tools/helm_cache.py).
+HELM_BATCH = go_build.HELPERS["helm-batch"].binary
 if HELM_BATCH.exists():
     os.environ.setdefault("GPULAB_HELM_BATCH", str(HELM_BATCH))
 STACK_FILES = sorted(ROOT.glob("Pulumi.*.yaml"))

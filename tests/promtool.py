@@ -9,12 +9,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tools import go_build
 
-BINARY = Path(os.environ.get("GPULAB_PROMTOOL") or ROOT / "tools" / "promtool" / "bin" / "promtool")
+PROMTOOL = go_build.HELPERS["promtool"]
+BINARY = Path(os.environ.get("GPULAB_PROMTOOL") or PROMTOOL.binary)
 
 
 def promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Runs promtool; skips the test when it is not built."""
     if not BINARY.is_file():
-        pytest.skip(f"no promtool at {BINARY}: `make promtool` builds it (Go 1.26, about 5 minutes cold)")
+        where = "$GPULAB_PROMTOOL" if os.environ.get("GPULAB_PROMTOOL") else BINARY.relative_to(ROOT)
+        first = PROMTOOL.first_build
+        pytest.skip(f"no promtool at {where}: `make promtool` builds it (Go 1.26; a first build compiles {first})")
     return subprocess.run([str(BINARY), *args], cwd=cwd, capture_output=True, text=True, timeout=120)

@@ -36,7 +36,7 @@ def _answers(release: charts.Release, kubernetes_version: str, values: list, bat
 
 def test_every_answer_is_the_helm_binarys_output_or_refusal(monkeypatch):
     if not HELM_BATCH.exists():
-        pytest.skip("helm-batch is not built (make helm-batch, with Go 1.26): the tests run the helm binary instead")
+        pytest.skip("helm-batch is not built (`make helm-batch`, with Go 1.26): the tests run the helm binary instead")
     r = rendered(HUB_STACKS[0])
     r.require_charts()
     for release in charts.releases(r.run):

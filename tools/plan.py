@@ -18,11 +18,12 @@ from typing import Any
 from config.cost import DECIMALS, usd
 from config.durations import duration_minutes
 from config.instance_types import GPU_INSTANCE_TYPES
+from tools import go_build
 from tools.table import Column, markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULE = ROOT / "planner"
-BINARY = MODULE / "bin" / "planner"
+BINARY = go_build.HELPERS["planner"].binary
 PLAN = "plan.json"
 INSTANCE_TYPES = "instance-types.json"
 # The whole lab, its learners all at once and one by one: the render summary and the pull-request comment show both
@@ -64,12 +65,11 @@ def binary() -> Path:
 
 
 def build() -> Path:
-    """planner/bin/planner, built from planner/go.mod and go.sum; go rebuilds only what changed."""
-    done = subprocess.run(
-        [go(), "build", "-o", str(BINARY), "."], cwd=MODULE, capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise Failed(f"go build of planner/ failed: {done.stderr.strip()}")
+    """planner/bin/planner, built from planner/go.mod and go.sum; go rebuilds only what changed. It says on stderr what
+    it builds and, on a first build, its progress (tools/go_build.py)."""
+    errors = go_build.build("planner", go())
+    if errors:
+        raise Failed(f"go build of planner/ failed: {errors}")
     return BINARY
 
 

@@ -1,0 +1,49 @@
+"""A build of a Go helper says what it builds and how long a first build takes before it starts, then its progress,
+and hands Go's errors back as Go wrote them (tools/go_build.py): a first build is minutes of silence otherwise."""
+
+from pathlib import Path
+
+from tools import go_build
+
+# A stand-in for go build -v: two modules downloaded, three packages compiled, then what its last line says.
+FAKE_GO = """#!/bin/sh
+echo "go: downloading k8s.io/api v0.34.1" >&2
+echo "go: downloading sigs.k8s.io/karpenter v1.14.1" >&2
+echo "k8s.io/api/core/v1" >&2
+echo "sigs.k8s.io/karpenter/pkg/scheduling" >&2
+echo "gpulab/planner" >&2
+{last}
+"""
+
+
+def fake_go(tmp_path: Path, last: str) -> str:
+    go = tmp_path / "go"
+    go.write_text(FAKE_GO.format(last=last))
+    go.chmod(0o755)
+    return str(go)
+
+
+def test_a_build_says_what_it_builds_and_how_long_a_first_one_takes_then_its_progress(tmp_path, monkeypatch):
+    monkeypatch.setattr(go_build, "EVERY", 0)
+    lines: list[str] = []
+    assert go_build.build("planner", fake_go(tmp_path, "exit 0"), lines.append) == ""
+    first, *progress, done = lines
+    assert first.startswith("planner: building planner/bin/planner, Karpenter 1.14.1's scheduler (Go: a first build")
+    assert go_build.HELPERS["planner"].first_build in first
+    assert progress[-1].startswith("  planner: 2 modules downloaded, 3 packages compiled, ")
+    assert done.startswith("  planner: built in ") and done.endswith("(2 modules, 3 packages)")
+
+
+def test_a_failed_build_returns_gos_own_lines(tmp_path):
+    error = "echo '# gpulab/planner' >&2; echo './plan.go:1:1: expected package' >&2; exit 1"
+    lines: list[str] = []
+    assert go_build.build("helm-batch", fake_go(tmp_path, error), lines.append) == (
+        "# gpulab/planner\n./plan.go:1:1: expected package"
+    )
+    assert lines[0].startswith("helm-batch: building tools/helmbatch/bin/helm-batch")
+
+
+def test_every_helper_the_makefile_builds_is_one_go_build_knows():
+    makefile = (go_build.ROOT / "Makefile").read_text()
+    assert {name for name in go_build.HELPERS if f"tools.go_build {name}" in makefile} == set(go_build.HELPERS)
+    assert all((go_build.ROOT / h.module / "go.mod").is_file() for h in go_build.HELPERS.values())
