@@ -43,7 +43,7 @@ def upstream_available() -> bool:
 
 requires_upstream = pytest.mark.skipif(
     not upstream_available(),
-    reason=f"Karpenter CRDs not found at {UPSTREAM} (../shared/upstream beside the repo, or $GPULAB_UPSTREAM)",
+    reason=upstream.absent(UPSTREAM),
 )
 
 

@@ -61,7 +61,7 @@ class Rendered:
 
     def require_charts(self) -> None:
         if self.not_rendered:
-            pytest.skip("\n".join(self.not_rendered))
+            pytest.skip("; ".join(self.not_rendered))
 
     def chart(self, release: str) -> list[dict[str, Any]]:
         """The objects the release installs, as the render wrote them."""

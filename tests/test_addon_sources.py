@@ -17,6 +17,7 @@ import yaml
 from components.labels import GPU_PRESENT_LABEL, GPU_TAINT
 from config.daemonsets import EKS_ADDON_DAEMONSETS, pod_requests
 from config.instance_types import GPU_INSTANCE_TYPES
+from tests import upstream as upstream_data
 from tests.scheduling import Node, unschedulable_because
 from tests.upstream import UPSTREAM
 from tools import charts, upstream
@@ -45,7 +46,7 @@ NODES = [
 
 def need(path: Path) -> Path:
     if not path.exists():
-        pytest.skip(f"{path} is not in the upstream reference data")
+        pytest.skip(upstream_data.absent(path))
     return path
 
 

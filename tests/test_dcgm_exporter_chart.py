@@ -7,7 +7,7 @@ import pytest
 from components.metrics import dcgm_exporter
 from config.versions import DCGM_EXPORTER_IMAGE
 from tests.rendered import load_objects
-from tests.upstream import UPSTREAM
+from tests.upstream import UPSTREAM, absent
 from tools import charts
 from tools.upstream import FOLDERS
 
@@ -40,7 +40,7 @@ def chart_values() -> dict:
 
 def chart_pod() -> dict:
     if not (CHART / "Chart.yaml").is_file():
-        pytest.skip(f"no dcgm-exporter chart at {CHART} (`make upstream` fetches it)")
+        pytest.skip(absent(CHART))
     try:
         helm = charts.helm_binary()
     except charts.Unavailable as missing:

@@ -59,7 +59,7 @@ UPSTREAM_RULES = {
 UPSTREAM_TEMPLATE = upstream.KARPENTER / "cloudformation.yaml"
 requires_upstream = pytest.mark.skipif(
     not UPSTREAM_TEMPLATE.is_file(),
-    reason=f"upstream Karpenter template not found at {UPSTREAM_TEMPLATE} (set GPULAB_UPSTREAM to the upstream folder)",
+    reason=upstream.absent(UPSTREAM_TEMPLATE),
 )
 
 

@@ -56,7 +56,7 @@ def _planned(stack: str, binary: Path) -> tuple[harness.Run, dict[str, Any], dic
         r = rendered(stack)
         run, out, not_rendered = r.run, r.out, r.not_rendered
     if not_rendered:
-        pytest.skip("\n".join(not_rendered))
+        pytest.skip("; ".join(not_rendered))
     return run, labs_output(out), plan.plan(out, run.stack.region, binary)
 
 

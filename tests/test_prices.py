@@ -10,9 +10,9 @@ from config import prices
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.prices import ON_DEMAND_USD_PER_HOUR, SYSTEM_NODE_USD_PER_HOUR
 from config.versions import KARPENTER_CHART_VERSION
-from tests.upstream import KARPENTER
+from tests.upstream import KARPENTER, absent
 
-# In ../shared/upstream (or GPULAB_UPSTREAM); the pull-request workflow puts it there in CI.
+# In the upstream reference data (tests/upstream.py); the pull-request workflow fetches it in CI (`make upstream`).
 UPSTREAM_PRICES = KARPENTER / "zz_generated.pricing_aws.go"
 
 
@@ -43,10 +43,7 @@ def test_prices_table_is_read_only():
 def upstream_prices() -> tuple[str, dict[str, str]]:
     """The generation line and the us-east-1 prices (as written) of Karpenter's generated pricing file."""
     if not UPSTREAM_PRICES.is_file():
-        pytest.skip(
-            f"{UPSTREAM_PRICES} is absent: put {prices.SOURCE_FILE} of {prices.SOURCE_REPOSITORY} "
-            f"{prices.SOURCE_TAG} there (the pull-request workflow does)"
-        )
+        pytest.skip(absent(UPSTREAM_PRICES))
     text = UPSTREAM_PRICES.read_text()
     generated = re.search(r"^// generated at (\S+) for (\S+)$", text, re.MULTILINE)
     assert generated, "the file has no generation line"

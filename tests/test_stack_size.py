@@ -103,7 +103,7 @@ def test_max_labs_is_the_most_labs_whose_device_plugin_config_map_fits():
     assert not fits(MAX_LABS + 1), "more labs fit now: set MAX_LABS to the largest count that fits"
 
 
-@pytest.mark.skipif(not CHART.is_dir(), reason=f"the nvidia-device-plugin chart is not at {CHART} (../shared/upstream)")
+@pytest.mark.skipif(not CHART.is_dir(), reason=upstream.absent(CHART))
 def test_the_largest_stack_fits_helms_release_secret():
     values = worst_case_values(MAX_LABS)
     chart_files = [p for p in sorted(CHART.rglob("*")) if p.is_file() and p.suffix != ".tgz"]

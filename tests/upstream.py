@@ -1,10 +1,12 @@
-"""Where the tests find the upstream reference data (../shared/upstream, or $GPULAB_UPSTREAM), for the pinned versions.
+"""Where the tests find the upstream reference data of the pinned versions: $GPULAB_UPSTREAM, else .upstream/ once
+`make upstream` has fetched it (git ignores it), else ../shared/upstream beside the clone (tools/charts.py).
 
-The folder belongs beside the repository, never in it (`make upstream` fetches it); tests that need it skip with a
-reason when it is absent.
+Tests that need it skip with a one-line reason when it is absent (`absent`).
 """
 
-from tools.charts import upstream_folder
+from pathlib import Path
+
+from tools.charts import upstream_absent, upstream_folder
 from tools.upstream import FOLDERS
 
 # The render looks for the pinned charts there too: one definition of where the folder is.
@@ -13,3 +15,8 @@ UPSTREAM = upstream_folder()
 # version bump without new data skips, not passes.
 KARPENTER = UPSTREAM / FOLDERS["karpenter"]
 NVIDIA_DEVICE_PLUGIN = UPSTREAM / FOLDERS["nvidia-device-plugin"]
+
+
+def absent(path: Path) -> str:
+    """The skip reason of a test that needs `path` of the upstream data: the path within the data, how to get it."""
+    return upstream_absent(path.relative_to(UPSTREAM).as_posix())

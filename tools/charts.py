@@ -5,9 +5,10 @@ inputs and the cluster's Kubernetes version shows every object that install crea
 release skips them), in Helm's install order, the same bytes on every run.
 
 Where the charts come from, the first that has the release's chart at the release's version (its Chart.yaml says so):
-`$GPULAB_CHARTS/<chart>/`, the upstream reference data (`$GPULAB_UPSTREAM`, else ../shared/upstream beside the
-repository: `*/charts/<chart>/`), then `helm pull` from the release's own repository into a cache. helm is
-`$GPULAB_HELM`, else the one beside the Python interpreter (.ci/install-helm puts it in .venv/bin), else on PATH.
+`$GPULAB_CHARTS/<chart>/`, the upstream reference data (`$GPULAB_UPSTREAM`, else `.upstream/` once `make upstream`
+has fetched it, else ../shared/upstream beside the repository: `*/charts/<chart>/`), then `helm pull` from the
+release's own repository into a cache. helm is `$GPULAB_HELM`, else the one beside the Python interpreter
+(.ci/install-helm puts it in .venv/bin), else on PATH.
 """
 
 from __future__ import annotations
@@ -76,9 +77,33 @@ def releases(run: harness.Run) -> list[Release]:
     return [Release.of(r) for r in run.of_type(HELM_RELEASE)]
 
 
+# Where `make upstream` puts the upstream reference data (the Makefile's UPSTREAM), inside the clone.
+FETCHED_UPSTREAM = ROOT / ".upstream"
+
+
 def upstream_folder() -> Path:
-    """The upstream reference data: $GPULAB_UPSTREAM, else ../shared/upstream beside the repository."""
-    return Path(os.environ.get("GPULAB_UPSTREAM") or ROOT.parent / "shared" / "upstream").expanduser().resolve()
+    """The upstream reference data: $GPULAB_UPSTREAM, else .upstream once `make upstream` has fetched it, else
+    ../shared/upstream beside the repository."""
+    configured = os.environ.get("GPULAB_UPSTREAM")
+    if configured:
+        return Path(configured).expanduser().resolve()
+    return FETCHED_UPSTREAM if FETCHED_UPSTREAM.is_dir() else (ROOT.parent / "shared" / "upstream").resolve()
+
+
+def upstream_place() -> str | None:
+    """The upstream folder named as the user set it ($GPULAB_UPSTREAM) or relative to the clone, never by an absolute
+    path that is not the user's; None when there is none here."""
+    if os.environ.get("GPULAB_UPSTREAM"):
+        return "$GPULAB_UPSTREAM"
+    folder = upstream_folder()
+    return os.path.relpath(folder, ROOT) if folder.is_dir() else None
+
+
+def upstream_absent(what: str) -> str:
+    """One line saying that `what` is not in the upstream reference data, and how to get it."""
+    if (place := upstream_place()) is None:
+        return f"no {what}: no upstream reference data here (`make upstream` fetches it into .upstream/)"
+    return f"no {what} in {place}, the upstream reference data (`make upstream` fetches the pinned versions')"
 
 
 def helm_binary() -> Path:
@@ -111,7 +136,10 @@ def _local_candidates(chart_name: str) -> list[Path]:
 def _local_place() -> str:
     """Where the local charts are looked for, as the line about a missing chart names it."""
     configured = os.environ.get("GPULAB_CHARTS")
-    return f"$GPULAB_CHARTS={configured}" if configured else f"{upstream_folder()} (the upstream data)"
+    if configured:
+        return f"$GPULAB_CHARTS={configured}"
+    place = upstream_place()
+    return f"{place} (the upstream data)" if place else "the upstream data (none here; `make upstream` fetches it)"
 
 
 def _host(release: Release) -> str:
