@@ -87,7 +87,8 @@ def upstream_folder() -> Path:
     configured = os.environ.get("GPULAB_UPSTREAM")
     if configured:
         return Path(configured).expanduser().resolve()
-    return FETCHED_UPSTREAM if FETCHED_UPSTREAM.is_dir() else (ROOT.parent / "shared" / "upstream").resolve()
+    # Not resolved: the lines that name it say ../shared/upstream, as the user sees it, even where it is a link.
+    return FETCHED_UPSTREAM if FETCHED_UPSTREAM.is_dir() else ROOT.parent / "shared" / "upstream"
 
 
 def upstream_place() -> str | None:
