@@ -7,6 +7,7 @@ reports its first). They set `validate_default` on their field, so that they als
 default. A check that reports at another key of its model raises FieldProblem naming that key.
 """
 
+import difflib
 import math
 import re
 from typing import Annotated, Literal
@@ -102,10 +103,24 @@ def kube_proxy_pinned(version: str) -> str:
 
 def gpu_instance_type(value: str) -> str:
     if value not in GPU_INSTANCE_TYPES:
+        close = difflib.get_close_matches(value.lower(), GPU_INSTANCE_TYPES, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
         raise ValueError(
             f"{value!r} is not an NVIDIA GPU instance type that gpulab knows (the list is in config/instance_types.py)"
+            f"{hint}"
         )
     return value
+
+
+def ami_alias(value: str) -> str:
+    # Karpenter resolves al2023@<version> to the release of that date; for GPU instance types it picks the NVIDIA
+    # variant. amazon-eks-ami names its releases v<YYYYMMDD>, and the alias takes the name as it is.
+    if re.fullmatch(r"al2023@(v[0-9]{8}|latest)", value):
+        return value
+    hint = ""
+    if missing_v := re.fullmatch(r"al2023@([0-9]{8})", value):
+        hint = f"; did you mean al2023@v{missing_v[1]}? (amazon-eks-ami names its releases v<YYYYMMDD>)"
+    raise ValueError(f"must be an AL2023 AMI alias, al2023@v<YYYYMMDD> or al2023@latest, got {value!r}{hint}")
 
 
 DNS_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
@@ -125,10 +140,7 @@ KubernetesVersion = Annotated[
 VpcId = Annotated[str, matching(r"vpc-[0-9a-f]{8,17}", "a VPC ID such as vpc-0a1b2c3d4e5f60718")]
 SubnetId = Annotated[str, matching(r"subnet-[0-9a-f]{8,17}", "a subnet ID such as subnet-0a1b2c3d4e5f60718")]
 GpuInstanceType = Annotated[str, AfterValidator(gpu_instance_type)]
-# Karpenter resolves al2023@<version> to the release of that date; for GPU instance types it picks the NVIDIA variant.
-AmiAlias = Annotated[
-    str, matching(r"al2023@(v[0-9]{8}|latest)", "an AL2023 AMI alias, al2023@v<YYYYMMDD> or al2023@latest")
-]
+AmiAlias = Annotated[str, AfterValidator(ami_alias)]
 CapacityType = Literal["on-demand", "spot", "reserved"]
 ImageReference = Annotated[str, AfterValidator(qualify_image)]
 # Karpenter's duration grammar (NodePool CRD): e.g. 30m, 1h30m, 720h.
@@ -145,9 +157,20 @@ def not_negative(value: str) -> str:
     return value
 
 
-# A Kubernetes resource quantity in any form Kubernetes reads, e.g. 1, 0.5, 500m, 1Gi, 4e9.
+def number_as_text(value: object) -> object:
+    # The API server reads a quantity written as a JSON number as it reads the same text (resource.Quantity's
+    # UnmarshalJSON parses an unquoted value with ParseQuantity): `cpu: 2` is `cpu: "2"`. true and false are no number.
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value) if math.isfinite(value) else value
+    return value
+
+
+# A Kubernetes resource quantity in any form Kubernetes reads, e.g. 1, 0.5, 500m, 1Gi, 4e9, or the number 2.
 Quantity = Annotated[
-    str, matching(QUANTITY, "a Kubernetes quantity such as 1, 0.5, 500m, 1Gi or 4e9"), AfterValidator(not_negative)
+    str,
+    BeforeValidator(number_as_text),
+    matching(QUANTITY, "a Kubernetes quantity such as 1, 0.5, 500m, 1Gi or 4e9"),
+    AfterValidator(not_negative),
 ]
 # An IAM role ARN, e.g. of an operators' role or a CI deploy role: EKS access entries name roles, not sessions.
 RoleArn = Annotated[

@@ -10,6 +10,11 @@ _DOMAIN_RE = re.compile(
 _PATH_COMPONENT_RE = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
 _TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _DIGEST_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}")
+# The grammar admits any algorithm and 32 or more hex digits, but reference.Parse then checks the digest with
+# opencontainers/go-digest (Digest.Validate): an algorithm it knows, and lowercase hex of that hash's length.
+_DIGEST_HEX = {"sha256": 64, "sha384": 96, "sha512": 128}
+# reference.NameTotalLengthMax: the name (registry and repository) is at most 255 characters.
+NAME_TOTAL_LENGTH_MAX = 255
 
 
 def qualify_image(reference: str) -> str:
@@ -24,6 +29,13 @@ def qualify_image(reference: str) -> str:
     name, _, digest = reference.partition("@")
     if digest and not _DIGEST_RE.fullmatch(digest):
         raise ValueError(f"image reference {reference!r} has a malformed digest {digest!r}")
+    if digest and (problem := _digest_problem(digest)):
+        raise ValueError(f"image reference {reference!r} has a digest containerd refuses: {problem}")
+    if len(name) > NAME_TOTAL_LENGTH_MAX:
+        raise ValueError(
+            f"image reference {reference!r} has a name of {len(name)} characters; containerd takes at most "
+            f"{NAME_TOTAL_LENGTH_MAX}"
+        )
     last_slash = name.rfind("/")
     repository, colon, tag = name.rpartition(":") if ":" in name[last_slash + 1 :] else (name, "", "")
     if colon and not _TAG_RE.fullmatch(tag):
@@ -46,3 +58,12 @@ def qualify_image(reference: str) -> str:
         raise ValueError(f"image reference {reference!r} has a malformed repository {path!r} (lowercase only)")
 
     return f"{domain}/{path}" + (f":{tag}" if tag else "") + (f"@{digest}" if digest else "")
+
+
+def _digest_problem(digest: str) -> str | None:
+    algorithm, _, encoded = digest.partition(":")
+    if algorithm not in _DIGEST_HEX:
+        return f"{algorithm} is not a digest algorithm it knows ({', '.join(_DIGEST_HEX)})"
+    if not re.fullmatch(f"[0-9a-f]{{{_DIGEST_HEX[algorithm]}}}", encoded):
+        return f"a {algorithm} digest is {_DIGEST_HEX[algorithm]} lowercase hex digits, got {len(encoded)} characters"
+    return None

@@ -36,14 +36,32 @@ def _at_least_a_minute(value: str) -> str:
     return value
 
 
+# DNS names are at most 253 characters written out (RFC 1035 3.1: 255 octets on the wire, its length octets
+# included), each label at most 63; ACM refuses longer domain names, and the certificate must cover the host.
+MAX_HOST_NAME = 253
+
+
+def _dns_length(host: str) -> str:
+    if len(host) > MAX_HOST_NAME:
+        raise ValueError(f"must be at most {MAX_HOST_NAME} characters, as DNS names are, got {len(host)}")
+    return host
+
+
 HostName = Annotated[
     str,
     matching(
         r"([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]([a-z0-9-]{0,61}[a-z0-9])?",
-        "a lowercase DNS name such as hub.example.edu",
+        "a lowercase DNS name of labels of at most 63 characters, such as hub.example.edu",
     ),
+    AfterValidator(_dns_length),
 ]
+# An OpenID issuer has no query or fragment (OpenID Connect Discovery 1.0, section 3: `issuer`).
 HttpsUrl = Annotated[str, matching(r"https://[^\s/?#]+(/[^\s?#]*)?", "an https:// URL without query or fragment")]
+# An endpoint may carry a query, which OAuthenticator keeps (tornado's url_concat adds its own parameters to it): Azure
+# AD B2C names its user flow so, https://<tenant>.b2clogin.com/<tenant>.onmicrosoft.com/oauth2/v2.0/authorize?p=<flow>.
+HttpsEndpoint = Annotated[
+    str, matching(r"https://[^\s/?#]+(/[^\s?#]*)?(\?[^\s#]*)?", "an https:// URL without a fragment")
+]
 CertificateArn = Annotated[
     str,
     matching(
@@ -100,6 +118,29 @@ def _someone_may_sign_in(value: list[str], info: ValidationInfo, keys: tuple[str
     return value
 
 
+# GitHub logins of users and organizations: letters, digits and single hyphens inside, at most 39 (GitHub's sign-up
+# form). OAuthenticator's GitHubOAuthenticator reads an allowed organization as `org` or `org:team` (the team's slug,
+# as in github.com/orgs/<org>/teams/<slug>): it splits the entry at ':' and asks GitHub's API for
+# /orgs/<org>/teams/<team>/members/<user>, so `org/team`, `@org/team` or a second ':' match nobody.
+_GITHUB_LOGIN = r"[A-Za-z0-9](?:-?[A-Za-z0-9]){0,38}"
+_TEAM_SLUG = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+GitHubLogin = Annotated[str, matching(_GITHUB_LOGIN, "a GitHub user name (letters, digits, single hyphens)")]
+
+
+def _org_or_team(value: str) -> str:
+    if re.fullmatch(f"{_GITHUB_LOGIN}(:{_TEAM_SLUG})?", value):
+        return value
+    guess = re.fullmatch(f"@?({_GITHUB_LOGIN})/({_TEAM_SLUG})", value)
+    hint = f"; did you mean {guess[1]}:{guess[2]}?" if guess else ""
+    raise ValueError(
+        "must be a GitHub organization (org) or one of its teams (org:team-slug), the form OAuthenticator reads, "
+        f"got {value!r}{hint}"
+    )
+
+
+GitHubOrgOrTeam = Annotated[str, AfterValidator(_org_or_team)]
+
+
 class GitHub(Model):
     """Sign-in with GitHub (OAuthenticator's GitHubOAuthenticator): a GitHub OAuth app."""
 
@@ -107,9 +148,13 @@ class GitHub(Model):
     client_id: Name = Field(
         description="Client ID of the GitHub OAuth app; its secret is gpulab:jupyterhubClientSecret."
     )
-    admin_users: NameList = Field(default_factory=list, description="GitHub users who are JupyterHub admins.")
-    allowed_users: NameList = Field(default_factory=list, description="GitHub users who may sign in.")
-    allowed_organizations: NameList = Field(
+    admin_users: Annotated[list[GitHubLogin], AfterValidator(unique)] = Field(
+        default_factory=list, description="GitHub users who are JupyterHub admins."
+    )
+    allowed_users: Annotated[list[GitHubLogin], AfterValidator(unique)] = Field(
+        default_factory=list, description="GitHub users who may sign in."
+    )
+    allowed_organizations: Annotated[list[GitHubOrgOrTeam], AfterValidator(unique)] = Field(
         default_factory=list,
         validate_default=True,
         description="GitHub organizations (org) or teams (org:team) whose members may sign in.",
@@ -126,9 +171,9 @@ class Oidc(Model):
 
     type: Literal["oidc"] = Field(description="Generic OAuth 2 / OIDC.")
     client_id: Name = Field(description="Client ID at the provider; its secret is gpulab:jupyterhubClientSecret.")
-    authorize_url: HttpsUrl = Field(description="The provider's authorization endpoint.")
-    token_url: HttpsUrl = Field(description="The provider's token endpoint.")
-    userdata_url: HttpsUrl = Field(description="The provider's userinfo endpoint.")
+    authorize_url: HttpsEndpoint = Field(description="The provider's authorization endpoint.")
+    token_url: HttpsEndpoint = Field(description="The provider's token endpoint.")
+    userdata_url: HttpsEndpoint = Field(description="The provider's userinfo endpoint.")
     scope: NameList = Field(default=["openid", "profile", "email"], description="Scopes asked for.")
     username_claim: Name = Field(default="preferred_username", description="Userinfo claim that names the user.")
     groups_claim: Name = Field(default="groups", description="Userinfo claim that lists the user's groups.")
@@ -156,8 +201,8 @@ class Lti13(Model):
         description="Client IDs the platform gave the tool when it was registered."
     )
     issuer: HttpsUrl = Field(description="The platform's issuer identifier.")
-    authorize_url: HttpsUrl = Field(description="The platform's OIDC authorization endpoint.")
-    jwks_endpoint: HttpsUrl = Field(description="The platform's JSON Web Key Set endpoint.")
+    authorize_url: HttpsEndpoint = Field(description="The platform's OIDC authorization endpoint.")
+    jwks_endpoint: HttpsEndpoint = Field(description="The platform's JSON Web Key Set endpoint.")
     username_key: Name = Field(default="email", description="Claim of the launch that names the user.")
     admin_users: NameList = Field(default_factory=list, description="Users who are JupyterHub admins.")
     allowed_users: NameList = Field(

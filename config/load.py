@@ -173,9 +173,15 @@ def _describe(value: Any) -> str:
 
 def _unknown_key(loc: tuple) -> str:
     allowed = _allowed_keys(loc[:-1])
+    key = str(loc[-1])
+    # The OAuth client secret is a Pulumi secret of its own, never a key of the settings: a key that names a secret,
+    # under gpulab:jupyterhub.auth or at the top, means it.
+    secret = f"{NAMESPACE}:{CLIENT_SECRET_KEY}"
+    if "secret" in key.lower() and (len(loc) == 1 or _walk(loc)[0][:2] == ["jupyterhub", "auth"]):
+        return f"unknown key; did you mean {secret}? The OAuth client secret is not in the settings: {_SET_SECRET}"
     # Compared as lowercase, as a user mistypes them: maxGPUs is maxGpus, not maxPods.
     by_lowercase = {key.lower(): key for key in allowed}
-    close = difflib.get_close_matches(str(loc[-1]).lower(), by_lowercase, n=1)
+    close = difflib.get_close_matches(key.lower(), by_lowercase, n=1)
     hint = f"did you mean {by_lowercase[close[0]]}? " if close else ""
     return f"unknown key; {hint}allowed keys: {', '.join(allowed)}"
 

@@ -63,7 +63,8 @@ BAD = {
     ),
     "a client secret in the auth block": (
         hub_stack({"auth": {**HUB["auth"], "clientSecret": "x"}}),
-        "gpulab:jupyterhub.auth.clientSecret: unknown key; did you mean clientId? allowed keys: adminUsers",
+        "gpulab:jupyterhub.auth.clientSecret: unknown key; did you mean gpulab:jupyterhubClientSecret? The OAuth "
+        "client secret is not in the settings: set it with `pulumi config set --secret",
     ),
     "github letting nobody in": (
         hub_stack({"auth": {"type": "github", "clientId": "x"}}),

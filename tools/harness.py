@@ -278,12 +278,29 @@ ENCRYPTED = "[encrypted]"
 
 def config_from_stack_file(document: Mapping[str, Any]) -> dict[str, str]:
     """The `config:` block of a stack file as the Pulumi CLI hands it to a program: structured values as JSON text,
-    and secrets as a stand-in (run() tells the program they are secrets, as the CLI does)."""
+    and secrets, at the top or nested in a structured value, as a stand-in (run() tells the program that a key holding
+    one is a secret, as the CLI does)."""
     values = document.get("config") or {}
     return {
-        key: ENCRYPTED if _is_secure(value) else value if isinstance(value, str) else json.dumps(value)
+        key: ENCRYPTED if _is_secure(value) else value if isinstance(value, str) else json.dumps(_stand_ins(value))
         for key, value in values.items()
     }
+
+
+def _stand_ins(value: Any) -> Any:
+    # Pulumi decrypts a `secure:` value anywhere in a structured value and marks the whole key secret
+    # (pulumi/pulumi sdk/go/common/resource/config: an object value is secure when any of its values is).
+    if _is_secure(value):
+        return ENCRYPTED
+    if isinstance(value, Mapping):
+        return {key: _stand_ins(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [_stand_ins(inner) for inner in value]
+    return value
+
+
+def _holds_secret(value: str) -> bool:
+    return value == ENCRYPTED or (value[:1] in "[{" and json.dumps(ENCRYPTED) in value)
 
 
 async def _resolved(value: Any) -> tuple[Any, bool]:
@@ -321,7 +338,7 @@ def run(stack_name: str, stack_config: Mapping[str, str], secrets: Sequence[str]
 # Every event loop of a run is made and closed by the run, so that the process ends without a traceback.
 @owned_event_loops()
 def _run(stack_name: str, stack_config: Mapping[str, str], secrets: Sequence[str]) -> Run:
-    secret_keys = [*secrets, *(key for key, value in stack_config.items() if value == ENCRYPTED)]
+    secret_keys = [*secrets, *(key for key, value in stack_config.items() if _holds_secret(value))]
     pulumi.runtime.set_all_config(dict(stack_config), secret_keys)
     stack = config.load()
     mocks = _Mocks(stack.region)

@@ -21,6 +21,7 @@ import datetime
 import json
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,12 +62,48 @@ class _UniqueKeyLoader(yaml.CSafeLoader):
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen = set()
-        for key_node, _ in node.value:
+        for i, (key_node, value_node) in enumerate(node.value):
             key = "<<" if key_node.tag == MERGE_TAG else self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
             seen.add(key)
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag in _NOT_STRINGS:
+                marked = yaml.ScalarNode(_NOT_A_STRING, f"{key_node.tag} {key_node.value}", key_node.start_mark)
+                node.value[i] = (marked, value_node)
         return super().construct_mapping(node, deep=deep)
+
+
+@dataclass(frozen=True)
+class NotAString:
+    """A mapping key that YAML reads as something other than a string (`1:`, `2027-01-11:`, `on:`, `~:`).
+
+    The Pulumi CLI hands structured values to the program as JSON, whose keys are strings: `1` and `"1"` would become
+    one key, the last silently winning, and a key YAML reads as a date or a number is rarely the name that was meant.
+    The render refuses them all, each at its key, and says how to quote it.
+    """
+
+    kind: str
+    text: str
+
+
+_YAML = "tag:yaml.org,2002:"
+_NOT_STRINGS = {
+    f"{_YAML}int": "a number",
+    f"{_YAML}float": "a number",
+    f"{_YAML}bool": "true or false",
+    f"{_YAML}null": "null",
+    f"{_YAML}timestamp": "a date",
+}
+_NOT_A_STRING = "tag:gpulab,2026:not-a-string"
+
+
+def _not_a_string(loader: yaml.CSafeLoader, node: yaml.Node) -> NotAString:
+    assert isinstance(node, yaml.ScalarNode)
+    tag, _, text = node.value.partition(" ")
+    return NotAString(_NOT_STRINGS[tag], text)
+
+
+_UniqueKeyLoader.add_constructor(_NOT_A_STRING, _not_a_string)
 
 
 def stack_file(stack: str) -> tuple[str, Path]:
@@ -96,6 +133,21 @@ def _as_written(loader: yaml.CSafeLoader, node: yaml.Node) -> Any:
 _UniqueKeyLoader.add_constructor("tag:yaml.org,2002:timestamp", _as_written)
 
 
+# PyYAML reads YAML 1.1's base-60 numbers (`1:30` is 90, `1:30.5` is 90.5); gopkg.in/yaml.v2 has none (resolve.go
+# tries decimal, hex, octal and binary only) and gives the Pulumi program the text written.
+def _number(loader: yaml.CSafeLoader, node: yaml.Node) -> Any:
+    assert isinstance(node, yaml.ScalarNode)
+    if ":" in node.value:
+        return loader.construct_scalar(node)
+    if node.tag == f"{_YAML}int":
+        return loader.construct_yaml_int(node)
+    return loader.construct_yaml_float(node)
+
+
+_UniqueKeyLoader.add_constructor(f"{_YAML}int", _number)
+_UniqueKeyLoader.add_constructor(f"{_YAML}float", _number)
+
+
 # What a stack file that is not UTF-8 most likely is, by its first bytes.
 _SIGNATURES = {b"\xff\xfe": "like UTF-16 text", b"\xfe\xff": "like UTF-16 text", b"\x1f\x8b": "gzip-compressed"}
 
@@ -117,7 +169,28 @@ def read_stack_file(path: Path) -> dict[str, str]:
         document = {}
     if not isinstance(document, dict) or not isinstance(document.get("config", {}), dict):
         raise config.ConfigError([f"gpulab: {path.name} must be a mapping with a `config:` mapping in it"])
+    if lines := _keys_not_strings(document.get("config") or {}, ""):
+        raise config.ConfigError(lines)
     return harness.config_from_stack_file(document)
+
+
+def _keys_not_strings(value: Any, path: str) -> list[str]:
+    """One line for each key under `path` that YAML reads as something other than a string (NotAString)."""
+    lines = []
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if isinstance(key, NotAString):
+                where = f"{path}.{key.text}" if path else key.text
+                lines.append(
+                    f"{where}: a key must be a string, and YAML reads {key.text} as {key.kind}; quote it "
+                    f"('{key.text}') if that is the name meant"
+                )
+            else:
+                lines += _keys_not_strings(inner, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            lines += _keys_not_strings(inner, f"{path}[{i}]")
+    return lines
 
 
 def _yaml_problem(error: yaml.YAMLError) -> str:

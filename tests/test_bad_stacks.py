@@ -1,0 +1,221 @@
+"""Stack files as a user writes them, bad and good, through the render: a bad one exits 2 with one `gpulab:<key>` line
+per problem and writes nothing; a good one renders. Each is YAML text, so that what YAML makes of it is tested too."""
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tools import render
+
+HEAD = """\
+config:
+  aws:region: eu-west-1
+  gpulab:cluster:
+    name: lab-test
+    kubernetesVersion: "1.34"
+    vpcId: vpc-0a1b2c3d4e5f60718
+    privateSubnetIds: [subnet-0a1b2c3d4e5f60001, subnet-0a1b2c3d4e5f60002]
+"""
+LAB = """\
+      instanceTypes: [g4dn.xlarge]
+      slicesPerGpu: 3
+      maxGpus: 4
+      ami: al2023@v20260714
+"""
+CERTIFICATE = "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9"
+SECRET = "  gpulab:jupyterhubClientSecret: {secure: v1:c2VjcmV0}\n"
+
+
+def labs(body: str = "", name: str = "intro") -> str:
+    """gpulab:labs with one lab of LAB's keys, `body` added to them."""
+    return f"  gpulab:labs:\n    {name}:\n{LAB}{textwrap.indent(textwrap.dedent(body), '      ')}"
+
+
+def hub(auth: str = "type: dummy", **changes: str) -> str:
+    keys = {
+        "host": "lab.example.edu",
+        "notebookImage": "quay.io/jupyter/pytorch-notebook:cuda12-a4c8c5467c74",
+        "scheme": "internet-facing",
+        "subnetIds": "[subnet-0a1b2c3d4e5f60101, subnet-0a1b2c3d4e5f60102]",
+        "certificateArn": CERTIFICATE,
+        **changes,
+    }
+    return (
+        "  gpulab:jupyterhub:\n"
+        f"    host: {keys['host']}\n"
+        f"    notebookImage: {keys['notebookImage']}\n"
+        "    loadBalancer:\n"
+        f"      scheme: {keys['scheme']}\n"
+        f"      subnetIds: {keys['subnetIds']}\n"
+        f"      certificateArn: {keys['certificateArn']}\n"
+        f"    auth:\n{textwrap.indent(textwrap.dedent(auth), '      ')}"
+    )
+
+
+GITHUB = "type: github\nclientId: Iv1.0123456789abcdef\n"
+OIDC = """\
+type: oidc
+clientId: 0a1b2c3d
+authorizeUrl: https://t.b2clogin.com/t.onmicrosoft.com/oauth2/v2.0/authorize?p=B2C_1_signin
+tokenUrl: https://t.b2clogin.com/t.onmicrosoft.com/oauth2/v2.0/token?p=B2C_1_signin
+userdataUrl: https://graph.microsoft.com/oidc/userinfo
+allowedUsers: [alice]
+"""
+
+
+def render_text(tmp_path: Path, text: str, capsys) -> tuple[int, list[str], list[Path]]:
+    """The render's status, its stderr lines and what it wrote, for a stack file of `text`."""
+    stack = tmp_path / "Pulumi.case.yaml"
+    stack.write_text(text)
+    out = tmp_path / "out"
+    status = render.main([str(stack), "--out", str(out), "--no-charts"])
+    written = sorted(out.rglob("*")) if out.exists() else []
+    return status, capsys.readouterr().err.splitlines(), written
+
+
+# Each bad stack file and the line it must print (its start).
+BAD = {
+    "a lab named by a number": (
+        HEAD + labs(name="1"),
+        "gpulab:labs.1: a key must be a string, and YAML reads 1 as a number; quote it ('1')",
+    ),
+    "labs 1 and '1', which JSON would merge": (
+        HEAD + labs(name="1") + f"    '1':\n{LAB}",
+        "gpulab:labs.1: a key must be a string",
+    ),
+    "a lab named by a date": (
+        HEAD + labs(name="2027-01-11"),
+        "gpulab:labs.2027-01-11: a key must be a string, and YAML reads 2027-01-11 as a date",
+    ),
+    "a lab named on (YAML 1.1's true)": (
+        HEAD + labs(name="on"),
+        "gpulab:labs.on: a key must be a string, and YAML reads on as true or false; quote it ('on')",
+    ),
+    "a key not a string deep in a lab": (
+        HEAD + labs("rootVolume: {8: 100}\n"),
+        "gpulab:labs.intro.rootVolume.8: a key must be a string",
+    ),
+    "a top-level key not a string": (HEAD + "  3: x\n", "3: a key must be a string"),
+    "a duration written as a date": (
+        HEAD + labs("expireAfter: 2027-01-11\n"),
+        "gpulab:labs.intro.expireAfter: must be a duration such as 720h, or Never, got '2027-01-11'",
+    ),
+    "a duration written as a time (YAML 1.1's base 60)": (
+        HEAD + labs("terminationGracePeriod: 1:30\n"),
+        "gpulab:labs.intro.terminationGracePeriod: must be a duration such as 10m, 1h30m or 720h, got '1:30'",
+    ),
+    "a class lasting a date": (
+        HEAD + labs("classes: [{schedule: '0 9 * * mon', duration: 2027-01-11}]\n"),
+        "gpulab:labs.intro.classes[0].duration: must be hours and minutes such as 45m, 2h or 1h30m, got '2027-01-11'",
+    ),
+    "a misspelt instance type": (
+        HEAD + labs().replace("g4dn.xlarge", "g4dn.xlarg"),
+        "gpulab:labs.intro.instanceTypes[0]: 'g4dn.xlarg' is not an NVIDIA GPU instance type that gpulab knows "
+        "(the list is in config/instance_types.py); did you mean g4dn.xlarge?",
+    ),
+    "an AMI release without its v": (
+        HEAD + labs().replace("@v20260714", "@20260714"),
+        "gpulab:labs.intro.ami: must be an AL2023 AMI alias, al2023@v<YYYYMMDD> or al2023@latest, got "
+        "'al2023@20260714'; did you mean al2023@v20260714?",
+    ),
+    "a host name past DNS's 253 characters": (
+        HEAD + labs() + hub(host=".".join(["a" * 63] * 4) + ".edu"),
+        "gpulab:jupyterhub.host: must be at most 253 characters, as DNS names are, got 259",
+    ),
+    "a host name with a label past 63 characters": (
+        HEAD + labs() + hub(host="a" * 64 + ".example.edu"),
+        "gpulab:jupyterhub.host: must be a lowercase DNS name of labels of at most 63 characters",
+    ),
+    "a digest too short for sha256": (
+        HEAD + labs(f"prepullImages: [ubuntu@sha256:{'a' * 32}]\n"),
+        "gpulab:labs.intro.prepullImages[0]: image reference 'ubuntu@sha256:" + "a" * 32 + "' has a digest "
+        "containerd refuses: a sha256 digest is 64 lowercase hex digits, got 32 characters",
+    ),
+    "a digest in uppercase hex": (
+        HEAD + labs(f"prepullImages: [ubuntu@sha256:{'A' * 64}]\n"),
+        "gpulab:labs.intro.prepullImages[0]: image reference 'ubuntu@sha256:" + "A" * 64 + "' has a digest "
+        "containerd refuses",
+    ),
+    "a digest of an algorithm containerd does not know": (
+        HEAD + labs(f"notebookImage: quay.io/jupyter/base-notebook@md5:{'a' * 32}\n"),
+        "gpulab:labs.intro.notebookImage: image reference 'quay.io/jupyter/base-notebook@md5:" + "a" * 32 + "' has "
+        "a digest containerd refuses: md5 is not a digest algorithm it knows (sha256, sha384, sha512)",
+    ),
+    "a GitHub team written org/team": (
+        HEAD + labs() + hub(GITHUB + "allowedOrganizations: [my-org/my-team]\n") + SECRET,
+        "gpulab:jupyterhub.auth.allowedOrganizations[0]: must be a GitHub organization (org) or one of its teams "
+        "(org:team-slug), the form OAuthenticator reads, got 'my-org/my-team'; did you mean my-org:my-team?",
+    ),
+    "a GitHub team of two colons": (
+        HEAD + labs() + hub(GITHUB + "allowedOrganizations: ['my-org:my-team:x']\n") + SECRET,
+        "gpulab:jupyterhub.auth.allowedOrganizations[0]: must be a GitHub organization (org) or one of its teams",
+    ),
+    "a GitHub user that is an email": (
+        HEAD + labs() + hub(GITHUB + "allowedUsers: [alice@example.edu]\n") + SECRET,
+        "gpulab:jupyterhub.auth.allowedUsers[0]: must be a GitHub user name",
+    ),
+    "the client secret under auth": (
+        HEAD + labs() + hub(GITHUB + "allowedUsers: [alice]\nclientSecret: x\n") + SECRET,
+        "gpulab:jupyterhub.auth.clientSecret: unknown key; did you mean gpulab:jupyterhubClientSecret?",
+    ),
+    "the client secret misspelt": (
+        HEAD + labs() + hub(GITHUB + "allowedUsers: [alice]\n") + SECRET.replace("Secret:", "Secrets:"),
+        "gpulab:jupyterhubClientSecrets: unknown key; did you mean gpulab:jupyterhubClientSecret?",
+    ),
+    "an issuer with a query": (
+        HEAD
+        + labs()
+        + hub(
+            "type: lti13\nclientIds: ['1']\nissuer: https://canvas.example.edu?x=1\n"
+            "authorizeUrl: https://canvas.example.edu/auth\njwksEndpoint: https://canvas.example.edu/jwks\n"
+        ),
+        "gpulab:jupyterhub.auth.issuer: must be an https:// URL without query or fragment",
+    ),
+    "an endpoint with a fragment": (
+        HEAD + labs() + hub(OIDC.replace("?p=B2C_1_signin\ntoken", "#signin\ntoken")) + SECRET,
+        "gpulab:jupyterhub.auth.authorizeUrl: must be an https:// URL without a fragment",
+    ),
+}
+
+
+@pytest.mark.parametrize(("text", "expected"), BAD.values(), ids=BAD.keys())
+def test_a_bad_stack_file_exits_2_with_its_line_and_writes_nothing(tmp_path, capsys, text, expected):
+    status, lines, written = render_text(tmp_path, text, capsys)
+    assert (status, written) == (2, []), lines
+    assert any(line.startswith(expected) for line in lines), lines
+    assert all(line.startswith("gpulab") or line.startswith("3:") for line in lines), lines
+
+
+GOOD = {
+    "a lab named '1', quoted": HEAD + labs(name="'1'"),
+    "a lab named '2027-01-11', quoted": HEAD + labs(name="'2027-01-11'"),
+    "learner requests written as numbers": HEAD + labs("learnerPod: {cpu: 1, memory: 4e9}\n"),
+    "a learner CPU of half a core as a number": HEAD + labs("learnerPod: {cpu: 0.5}\n"),
+    "OAuth endpoints with a query (Azure AD B2C)": HEAD + labs() + hub(OIDC) + SECRET,
+    "a GitHub team as org:team": HEAD
+    + labs()
+    + hub(GITHUB + "allowedOrganizations: [my-org, my-org:my-team]\n")
+    + SECRET,
+    "a secure value nested in the hub's settings": HEAD
+    + labs()
+    + hub(GITHUB.replace("Iv1.0123456789abcdef", "{secure: v1:aWQ=}") + "allowedUsers: [alice]\n")
+    + SECRET,
+    "a sha256 digest": HEAD + labs(f"prepullImages: [ubuntu@sha256:{'0a' * 32}]\n"),
+    "a host name of 253 characters": HEAD + labs() + hub(host=".".join(["a" * 62] * 4)[:249] + ".edu"),
+}
+
+
+@pytest.mark.parametrize("text", GOOD.values(), ids=GOOD.keys())
+def test_a_good_stack_file_renders(tmp_path, capsys, text):
+    status, lines, written = render_text(tmp_path, text, capsys)
+    assert status == 0, lines
+    assert (tmp_path / "out" / "resources.json") in written
+
+
+def test_a_quantity_written_as_a_number_reaches_the_learners_pod_as_kubernetes_reads_it(tmp_path, capsys):
+    status, lines, _ = render_text(tmp_path, HEAD + labs("learnerPod: {cpu: 1, memory: 4e9}\n"), capsys)
+    assert status == 0, lines
+    outputs = json.loads((tmp_path / "out" / "outputs.json").read_text())
+    assert (outputs["labs"]["intro"]["learnerCpu"], outputs["labs"]["intro"]["learnerMemory"]) == ("1", "4e9")
