@@ -14,7 +14,7 @@ from pydantic import ValidationInfo
 from config import class_calendar, durations, schedule, time_zones
 from config.class_budgets import Window, windows
 from config.disruption import cron
-from config.fields import FieldProblem
+from config.fields import FieldProblem, report
 from config.schedule import Schedule
 
 
@@ -111,23 +111,29 @@ def shiftable(warmup: str, info: ValidationInfo) -> str:
 
 def classes_fit(classes: list[_LabClass], info: ValidationInfo) -> list[_LabClass]:
     """A lab's classes: warm seats within its seats, distinct starts, and budgets within the NodePool's maximum."""
+    problems: list[ValueError] = []
     if {"max_gpus", "slices_per_gpu"} <= info.data.keys():
         seats = info.data["max_gpus"] * info.data["slices_per_gpu"]
         for i, lab_class in enumerate(classes):
             if (lab_class.warm_seats or 0) > seats:
-                raise FieldProblem(f"classes[{i}].warmSeats", f"must be at most the lab's {seats} learner seats")
+                problems.append(
+                    FieldProblem(f"classes[{i}].warmSeats", f"must be at most the lab's {seats} learner seats")
+                )
     for i, lab_class in enumerate(classes):
         earlier = [j for j, other in enumerate(classes[:i]) if other.identity == lab_class.identity]
         if earlier:
-            raise FieldProblem(f"classes[{i}].schedule", f"starts when classes[{earlier[0]}] does")
+            problems.append(FieldProblem(f"classes[{i}].schedule", f"starts when classes[{earlier[0]}] does"))
     if "disruption" in info.data:
         added = sum(len(lab_class.budget_windows) for lab_class in classes)
         budgets = len(info.data["disruption"].budgets) + added
         if budgets > MAX_BUDGETS:
-            raise ValueError(
-                f"its classes add {added} disruption budgets (2 for each class and UTC offset it has), and a "
-                f"NodePool takes at most {MAX_BUDGETS}; this lab would have {budgets}"
+            problems.append(
+                ValueError(
+                    f"its classes add {added} disruption budgets (2 for each class and UTC offset it has), and a "
+                    f"NodePool takes at most {MAX_BUDGETS}; this lab would have {budgets}"
+                )
             )
+    report(problems)
     return classes
 
 
@@ -154,9 +160,13 @@ def ends_after_start(end: datetime.date, info: ValidationInfo) -> datetime.date:
 def skips_within_term(skip: list[datetime.date], info: ValidationInfo) -> list[datetime.date]:
     if {"start", "end"} <= info.data.keys():
         first, last = info.data["start"], info.data["end"]
-        for i, day in enumerate(skip):
-            if not first <= day <= last:
-                raise FieldProblem(f"skip[{i}]", f"{day} is outside the term ({first} to {last}); remove it")
+        report(
+            [
+                FieldProblem(f"skip[{i}]", f"{day} is outside the term ({first} to {last}); remove it")
+                for i, day in enumerate(skip)
+                if not first <= day <= last
+            ]
+        )
     return skip
 
 
@@ -167,11 +177,13 @@ def holds_every_day(term: _Term | None, info: ValidationInfo) -> _Term | None:
         return term
     start, zone = schedule.parse(info.data["schedule"]), class_zone(info.data["time_zone"], STACK_TIME_ZONE.get())
     if term is not None:
-        for i, day in enumerate(term.skip):
-            if not start.matches_day(day):
-                raise FieldProblem(
-                    f"term.skip[{i}]", f"{day} is a {day:%A}, on which the class does not start; remove it"
-                )
+        report(
+            [
+                FieldProblem(f"term.skip[{i}]", f"{day} is a {day:%A}, on which the class does not start; remove it")
+                for i, day in enumerate(term.skip)
+                if not start.matches_day(day)
+            ]
+        )
         if next(class_calendar.class_days(start, term.start, term.end, term.skip), None) is None:
             raise ValueError(f"has no day on which the class starts ({info.data['schedule']})")
     warmup, duration = (durations.duration_minutes(info.data[key]) for key in ("warmup", "duration"))

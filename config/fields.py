@@ -8,9 +8,11 @@ default. A check that reports at another key of its model raises FieldProblem na
 """
 
 import difflib
+import inspect
 import math
 import re
-from typing import Annotated, Literal
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationInfo
 from pydantic.alias_generators import to_camel
@@ -33,6 +35,44 @@ class FieldProblem(ValueError):
     def __init__(self, key: str, message: str):
         super().__init__(message)
         self.key = key
+
+
+class Problems(ValueError):
+    """Every problem one check found, each a line of its own: a FieldProblem at the key it names, any other ValueError
+    at the key the check validates."""
+
+    def __init__(self, problems: Sequence[ValueError]):
+        super().__init__("; ".join(map(str, problems)))
+        self.problems = list(problems)
+
+
+def report(problems: Sequence[ValueError]) -> None:
+    """Raises what a check found, if anything: one problem as itself, several as Problems."""
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise Problems(problems)
+
+
+def _found(check: Callable[..., Any], value: Any, info: ValidationInfo) -> list[ValueError]:
+    try:
+        check(value, info) if len(inspect.signature(check).parameters) == 2 else check(value)
+    except Problems as several:
+        return several.problems
+    except ValueError as problem:
+        return [problem]
+    return []
+
+
+def all_of(*checks: Callable[..., Any]) -> AfterValidator:
+    """The checks of one key, each run and every problem reported, where a chain of AfterValidators stops at the
+    first; each check takes the value (and the ValidationInfo) and returns it unchanged."""
+
+    def check(value: Any, info: ValidationInfo) -> Any:
+        report([problem for each in checks for problem in _found(each, value, info)])
+        return value
+
+    return AfterValidator(check)
 
 
 def between(low: int, high: int):

@@ -12,7 +12,6 @@ from pydantic.alias_generators import to_camel
 
 from config import durations
 from config.fields import (
-    BUILT_IN_NAMESPACES,
     Duration,
     FieldProblem,
     ImageReference,
@@ -21,9 +20,11 @@ from config.fields import (
     SubnetId,
     between,
     matching,
+    report,
     unique,
 )
 from config.images import DOCKER_HUB
+from config.namespaces import namespace_clash
 from config.versions import EBS_CSI_DRIVER_ADDON_VERSION
 
 # The Pulumi secret that holds the OAuth client secret of the GitHub or OIDC app.
@@ -293,20 +294,56 @@ def hub_has_its_labs(hub: JupyterHub | None, info: ValidationInfo) -> JupyterHub
     and a notebook image for every lab there, its own or the hub's."""
     if hub is None or "labs" not in info.data:
         return hub
-    taken = {s.namespace for s in (info.data.get("karpenter"), info.data.get("nvidia_device_plugin")) if s}
-    if hub.namespace in taken | BUILT_IN_NAMESPACES:
-        raise FieldProblem(
-            "jupyterhub.namespace", f"must be a namespace of its own, not {hub.namespace!r}, which another uses"
-        )
+    problems: list[ValueError] = []
+    if clash := namespace_clash(hub.namespace, info.data, ("karpenter", "nvidia_device_plugin")):
+        problems.append(FieldProblem("jupyterhub.namespace", clash))
+    if cluster := info.data.get("cluster"):
+        problems += _load_balancer_problems(hub.load_balancer, cluster.private_subnet_ids)
     offered = {name: lab for name, lab in info.data["labs"].items() if lab.on_spawn_page}
     if not offered:
         # With no profile KubeSpawner starts a pod without the GPU toleration or a lab's node selector.
-        raise ValueError("needs at least one lab on the spawn page (a lab with onSpawnPage: true)")
-    for name, lab in offered.items():
-        if lab.notebook_image is None and hub.notebook_image is None:
-            raise FieldProblem(
-                f"labs.{name}.notebookImage",
-                "required for a lab on the JupyterHub spawn page, unless gpulab:jupyterhub.notebookImage gives every "
-                "lab one (or onSpawnPage: false)",
-            )
+        problems.append(ValueError("needs at least one lab on the spawn page (a lab with onSpawnPage: true)"))
+    problems += [
+        FieldProblem(
+            f"labs.{name}.notebookImage",
+            "required for a lab on the JupyterHub spawn page, unless gpulab:jupyterhub.notebookImage gives every "
+            "lab one (or onSpawnPage: false)",
+        )
+        for name, lab in offered.items()
+        if lab.notebook_image is None and hub.notebook_image is None
+    ]
+    report(problems)
     return hub
+
+
+def _load_balancer_problems(lb: LoadBalancer, private_subnet_ids: list[str]) -> list[ValueError]:
+    # The cloud provider's service controller puts the Classic Load Balancer in the subnets of its `subnets` annotation
+    # (components/jupyterhub/values.py); an internet-facing one in subnets without a route to an internet gateway
+    # gets a public DNS name that nobody reaches (Elastic Load Balancing User Guide for Classic Load Balancers,
+    # "Internet-facing Classic Load Balancers"). The cluster's private subnets are such subnets.
+    private = [subnet for subnet in lb.subnet_ids if subnet in private_subnet_ids]
+    if lb.scheme == "internet-facing" and private:
+        return [
+            FieldProblem(
+                "jupyterhub.loadBalancer.subnetIds",
+                f"must be public subnets with scheme internet-facing, but {', '.join(private)} "
+                f"{'is' if len(private) == 1 else 'are'} in gpulab:cluster.privateSubnetIds; use the VPC's public "
+                "subnets, or scheme internal",
+            )
+        ]
+    return []
+
+
+def certificate_region_problem(hub: JupyterHub | None, region: str) -> str | None:
+    """Why the hub's certificate cannot serve its load balancer in `region`, or None: ELB takes ACM certificates of
+    its own region only (ACM User Guide, "Services integrated with ACM": the certificate must be requested or imported
+    in the load balancer's region)."""
+    if hub is None:
+        return None
+    certificate_region = hub.load_balancer.certificate_arn.split(":")[3]
+    if certificate_region == region:
+        return None
+    return (
+        f"must be an ACM certificate in the stack's region {region}, where the load balancer is, got one in "
+        f"{certificate_region}: request or import the certificate in {region}"
+    )

@@ -49,7 +49,8 @@ def reserved_needs_reservations(ids: list[str], info: ValidationInfo) -> list[st
 # Karpenter never launches a node whose capacity alone would exceed what is left of the NodePool's limits, and a pod
 # beyond the VPC CNI's IP addresses never starts: refuse a lab with an instance type that could never work.
 def max_gpus_hold_a_node(max_gpus: int, info: ValidationInfo) -> int:
-    for name, instance_type in lab_instance_types(info):
+    # The type of the most GPUs: a limit that holds its node holds every other type's.
+    for name, instance_type in sorted(lab_instance_types(info), key=lambda t: -t[1].gpus)[:1]:
         if instance_type.gpus > max_gpus:
             raise ValueError(
                 f"must be at least {instance_type.gpus}: {name} has {instance_type.gpus} GPUs, and Karpenter never "
@@ -63,7 +64,10 @@ def max_gpus_hold_a_node(max_gpus: int, info: ValidationInfo) -> int:
 # its types Karpenter launches; as every type's GPU count is a power of two, a limit that each divides leaves room for
 # another node of the smallest until it is reached.
 def max_gpus_in_whole_nodes(max_gpus: int, info: ValidationInfo) -> int:
-    for name, instance_type in lab_instance_types(info):
+    # The failing type of the most GPUs: every count is a power of two, so its multiples are every other type's. A
+    # type of more GPUs than the limit fails max_gpus_hold_a_node instead.
+    failing = [(name, t) for name, t in lab_instance_types(info) if max_gpus % t.gpus and t.gpus <= max_gpus]
+    for name, instance_type in sorted(failing, key=lambda t: -t[1].gpus)[:1]:
         if max_gpus % instance_type.gpus:
             reached = max_gpus - max_gpus % instance_type.gpus
             raise ValueError(

@@ -14,8 +14,8 @@ from typing import Any
 import pulumi
 from pydantic import BaseModel, ValidationError
 
-from config.fields import FieldProblem
-from config.jupyterhub import CLIENT_SECRET_KEY, NEEDS_CLIENT_SECRET
+from config.fields import FieldProblem, Problems
+from config.jupyterhub import CLIENT_SECRET_KEY, NEEDS_CLIENT_SECRET, certificate_region_problem
 from config.keys import NAMESPACE, key_problems
 from config.model import Settings
 
@@ -53,9 +53,15 @@ def parse(values: Mapping[str, Any], region: str | None) -> StackConfig:
     try:
         settings = Settings.model_validate(values)
     except ValidationError as error:
-        lines[:0] = [f"{NAMESPACE}:{_path(e)}: {_message(e)}" for e in error.errors()]
+        lines[:0] = [
+            f"{NAMESPACE}:{_path(e, problem)}: {_message(e, problem)}"
+            for e in _causes_first(error.errors())
+            for problem in _problems(e)
+        ]
     else:
         lines += _client_secret_problems(settings, client_secret)
+        if region and (problem := certificate_region_problem(settings.jupyterhub, region)):
+            lines.append(f"{NAMESPACE}:jupyterhub.loadBalancer.certificateArn: {problem}")
     if lines:
         raise ConfigError(lines)
     assert region is not None
@@ -115,8 +121,29 @@ def _decode(raw: Any) -> Any:
         return raw
 
 
-def _path(error: Mapping[str, Any]) -> str:
-    loc, problem = error["loc"], error.get("ctx", {}).get("error")
+def _causes_first(errors: list[Any]) -> list[Any]:
+    """The errors with each unknown key moved before the first other error of its model: the key it misspells is
+    left to its default, and the checks that default fails are its consequences (a misspelt slicesPerGpu fails
+    sharing: mps for one slice)."""
+    ordered: list[Any] = []
+    for error in errors:
+        if error["type"] == "extra_forbidden":
+            model = error["loc"][:-1]
+            first = next((i for i, e in enumerate(ordered) if e["loc"][: len(model)] == model), len(ordered))
+            ordered.insert(first, error)
+        else:
+            ordered.append(error)
+    return ordered
+
+
+def _problems(error: Mapping[str, Any]) -> list[Any]:
+    """What one error reports: each problem of a check that found several (config.fields.Problems), else its own."""
+    problem = error.get("ctx", {}).get("error")
+    return problem.problems if isinstance(problem, Problems) else [problem]
+
+
+def _path(error: Mapping[str, Any], problem: Any) -> str:
+    loc = error["loc"]
     if isinstance(problem, FieldProblem):  # found by the check of another key of the same model: report it at its key
         loc = loc[:-1]
     path = ""
@@ -140,14 +167,14 @@ _KINDS = {
 _MAPPING = "a mapping of keys to values"
 
 
-def _message(error: Mapping[str, Any]) -> str:
+def _message(error: Mapping[str, Any], problem: Any) -> str:
     kind, ctx, value = error["type"], error.get("ctx", {}), error.get("input")
     if kind == "missing":
         return "required key is missing"
     if kind == "extra_forbidden":
         return _unknown_key(error["loc"])
     if kind == "value_error":
-        return str(ctx["error"])
+        return str(problem)
     if kind in _KINDS:
         return f"must be {_KINDS[kind]}, got {_describe(value)}"
     if kind in ("dict_type", "model_type", "model_attributes_type"):

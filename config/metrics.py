@@ -14,7 +14,8 @@ from pydantic import AfterValidator, Field, ValidationInfo
 
 from config import durations
 from config.daemonsets import DCGM_SERVER
-from config.fields import BUILT_IN_NAMESPACES, Duration, FieldProblem, Model, Namespace, between
+from config.fields import Duration, FieldProblem, Model, Namespace, between, report
+from config.namespaces import namespace_clash
 from config.versions import DCGM_EXPORTER_VERSION
 
 
@@ -101,11 +102,13 @@ def metrics_fit(metrics: Metrics | None, info: ValidationInfo) -> Metrics | None
     """gpulab:metrics beside the other settings: the scraper's way into the cluster, a namespace of its own, and every
     lab's gpuIdleTimeout backed by a meter and a hub."""
     labs: Mapping[str, MeteredLab] = info.data.get("labs", {})
-    for name, lab in labs.items():
-        if lab.gpu_idle_timeout is not None:
-            problem = _timeout_problem(lab, metrics is not None, info.data.get("jupyterhub") is not None)
-            if problem:
-                raise FieldProblem(f"labs.{name}.gpuIdleTimeout", problem)
+    hub = info.data.get("jupyterhub") is not None
+    timeouts = {
+        name: _timeout_problem(lab, metrics is not None, hub)
+        for name, lab in labs.items()
+        if lab.gpu_idle_timeout is not None
+    }
+    report([FieldProblem(f"labs.{name}.gpuIdleTimeout", problem) for name, problem in timeouts.items() if problem])
     if metrics is None:
         return None
     cluster = info.data.get("cluster")
@@ -115,10 +118,6 @@ def metrics_fit(metrics: Metrics | None, info: ValidationInfo) -> Metrics | None
             "must be true with gpulab:metrics: the AWS managed scraper reaches the cluster only through its private "
             "endpoint (AMP User Guide, AMP-collector-how-to)",
         )
-    settings = (info.data.get("karpenter"), info.data.get("nvidia_device_plugin"), info.data.get("jupyterhub"))
-    taken = {s.namespace for s in settings if s}
-    if metrics.namespace in taken | BUILT_IN_NAMESPACES:
-        raise FieldProblem(
-            "metrics.namespace", f"must be a namespace of its own, not {metrics.namespace!r}, which another uses"
-        )
+    if clash := namespace_clash(metrics.namespace, info.data, ("karpenter", "nvidia_device_plugin", "jupyterhub")):
+        raise FieldProblem("metrics.namespace", clash)
     return metrics

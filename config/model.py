@@ -56,7 +56,6 @@ from config.disks import (
 from config.disruption import budget_schedule, schedule_with_duration
 from config.endpoint import EVERYWHERE, at_most_quota, public_access_cidr
 from config.fields import (
-    BUILT_IN_NAMESPACES,
     DNS_LABEL,
     DURATION,
     AmiAlias,
@@ -76,11 +75,13 @@ from config.fields import (
     SubnetId,
     Version,
     VpcId,
+    all_of,
     at_least,
     between,
     kube_proxy_pinned,
     matching,
     positive_amount,
+    report,
     two_or_more,
     unique,
 )
@@ -104,6 +105,7 @@ from config.limits import (
 )
 from config.log_retention import accepted_retention
 from config.metrics import IdleWindow, Metrics, metrics_fit
+from config.namespaces import namespace_clash
 from config.node_capacity import NodeShare
 from config.price_book import LIST, PriceBook
 from config.prices import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS
@@ -401,9 +403,9 @@ class Lab(Model):
         validate_default=True,
         description="Replicas per physical GPU: learners sharing one GPU. 1 means no sharing.",
     )
-    max_gpus: Annotated[
-        int, at_least(1), AfterValidator(max_gpus_hold_a_node), AfterValidator(max_gpus_in_whole_nodes)
-    ] = Field(default=1, validate_default=True, description="Cap on the physical GPUs this lab may run at once.")
+    max_gpus: Annotated[int, at_least(1), all_of(max_gpus_hold_a_node, max_gpus_in_whole_nodes)] = Field(
+        default=1, validate_default=True, description="Cap on the physical GPUs this lab may run at once."
+    )
     ami: AmiAlias = Field(description="Karpenter AMI alias of the lab's nodes.")
     capacity_reservation_ids: Annotated[
         list[ReservationId], AfterValidator(unique), AfterValidator(reserved_needs_reservations)
@@ -689,9 +691,13 @@ class Settings(Model):
     @classmethod
     def _own_namespaces(cls, plugin: NvidiaDevicePlugin, info: ValidationInfo) -> NvidiaDevicePlugin:
         # Each component creates the namespace it installs into; two Namespace objects of one name cannot coexist.
+        problems: list[ValueError] = []
         karpenter = info.data.get("karpenter")
-        if karpenter and karpenter.namespace == plugin.namespace and plugin.namespace not in BUILT_IN_NAMESPACES:
-            raise FieldProblem("karpenter.namespace", "must differ from nvidiaDevicePlugin.namespace")
+        if karpenter and (clash := namespace_clash(karpenter.namespace, info.data, (), built_in=True)):
+            problems.append(FieldProblem("karpenter.namespace", clash))
+        if clash := namespace_clash(plugin.namespace, info.data, ("karpenter",), built_in=True):
+            problems.append(FieldProblem("nvidiaDevicePlugin.namespace", clash))
+        report(problems)
         return plugin
 
     @property

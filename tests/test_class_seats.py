@@ -11,12 +11,12 @@ from components.karpenter.class_seats_manifests import (
     SHELL,
     SHELL_IMAGE,
     class_key,
-    namespace_name,
 )
 from components.karpenter.manifests import node_pool
 from components.labels import GPU_RESOURCE, SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
 from config import durations, schedule, time_zones
 from config.class_budgets import ARRIVAL_MINUTES
+from config.namespaces import class_namespace
 from config.node_capacity import seats_per_node
 from config.quantity import quantity
 from tests import tables
@@ -46,7 +46,7 @@ def run():
 
 
 def in_namespace(run, type_token: str, lab_name: str) -> list:
-    return [r for r in run.of_type(type_token) if r.inputs["metadata"]["namespace"] == namespace_name(lab_name)]
+    return [r for r in run.of_type(type_token) if r.inputs["metadata"]["namespace"] == class_namespace(lab_name)]
 
 
 def labs_with_classes(run) -> dict:
@@ -171,7 +171,7 @@ def test_cron_jobs_patch_only_their_own_buffer_to_the_warm_seats_then_to_zero(ru
                 container = jobs[f"{key}-{suffix}"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
                 args = container["args"]
                 assert args[:3] == ["patch", "capacitybuffers.autoscaling.x-k8s.io", key]
-                assert f"--namespace={namespace_name(name)}" in args
+                assert f"--namespace={class_namespace(name)}" in args
                 patch = json.loads(next(a for a in args if a.startswith("--patch=")).removeprefix("--patch="))
                 assert patch == {"spec": {"replicas": seats}}
                 assert container["image"] == KUBECTL_IMAGE
@@ -206,7 +206,7 @@ def test_the_scheduler_may_only_patch_its_labs_buffers_by_name_which_is_all_its_
         (binding,) = in_namespace(run, ROLE_BINDING, name)
         account = binding.inputs["subjects"][0]
         assert binding.inputs["roleRef"]["name"] == role.inputs["metadata"]["name"]
-        assert account["namespace"] == namespace_name(name)
+        assert account["namespace"] == class_namespace(name)
         for job in cron_jobs_of(run, name).values():
             assert job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["serviceAccountName"] == account["name"]
 
@@ -223,11 +223,11 @@ def test_every_pod_spec_in_a_class_namespace_passes_the_restricted_profile_it_en
         namespace = next(
             r
             for r in run.of_type("kubernetes:core/v1:Namespace")
-            if r.inputs["metadata"]["name"] == namespace_name(name)
+            if r.inputs["metadata"]["name"] == class_namespace(name)
         )
         assert namespace.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
         inside = [
-            r.inputs for r in run.resources if r.inputs.get("metadata", {}).get("namespace") == namespace_name(name)
+            r.inputs for r in run.resources if r.inputs.get("metadata", {}).get("namespace") == class_namespace(name)
         ]
         specs = dict(pod_specs(inside))
         # The seat template and each class's two CronJobs.
@@ -664,7 +664,7 @@ def test_a_term_classs_pods_copy_busybox_and_run_the_check_in_the_kubectl_image(
 def test_every_pod_spec_of_the_time_zone_classes_passes_the_restricted_profile(zones):
     for name in zones.stack.settings.labs:
         inside = [
-            r.inputs for r in zones.resources if r.inputs.get("metadata", {}).get("namespace") == namespace_name(name)
+            r.inputs for r in zones.resources if r.inputs.get("metadata", {}).get("namespace") == class_namespace(name)
         ]
         specs = dict(pod_specs(inside))
         assert {where: restricted_problems(spec) for where, spec in specs.items()} == {key: [] for key in specs}

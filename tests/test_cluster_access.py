@@ -112,5 +112,8 @@ def test_karpenter_and_the_device_plugin_cannot_share_a_namespace_that_both_woul
         **{"gpulab:karpenter": {"namespace": "gpu"}, "gpulab:nvidiaDevicePlugin": {"namespace": "gpu"}}
     )
     pulumi.runtime.set_all_config(as_cli_config(values))
-    with pytest.raises(config.ConfigError, match=r"gpulab:karpenter\.namespace: must differ from nvidiaDevicePlugin"):
+    with pytest.raises(
+        config.ConfigError,
+        match=r"gpulab:nvidiaDevicePlugin\.namespace: must be a namespace of its own, not 'gpu', which gpulab:karp",
+    ):
         config.load()

@@ -32,6 +32,7 @@ from config import durations
 from config.class_budgets import Window
 from config.class_calendar import day_start
 from config.model import Lab, LabClass
+from config.namespaces import class_namespace
 
 BUFFER_GROUP = "autoscaling.x-k8s.io"
 BUFFER_API = f"{BUFFER_GROUP}/v1beta1"
@@ -70,16 +71,6 @@ SCHEDULER = "class-scheduler"
 SEAT_TEMPLATE = "learner-seat"
 # A CronJob's name may have at most 52 characters: the controller appends an 11-character suffix to its Jobs' names.
 CRONJOB_NAME_LIMIT = 52
-DNS_LABEL_LIMIT = 63
-
-
-def namespace_name(lab_name: str) -> str:
-    """The lab's class namespace, `<lab>-classes`, shortened with a digest when that passes 63 characters."""
-    name = f"{lab_name}-classes"
-    if len(name) <= DNS_LABEL_LIMIT:
-        return name
-    keep = DNS_LABEL_LIMIT - len("-classes") - 9
-    return f"{lab_name[:keep]}-{_digest(lab_name)}-classes"
 
 
 def class_key(lab_class: LabClass) -> str:
@@ -112,13 +103,13 @@ def _labels(lab_name: str) -> dict[str, str]:
 
 
 def _meta(lab_name: str, name: str) -> dict[str, Any]:
-    return {"name": name, "namespace": namespace_name(lab_name), "labels": _labels(lab_name)}
+    return {"name": name, "namespace": class_namespace(lab_name), "labels": _labels(lab_name)}
 
 
 def namespace(lab_name: str) -> dict[str, Any]:
     # Nothing in it needs more than the restricted Pod Security profile, so the namespace enforces it.
     labels = _labels(lab_name) | {"pod-security.kubernetes.io/enforce": "restricted"}
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace_name(lab_name), "labels": labels}}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": class_namespace(lab_name), "labels": labels}}
 
 
 def seat_template(lab_name: str, lab: Lab) -> dict[str, Any]:
@@ -156,7 +147,7 @@ def capacity_buffer(lab_name: str, lab_class: LabClass) -> dict[str, Any]:
 def classes_output(lab_name: str, lab: Lab) -> list[dict[str, Any]]:
     """Per class, in the lab's order: its CapacityBuffer (name, namespace) and the seats the warm CronJob asks for."""
     return [
-        {"buffer": class_key(c), "namespace": namespace_name(lab_name), "warmSeats": lab.warm_seats(c)}
+        {"buffer": class_key(c), "namespace": class_namespace(lab_name), "warmSeats": lab.warm_seats(c)}
         for c in lab.classes
     ]
 
@@ -190,7 +181,7 @@ def role_binding(lab_name: str) -> dict[str, Any]:
         "kind": "RoleBinding",
         "metadata": _meta(lab_name, SCHEDULER),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": SCHEDULER},
-        "subjects": [{"kind": "ServiceAccount", "name": SCHEDULER, "namespace": namespace_name(lab_name)}],
+        "subjects": [{"kind": "ServiceAccount", "name": SCHEDULER, "namespace": class_namespace(lab_name)}],
     }
 
 
@@ -264,7 +255,7 @@ def _cron_job(lab_name: str, lab_class: LabClass, buffer: str, job: _Job) -> dic
             "patch",
             f"{BUFFER_RESOURCE}.{BUFFER_GROUP}",
             buffer,
-            f"--namespace={namespace_name(lab_name)}",
+            f"--namespace={class_namespace(lab_name)}",
             "--type=merge",
             f"--patch={patch}",
         ],
