@@ -17,11 +17,13 @@ from components.karpenter.class_seats import ClassSeats
 from components.karpenter.class_seats_manifests import classes_output
 from components.karpenter.controller import Controller
 from components.karpenter.gpu_node_pool import GpuNodePool
+from components.karpenter.manifests import user_data_problems
 from components.learner_pod import PLACEHOLDER_IMAGE, learner_pod_spec
 from components.metrics.exporters import Exporters
 from components.metrics.store import Store
 from components.node_role import NodeRole
 from components.nvidia.device_plugin import DevicePlugin
+from config.ami_releases import ami_warnings
 from config.price_book import LIST, PriceBook
 from config.stack_cost import labs_ceilings, stack_cost
 
@@ -36,6 +38,12 @@ GC_THRESHOLD = 100_000
 def collect_rarely() -> None:
     """Raises the young generation's threshold to GC_THRESHOLD for the rest of the process, or until reset."""
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
+
+
+def problems(stack: config.StackConfig) -> list[str]:
+    """The stack's problems that only the objects it builds show, one `gpulab:<key>` line each; checked before
+    anything is registered, as the configuration is."""
+    return user_data_problems(stack.settings.labs)
 
 
 def build(stack: config.StackConfig, book: PriceBook = LIST) -> None:
@@ -125,4 +133,8 @@ def main() -> None:
     except config.ConfigError as error:
         # RunError ends the program with its message and no traceback.
         raise pulumi.RunError(f"the stack configuration has problems:\n{error}") from None
+    if lines := problems(stack):
+        raise pulumi.RunError("the stack configuration has problems:\n" + "\n".join(lines))
+    for warning in ami_warnings(stack.settings.labs, stack.settings.cluster.kubernetes_version):
+        pulumi.log.warn(warning)
     build(stack)

@@ -3,12 +3,15 @@
 import grpc
 import pytest
 
+import config
 from components.karpenter.ami import ssm_parameters
+from config.ami_releases import NVIDIA_AMIS, ami_warnings
 from config.model import Lab
-from tests.conftest import as_cli_config, run_values, stack_values
+from tests.conftest import STACK_FILES, as_cli_config, run_values, stack_values
 from tests.synthetic import lab
 from tools import harness
 from tools.render import main as render
+from tools.render import read_stack_file
 
 GET_PARAMETER = "aws:ssm/getParameter:getParameter"
 
@@ -107,3 +110,17 @@ def test_a_missing_release_shared_by_labs_names_every_lab_it_concerns(missing_re
     lines = capsys.readouterr().err.splitlines()
     assert [line.split(":")[1] for line in lines] == ["labs.first.ami", "labs.second.ami"]
     assert lines[0].split(": ", 1)[1] == lines[1].split(": ", 1)[1]  # the same message for each
+
+
+def test_the_repos_stack_files_use_releases_whose_nvidia_amis_gpulab_knows():
+    for path in STACK_FILES:
+        stack = config.from_cli(read_stack_file(path))
+        assert ami_warnings(stack.settings.labs, stack.settings.cluster.kubernetes_version) == [], path.name
+
+
+def test_known_releases_follow_amazon_eks_ami_s_notes():
+    # CHANGELOG.md at v20260724: v20260714 has NVIDIA AMIs for 1.30 to 1.36 on both architectures; v20250317, the last
+    # without arm64 ones, for 1.25 to 1.32 on x86_64; 1.28's last is v20251112.
+    assert NVIDIA_AMIS["v20260714"] == {arch: frozenset(f"1.{m}" for m in range(30, 37)) for arch in ("amd64", "arm64")}
+    assert NVIDIA_AMIS["v20250317"]["arm64"] == frozenset()
+    assert "1.28" in NVIDIA_AMIS["v20251112"]["amd64"] and "1.28" not in NVIDIA_AMIS["v20251120"]["amd64"]

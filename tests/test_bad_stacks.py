@@ -26,6 +26,7 @@ LAB = """\
 """
 CERTIFICATE = "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9"
 SECRET = "  gpulab:jupyterhubClientSecret: {secure: v1:c2VjcmV0}\n"
+CLASSES = "classes: [{schedule: '0 9 * * mon', duration: 1h}]\n"
 
 
 def labs(body: str = "", name: str = "intro") -> str:
@@ -33,7 +34,7 @@ def labs(body: str = "", name: str = "intro") -> str:
     return f"  gpulab:labs:\n    {name}:\n{LAB}{textwrap.indent(textwrap.dedent(body), '      ')}"
 
 
-def hub(auth: str = "type: dummy", **changes: str) -> str:
+def hub(auth: str = "type: dummy\n", **changes: str) -> str:
     keys = {
         "host": "lab.example.edu",
         "notebookImage": "quay.io/jupyter/pytorch-notebook:cuda12-a4c8c5467c74",
@@ -177,6 +178,31 @@ BAD = {
         HEAD + labs() + hub(OIDC.replace("?p=B2C_1_signin\ntoken", "#signin\ntoken")) + SECRET,
         "gpulab:jupyterhub.auth.authorizeUrl: must be an https:// URL without a fragment",
     ),
+    "the hub's certificate in another region": (
+        HEAD + labs() + hub(certificateArn=CERTIFICATE.replace("eu-west-1", "us-east-1")),
+        "gpulab:jupyterhub.loadBalancer.certificateArn: must be an ACM certificate in the stack's region eu-west-1, "
+        "where the load balancer is, got one in us-east-1",
+    ),
+    "an internet-facing hub on the cluster's private subnets": (
+        HEAD + labs() + hub(subnetIds="[subnet-0a1b2c3d4e5f60001, subnet-0a1b2c3d4e5f60101]"),
+        "gpulab:jupyterhub.loadBalancer.subnetIds: must be public subnets with scheme internet-facing, but "
+        "subnet-0a1b2c3d4e5f60001 is in gpulab:cluster.privateSubnetIds",
+    ),
+    "the hub in a lab's class namespace": (
+        HEAD + labs(CLASSES) + hub() + "    namespace: intro-classes\n",
+        "gpulab:jupyterhub.namespace: must be a namespace of its own, not 'intro-classes', which the classes of lab "
+        "intro use",
+    ),
+    "the metrics in a lab's class namespace": (
+        HEAD + labs(CLASSES) + "  gpulab:metrics: {namespace: intro-classes}\n",
+        "gpulab:metrics.namespace: must be a namespace of its own, not 'intro-classes', which the classes of lab "
+        "intro use",
+    ),
+    "the device plugin in a lab's class namespace": (
+        HEAD + labs(CLASSES) + "  gpulab:nvidiaDevicePlugin: {namespace: intro-classes}\n",
+        "gpulab:nvidiaDevicePlugin.namespace: must be a namespace of its own, not 'intro-classes', which the classes "
+        "of lab intro use",
+    ),
 }
 
 
@@ -219,3 +245,123 @@ def test_a_quantity_written_as_a_number_reaches_the_learners_pod_as_kubernetes_r
     assert status == 0, lines
     outputs = json.loads((tmp_path / "out" / "outputs.json").read_text())
     assert (outputs["labs"]["intro"]["learnerCpu"], outputs["labs"]["intro"]["learnerMemory"]) == ("1", "4e9")
+
+
+# Stack files with several problems, and every line they must print, in order: each cause before its consequences.
+SEVERAL = {
+    "a misspelt slicesPerGpu before the MPS check its default fails": (
+        HEAD + labs("sharing: mps\n").replace("slicesPerGpu", "slicesPerGPU"),
+        [
+            "gpulab:labs.intro.slicesPerGPU: unknown key; did you mean slicesPerGpu?",
+            "gpulab:labs.intro.slicesPerGpu: must be at least 2 with sharing 'mps'",
+        ],
+    ),
+    "two problems of one maxGpus": (
+        HEAD
+        + labs()
+        .replace("[g4dn.xlarge]", "[g4dn.xlarge, g4dn.12xlarge, p4d.24xlarge]")
+        .replace("maxGpus: 4", "maxGpus: 6"),
+        [
+            "gpulab:labs.intro.maxGpus: must be at least 8: p4d.24xlarge has 8 GPUs",
+            "gpulab:labs.intro.maxGpus: must be a multiple of 4: g4dn.12xlarge has 4 GPUs",
+        ],
+    ),
+    "two labs without a notebook image, and the hub's namespace taken": (
+        HEAD
+        + labs(CLASSES)
+        + f"    other:\n{LAB}"
+        + hub().replace("    notebookImage: quay.io/jupyter/pytorch-notebook:cuda12-a4c8c5467c74\n", "")
+        + "    namespace: intro-classes\n",
+        [
+            "gpulab:jupyterhub.namespace: must be a namespace of its own, not 'intro-classes'",
+            "gpulab:labs.intro.notebookImage: required for a lab on the JupyterHub spawn page",
+            "gpulab:labs.other.notebookImage: required for a lab on the JupyterHub spawn page",
+        ],
+    ),
+    "Karpenter and the device plugin both in a class namespace": (
+        HEAD + labs(CLASSES) + "  gpulab:karpenter: {namespace: intro-classes}\n"
+        "  gpulab:nvidiaDevicePlugin: {namespace: intro-classes}\n",
+        [
+            "gpulab:karpenter.namespace: must be a namespace of its own, not 'intro-classes', which the classes of "
+            "lab intro use",
+            "gpulab:nvidiaDevicePlugin.namespace: must be a namespace of its own, not 'intro-classes', which "
+            "gpulab:karpenter uses",
+        ],
+    ),
+    "two skipped days outside the term": (
+        HEAD
+        + labs(
+            "classes:\n- schedule: '0 9 * * mon'\n  duration: 1h\n"
+            "  term: {start: '2027-01-11', end: '2027-02-01', skip: ['2027-03-01', '2027-03-08']}\n"
+        ),
+        [
+            "gpulab:labs.intro.classes[0].term.skip[0]: 2027-03-01 is outside the term",
+            "gpulab:labs.intro.classes[0].term.skip[1]: 2027-03-08 is outside the term",
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize(("text", "expected"), SEVERAL.values(), ids=SEVERAL.keys())
+def test_every_problem_of_a_stack_file_is_named_in_one_run_causes_first(tmp_path, capsys, text, expected):
+    status, lines, written = render_text(tmp_path, text, capsys)
+    assert (status, written, len(lines)) == (2, [], len(expected)), lines
+    assert all(line.startswith(start) for line, start in zip(lines, expected, strict=True)), lines
+
+
+def test_a_lab_whose_user_data_passes_ec2s_16_kb_is_refused_and_one_within_it_renders(tmp_path, capsys):
+    images = ", ".join(f"registry.example.com/course/image-{i}:v1.2.3" for i in range(300))
+    status, lines, written = render_text(tmp_path, HEAD + labs(f"prepullImages: [{images}]\n"), capsys)
+    assert (status, written) == (2, []), lines
+    (line,) = lines
+    assert line.startswith("gpulab:labs.intro.prepullImages: the lab's user data would be ")
+    assert "passes EC2's 16,384 (16 KB before base64)" in line
+    images = ", ".join(f"registry.example.com/course/image-{i}:v1.2.3" for i in range(100))
+    status, lines, _ = render_text(tmp_path, HEAD + labs(f"prepullImages: [{images}]\n"), capsys)
+    assert status == 0, lines
+
+
+def test_a_hub_secret_its_labs_overflow_names_the_labs_and_leaves_nothing_written(tmp_path, capsys, monkeypatch):
+    # The staging hub's Secret holds some kilobytes of values; a limit below them stands in for the 1,500 labs that
+    # overflow the real 1 MiB (tests/test_object_size.py), which would take minutes to render.
+    from tools import object_size
+
+    monkeypatch.setattr(object_size, "MAX_DATA_BYTES", 2048)
+    out = tmp_path / "out"
+    status = render.main(["staging", "--out", str(out)])
+    error = capsys.readouterr().err
+    if status == 0 and "not rendered" in error:
+        pytest.skip(error.splitlines()[0])
+    assert (status, sorted(out.rglob("*")) if out.exists() else []) == (2, []), error
+    assert error.startswith("gpulab:labs: Secret hub of the jupyterhub release (charts/jupyterhub.yaml)"), error
+
+
+@pytest.mark.parametrize(
+    ("ami", "kubernetes", "warning"),
+    [
+        (
+            "al2023@v20990101",
+            "1.34",
+            "gpulab:labs.intro.ami: warning: release v20990101 is not one gpulab knows (config/ami_releases.py lists "
+            "amazon-eks-ami's releases to v2",
+        ),
+        (
+            "al2023@v20260714",
+            "1.28",
+            "gpulab:labs.intro.ami: warning: release v20260714 has no NVIDIA AMI for amd64 nodes of Kubernetes 1.28",
+        ),
+    ],
+)
+def test_an_ami_release_gpulab_does_not_know_is_warned_about_and_left_to_the_preview(
+    tmp_path, capsys, ami, kubernetes, warning
+):
+    text = HEAD.replace('"1.34"', f'"{kubernetes}"') + labs().replace("al2023@v20260714", ami)
+    status, lines, _ = render_text(tmp_path, text, capsys)
+    assert status == 0, lines
+    assert [line for line in lines if line.startswith("gpulab:")] == [lines[0]]
+    assert lines[0].startswith(warning), lines
+
+
+def test_a_release_gpulab_knows_renders_without_a_warning(tmp_path, capsys):
+    status, lines, _ = render_text(tmp_path, HEAD + labs(), capsys)
+    assert (status, [line for line in lines if line.startswith("gpulab:")]) == (0, [])

@@ -43,7 +43,8 @@ def test_a_secret_of_exactly_one_mib_of_values_fits_and_one_byte_more_does_not()
     assert object_size.oversized("jupyterhub", manifest(secret({"a": MAX_DATA_BYTES - 10, "b": 10}))) == []
     (line,) = object_size.oversized("jupyterhub", manifest(secret({"a": MAX_DATA_BYTES - 10, "b": 11})))
     assert line.startswith(
-        "charts/jupyterhub.yaml: Secret jupyterhub/hub would hold 1,048,577 bytes of values, more than the 1,048,576 "
+        "gpulab:labs: Secret jupyterhub/hub of the jupyterhub release (charts/jupyterhub.yaml) would hold 1,048,577 "
+        "bytes of values, more than the 1,048,576 "
         "(1 MiB) the API server accepts, so `pulumi up` would fail on it;"
     )
 
@@ -57,7 +58,7 @@ def test_a_config_maps_data_and_binary_data_count_together_in_bytes():
     half = MAX_DATA_BYTES // 2
     assert object_size.oversized("r", manifest(config_map(half, half))) == []
     (line,) = object_size.oversized("r", manifest(config_map(half + 2, half)))
-    assert "ConfigMap configs would hold 1,048,578 bytes" in line
+    assert "ConfigMap configs of the r release (charts/r.yaml) would hold 1,048,578 bytes" in line
 
 
 def test_other_kinds_have_no_such_limit():
@@ -74,5 +75,8 @@ def test_a_spawn_page_too_large_for_the_hubs_secret_fails_the_template_naming_it
     first = values["singleuser"]["profileList"][0]
     copies = MAX_DATA_BYTES // len(yaml.safe_dump(first)) + 1
     values["singleuser"]["profileList"] = [{**first, "slug": f"lab-{i}"} for i in range(copies)]
-    with pytest.raises(charts.TemplateError, match=r"^charts/jupyterhub\.yaml: Secret hub would hold [0-9,]+ bytes"):
+    with pytest.raises(
+        charts.Oversized,
+        match=r"^gpulab:labs: Secret hub of the jupyterhub release \(charts/jupyterhub\.yaml\) would hold [0-9,]+",
+    ):
         r.template(JUPYTERHUB, values)

@@ -43,6 +43,11 @@ class TemplateError(Exception):
     (tools/object_size.py): a real problem, reported as one line."""
 
 
+class Oversized(TemplateError):
+    """The API server would refuse an object of the chart for its size: the stack is bad input, its lines name the
+    key (tools/object_size.py)."""
+
+
 @dataclass(frozen=True)
 class Release:
     """One Helm release of the stack, with the inputs the program passed to its kubernetes:helm.sh/v3:Release."""
@@ -263,7 +268,7 @@ def _output(release: Release, done: helm_cache.Result) -> str:
         reason = " ".join(line for line in done.stderr.splitlines() if not line.startswith("Use --debug"))
         raise TemplateError(f"helm template {release.name}: {' '.join(reason.split()).removeprefix('Error: ')}")
     if too_large := object_size.oversized(release.name, done.stdout):
-        raise TemplateError("; ".join(too_large))
+        raise Oversized("\n".join(too_large))
     return done.stdout
 
 

@@ -341,6 +341,8 @@ def _run(stack_name: str, stack_config: Mapping[str, str], secrets: Sequence[str
     secret_keys = [*secrets, *(key for key, value in stack_config.items() if _holds_secret(value))]
     pulumi.runtime.set_all_config(dict(stack_config), secret_keys)
     stack = config.load()
+    if lines := program.problems(stack):
+        raise config.ConfigError(lines)
     mocks = _Mocks(stack.region)
     monitor = _Monitor(mocks)
     mocks.monitor = monitor

@@ -42,8 +42,10 @@ def oversized(release: str, manifest: str) -> list[str]:
         if size > MAX_DATA_BYTES:
             meta = obj.get("metadata") or {}
             where = "/".join(part for part in (meta.get("namespace"), meta.get("name")) if part)
+            # The labs are what grows these objects, so the line names their key.
             lines.append(
-                f"charts/{release}.yaml: {obj['kind']} {where} would hold {size:,} bytes of values, more than the "
+                f"gpulab:labs: {obj['kind']} {where} of the {release} release (charts/{release}.yaml) would hold "
+                f"{size:,} bytes of values, more than the "
                 f"{MAX_DATA_BYTES:,} (1 MiB) the API server accepts, so `pulumi up` would fail on it; each lab adds "
                 "its profile to the device plugin's ConfigMap and, on the JupyterHub spawn page, to the hub's Secret: "
                 "put fewer labs in the stack, or on the spawn page (labs.<lab>.onSpawnPage: false)"

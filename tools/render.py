@@ -5,7 +5,8 @@
 Writes <dir>/resources.json, <dir>/invokes.json, <dir>/outputs.json, <dir>/manifests/<kind>-[<namespace>-]<name>.yaml
 and <dir>/helm/<release>.yaml (with gpulab:metrics, <dir>/grafana-dashboard.json too), and prints a summary (the
 classes' next occurrences count from --today). A stack file with problems, or a lab whose AMI release does not exist,
-exits with status 2, prints one `gpulab:` line per problem and writes nothing.
+exits with status 2, prints one `gpulab:` line per problem and writes nothing; so does a stack whose chart objects the
+API server would refuse for their size (a hub Secret that its labs overflow).
 <dir>/charts/<release>.yaml holds what each release installs (tools/charts.py); without helm or the charts, one short
 line per cause says so and the rest is written.
 With the charts, and a Go toolchain to build the planner (planner/, tools/plan.py), it also writes <dir>/plan.json,
@@ -32,6 +33,7 @@ try:
     import config
     import program
     from components.metrics.dashboard import dashboard_model
+    from config.ami_releases import ami_warnings
     from tools import addons, charts, gate, harness, plan
     from tools.summary import summary
 except ModuleNotFoundError as missing:  # an interpreter without the project's requirements, e.g. the system python3
@@ -281,9 +283,16 @@ def main(argv: list[str] | None = None) -> int:
     except pulumi.RunError as error:  # the program's own refusals, e.g. an AMI release that does not exist
         print(error, file=sys.stderr)
         return 2
+    # As `pulumi preview` warns, before it looks the release up.
+    for warning in ami_warnings(run.stack.settings.labs, run.stack.settings.cluster.kubernetes_version):
+        print(warning, file=sys.stderr)
     write(run, args.out)
     try:
         not_rendered = [] if args.no_charts else charts.write(run, args.out)
+    except charts.Oversized as error:  # bad input, as a key out of range is: its lines, and nothing written
+        print(error, file=sys.stderr)
+        clean(args.out)
+        return 2
     except charts.TemplateError as error:
         print(f"gpulab: {error}", file=sys.stderr)
         return 1

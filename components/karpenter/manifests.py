@@ -3,10 +3,11 @@
 Karpenter 1.14.1 v1 APIs; tests validate every object against the upstream CRDs, CEL rules included.
 """
 
+from collections.abc import Mapping
 from typing import Any
 
 from components.karpenter.class_seats_manifests import class_budgets
-from components.karpenter.user_data import node_user_data
+from components.karpenter.user_data import node_user_data, user_data_problem
 from components.labels import (
     COST_CEILING_ANNOTATION,
     DEVICE_PLUGIN_CONFIG_LABEL,
@@ -30,6 +31,19 @@ NODE_CLASS_API = f"{NODE_CLASS_GROUP}/v1"
 NODE_CLASS_KIND = "EC2NodeClass"
 GPU_COUNT_LABEL = "karpenter.k8s.aws/instance-gpu-count"
 ROOT_DEVICE = "/dev/xvda"  # the root device of AL2023 AMIs
+
+
+def lab_user_data(lab: Lab) -> str:
+    """The EC2NodeClass userData of the lab's nodes (components/karpenter/user_data.py)."""
+    return node_user_data(
+        pod_pids_limit=lab.pod_pids_limit, prepull_images=lab.node_images, fast_image_pull=lab.disk.fast_image_pull
+    )
+
+
+def user_data_problems(labs: Mapping[str, Lab]) -> list[str]:
+    """One `gpulab:labs.<lab>.prepullImages` line for each lab whose nodes EC2 would refuse for their user data."""
+    problems = {name: user_data_problem(lab_user_data(lab)) for name, lab in labs.items()}
+    return [f"gpulab:labs.{name}.prepullImages: {problem}" for name, problem in problems.items() if problem]
 
 
 def node_labels(lab_name: str, lab: Lab) -> dict[str, str]:
@@ -75,9 +89,7 @@ def ec2_node_class(lab_name: str, lab: Lab, cluster_name: str, node_role: Any) -
             "httpPutResponseHopLimit": 1,
             "httpTokens": "required",
         },
-        "userData": node_user_data(
-            pod_pids_limit=lab.pod_pids_limit, prepull_images=lab.node_images, fast_image_pull=disk.fast_image_pull
-        ),
+        "userData": lab_user_data(lab),
         "tags": {LAB_LABEL: lab_name},
     }
     if disk.raid0:

@@ -179,3 +179,28 @@ def node_user_data(*, pod_pids_limit: int, prepull_images: Sequence[str], fast_i
         lines += [delimiter, f"Content-Type: {content_type}", "", body.rstrip("\n")]
     lines.append(f"{delimiter}--")
     return "\n".join(lines) + "\n"
+
+
+# EC2 takes at most 16 KB of user data, counted before base64 (EC2 User Guide, "Work with instance user data"); the
+# CreateLaunchTemplate that Karpenter 1.14.1 makes fails past it (pkg/providers/launchtemplate/metrics.go,
+# userDataMaxBytes = 16384, which Karpenter only warns about), and the lab never gets a node.
+EC2_USER_DATA_MAX_BYTES = 16384
+# What Karpenter adds to these parts (bootstrap/nodeadm.go Script): its own NodeConfig, with the cluster's name,
+# endpoint, CIDR and CA bundle (an EKS cluster CA certificate in PEM, base64 again in the YAML: some 1.5 KB), the
+# kubelet's clusterDNS, maxPods and the lab's taint, and --node-labels with the NodePool's labels (a 63-character
+# lab name in four of them), under a MIME header of its own. An estimate with room to spare, not a measurement:
+# Karpenter re-frames these parts with the boundary "//", shorter than ours, so their own bytes count in full.
+KARPENTER_PART_BYTES = 3072
+
+
+def user_data_problem(user_data: str) -> str | None:
+    """Why EC2 would refuse the user data Karpenter launches a lab's nodes with, built from `user_data` (this
+    module's), or None."""
+    size = len(user_data.encode())
+    if size + KARPENTER_PART_BYTES <= EC2_USER_DATA_MAX_BYTES:
+        return None
+    return (
+        f"the lab's user data would be {size:,} bytes, and with the {KARPENTER_PART_BYTES:,} gpulab leaves for "
+        f"Karpenter's own NodeConfig it passes EC2's {EC2_USER_DATA_MAX_BYTES:,} (16 KB before base64), so no node "
+        f"would launch: pre-pull fewer images (at most {EC2_USER_DATA_MAX_BYTES - KARPENTER_PART_BYTES:,} bytes)"
+    )
