@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from config.cost import usd
 from tests import tables
 from tests.conftest import BASE, ROOT
 from tests.synthetic import TIME_ZONE_STACK
@@ -67,6 +68,16 @@ def test_a_preview_that_escaping_lengthens_and_a_large_cost_table_still_fit_gith
     assert "&lt;&quot;&amp;&gt;\nResources: 3 to create" in body
 
 
+def test_one_long_line_that_escaping_makes_four_times_longer_is_cut_as_escaped(staging_render):
+    labs = staging_labs(staging_render)
+    # Fits the room as written (under 64 KiB), not once each < becomes &lt;: 80,000 characters.
+    line = "<" * 20_000
+    body = preview_comment.comment("staging", labs, f"{line}\nResources: 3 to create")
+    assert len(body) <= preview_comment.MAX_COMMENT_CHARS
+    preview_lines = body.splitlines()[body.splitlines().index("<pre>") + 1 : body.splitlines().index("</pre>")]
+    assert preview_lines == [preview_comment.CUT_NOTE, "Resources: 3 to create"]
+
+
 def test_a_stack_of_many_labs_shows_the_first_labs_rows_the_total_of_all_and_the_previews_end(staging_render):
     (lab,) = staging_labs(staging_render).values()
     labs = {f"lab-{i:04d}": lab for i in range(1000)}
@@ -85,8 +96,10 @@ def test_a_stack_of_many_labs_shows_the_first_labs_rows_the_total_of_all_and_the
     cost_rows = [row["lab"] for row in tables.table(lines)]
     shown = cost_rows[:-1]
     assert 0 < len(shown) < 1000 and shown == sorted(labs)[: len(shown)]
-    # The total still adds up every lab, those left out too.
-    assert cost_rows[-1] == "all labs" and tables.table(lines)[-1]["learner seats"] == str(1000 * lab["learnerSeats"])
+    # The total still adds up every lab, those left out too: their seats and their ceilings.
+    total = tables.table(lines)[-1]
+    assert cost_rows[-1] == "all labs" and total["learner seats"] == str(1000 * lab["learnerSeats"])
+    assert total["ceiling per hour"] == usd(1000 * lab["cost"]["ceilingPerHour"])
     assert list(dict.fromkeys(row["lab"] for row in tables.table(lines, tables.PLAN_TABLE))) == shown
     assert (
         f"The tables leave out the last {1000 - len(shown)} of the 1000 labs to fit GitHub's limit on a comment; the "
