@@ -8,6 +8,7 @@ import gc
 import pulumi
 
 import config
+from components.budgets import LabBudgets
 from components.cluster import Cluster
 from components.discovery_tags import DiscoveryTags
 from components.jupyterhub.hub import Hub, Meter
@@ -92,6 +93,10 @@ def build(stack: config.StackConfig, book: PriceBook = LIST) -> None:
         )
         if lab.classes:
             ClassSeats(lab_name, lab, karpenter=karpenter.release, provider=cluster.provider)
+
+    # Validation gives every stack with a budget its alerts (config/budgets.py alerts_fit).
+    if (budgets := settings.budgets) and settings.budget_alerts:
+        LabBudgets("budgets", settings.cluster.name, budgets, settings.budget_alerts)
 
     if settings.jupyterhub:
         hub = Hub("jupyterhub", settings.jupyterhub, settings.labs, cluster, stack.jupyterhub_client_secret, meter)

@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from config import class_calendar, durations, schedule, time_zones
+from config.budgets import BudgetAlerts, alerts_fit, budget_amount, lab_budget
 from config.class_budgets import Window, windows
 from config.class_calendar import Occurrence
 from config.classes import (
@@ -477,6 +478,11 @@ class Lab(Model):
     ) = Field(
         default=None, description="Cap in USD on the lab's cost ceiling per hour at reference prices (docs/cost.md)."
     )
+    monthly_budget: Annotated[float, AfterValidator(positive_amount), AfterValidator(budget_amount)] | None = Field(
+        default=None,
+        description="USD a month: an AWS Budgets cost budget of the lab's instances that alerts gpulab:budgetAlerts "
+        "when their spend passes it, or is forecast to (docs/cost.md); gpulab:monthlyBudget when omitted.",
+    )
     notebook_image: NotebookImage | None = Field(
         default=None,
         description="Image of learners' notebook servers when gpulab:jupyterhub is set, instead of the hub's "
@@ -658,6 +664,15 @@ class Settings(Model):
     time_zone: TimeZone = Field(
         default=time_zones.UTC, description="IANA time zone of the classes that name none (docs/classes.md)."
     )
+    monthly_budget: Annotated[float, AfterValidator(positive_amount), AfterValidator(budget_amount)] | None = Field(
+        default=None, description="USD a month: the monthlyBudget of every lab that sets none; unset, none."
+    )
+    budget_alerts: Annotated[BudgetAlerts | None, AfterValidator(alerts_fit)] = Field(
+        default=None,
+        validate_default=True,
+        description="Where the labs' budgets send their actual and forecast alerts; needed with, and only with, a "
+        "budget.",
+    )
 
     @model_validator(mode="wrap")
     @classmethod
@@ -699,6 +714,15 @@ class Settings(Model):
             problems.append(FieldProblem("nvidiaDevicePlugin.namespace", clash))
         report(problems)
         return plugin
+
+    @property
+    def budgets(self) -> dict[str, float]:
+        """Each budgeted lab's monthly budget in USD, by lab name."""
+        return {
+            name: amount
+            for name, lab in self.labs.items()
+            if (amount := lab_budget(lab.monthly_budget, self.monthly_budget)) is not None
+        }
 
     @property
     def shares_gpus(self) -> bool:

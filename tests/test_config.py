@@ -97,8 +97,8 @@ def test_learner_seats_are_max_gpus_times_slices():
             with_lab(slicesPerGPU=2),
             "gpulab:labs.intro.slicesPerGPU: unknown key; did you mean slicesPerGpu? allowed keys: ami, "
             "capacityReservationIds, capacityTypes, classes, cpuLimit, diskStrategy, disruption, expireAfter, "
-            "fastImagePull, gpuIdleTimeout, instanceTypes, learnerPod, maxGpus, maxHourlyCost, maxPods, notebookImage, "
-            "onSpawnPage, podPidsLimit, prepullImages, "
+            "fastImagePull, gpuIdleTimeout, instanceTypes, learnerPod, maxGpus, maxHourlyCost, maxPods, monthlyBudget, "
+            "notebookImage, onSpawnPage, podPidsLimit, prepullImages, "
             "rootVolume, sharing, slicesPerGpu",
         ),
         (
@@ -158,7 +158,7 @@ def test_learner_seats_are_max_gpus_times_slices():
         (with_cluster(endpoint="public"), "gpulab:cluster.endpoint: unknown key; did you mean privateEndpoint?"),
         (
             stack_values(**{"gpulab:lab": {}}),
-            "gpulab:lab: unknown key; did you mean labs? allowed keys: cluster, jupyterhub, karpenter, labs",
+            "gpulab:lab: unknown key; did you mean labs? allowed keys: budgetAlerts, cluster, jupyterhub, karpenter, labs",
         ),
         (stack_values(**{"aws:region": ""}), "aws:region: required"),
         (

@@ -1,0 +1,132 @@
+"""A spending limit AWS keeps: per budgeted lab an AWS Budgets cost budget over the tag every instance of the lab
+carries, the tag activated for cost allocation, alerts to gpulab:budgetAlerts; none without a budget."""
+
+import re
+
+import pytest
+
+import config
+from tests.conftest import as_cli_config, run_values, stack_values
+from tests.synthetic import lab
+from tools import harness
+
+BUDGET = "aws:budgets/budget:Budget"
+TAG = "aws:costexplorer/costAllocationTag:CostAllocationTag"
+NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+ALERTS = {"emails": ["ops@example.com", "finance@example.com"], "snsTopicArn": "arn:aws:sns:eu-west-1:123456789012:gpu"}
+# AWS Budgets' filter of one value of a user-defined cost allocation tag: user:<tag key>$<tag value>.
+TAG_FILTER = re.compile(r"user:(?P<key>[^$]+)\$(?P<value>.+)")
+
+
+def budgeted(**extra) -> dict:
+    """Two labs: intro on the stack's budget of 100 USD, advanced on its own 250; alerts to two addresses, a topic."""
+    labs = {"intro": lab(["g4dn.xlarge"], 3), "advanced": lab(["g5.xlarge"], 2, monthlyBudget=250)}
+    return stack_values(**{"gpulab:labs": labs, "gpulab:monthlyBudget": 100, "gpulab:budgetAlerts": ALERTS} | extra)
+
+
+def budgets_of(run: harness.Run) -> dict[str, dict]:
+    return {r.name: r.inputs for r in run.of_type(BUDGET)}
+
+
+def test_each_budget_counts_the_spend_of_the_instances_that_carry_its_labs_tag_once_that_tag_is_active():
+    run = run_values(budgeted())
+    (tag,) = run.of_type(TAG)
+    assert tag.inputs == {"tagKey": "gpulab.dev/lab", "status": "Active"}
+    node_class_tags = {r.name.removeprefix("ec2nodeclass-"): r.inputs["spec"]["tags"] for r in run.of_type(NODE_CLASS)}
+    budgets = budgets_of(run)
+    assert set(budgets) == {"budgets-intro", "budgets-advanced"}
+    for name, budget in budgets.items():
+        lab_name = name.removeprefix("budgets-")
+        (cost_filter,) = budget["costFilters"]
+        assert cost_filter["name"] == "TagKeyValue"
+        (value,) = cost_filter["values"]
+        match = TAG_FILTER.fullmatch(value)
+        assert match, f"{value!r} is not AWS Budgets' user:<key>$<value>"
+        # The key the budget filters on is the one activated, and every instance of the lab carries it.
+        assert match["key"] == tag.inputs["tagKey"] and match["value"] == lab_name
+        assert node_class_tags[lab_name][match["key"]] == lab_name
+        assert f"{TAG}::{tag.name}" in run.one(BUDGET, name).dependencies
+
+
+def test_a_budget_alerts_every_address_when_the_months_spend_passes_it_and_when_aws_forecasts_it_will():
+    budgets = budgets_of(run_values(budgeted()))
+    limits = {name: (b["limitAmount"], b["limitUnit"], b["timeUnit"], b["budgetType"]) for name, b in budgets.items()}
+    assert limits == {
+        "budgets-intro": ("100.00", "USD", "MONTHLY", "COST"),
+        "budgets-advanced": ("250.00", "USD", "MONTHLY", "COST"),
+    }
+    assert budgets["budgets-intro"]["name"] == "lab-test-intro"
+    for budget in budgets.values():
+        assert sorted(n["notificationType"] for n in budget["notifications"]) == ["ACTUAL", "FORECASTED"]
+        for notification in budget["notifications"]:
+            assert (notification["comparisonOperator"], notification["threshold"]) == ("GREATER_THAN", 100)
+            assert notification["thresholdType"] == "PERCENTAGE"
+            assert notification["subscriberEmailAddresses"] == ALERTS["emails"]
+            assert notification["subscriberSnsTopicArns"] == [ALERTS["snsTopicArn"]]
+
+
+def test_without_a_budget_no_lab_gets_one_and_no_tag_is_activated(base_run):
+    assert base_run.of_type(BUDGET) == [] and base_run.of_type(TAG) == []
+
+
+def test_a_lab_with_a_budget_of_its_own_is_the_only_one_budgeted_without_the_stacks():
+    values = budgeted()
+    del values["gpulab:monthlyBudget"]
+    values["gpulab:budgetAlerts"] = {"emails": ["ops@example.com"]}
+    (budget,) = run_values(values).of_type(BUDGET)
+    assert budget.name == "budgets-advanced"
+    assert all("subscriberSnsTopicArns" not in n for n in budget.inputs["notifications"])
+
+
+def problems(values: dict) -> list[str]:
+    with pytest.raises(config.ConfigError, match=r"^gpulab:") as caught:
+        config.from_cli(as_cli_config(values))
+    return caught.value.lines
+
+
+@pytest.mark.parametrize(
+    ("change", "line"),
+    [
+        (
+            {"gpulab:budgetAlerts": None},
+            "gpulab:budgetAlerts: required when a lab has a monthly budget (intro, advanced): the addresses its alerts "
+            "go to, {emails: [...], snsTopicArn: ...}",
+        ),
+        (
+            {"gpulab:monthlyBudget": None, "gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3)}},
+            "gpulab:budgetAlerts: no lab has a monthly budget to alert on: set gpulab:monthlyBudget or "
+            "labs.<lab>.monthlyBudget",
+        ),
+        (
+            {"gpulab:budgetAlerts": {"emails": ["ops@example"]}},
+            "gpulab:budgetAlerts.emails[0]: must be an email address, got 'ops@example'",
+        ),
+        (
+            {"gpulab:budgetAlerts": {"snsTopicArn": "arn:aws:sns:eu-west-1:1234:gpu"}},
+            "gpulab:budgetAlerts.snsTopicArn: must be an SNS topic ARN such as "
+            "arn:aws:sns:eu-west-1:123456789012:gpulab-budgets, got 'arn:aws:sns:eu-west-1:1234:gpu'",
+        ),
+        (
+            {"gpulab:budgetAlerts": {"emails": []}},
+            "gpulab:budgetAlerts: needs emails, snsTopicArn or both: a budget alert must go somewhere",
+        ),
+        (
+            {"gpulab:budgetAlerts": {"emails": [f"ops{i}@example.com" for i in range(11)]}},
+            "gpulab:budgetAlerts.emails: must be at most 10, the addresses AWS Budgets mails an alert to, got 11",
+        ),
+        ({"gpulab:monthlyBudget": 0}, "gpulab:monthlyBudget: must be a positive amount of US dollars, got 0"),
+        ({"gpulab:monthlyBudget": 0.001}, "gpulab:monthlyBudget: must be at least 0.01 US dollars a month, got 0.001"),
+    ],
+)
+def test_a_budget_key_with_a_problem_is_one_line_naming_it(change, line):
+    values = {k: v for k, v in (budgeted() | change).items() if v is not None}
+    assert problems(values) == [line]
+
+
+def test_a_budget_name_longer_than_aws_budgets_takes_is_refused_at_the_key_that_sets_the_budget():
+    cluster = {**stack_values()["gpulab:cluster"], "name": "c" * 70}
+    long_lab = "l" * 30
+    values = budgeted(**{"gpulab:cluster": cluster, "gpulab:labs": {long_lab: lab(["g4dn.xlarge"], 3)}})
+    (line,) = problems(values)
+    assert line.startswith(f"gpulab:monthlyBudget: the budget of lab {long_lab} is named cccccccccccccccccccc..., 101")
+    assert line.endswith("AWS Budgets allows 100: shorten the lab's or the cluster's name")
