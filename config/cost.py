@@ -207,3 +207,42 @@ def within_max_hourly_cost(cap: float | None, info: ValidationInfo) -> float | N
     if problem := cost.cap_problem:
         raise ValueError(problem)
     return cap
+
+
+# gpulab:costAlertThreshold: USD per hour (a number), or a percentage of the base's ceiling ("10%").
+PERCENT = "%"
+
+
+def threshold_kind(value: Any) -> Any:
+    """One message for a value of neither kind, where pydantic would give one per kind."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f'must be USD per hour (a number such as 2.5) or a percentage such as "10%", got {value!r}')
+    return value
+
+
+def alert_threshold(value: float | str) -> float | str:
+    """gpulab:costAlertThreshold: a positive amount of USD per hour, or a positive percentage such as "10%"."""
+    if isinstance(value, str):
+        number = value.removesuffix(PERCENT)
+        try:
+            percent = float(number) if value.endswith(PERCENT) else math.nan
+        except ValueError:
+            percent = math.nan
+        if not (math.isfinite(percent) and percent > 0):
+            raise ValueError(
+                f'must be USD per hour (a number such as 2.5) or a percentage such as "10%", got {value!r}'
+            )
+        return value
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"must be a positive amount of USD per hour, got {value:g}")
+    return value
+
+
+def raise_alerts(threshold: float | str | None, before: float, after: float) -> bool:
+    """Whether a ceiling going from `before` to `after` USD per hour rises by more than `threshold`."""
+    if threshold is None or after <= before:
+        return False
+    if isinstance(threshold, str):
+        # From nothing, any rise is more than any percentage.
+        return before == 0 or (after - before) / before * 100 > float(threshold.removesuffix(PERCENT))
+    return after - before > threshold

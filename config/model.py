@@ -41,7 +41,7 @@ from config.classes import (
     skips_within_term,
     warmup_range,
 )
-from config.cost import LabCost, lab_cost, within_max_hourly_cost
+from config.cost import LabCost, alert_threshold, lab_cost, threshold_kind, within_max_hourly_cost
 from config.daemonsets import DEVICE_PLUGIN_DEFAULTS, ContainerResources
 from config.disks import (
     IMAGES_ROOT_GIB,
@@ -666,6 +666,13 @@ class Settings(Model):
     )
     monthly_budget: Annotated[float, AfterValidator(positive_amount), AfterValidator(budget_amount)] | None = Field(
         default=None, description="USD a month: the monthlyBudget of every lab that sets none; unset, none."
+    )
+    cost_alert_threshold: (
+        Annotated[float | str, BeforeValidator(threshold_kind), AfterValidator(alert_threshold)] | None
+    ) = Field(
+        default=None,
+        description="The pull-request comment flags at its top a change that raises the labs' ceiling by more than "
+        'this: USD per hour (2.5), or a percentage of the base branch\'s ceiling ("10%"); unset, none is flagged.',
     )
     budget_alerts: Annotated[BudgetAlerts | None, AfterValidator(alerts_fit)] = Field(
         default=None,

@@ -158,7 +158,8 @@ def test_learner_seats_are_max_gpus_times_slices():
         (with_cluster(endpoint="public"), "gpulab:cluster.endpoint: unknown key; did you mean privateEndpoint?"),
         (
             stack_values(**{"gpulab:lab": {}}),
-            "gpulab:lab: unknown key; did you mean labs? allowed keys: budgetAlerts, cluster, jupyterhub, karpenter, labs",
+            "gpulab:lab: unknown key; did you mean labs? allowed keys: budgetAlerts, cluster, costAlertThreshold, "
+            "jupyterhub, karpenter, labs",
         ),
         (stack_values(**{"aws:region": ""}), "aws:region: required"),
         (

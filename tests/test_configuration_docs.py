@@ -63,7 +63,9 @@ def model_keys(model: type[BaseModel], prefix: str) -> dict[str, bool]:
                 break
         if isinstance(node, type) and issubclass(node, BaseModel):
             keys.update(model_keys(node, f"{path}."))
-        elif typing.get_origin(node) in (types.UnionType, typing.Union):
+        elif typing.get_origin(node) in (types.UnionType, typing.Union) and any(
+            isinstance(member, type) and issubclass(member, BaseModel) for member in typing.get_args(node)
+        ):  # a union of models has their keys; one of values (a number or a text) has none
             keys.update(_union_keys(node, f"{path}."))
     return keys
 

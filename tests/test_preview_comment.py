@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+import config
 from config.cost import usd
 from tests import tables
-from tests.conftest import BASE, ROOT
-from tests.synthetic import TIME_ZONE_STACK
-from tools import class_table, preview_comment, render
+from tests.conftest import BASE, ROOT, as_cli_config, run_values, stack_values
+from tests.synthetic import TIME_ZONE_STACK, lab
+from tools import class_table, cost_diff, preview_comment, render
 
 PREVIEW = "Previewing update (staging):\n\x1b[32m+ \x1b[0mkubernetes:karpenter.sh/v1:NodePool nodepool-intro create\n"
 
@@ -134,9 +135,11 @@ else:
 """
 
 
-def post(tmp_path: Path, staging_render: Path, comments: list[dict], preview: str | None = PREVIEW) -> list[dict]:
+def post(
+    tmp_path: Path, staging_render: Path, comments: list[dict], preview: str | None = PREVIEW, base: Path | None = None
+) -> list[dict]:
     """Runs .ci/preview-comment for staging on pull request 42 against a fake gh; the calls it made. A preview of
-    None leaves no preview file, as a job that failed before the preview step does."""
+    None leaves no preview file, as a job that failed before the preview step does; `base` is the base's render."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "gh").write_text(f"#!{sys.executable}\n{FAKE_GH}")
@@ -151,6 +154,7 @@ def post(tmp_path: Path, staging_render: Path, comments: list[dict], preview: st
         FAKE_LOG=str(tmp_path / "calls.jsonl"),
     )
     command = [str(ROOT / ".ci/preview-comment"), "staging", "42", str(staging_render), str(tmp_path / "preview.txt")]
+    command += [str(base)] if base else []
     subprocess.run(command, env=env, check=True, capture_output=True, text=True)
     return [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
 
@@ -205,7 +209,7 @@ def test_the_workflow_hands_the_preview_to_the_comment_by_file_never_through_the
     # The preview's output goes into the file the comment step reads; bash's pipefail keeps a failed preview failed.
     assert preview["shell"] == "bash"
     assert 'tee "$RUNNER_TEMP/preview.txt"' in preview["run"]
-    assert comment["run"].split()[-1] == '"$RUNNER_TEMP/preview.txt"'
+    assert comment["run"].split()[4] == '"$RUNNER_TEMP/preview.txt"'
 
 
 @pytest.fixture(scope="module")
@@ -255,3 +259,142 @@ def test_a_stack_file_the_comment_cannot_read_is_one_line_naming_its_key(tmp_pat
     )
     assert (status, out) == (2, "")
     assert err.startswith("gpulab:timeZone: 'Europe/Berln' is not a time zone of the IANA tz database")
+
+
+# --- the cost diff against the base branch's render, as Infracost's diff -------------------------------------------
+
+
+def labs_of(labs: dict) -> dict:
+    """The `labs` output of a synthetic stack of these labs."""
+    return run_values(stack_values(**{"gpulab:labs": labs})).outputs["labs"]
+
+
+# The base: intro of 4 GPUs and a lab the change removes; the head: intro of 8 GPUs and a lab it adds.
+BASE_LABS = {"intro": lab(["g4dn.xlarge"], 3, 4), "retired": lab(["g4dn.xlarge"], 2, 2)}
+HEAD_LABS = {"intro": lab(["g4dn.xlarge"], 3, 8), "vision": lab(["g5.xlarge"], 2, 2)}
+
+
+def diff_rows(body: str) -> dict[str, dict[str, str]]:
+    return {row["lab"]: row for row in tables.table(body.splitlines(), cost_diff.LEAD_IN)}
+
+
+def test_the_comment_shows_an_added_lab_a_removed_lab_and_a_changed_max_gpus_against_the_base():
+    base, head = labs_of(BASE_LABS), labs_of(HEAD_LABS)
+    body = preview_comment.comment("staging", head, PREVIEW, base=base)
+    rows = diff_rows(body)
+    assert list(rows) == ["intro", "retired", "vision", "all labs"]
+    intro = rows["intro"]
+    assert (
+        intro[""] == "~"
+        and intro["learner seats"] == f"{base['intro']['learnerSeats']} → {head['intro']['learnerSeats']}"
+    )
+    assert (
+        intro["ceiling per hour"]
+        == f"{usd(base['intro']['cost']['ceilingPerHour'])} → {usd(head['intro']['cost']['ceilingPerHour'])}"
+    )
+    assert (
+        rows["retired"][""] == "-"
+        and rows["retired"]["ceiling change"] == f"-{usd(base['retired']['cost']['ceilingPerHour'])}"
+    )
+    assert rows["vision"][""] == "+" and rows["vision"]["ceiling per hour"] == usd(
+        head["vision"]["cost"]["ceilingPerHour"]
+    )
+    assert rows["vision"]["ceiling change"] == f"+{usd(head['vision']['cost']['ceilingPerHour'])}"
+    before = sum(lab["cost"]["ceilingPerHour"] for lab in base.values())
+    after = sum(lab["cost"]["ceilingPerHour"] for lab in head.values())
+    assert rows["all labs"]["ceiling per hour"] == f"{usd(before)} → {usd(after)}"
+    assert rows["all labs"]["ceiling change"].startswith(f"+{usd(after - before)} (+")
+    # Above the cost table, whose rows are the head's labs.
+    lines = body.splitlines()
+    assert lines.index(next(line for line in lines if line.startswith(cost_diff.LEAD_IN))) < lines.index("<pre>")
+    assert [row["lab"] for row in tables.table(lines, "cost of the labs")] == ["intro", "vision", "all labs"]
+
+
+def test_a_lab_the_change_leaves_alone_has_no_row_in_the_diff():
+    base = labs_of(BASE_LABS)
+    body = preview_comment.comment("staging", base, PREVIEW, base=base)
+    assert list(diff_rows(body)) == ["all labs"]
+    assert "0 added, 0 removed, 0 changed, 2 unchanged" in body
+
+
+@pytest.mark.parametrize(
+    ("threshold", "flagged"),
+    [(None, False), (1, True), (1000, False), ("10%", True), ("1000%", False)],
+)
+def test_a_rise_of_the_ceiling_above_the_stacks_threshold_is_flagged_at_the_top(threshold, flagged):
+    base, head = labs_of(BASE_LABS), labs_of(HEAD_LABS)
+    body = preview_comment.comment("staging", head, PREVIEW, base=base, threshold=threshold)
+    lines = body.splitlines()
+    assert (lines[3] == "> [!WARNING]") is flagged
+    if flagged:
+        assert "more than gpulab:costAlertThreshold" in lines[4] and lines[4].startswith(
+            "> This change raises the labs' ceiling by +"
+        )
+    # A fall is never flagged.
+    assert "[!WARNING]" not in preview_comment.comment("staging", base, PREVIEW, base=head, threshold=threshold)
+
+
+def test_a_cut_comment_diffs_the_ceiling_of_every_lab_in_its_total(staging_render):
+    (one,) = staging_labs(staging_render).values()
+    dearer = {**one, "cost": {**one["cost"], "ceilingPerHour": one["cost"]["ceilingPerHour"] * 2}}
+    base = {f"lab-{i:04d}": one for i in range(1000)}
+    head = {f"lab-{i:04d}": dearer for i in range(1000)}
+    body = preview_comment.comment("staging", head, "Resources: 1 to update", base=base)
+    assert len(body) <= preview_comment.MAX_COMMENT_CHARS
+    rows = diff_rows(body)
+    assert 0 < len(rows) - 1 < 1000
+    assert rows["all labs"]["ceiling per hour"] == (
+        f"{usd(1000 * one['cost']['ceilingPerHour'])} → {usd(1000 * dearer['cost']['ceilingPerHour'])}"
+    )
+
+
+def test_the_comment_reads_the_threshold_from_the_stack_file_and_the_base_from_its_render(tmp_path, capsys):
+    base_values = stack_values(**{"gpulab:labs": BASE_LABS})
+    head_values = stack_values(**{"gpulab:labs": HEAD_LABS, "gpulab:costAlertThreshold": "10%"})
+    for name, values in (("base", base_values), ("head", head_values)):
+        (tmp_path / name).mkdir()
+        stack_file = tmp_path / name / "Pulumi.staging.yaml"
+        stack_file.write_text(yaml.safe_dump({"config": values}))
+        assert render.main([str(stack_file), "--out", str(tmp_path / name), "--no-charts"]) == 0
+    (tmp_path / "preview.txt").write_text(PREVIEW)
+    capsys.readouterr()
+    status = preview_comment.main(
+        [
+            *("--stack", str(tmp_path / "head" / "Pulumi.staging.yaml")),
+            *("--outputs", str(tmp_path / "head" / "outputs.json")),
+            *("--base-outputs", str(tmp_path / "base" / "outputs.json")),
+            *("--preview", str(tmp_path / "preview.txt")),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert status == 0 and out.splitlines()[3] == "> [!WARNING]"
+    assert list(diff_rows(out)) == ["intro", "retired", "vision", "all labs"]
+
+
+def test_the_workflow_renders_the_base_commit_and_hands_its_outputs_to_the_comment():
+    workflow = yaml.safe_load((ROOT / ".github/workflows/pull-request.yml").read_text())
+    steps = workflow["jobs"]["preview"]["steps"]
+    (base,) = [s for s in steps if s.get("with", {}).get("ref") == "${{ github.event.pull_request.base.sha }}"]
+    (base_render,) = [s for s in steps if s.get("working-directory") == base["with"]["path"]]
+    assert "-m tools.render" in base_render["run"] and '--out "$RUNNER_TEMP/base-render"' in base_render["run"]
+    (comment,) = [s for s in steps if ".ci/preview-comment" in s.get("run", "")]
+    assert comment["run"].split()[-1] == '"$RUNNER_TEMP/base-render"'
+    assert steps.index(base_render) < steps.index(comment)
+
+
+@needs_jq
+def test_the_posted_comment_has_the_diff_when_the_base_render_has_outputs(tmp_path, staging_render):
+    base = tmp_path / "base-render"
+    base.mkdir()
+    outputs = json.loads((staging_render / "outputs.json").read_text())
+    (base / "outputs.json").write_text(json.dumps({**outputs, "labs": {}}))
+    (call,) = post(tmp_path, staging_render, [], base=base)
+    assert [row["lab"] for row in tables.table(call["body"].splitlines(), cost_diff.LEAD_IN)] == ["intro", "all labs"]
+
+
+@pytest.mark.parametrize("threshold", ["ten%", "0%", "-5%", 0, -1.5, True, [1]])
+def test_a_cost_alert_threshold_of_neither_usd_nor_a_percentage_is_one_line_naming_it(threshold):
+    values = stack_values(**{"gpulab:costAlertThreshold": threshold})
+    with pytest.raises(config.ConfigError, match=r"^gpulab:costAlertThreshold: must be ") as caught:
+        config.from_cli(as_cli_config(values))
+    assert len(caught.value.lines) == 1

@@ -1,9 +1,12 @@
-"""The pull-request comment of one stack's preview: its cost table, its classes (on their clocks and in UTC, their
-terms and next occurrences: tools/class_table.py, from the stack file), what Karpenter would launch for a full lab and
-at each class start (when the render has a plan.json), then the `pulumi preview` output.
+"""The pull-request comment of one stack's preview: what the change does to the labs' cost against the base branch's
+render (tools/cost_diff.py, when given one; a rise above gpulab:costAlertThreshold flagged first), its cost table, its
+classes (on their clocks and in UTC, their terms and next occurrences: tools/class_table.py, from the stack file), what
+Karpenter would launch for a full lab and at each class start (when the render has a plan.json), then the `pulumi
+preview` output.
 
     python -m tools.preview_comment --stack <name> --outputs <render dir>/outputs.json --preview <file>
-        [--plan <render dir>/plan.json] [--run-url URL] [--today YYYY-MM-DD]
+        [--base-outputs <base render dir>/outputs.json] [--plan <render dir>/plan.json] [--run-url URL]
+        [--today YYYY-MM-DD]
 
 Prints the comment's Markdown. Its first line marks the stack's comment, so that .ci/preview-comment updates it on the
 next push instead of adding another.
@@ -21,7 +24,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 
 import config
-from tools import class_table, cost_report, plan, render
+from tools import class_table, cost_diff, cost_report, plan, render
 
 # GitHub refuses comments over 65536 characters.
 MAX_COMMENT_CHARS = 65_536
@@ -44,18 +47,23 @@ def comment(
     planned: dict | None = None,
     classes: Callable[[Collection[str]], list[str]] = lambda shown: [],
     whole_stack: Callable[[dict], list[str]] = lambda figures: [],
+    base: dict | None = None,
+    threshold: float | str | None = None,
 ) -> str:
     """The comment; `classes` gives the class table of the labs shown, `whole_stack` the whole stack's cost and term
-    from every lab's figures (tools/cost_report.py stack_table)."""
+    from every lab's figures (tools/cost_report.py stack_table); `base` is the base branch's `labs` output, and a rise
+    of all labs' ceiling over it by more than `threshold` (gpulab:costAlertThreshold) is flagged first."""
     preview = _ANSI.sub("", preview).strip()
     run = f": {run_url}" if run_url else "."
     failed = "The preview did not finish; its log is in the workflow run" + run
 
+    flag = cost_diff.alert(base, labs, threshold) if base is not None else None
+
     def frame(shown: list[str]) -> list[str]:
         """The comment around the preview, with the rows of the labs `shown` (their plan's too)."""
-        left_out = len(labs) - len(shown)
+        left_out = len(names) - len(shown)
         cut = [
-            f"The tables leave out the last {left_out} of the {len(labs)} labs to fit GitHub's limit on a comment; "
+            f"The tables leave out the last {left_out} of the {len(names)} labs to fit GitHub's limit on a comment; "
             f"the render step of the workflow run lists them all{run}",
             "",
         ]
@@ -65,6 +73,8 @@ def comment(
             marker(stack),
             f"#### `pulumi preview` of {stack}",
             "",
+            *([flag, ""] if flag else []),
+            *([*cost_diff.table(base, labs, rows), ""] if base is not None else []),
             *cost_report.table(figures, rows),
             "",
             *([*table, ""] if (table := whole_stack(figures)) else []),
@@ -82,8 +92,8 @@ def comment(
         return len("\n".join(frame(names[:shown]))) > MAX_COMMENT_CHARS - PREVIEW_MIN_CHARS
 
     # The most labs, in name order, whose rows leave the preview its room: one less than the fewest that do not (the
-    # frame grows with every lab shown).
-    names = sorted(labs)
+    # frame grows with every lab shown). A lab the change removes has a row in the diff only.
+    names = sorted(set(labs) | set(base or {}))
     figures = plan.with_plan(labs, planned)
     shown = max(bisect.bisect_left(range(len(names) + 1), True, key=too_long) - 1, 0)
     kept = frame(names[:shown])
@@ -113,6 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--preview", required=True, type=Path, help="the output of `pulumi preview`; absent if it never ran"
     )
+    parser.add_argument(
+        "--base-outputs",
+        type=Path,
+        help="outputs.json of the base branch's render of the stack, which the comment's cost diff compares with",
+    )
     parser.add_argument("--plan", type=Path, help="plan.json of the render (tools/plan.py), when the planner ran")
     parser.add_argument("--run-url", help="the workflow run, linked when the preview has no output")
     parser.add_argument(
@@ -125,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     # The preview step writes the file as it runs; a job that failed before it (credentials, say) leaves none.
     preview = args.preview.read_text() if args.preview.is_file() else ""
     planned = json.loads(args.plan.read_text()) if args.plan else None
+    base = json.loads(args.base_outputs.read_text())["labs"] if args.base_outputs else None
     try:  # the stack file the render read: the classes' calendars are settings, not outputs
         stack = config.from_cli(render.read_stack_file(render.stack_file(args.stack)[1]))
     except config.ConfigError as error:
@@ -133,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     day = args.today or class_table.today()
     classes = functools.partial(class_table.table, stack.settings, day)
     whole = functools.partial(cost_report.stack_table, stack, planned=planned is not None)
-    sys.stdout.write(comment(args.stack, labs, preview, args.run_url, planned, classes, whole))
+    threshold = stack.settings.cost_alert_threshold
+    sys.stdout.write(comment(args.stack, labs, preview, args.run_url, planned, classes, whole, base, threshold))
     return 0
 
 
