@@ -369,6 +369,12 @@ def test_the_comment_reads_the_threshold_from_the_stack_file_and_the_base_from_i
     out = capsys.readouterr().out
     assert status == 0 and out.splitlines()[3] == "> [!WARNING]"
     assert list(diff_rows(out)) == ["intro", "retired", "vision", "all labs"]
+    # The whole stack's total, from both renders' `cost` output.
+    totals = [
+        json.loads((tmp_path / n / "outputs.json").read_text())["cost"]["perHour"]["total"] for n in ("base", "head")
+    ]
+    whole = next(line for line in out.splitlines() if line.startswith("the whole stack (the `cost` output"))
+    assert f"USD per hour: {usd(totals[0])} → {usd(totals[1])} (+{usd(totals[1] - totals[0])})" in whole
 
 
 def test_the_workflow_renders_the_base_commit_and_hands_its_outputs_to_the_comment():

@@ -121,6 +121,28 @@ def table(base: Mapping[str, Any], head: Mapping[str, Any], shown: Collection[st
     return [f"{LEAD_IN} ({summary}):", "", *markdown(COLUMNS, rows, last=last)]
 
 
+def stack_total(base_cost: Mapping[str, Any] | None, head_cost: Mapping[str, Any] | None) -> list[str]:
+    """The whole stack's total (the `cost` stack output) per hour and per month, before and after; nothing when
+    either render has no `cost` output."""
+    if not base_cost or not head_cost:
+        return []
+
+    def figure(period: str) -> str:
+        before, after = base_cost[period]["total"], head_cost[period]["total"]
+        if before is None or after is None:
+            return f"{_or_none(before)} → {_or_none(after)}"
+        return f"{usd(before)} → {usd(after)} ({_signed(after - before)})"
+
+    return [
+        f"the whole stack (the `cost` output, control plane to labs' ceiling), USD per hour: {figure('perHour')}; "
+        f"per 730-hour month: {figure('perMonth')}"
+    ]
+
+
+def _or_none(amount: float | None) -> str:
+    return usd(amount) if amount is not None else "no price"
+
+
 def alert(base: Mapping[str, Any], head: Mapping[str, Any], threshold: float | str | None) -> str | None:
     """The line at the top of the comment when the change raises all labs' ceiling by more than the threshold."""
     before, after = total_ceiling(base), total_ceiling(head)

@@ -49,15 +49,18 @@ def comment(
     whole_stack: Callable[[dict], list[str]] = lambda figures: [],
     base: dict | None = None,
     threshold: float | str | None = None,
+    costs: tuple[dict | None, dict | None] = (None, None),
 ) -> str:
     """The comment; `classes` gives the class table of the labs shown, `whole_stack` the whole stack's cost and term
     from every lab's figures (tools/cost_report.py stack_table); `base` is the base branch's `labs` output, and a rise
-    of all labs' ceiling over it by more than `threshold` (gpulab:costAlertThreshold) is flagged first."""
+    of all labs' ceiling over it by more than `threshold` (gpulab:costAlertThreshold) is flagged first; `costs` are the
+    base's and the head's `cost` outputs, whose totals the diff compares."""
     preview = _ANSI.sub("", preview).strip()
     run = f": {run_url}" if run_url else "."
     failed = "The preview did not finish; its log is in the workflow run" + run
 
     flag = cost_diff.alert(base, labs, threshold) if base is not None else None
+    whole_diff = [*total, ""] if (total := cost_diff.stack_total(*costs)) else []
 
     def frame(shown: list[str]) -> list[str]:
         """The comment around the preview, with the rows of the labs `shown` (their plan's too)."""
@@ -74,7 +77,7 @@ def comment(
             f"#### `pulumi preview` of {stack}",
             "",
             *([flag, ""] if flag else []),
-            *([*cost_diff.table(base, labs, rows), ""] if base is not None else []),
+            *([*cost_diff.table(base, labs, rows), "", *whole_diff] if base is not None else []),
             *cost_report.table(figures, rows),
             "",
             *([*table, ""] if (table := whole_stack(figures)) else []),
@@ -136,11 +139,13 @@ def main(argv: list[str] | None = None) -> int:
         help="the day (YYYY-MM-DD) the classes' next occurrences count from; the current day in UTC by default",
     )
     args = parser.parse_args(argv)
-    labs = json.loads(args.outputs.read_text())["labs"]
+    outputs = json.loads(args.outputs.read_text())
+    labs = outputs["labs"]
     # The preview step writes the file as it runs; a job that failed before it (credentials, say) leaves none.
     preview = args.preview.read_text() if args.preview.is_file() else ""
     planned = json.loads(args.plan.read_text()) if args.plan else None
-    base = json.loads(args.base_outputs.read_text())["labs"] if args.base_outputs else None
+    base_outputs = json.loads(args.base_outputs.read_text()) if args.base_outputs else {}
+    base = base_outputs.get("labs") if args.base_outputs else None
     try:  # the stack file the render read: the classes' calendars are settings, not outputs
         stack = config.from_cli(render.read_stack_file(render.stack_file(args.stack)[1]))
     except config.ConfigError as error:
@@ -150,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     classes = functools.partial(class_table.table, stack.settings, day)
     whole = functools.partial(cost_report.stack_table, stack, planned=planned is not None)
     threshold = stack.settings.cost_alert_threshold
-    sys.stdout.write(comment(args.stack, labs, preview, args.run_url, planned, classes, whole, base, threshold))
+    costs = (base_outputs.get("cost"), outputs.get("cost"))
+    sys.stdout.write(comment(args.stack, labs, preview, args.run_url, planned, classes, whole, base, threshold, costs))
     return 0
 
 
