@@ -33,8 +33,10 @@ KUBE_PROXY_ADDON_VERSIONS = {
 # own v1.30.14 is four behind 1.34. The newest patch of each minor version that the Go module proxy serves as
 # k8s.io/kubernetes (each a kubernetes/kubernetes release tag; `go list -m -json k8s.io/kubernetes@<tag>` on
 # 2026-12-02 gave 1.34.12 of 2026-09-23, 1.33.13 of 2026-06-11, 1.32.13 of 2026-02-27, 1.31.14 of 2025-11-12,
-# 1.30.14 of 2025-06-18, 1.29.15 of 2025-03-11, 1.28.15 of 2024-10-22), whose images the Kubernetes release publishes
-# as registry.k8s.io/kube-scheduler:<tag>; that registry is out of reach here.
+# 1.30.14 of 2025-06-18, 1.29.15 of 2025-03-11, 1.28.15 of 2024-10-22; the next patch of each, e.g. v1.34.13, it does
+# not serve). Each release lists registry.k8s.io/kube-scheduler:<tag> among its container images (CHANGELOG-1.34.md in
+# the v1.34.12 tree lists it for v1.34.11 and earlier); that registry is out of reach here, so the v1.34.12 image
+# itself is not checked. The permissions each version needs: tests/test_jupyterhub_user_scheduler.py, SCHEDULER_ROLES.
 KUBE_SCHEDULER_VERSIONS = {
     "1.34": "v1.34.12",
     "1.33": "v1.33.13",

@@ -8,15 +8,60 @@ from config.versions import KUBE_PROXY_ADDON_VERSIONS, KUBE_SCHEDULER_VERSIONS
 from tests.chart_checks import one
 from tests.rendered import HUB_STACKS, rendered
 
-# What kube-scheduler 1.34 lists and watches beyond 1.30 (the chart's own ClusterRole's version): DRA's objects for
-# the DynamicResources plugin, GA and on by default in 1.34, and the CSI volume attachments of 1.32's
-# system:kube-scheduler (zero-to-jupyterhub-k8s 80bb6e47, which copies the 1.35 role and notes each change).
-WATCHED_SINCE_1_30 = [
-    ("resource.k8s.io", "deviceclasses"),
-    ("resource.k8s.io", "resourceclaims"),
-    ("resource.k8s.io", "resourceslices"),
-    ("storage.k8s.io", "volumeattachments"),
-]
+# Everything the system:kube-scheduler and system:volume-scheduler ClusterRoles of Kubernetes 1.34 grant (kubernetes
+# v1.34.12 plugin/pkg/auth/authorizer/rbac/bootstrappolicy/testdata/cluster-roles.yaml, read from the k8s.io/kubernetes
+# module of that tag), as (API group, resource, verbs); the leader's lease is the one rule upstream limits to a name,
+# its own lock (kube-scheduler), which the user-scheduler's configuration names instead. A kube-scheduler whose
+# informers cannot list what they watch never schedules a pod; one that cannot write what its plugins write fails
+# their pods. A hub on a cluster version without its role here fails the test below: bumping the cluster's minor version
+# bumps the user-scheduler's, whose role must then be compared again.
+SCHEDULER_ROLES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
+    "1.34": [
+        ("", "events", ("create", "patch", "update")),
+        ("events.k8s.io", "events", ("create", "patch", "update")),
+        ("coordination.k8s.io", "leases", ("create",)),
+        (
+            "coordination.k8s.io",
+            "leasecandidates",
+            (
+                "create",
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch",
+            ),
+        ),
+        ("", "nodes", ("get", "list", "watch")),
+        ("", "pods", ("delete", "get", "list", "watch")),
+        ("", "bindings", ("create",)),
+        ("", "pods/binding", ("create",)),
+        ("", "pods/status", ("patch", "update")),
+        ("", "replicationcontrollers", ("get", "list", "watch")),
+        ("", "services", ("get", "list", "watch")),
+        ("apps", "replicasets", ("get", "list", "watch")),
+        ("apps", "statefulsets", ("get", "list", "watch")),
+        ("policy", "poddisruptionbudgets", ("get", "list", "watch")),
+        ("", "persistentvolumeclaims", ("get", "list", "patch", "update", "watch")),
+        ("", "persistentvolumes", ("get", "list", "patch", "update", "watch")),
+        ("authentication.k8s.io", "tokenreviews", ("create",)),
+        ("authorization.k8s.io", "subjectaccessreviews", ("create",)),
+        ("storage.k8s.io", "csinodes", ("get", "list", "watch")),
+        ("storage.k8s.io", "volumeattachments", ("get", "list", "watch")),
+        ("", "namespaces", ("get", "list", "watch")),
+        ("storage.k8s.io", "csidrivers", ("get", "list", "watch")),
+        ("storage.k8s.io", "csistoragecapacities", ("get", "list", "watch")),
+        ("storage.k8s.io", "storageclasses", ("get", "list", "watch")),
+        ("resource.k8s.io", "deviceclasses", ("get", "list", "watch")),
+        ("resource.k8s.io", "resourceclaims", ("get", "list", "patch", "update", "watch")),
+        ("resource.k8s.io", "resourceclaims/status", ("get", "list", "patch", "update", "watch")),
+        ("", "pods/finalizers", ("update",)),
+        ("resource.k8s.io", "resourceslices", ("get", "list", "watch")),
+    ]
+}
+LEADER_LEASE_VERBS = ("get", "list", "update", "watch")
 
 
 def _scheduler(stack: str) -> dict:
@@ -41,44 +86,46 @@ def test_the_user_scheduler_runs_kube_scheduler_at_the_clusters_minor_version(st
     assert _minor(tag) == rendered(stack).kubernetes_version
 
 
-def _granted(rules: list[dict], group: str, resource: str, verb: str) -> bool:
+def _granted(rules: list[dict], group: str, resource: str, verb: str, name: str | None = None) -> bool:
     return any(
         group in r.get("apiGroups", [])
         and resource in r["resources"]
         and verb in r["verbs"]
-        and not r.get("resourceNames")
+        and (not r.get("resourceNames") or name in r["resourceNames"])
         for r in rules
     )
 
 
-@pytest.mark.parametrize("stack", HUB_STACKS)
-def test_the_user_schedulers_service_account_may_watch_what_its_kube_scheduler_watches(stack):
+def _user_scheduler_rules(stack: str) -> list[dict]:
+    """Every rule of every ClusterRole bound to the user-scheduler's service account, the chart's and gpulab's."""
     r = rendered(stack)
     namespace = r.run.stack.settings.jupyterhub.namespace
     account = _scheduler(stack)["spec"]["template"]["spec"]["serviceAccountName"]
     objects = [o for file in r.files().values() for o in file]
     roles = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterRole"}
-    rules = [
+    return [
         rule
         for binding in (o for o in objects if o["kind"] == "ClusterRoleBinding")
         if {"kind": "ServiceAccount", "name": account, "namespace": namespace} in binding["subjects"]
         for rule in roles[binding["roleRef"]["name"]]["rules"]
     ]
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_the_user_schedulers_service_account_may_do_what_kube_scheduler_of_its_version_does(stack):
+    minor = rendered(stack).kubernetes_version
+    assert minor in SCHEDULER_ROLES, f"compare kube-scheduler {minor}'s system:kube-scheduler role with SCHEDULER_ROLES"
+    rules = _user_scheduler_rules(stack)
     missing = [
         (group, resource, verb)
-        for group, resource in WATCHED_SINCE_1_30
-        for verb in ("list", "watch")
+        for group, resource, verbs in SCHEDULER_ROLES[minor]
+        for verb in verbs
         if not _granted(rules, group, resource, verb)
     ]
     assert missing == []
     # Its leader election lease, by the name the scheduler's configuration gives it.
-    config_map = one(r.chart(RELEASE), "ConfigMap", "the user-scheduler's configuration", name="user-scheduler")
+    config_map = one(
+        rendered(stack).chart(RELEASE), "ConfigMap", "the user-scheduler's configuration", name="user-scheduler"
+    )
     lease = yaml.safe_load(config_map["data"]["config.yaml"])["leaderElection"]["resourceName"]
-    lease_verbs = {
-        verb
-        for rule in rules
-        if "coordination.k8s.io" in rule["apiGroups"] and "leases" in rule["resources"]
-        if lease in rule.get("resourceNames", [lease])
-        for verb in rule["verbs"]
-    }
-    assert {"get", "list", "update", "watch"} <= lease_verbs
+    assert [v for v in LEADER_LEASE_VERBS if not _granted(rules, "coordination.k8s.io", "leases", v, lease)] == []

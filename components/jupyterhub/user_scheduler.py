@@ -19,6 +19,8 @@ EXTRA_PERMISSIONS = "gpulab-user-scheduler"
 # resourceclaims/status, pods/finalizers and resourceslices in 1.34, none in 1.35. A kube-scheduler waits for every
 # informer it starts to list its resource before it schedules a pod; without these, 1.34's never does. They grant
 # nothing on older clusters that their scheduler uses (a rule may name a resource the API server does not serve).
+# With them, the user-scheduler may do all that system:kube-scheduler and system:volume-scheduler of kubernetes
+# v1.34.12 may (bootstrappolicy/testdata/cluster-roles.yaml; tests/test_jupyterhub_user_scheduler.py holds that role).
 _READ = ["get", "list", "watch"]
 EXTRA_RULES: list[dict[str, Any]] = [
     {
