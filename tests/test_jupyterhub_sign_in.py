@@ -2,11 +2,13 @@
 authenticator's own handlers, tests/hub_app.py) gets plain http from the proxy and must still send the learner's
 browser, and the platform or provider, https:// URLs only, and mark every cookie it sets Secure."""
 
+import functools
 import json
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.hub_app import Response, hub_responses
 from tests.hub_pods import stack_hub_config
 from tests.rendered import HUB_STACKS, STACKS, rendered
@@ -35,6 +37,7 @@ def _cookie_flags(answer: Response) -> list[set[str]]:
     return [{part.strip().lower() for part in cookie.split(";")[1:]} for cookie in answer.cookies]
 
 
+@functools.cache
 def lti13_sign_in(stack: str) -> tuple[Response, Response]:
     """A platform's LTI 1.3 login initiation (the platform's form post, IMS Security Framework 5.1.1.1), and the
     tool configuration the hub serves to platforms."""
@@ -87,3 +90,17 @@ def test_an_oauth_sign_in_gives_the_provider_the_https_callback_and_sets_secure_
 def test_the_hub_knows_its_public_https_address_whatever_the_request_says(stack):
     # Without it JupyterHub takes scheme and host from the request for its cookies and redirects (handlers/base.py).
     assert stack_hub_config(stack).JupyterHub.public_url == _hub(stack).address
+
+
+def test_the_uris_docs_give_for_the_staging_stack_are_the_ones_its_hub_sends():
+    if "staging" not in _signing_in("lti13"):
+        pytest.skip("the staging stack signs in without LTI 1.3: docs/jupyterhub.md names its LTI 1.3 URIs")
+    login, tool = lti13_sign_in("staging")
+    configuration = json.loads(tool.body)
+    docs = (ROOT / "docs" / "jupyterhub.md").read_text()
+    sent = [
+        f"redirect_uri={_redirect_uri(login)}",
+        configuration["target_link_uri"],
+        configuration["oidc_initiation_url"],
+    ]
+    assert [uri for uri in sent if f"`{uri}`" not in docs] == []
