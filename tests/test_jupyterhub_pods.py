@@ -5,6 +5,7 @@ on an MPS lab the one UID the lab's MPS daemon serves."""
 import copy
 import functools
 import json
+import shlex
 
 import pytest
 
@@ -19,6 +20,7 @@ from tests.hub_pods import authenticator_class, learner_pod, stack_hub_config
 from tests.nodes import lab_nodes, system_nodes
 from tests.rendered import HUB_STACKS, rendered
 from tests.scheduling import tolerates, unschedulable_because
+from tests.user_data_parts import mime_parts
 
 _config = stack_hub_config
 
@@ -171,3 +173,24 @@ def test_the_hubs_learner_pods_are_the_learners_the_planner_schedules(stack):
     labs = rendered(stack).run.outputs["labs"]
     for lab_name, pod in _pods(stack).items():
         assert _scheduling(pod["spec"]) == _scheduling(labs[lab_name]["learnerPodSpec"]), lab_name
+
+
+def _prepulled(stack: str) -> dict[str, list[str]]:
+    """The images each lab's nodes pull as they boot, in order, from the lab's EC2NodeClass user data."""
+    pulled = {}
+    for node_class in (o for o in rendered(stack).manifests() if o.get("kind") == "EC2NodeClass"):
+        parts = mime_parts(node_class["spec"]["userData"])
+        scripts = [p.get_payload() for p in parts if p.get_content_type() == "text/x-shellscript"]
+        lines = [line for script in scripts for line in script.splitlines() if line.startswith("images=(")]
+        images = [shlex.split(line.removeprefix("images=(").removesuffix(")")) for line in lines]
+        pulled[node_class["metadata"]["name"]] = images[0] if images else []  # a lab with no image has no pre-pull
+    return pulled
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_a_learners_image_is_the_first_image_the_labs_nodes_pull(stack):
+    # A learner on a node that is still pulling waits for that one pull, not for the lab's other prepullImages.
+    pulled = _prepulled(stack)
+    for lab_name, pod in _pods(stack).items():
+        (image,) = {c["image"] for c in pod["spec"]["containers"]}
+        assert pulled[lab_name][0] == image, lab_name
