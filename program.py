@@ -3,7 +3,10 @@
 It is a function so that the offline render and the tests can run it more than once per process.
 """
 
+import functools
 import gc
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import pulumi
 
@@ -24,6 +27,7 @@ from components.metrics.exporters import Exporters
 from components.metrics.store import Store
 from components.node_role import NodeRole
 from components.nvidia.device_plugin import DevicePlugin
+from components.prices import Prices
 from config.ami_releases import ami_warnings
 from config.price_book import LIST, PriceBook
 from config.stack_cost import labs_ceilings, stack_cost
@@ -34,6 +38,7 @@ from config.stack_cost import labs_ceilings, stack_cost
 # run of 1,000 labs under mocks took 24 s, and 12 s with collection off. With this threshold it makes one full
 # collection instead of 25, and takes 13 to 17 s (on a noisy 2-core VM) for 5 MB more memory.
 GC_THRESHOLD = 100_000
+T = TypeVar("T")
 
 
 def collect_rarely() -> None:
@@ -47,9 +52,20 @@ def problems(stack: config.StackConfig) -> list[str]:
     return user_data_problems(stack.settings.labs)
 
 
-def build(stack: config.StackConfig, book: PriceBook = LIST) -> None:
-    """The stack's resources and outputs; its cost figures at `book`'s prices."""
+def build(stack: config.StackConfig, live_prices: bool = False) -> None:
+    """The stack's resources and outputs; its cost figures at the prices of the stack's region read from AWS with
+    `live_prices` (pulumi preview and up: components/prices.py), else at the us-east-1 list (the render, the tests)."""
     settings = stack.settings
+    book: PriceBook | pulumi.Output[PriceBook] = LIST
+    if live_prices:
+        system_type = settings.cluster.system_nodes.instance_types[0]  # the type EKS launches (config/stack_cost.py)
+        book = Prices(
+            "prices",
+            stack.region,
+            [system_type, *(t for lab in settings.labs.values() for t in lab.instance_types)],
+            [t for lab in settings.labs.values() if "spot" in lab.capacity_types for t in lab.instance_types],
+            settings.cluster.private_subnet_ids,
+        ).book
     cluster = Cluster("cluster", settings.cluster)
     node_role = NodeRole("karpenter-nodes", cluster_name=cluster.cluster_name)
     DiscoveryTags(
@@ -119,7 +135,7 @@ def build(stack: config.StackConfig, book: PriceBook = LIST) -> None:
             "learnerCpu": lab.learner_requests["cpu"],
             "learnerMemory": lab.learner_requests["memory"],
             **lab.learner_share.as_output(),
-            "cost": {**lab.cost_at(book).as_output(), "region": stack.region, "pricesFrom": book.prices_from},
+            "cost": _at(book, functools.partial(_lab_cost, name, lab, stack.region)),
             # What the planner (planner/) schedules: a learner's pod, and each class's buffer and warm seats.
             "learnerPodSpec": learner_pod_spec(name, lab, PLACEHOLDER_IMAGE),
             "classes": classes_output(name, lab),
@@ -128,7 +144,27 @@ def build(stack: config.StackConfig, book: PriceBook = LIST) -> None:
     }
     pulumi.export("labs", labs)
     hub_gib = settings.jupyterhub.hub_database_size_gib if settings.jupyterhub else None
-    pulumi.export("cost", stack_cost(stack.region, settings.cluster, hub_gib, labs_ceilings(labs), book).as_output())
+
+    def whole(prices: PriceBook) -> dict[str, Any]:
+        costs = {name: _lab_cost(name, lab, stack.region, prices) for name, lab in settings.labs.items()}
+        return stack_cost(stack.region, settings.cluster, hub_gib, labs_ceilings(costs), prices).as_output()
+
+    pulumi.export("cost", _at(book, whole))
+
+
+def _at(book: PriceBook | pulumi.Output[PriceBook], figure: Callable[[PriceBook], T]) -> T | pulumi.Output[T]:
+    """A figure at the book's prices: at once offline, once AWS has answered in a preview."""
+    return book.apply(figure) if isinstance(book, pulumi.Output) else figure(book)
+
+
+def _lab_cost(name: str, lab: config.Lab, region: str, book: PriceBook) -> dict[str, Any]:
+    """The `labs.<lab>.cost` output, the region of its prices beside the stack's. At a preview's prices a lab whose
+    cap fails there is refused, as the list's is at validation (config/cost.py within_max_hourly_cost)."""
+    cost = lab.cost_at(book)
+    if book.live and (problem := cost.cap_problem):
+        raise pulumi.RunError(f"gpulab:labs.{name}.maxHourlyCost: {problem}")
+    spot = {t: dict(book.spot[t]) for t in lab.instance_types if t in book.spot}
+    return {**cost.as_output(), "region": region, "pricesFrom": book.prices_from, "spotPerHour": spot}
 
 
 def main() -> None:
@@ -142,4 +178,4 @@ def main() -> None:
         raise pulumi.RunError("the stack configuration has problems:\n" + "\n".join(lines))
     for warning in ami_warnings(stack.settings.labs, stack.settings.cluster.kubernetes_version):
         pulumi.log.warn(warning)
-    build(stack)
+    build(stack, live_prices=True)

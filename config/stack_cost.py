@@ -167,10 +167,10 @@ def _sum(amounts: Iterable[float]) -> float:
     return float(sum((Decimal(str(a)) for a in amounts), Decimal(0)))
 
 
-def labs_ceilings(labs: Mapping[str, Mapping[str, Any]]) -> dict[str, float | None]:
-    """Each lab's ceiling per hour from its `labs.<lab>` output, None where a type has no price: Karpenter may launch
-    that type, so the priced types' ceiling would not bound the lab."""
-    return {name: None if lab["cost"]["unpriced"] else lab["cost"]["ceilingPerHour"] for name, lab in labs.items()}
+def labs_ceilings(costs: Mapping[str, Mapping[str, Any]]) -> dict[str, float | None]:
+    """Each lab's ceiling per hour from its `labs.<lab>.cost` output, None where a type has no price: Karpenter may
+    launch that type, so the priced types' ceiling would not bound the lab."""
+    return {name: None if cost["unpriced"] else cost["ceilingPerHour"] for name, cost in costs.items()}
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,7 @@ def test_render_writes_the_stack_outputs_sorted_with_secrets_hidden(path: Path, 
 
 
 def test_an_export_is_read_with_every_output_in_it_and_hidden_whole_when_any_is_secret(monkeypatch):
-    def build(stack):
+    def build(stack, live_prices=False):
         pulumi.export("plain", {"name": pulumi.Output.from_input("a"), "list": [1, pulumi.Output.from_input("b")]})
         pulumi.export("nested", {"open": "x", "deep": [{"key": pulumi.Output.secret("s")}]})
         pulumi.export("apply", pulumi.Output.from_input("c").apply(lambda c: {"c": pulumi.Output.from_input(c * 2)}))

@@ -94,7 +94,11 @@ def whole_stack(stack: StackConfig, figures: Mapping[str, Any], planned: bool = 
     planner's figures where it ran, tools/plan.py with_plan)."""
     hub = stack.settings.jupyterhub
     cost = stack_cost(
-        stack.region, stack.settings.cluster, hub.hub_database_size_gib if hub else None, labs_ceilings(figures), LIST
+        stack.region,
+        stack.settings.cluster,
+        hub.hub_database_size_gib if hub else None,
+        labs_ceilings({name: lab["cost"] for name, lab in figures.items()}),
+        LIST,
     )
     if planned:
         ceiling, note = cost.per_hour["labsCeiling"], cost.notes["labsCeiling"]
@@ -121,7 +125,7 @@ def stack_table(stack: StackConfig, figures: Mapping[str, Any], planned: bool = 
         *markdown(columns, rows),
         "",
     ]
-    found = term(cost, stack.settings.labs, labs_ceilings(figures))
+    found = term(cost, stack.settings.labs, labs_ceilings({name: lab["cost"] for name, lab in figures.items()}))
     if found is None:
         return [
             *lines,

@@ -158,6 +158,12 @@ class _Mocks(pulumi.runtime.Mocks):
                 "value": f"ami-0{hashlib.sha256(args.args['name'].encode()).hexdigest()[:16]}",
                 "version": 1,
             },
+            # A subnet in one of the region's first three zones, stable per subnet (a live price look-up asks:
+            # components/prices.py).
+            "aws:ec2/getSubnet:getSubnet": lambda: {
+                "id": args.args["id"],
+                "availabilityZone": f"{self.region}{'abc'[int(_suffix(args.args['id']), 16) % 3]}",
+            },
         }
         if args.token not in answers:
             raise NotImplementedError(f"the mock harness has no answer for {args.token}; add one in tools/harness.py")
@@ -324,20 +330,26 @@ def _is_secure(value: Any) -> bool:
     return isinstance(value, Mapping) and set(value) == {"secure"}
 
 
-def run(stack_name: str, stack_config: Mapping[str, str], secrets: Sequence[str] = ()) -> Run:
+def run(
+    stack_name: str, stack_config: Mapping[str, str], secrets: Sequence[str] = (), live_prices: bool = False
+) -> Run:
     """Validates the configuration, then runs the program under mocks; raises config.ConfigError before registering.
 
-    `secrets` are keys the CLI would mark secret (`pulumi config set --secret`), besides the stack file's own."""
+    `secrets` are keys the CLI would mark secret (`pulumi config set --secret`), besides the stack file's own.
+    `live_prices` looks prices up as `pulumi preview` does (components/prices.py), for a test whose mocks answer; the
+    render prices from the list."""
     # On a thread of its own, as the Pulumi language host runs a program near the bottom of a stack: the SDK records
     # the call stack of every registration (pulumi/runtime/resource.py _get_stack_trace), frame by frame, and under a
     # test runner's fifty frames that was a quarter of a run.
     with ThreadPoolExecutor(max_workers=1) as thread:
-        return thread.submit(contextvars.copy_context().run, _run, stack_name, stack_config, secrets).result()
+        return thread.submit(
+            contextvars.copy_context().run, _run, stack_name, stack_config, secrets, live_prices
+        ).result()
 
 
 # Every event loop of a run is made and closed by the run, so that the process ends without a traceback.
 @owned_event_loops()
-def _run(stack_name: str, stack_config: Mapping[str, str], secrets: Sequence[str]) -> Run:
+def _run(stack_name: str, stack_config: Mapping[str, str], secrets: Sequence[str], live_prices: bool) -> Run:
     secret_keys = [*secrets, *(key for key, value in stack_config.items() if _holds_secret(value))]
     pulumi.runtime.set_all_config(dict(stack_config), secret_keys)
     stack = config.load()
@@ -360,7 +372,7 @@ def _run(stack_name: str, stack_config: Mapping[str, str], secrets: Sequence[str
 
     @pulumi.runtime.test
     def program_run() -> Any:
-        program.build(stack)
+        program.build(stack, live_prices=live_prices)
         return asyncio.ensure_future(exports())
 
     threshold = gc.get_threshold()

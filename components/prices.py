@@ -1,0 +1,124 @@
+"""gpulab:aws:Prices, the instances' prices of the stack's region, read from AWS at `pulumi preview` and `pulumi up`.
+
+On-demand prices come from the AWS Price List API (`aws.pricing.get_product`, service AmazonEC2), whose endpoint is
+in us-east-1 whatever the stack's region: the look-ups go through a provider of their own pinned there, and filter on
+the stack's region (`regionCode`). Spot prices are EC2's current ones (`aws.ec2.get_spot_price`) for each spot lab's
+types in each zone of the stack's private subnets. A type the Price List API has no price for in the region, or
+whose look-up fails (permissions, throttling), is named with the provider's words and never priced; the figures then
+say so (config/cost.py), and a lab with a cap is refused (program.py).
+
+The render and the tests run offline and price from config/prices.py's us-east-1 list instead
+(config/price_book.py LIST); tests/test_live_prices.py answers these look-ups with mocks.
+"""
+
+import datetime
+import json
+from collections.abc import Sequence
+from decimal import Decimal
+from types import MappingProxyType
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from config.price_book import PriceBook
+
+# The Price List API's endpoint (AWS Price List API, "Endpoints": us-east-1, eu-central-1 and ap-south-1; the
+# pulumi-aws docs of aws.pricing.get_product: "only available in a us-east-1 or ap-south-1 provider").
+PRICING_REGION = "us-east-1"
+# The product of a Linux instance on shared tenancy, billed on demand, without pre-installed software or licences:
+# what Karpenter and the labs' nodes run. Attribute names as the AmazonEC2 offer files write them; one product
+# matches (get_product fails on none and on several).
+_LINUX_ON_DEMAND = {
+    "operatingSystem": "Linux",
+    "tenancy": "Shared",
+    "preInstalledSw": "NA",
+    "capacitystatus": "Used",
+    "licenseModel": "No License required",
+    "marketoption": "OnDemand",
+    "operation": "RunInstances",
+}
+# The spot price of Linux instances (EC2 DescribeSpotPriceHistory's product description).
+SPOT_PRODUCT = "Linux/UNIX"
+GET_PRODUCT = "aws:pricing/getProduct:getProduct"
+GET_SPOT_PRICE = "aws:ec2/getSpotPrice:getSpotPrice"
+
+
+def product_filters(instance_type: str, region: str) -> list[dict[str, str]]:
+    """The Price List API filters of one instance type's on-demand Linux price in `region`."""
+    wanted = {"instanceType": instance_type, "regionCode": region, **_LINUX_ON_DEMAND}
+    return [{"field": field, "value": value} for field, value in wanted.items()]
+
+
+def hourly_usd(product: str) -> float:
+    """The USD per hour of a Price List product (get_product's `result`, one product's JSON): its one on-demand
+    term's one hourly price dimension."""
+    terms = json.loads(product)["terms"]["OnDemand"]
+    (dimension,) = [d for term in terms.values() for d in term["priceDimensions"].values() if d["unit"] == "Hrs"]
+    return float(Decimal(dimension["pricePerUnit"]["USD"]))
+
+
+class Prices(pulumi.ComponentResource):
+    """The price book of the stack's region: `book` resolves once every look-up has answered or failed."""
+
+    def __init__(
+        self,
+        name: str,
+        region: str,
+        instance_types: Sequence[str],
+        spot_types: Sequence[str],
+        subnet_ids: Sequence[str],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("gpulab:aws:Prices", name, None, opts)
+        pricing = aws.Provider(f"{name}-pricing", region=PRICING_REGION, opts=pulumi.ResourceOptions(parent=self))
+        child = pulumi.InvokeOptions(parent=self)
+        zones = [aws.ec2.get_subnet_output(id=subnet, opts=child).availability_zone for subnet in subnet_ids]
+        today = datetime.datetime.now(datetime.UTC).date()
+
+        # invoke_async rather than get_product_output: a failed invoke Output fails the whole program when it ends
+        # (the SDK awaits every Output), and a type without a price must be said, not fail the preview.
+        async def look_up(token: str, args: dict[str, Any], opts: pulumi.InvokeOptions) -> dict[str, Any] | str:
+            """The invoke's answer, or the provider's words when it refused."""
+            try:
+                answer: dict[str, Any] = await pulumi.runtime.invoke_async(token, args, opts)
+            except Exception as error:  # the provider's refusal: no such product, or no permission
+                return str(error)
+            return answer
+
+        async def book() -> PriceBook:
+            on_demand: dict[str, float] = {}
+            missing: dict[str, str] = {}
+            on_pricing = pulumi.InvokeOptions(provider=pricing, parent=self)
+            for t in sorted(set(instance_types)):
+                args = {"serviceCode": "AmazonEC2", "filters": product_filters(t, region)}
+                answer = await look_up(GET_PRODUCT, args, on_pricing)
+                if isinstance(answer, str):
+                    missing[t] = f"no on-demand price in {region} from the AWS Price List API ({answer})"
+                else:
+                    on_demand[t] = hourly_usd(answer["result"])
+            spot: dict[str, dict[str, float]] = {}
+            found_zones = {zone for zone in [await z.future() for z in zones] if zone}
+            for zone in sorted(found_zones):
+                for t in sorted(set(spot_types)):
+                    spot_args = {
+                        "instanceType": t,
+                        "availabilityZone": zone,
+                        "filters": [{"name": "product-description", "values": [SPOT_PRODUCT]}],
+                    }
+                    found = await look_up(GET_SPOT_PRICE, spot_args, child)
+                    # A type EC2 does not offer in a zone has no spot price there.
+                    if not isinstance(found, str):
+                        spot.setdefault(t, {})[zone] = float(Decimal(found["spotPrice"]))
+            return PriceBook(
+                region=region,
+                live=True,
+                source=f"{region} on-demand prices of {today}, AWS Price List API",
+                day=today,
+                on_demand=MappingProxyType(on_demand),
+                missing=MappingProxyType(missing),
+                spot=MappingProxyType({t: MappingProxyType(z) for t, z in spot.items()}),
+            )
+
+        self.book: pulumi.Output[PriceBook] = pulumi.Output.from_input(book())  # type: ignore[arg-type]
+        self.register_outputs({})

@@ -1,0 +1,141 @@
+"""Prices of the stack's region at `pulumi preview`: the Price List and spot look-ups (components/prices.py) answered
+by mocks for a eu-west-1 stack, and a type without a price there named, never priced from another region."""
+
+import json
+
+import grpc
+import pulumi
+import pytest
+
+from tests.conftest import BASE, as_cli_config, stack_values
+from tests.synthetic import lab
+from tools import harness
+
+GET_PRODUCT = "aws:pricing/getProduct:getProduct"
+GET_SPOT_PRICE = "aws:ec2/getSpotPrice:getSpotPrice"
+# What the mocked Price List API holds for eu-west-1 (made-up amounts, unlike any us-east-1 list price).
+EU_WEST_1 = {"g4dn.xlarge": "0.5870000000", "m7i.large": "0.1120000000", "g5.xlarge": "1.1230000000"}
+SPOT = {"g5.xlarge": "0.4000"}
+NOT_FOUND = "no Pricing product found"
+
+
+def product(instance_type: str, usd: str) -> str:
+    """One AmazonEC2 product as the Price List API returns it (GetProducts' PriceList entry)."""
+    sku, term = "SKU1", "JRTCKXETXF"
+    return json.dumps(
+        {
+            "product": {"sku": sku, "attributes": {"instanceType": instance_type, "regionCode": "eu-west-1"}},
+            "terms": {
+                "OnDemand": {
+                    f"{sku}.{term}": {
+                        "priceDimensions": {
+                            f"{sku}.{term}.6YS6EN2CT7": {"unit": "Hrs", "pricePerUnit": {"USD": usd}},
+                        }
+                    }
+                }
+            },
+        }
+    )
+
+
+class _Refused(grpc.RpcError):
+    """How a failed invoke reaches the program: a gRPC error whose details carry the provider's message."""
+
+    def __init__(self, message: str):
+        self.message = message
+
+    def code(self):
+        return grpc.StatusCode.UNKNOWN
+
+    def details(self):
+        return self.message
+
+
+@pytest.fixture
+def market(monkeypatch):
+    """Answers the look-ups for eu-west-1 and records which provider each Price List look-up used."""
+    answer = harness._Mocks.call
+    providers: list[str] = []
+
+    def call(self, args):
+        if args.token == GET_PRODUCT:
+            self.invokes.append(harness.Invoke(args.token, harness.normalise(args.args)))
+            providers.append(args.provider)
+            wanted = {f["field"]: f["value"] for f in args.args["filters"]}
+            if wanted["regionCode"] == "eu-west-1" and wanted["instanceType"] in EU_WEST_1:
+                return {"result": product(wanted["instanceType"], EU_WEST_1[wanted["instanceType"]])}, []
+            raise _Refused(NOT_FOUND)
+        if args.token == GET_SPOT_PRICE:
+            self.invokes.append(harness.Invoke(args.token, harness.normalise(args.args)))
+            if args.args["instanceType"] in SPOT:
+                return {"spotPrice": SPOT[args.args["instanceType"]], "spotPriceTimestamp": "2026-12-01T00:00:00Z"}, []
+            raise _Refused("no spot price")
+        return answer(self, args)
+
+    monkeypatch.setattr(harness._Mocks, "call", call)
+    return providers
+
+
+def live(values: dict) -> harness.Run:
+    return harness.run("test", as_cli_config(values), live_prices=True)
+
+
+def test_a_eu_west_1_stack_is_priced_from_eu_west_1_through_a_us_east_1_pricing_provider(market):
+    run = live(BASE)
+    (provider,) = [r for r in run.resources if r.type == "pulumi:providers:aws"]
+    assert provider.inputs["region"] == "us-east-1"
+    assert market and all(
+        p.startswith(f"urn:pulumi:test::gpulab::gpulab:aws:Prices$pulumi:providers:aws::{provider.name}")
+        for p in market
+    )
+    asked = {i.args["filters"][0]["value"]: i.args for i in run.invokes if i.token == GET_PRODUCT}
+    assert set(asked) == {"g4dn.xlarge", "m7i.large"}
+    assert all({"field": "regionCode", "value": "eu-west-1"} in a["filters"] for a in asked.values())
+    assert run.outputs["cost"] == {
+        "region": "eu-west-1",
+        "pricesFrom": "eu-west-1 (instances); us-east-1 list (EBS, load balancer, EKS)",
+        # system nodes: 2 x (0.112 + 0.00219178) = 0.22838356 -> 0.2284; intro: 4 x (0.587 + 0.00219178) =
+        # 2.35676712 -> 2.3568; total 0.1 + 0.2284 + 2.3568
+        "perHour": {"controlPlane": 0.1, "systemNodes": 0.2284, "hub": 0, "labsCeiling": 2.3568, "total": 2.6852},
+        "perMonth": {"controlPlane": 73, "systemNodes": 166.732, "hub": 0, "labsCeiling": 1720.464, "total": 1960.196},
+    }
+    intro = run.outputs["labs"]["intro"]["cost"]
+    assert intro["ceilingPerHour"] == 2.3568
+    assert intro["source"].startswith("eu-west-1 on-demand prices of ") and "AWS Price List API" in intro["source"]
+    assert (intro["region"], intro["unpriced"]) == ("eu-west-1", [])
+
+
+def test_spot_prices_are_ecs_current_ones_in_each_zone_of_the_stacks_subnets(market):
+    values = stack_values(**{"gpulab:labs": {"vision": lab(["g5.xlarge"], 2, capacityTypes=["spot", "on-demand"])}})
+    run = live(values)
+    zones = {i.args["availabilityZone"] for i in run.invokes if i.token == GET_SPOT_PRICE}
+    assert zones and all(z.startswith("eu-west-1") for z in zones)
+    assert run.outputs["labs"]["vision"]["cost"]["spotPerHour"] == {"g5.xlarge": {z: 0.4 for z in zones}}
+
+
+def test_a_type_without_a_price_in_the_region_is_named_and_not_priced_from_another(market):
+    values = stack_values(**{"gpulab:labs": {"big": lab(["g6.xlarge"], 2)}})  # us-east-1's list has g6.xlarge
+    run = live(values)
+    cost = run.outputs["labs"]["big"]["cost"]
+    assert (cost["ceilingPerHour"], cost["unpriced"]) == (None, ["g6.xlarge"])
+    assert run.outputs["cost"]["perHour"]["labsCeiling"] is None
+    assert run.outputs["cost"]["perHour"]["total"] is None
+
+
+def test_a_lab_with_a_cap_and_a_type_without_a_price_in_the_region_is_refused(market):
+    values = stack_values(**{"gpulab:labs": {"big": lab(["g6.xlarge"], 2, maxHourlyCost=100)}})
+    refused = (
+        r"gpulab:labs\.big\.maxHourlyCost: cannot be checked: g6\.xlarge has no price \(eu-west-1 .*"
+        r"no on-demand price in eu-west-1 from the AWS Price List API"
+    )
+    with pytest.raises(pulumi.RunError, match=refused):
+        live(values)
+
+
+def test_a_lab_over_its_cap_at_the_regions_prices_is_refused(market):
+    # The us-east-1 list's ceiling, 4 x 0.52819178 = 2.1128, is within the cap; eu-west-1's, 2.3568, is not.
+    values = stack_values(**{"gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3, max_gpus=4, maxHourlyCost=2.2)}})
+    with pytest.raises(
+        pulumi.RunError, match=r"gpulab:labs\.intro\.maxHourlyCost: the lab may cost up to 2\.3568 USD per hour"
+    ):
+        live(values)
