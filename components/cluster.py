@@ -20,6 +20,13 @@ from config.versions import (
 
 CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+# The VPC CNI add-on's network policy agent on, and with it EKS's network policy controller: without it no
+# NetworkPolicy is enforced, and a learner's server reaches every other learner's (docs/jupyterhub.md, "Network walls").
+# The add-on's key is the chart's (aws/amazon-vpc-cni-k8s v1.21.1 charts/aws-vpc-cni/values.yaml: enableNetworkPolicy,
+# a string, which the chart passes to aws-node's aws-eks-nodeagent container as --enable-network-policy and to the
+# amazon-vpc-cni ConfigMap as enable-network-policy-controller). pulumi-eks writes configurationValues into the
+# add-on's configuration as given (nodejs/eks/addons/cni-addon.ts, mergeConfigurationValues, at main 7bf0c1b).
+VPC_CNI_CONFIGURATION = {"enableNetworkPolicy": "true"}
 
 
 class Cluster(pulumi.ComponentResource):
@@ -70,11 +77,14 @@ class Cluster(pulumi.ComponentResource):
             kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(
                 version=KUBE_PROXY_ADDON_VERSIONS[config.kubernetes_version]
             ),
-            vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=VPC_CNI_ADDON_VERSION),
+            vpc_cni_options=eks.VpcCniOptionsArgs(
+                addon_version=VPC_CNI_ADDON_VERSION, configuration_values=VPC_CNI_CONFIGURATION
+            ),
             **cluster_args(config),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[logs]),
         )
         self.kubernetes_version = config.kubernetes_version
+        self.vpc_id = config.vpc_id
         self.cluster_name: pulumi.Output[str] = cluster.eks_cluster.name
         self.cluster_arn: pulumi.Output[str] = cluster.eks_cluster.arn
         self.security_group_id: pulumi.Output[str] = cluster.cluster_security_group_id

@@ -144,3 +144,10 @@ def test_every_kubernetes_object_uses_the_clusters_provider_never_an_ambient_kub
     kubernetes = [r for r in base_run.resources if r.type.startswith("kubernetes:")]
     assert len(kubernetes) >= 6
     assert {r.provider for r in kubernetes} == {"pulumi:providers:kubernetes::cluster-k8s"}
+
+
+def test_the_vpc_cni_addon_runs_its_network_policy_agent(base_run):
+    # Without it the chart's and the labs' NetworkPolicies are objects that nothing enforces: learners reach each other.
+    options = base_run.one("eks:index:Cluster", "cluster-eks").inputs["vpcCniOptions"]
+    assert options["configurationValues"]["enableNetworkPolicy"] == "true"
+    assert options.get("enableNetworkPolicy") in (None, True)  # pulumi-eks would not override the configuration's
