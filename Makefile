@@ -7,7 +7,7 @@ UPSTREAM ?= .upstream
 # helm of the chart render: $GPULAB_HELM where it is set (the render uses it), else the pinned one in .venv/bin.
 HELM := $(if $(GPULAB_HELM),,$(VENV)/bin/helm)
 
-.PHONY: render plan planner helm-batch promtool test test-charts check upstream
+.PHONY: render plan planner helm-batch promtool netpol test test-charts check upstream
 render: $(VENV)/.installed $(HELM)
 	$(PY) -m tools.render $(STACK) --out out/$(STACK)
 
@@ -34,6 +34,13 @@ helm-batch: $(VENV)/.installed
 promtool: $(VENV)/.installed
 	$(PY) -m tools.go_build promtool
 
+# netpol, tools/netpol/bin/netpol (Go 1.26; the NetworkPolicy engine of github.com/mattfenwick/cyclonus at the version
+# tools/netpol/go.mod pins): the tests of learners' network walls (tests/test_network_walls.py) run it, and skip
+# without it. .ci/run builds it; cold, it compiles client-go and the engine (about 5 CPU-minutes), warm it links.
+netpol:
+	@echo "make: building the NetworkPolicy evaluator, tools/netpol/bin/netpol (minutes cold, seconds warm)"
+	go -C tools/netpol build -trimpath -o bin/netpol .
+
 # Every test, one process per core (pyproject.toml); `make test-charts` runs the slowest part alone: the tests that
 # render and template the pinned Helm charts (marker `charts`; `pytest -m "not charts"` runs the rest).
 test: $(VENV)/.installed $(HELM)
@@ -47,14 +54,15 @@ test-charts: $(VENV)/.installed $(HELM)
 upstream: $(VENV)/.installed
 	$(PY) -m tools.upstream $(UPSTREAM)
 
-# Lint and format (ruff; gofmt and go vet for the planner), types (mypy), YAML (yamllint: duplicate keys among
-# others), GitHub workflows.
+# Lint and format (ruff; gofmt and go vet for the planner, helm-batch and netpol), types (mypy), YAML (yamllint:
+# duplicate keys among others), GitHub workflows.
 check: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	test -z "$$(gofmt -l planner tools/helmbatch)" || { gofmt -l planner tools/helmbatch; exit 1; }
+	test -z "$$(gofmt -l planner tools/helmbatch tools/netpol)" || { gofmt -l planner tools/helmbatch tools/netpol; exit 1; }
 	go -C planner vet ./...
 	go -C tools/helmbatch vet ./...
+	go -C tools/netpol vet ./...
 	$(VENV)/bin/mypy components config tools policy
 	$(VENV)/bin/yamllint Pulumi.yaml Pulumi.*.yaml policy/PulumiPolicy.yaml .github/workflows
 	.ci/workflows-check $(VENV)

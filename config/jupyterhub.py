@@ -291,8 +291,20 @@ class JupyterHub(Model):
 
 def hub_has_its_labs(hub: JupyterHub | None, info: ValidationInfo) -> JupyterHub | None:
     """gpulab:jupyterhub beside the labs and the other components: a namespace of its own, a lab on the spawn page,
-    and a notebook image for every lab there, its own or the hub's."""
-    if hub is None or "labs" not in info.data:
+    a notebook image for every lab there, its own or the hub's, and a lab's internet closed only where a hub runs its
+    learners."""
+    if "labs" not in info.data:
+        return hub
+    for name, lab in info.data["labs"].items():
+        if not lab.internet and (hub is None or not lab.on_spawn_page):
+            # The walls are NetworkPolicies around the hub's learners (components/jupyterhub/walls.py): a lab whose
+            # learners the hub does not start has no server to close.
+            raise FieldProblem(
+                f"labs.{name}.internet",
+                "false closes the internet to the lab's JupyterHub learners: it needs gpulab:jupyterhub and the lab "
+                "on its spawn page (onSpawnPage: true)",
+            )
+    if hub is None:
         return hub
     problems: list[ValueError] = []
     if clash := namespace_clash(hub.namespace, info.data, ("karpenter", "nvidia_device_plugin")):

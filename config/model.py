@@ -496,6 +496,11 @@ class Lab(Model):
         description="Stop a learner's JupyterHub server whose GPU stayed under gpulab:metrics.idleUtilisationPercent "
         "this long (needs gpulab:metrics and gpulab:jupyterhub); unset: never.",
     )
+    internet: bool = Field(
+        default=True,
+        description="Let the lab's JupyterHub learners reach the internet; false closes it (an exam), leaving the hub "
+        "and DNS (needs gpulab:jupyterhub and onSpawnPage; docs/jupyterhub.md).",
+    )
 
     @property
     def learner_share(self) -> LearnerShare:

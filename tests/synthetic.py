@@ -86,15 +86,21 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
             }
         }
     ),
-    # JupyterHub over an MPS lab, a time-sliced lab with learner requests in decimal units, a lab off the spawn page;
-    # GitHub sign-in (its client secret a Pulumi secret) and a home volume per learner.
+    # JupyterHub over an MPS lab, a time-sliced lab with learner requests in decimal units and no internet (an exam), a
+    # lab off the spawn page; GitHub sign-in (its client secret a Pulumi secret) and a home volume per learner.
     "jupyterhub": stack_values(
         **{
             "gpulab:labs": {
                 "isolated": lab(
                     ["g4dn.xlarge", "g6.xlarge"], 4, max_gpus=8, sharing="mps", notebookImage=NOTEBOOK_IMAGE
                 ),
-                "turns": lab(["g4dn.xlarge"], 3, notebookImage=NOTEBOOK_IMAGE, learnerPod={"cpu": "1", "memory": "4G"}),
+                "turns": lab(
+                    ["g4dn.xlarge"],
+                    3,
+                    notebookImage=NOTEBOOK_IMAGE,
+                    learnerPod={"cpu": "1", "memory": "4G"},
+                    internet=False,
+                ),
                 "staff-only": lab(["g5.xlarge"], 1, onSpawnPage=False),
             },
             "gpulab:jupyterhub": {**HUB, "homes": "perLearner", "culling": {"idleTimeout": "45m"}},

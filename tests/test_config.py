@@ -97,8 +97,8 @@ def test_learner_seats_are_max_gpus_times_slices():
             with_lab(slicesPerGPU=2),
             "gpulab:labs.intro.slicesPerGPU: unknown key; did you mean slicesPerGpu? allowed keys: ami, "
             "capacityReservationIds, capacityTypes, classes, cpuLimit, diskStrategy, disruption, expireAfter, "
-            "fastImagePull, gpuIdleTimeout, instanceTypes, learnerPod, maxGpus, maxHourlyCost, maxPods, monthlyBudget, "
-            "notebookImage, onSpawnPage, podPidsLimit, prepullImages, "
+            "fastImagePull, gpuIdleTimeout, instanceTypes, internet, learnerPod, maxGpus, maxHourlyCost, maxPods, "
+            "monthlyBudget, notebookImage, onSpawnPage, podPidsLimit, prepullImages, "
             "rootVolume, sharing, slicesPerGpu",
         ),
         (

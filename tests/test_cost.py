@@ -118,9 +118,9 @@ def test_ceiling_bounds_what_the_nodepool_limit_lets_karpenter_run_of_any_one_ty
 
 def _labs_only(values):
     # JupyterHub's keys (its client secret is a Pulumi secret, which parse() does not see as one) are not the labs',
-    # nor is gpuIdleTimeout, which needs the hub.
+    # nor are gpuIdleTimeout and internet, which need the hub.
     labs = {
-        name: {key: value for key, value in lab.items() if key != "gpuIdleTimeout"}
+        name: {key: value for key, value in lab.items() if key not in ("gpuIdleTimeout", "internet")}
         for name, lab in values.get("gpulab:labs", {}).items()
     }
     return {

@@ -27,6 +27,9 @@ from tools.event_loops import owned_event_loops
 
 PROJECT = "gpulab"
 ACCOUNT_ID = "123456789012"
+# The IPv4 block of the stand-in VPC: the default VpcBlock of Amazon EKS's sample VPC CloudFormation templates, not the
+# stack's VPC's, which only AWS knows.
+VPC_CIDR = "192.168.0.0/16"
 SECRET = "[secret]"
 
 
@@ -149,6 +152,15 @@ class _Mocks(pulumi.runtime.Mocks):
                 "accountId": ACCOUNT_ID,
                 "arn": f"arn:aws:iam::{ACCOUNT_ID}:role/ci",
                 "userId": "AROAEXAMPLE:ci",
+            },
+            # A stand-in for the stack's VPC: one IPv4 block, VPC_CIDR.
+            "aws:ec2/getVpc:getVpc": lambda: {
+                "id": args.args["id"],
+                "arn": f"arn:aws:ec2:{self.region}:{ACCOUNT_ID}:vpc/{args.args['id']}",
+                "cidrBlock": VPC_CIDR,
+                "cidrBlockAssociations": [
+                    {"associationId": "vpc-cidr-assoc-0", "cidrBlock": VPC_CIDR, "state": "associated"}
+                ],
             },
             # An AMI ID is "ami-" and 17 hex digits; a stable stand-in per parameter, as AWS has one per release.
             "aws:ssm/getParameter:getParameter": lambda: {

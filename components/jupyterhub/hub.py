@@ -13,6 +13,7 @@ from components.cluster import Cluster
 from components.jupyterhub import culling
 from components.jupyterhub.user_scheduler import extra_permissions
 from components.jupyterhub.values import CLIENT_SECRET_ITEM, CLIENT_SECRET_NAME, STORAGE_CLASS, helm_values
+from components.jupyterhub.walls import internet_policy, open_labs
 
 # The trust policy Karpenter's role uses, for another service account: Pod Identity for exactly that one.
 from components.karpenter.iam_policies import controller_trust_policy
@@ -158,6 +159,21 @@ class Hub(pulumi.ComponentResource):
             chart_values = helm_values(settings, labs, cluster.kubernetes_version)
             values = store.workspace_id.apply(
                 lambda workspace: culling.with_culler(chart_values, labs, meter.metrics, workspace, meter.region)
+            )
+        # The internet for the learners of each lab that keeps it, everything but the VPC's own blocks among the rest.
+        vpc = aws.ec2.get_vpc_output(id=cluster.vpc_id, opts=pulumi.InvokeOutputOptions(parent=self))
+        vpc_cidrs = vpc.cidr_block_associations.apply(lambda blocks: [b.cidr_block for b in blocks])
+
+        def internet(lab_name: str) -> pulumi.Output[dict[str, Any]]:
+            return vpc_cidrs.apply(lambda cidrs: internet_policy(lab_name, settings.namespace, RELEASE, cidrs))
+
+        for lab_name in open_labs(labs):
+            policy = internet(lab_name)
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-internet-{lab_name}",
+                metadata=policy["metadata"],
+                spec=policy["spec"],
+                opts=in_namespace,
             )
         # The user-scheduler's kube-scheduler is the cluster's version, and needs that version's permissions.
         scheduler_rules, scheduler_binding = extra_permissions(settings.namespace)

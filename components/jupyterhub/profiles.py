@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from components.labels import GPU_RESOURCE
+from components.labels import GPU_RESOURCE, LAB_LABEL
 from components.learner_pod import learner_pod_spec
 from config.instance_types import GPU_INSTANCE_TYPES
 from config.model import Lab
@@ -73,6 +73,8 @@ def profile(lab_name: str, lab: Lab) -> dict[str, Any]:
         # One slice, requested and limited (KubeSpawner writes both; the device plugin refuses more than one).
         "extra_resource_guarantees": {GPU_RESOURCE: str(requests[GPU_RESOURCE])},
         "extra_resource_limits": {GPU_RESOURCE: str(container["resources"]["limits"][GPU_RESOURCE])},
+        # The lab's name on the pod, which its NetworkPolicies select (components/jupyterhub/walls.py).
+        "extra_labels": {LAB_LABEL: lab_name},
     }
     if lab.sharing == "mps":  # the config refuses MPS with fewer than 2 slices
         override |= {"uid": MPS_LEARNER_UID, "gid": MPS_LEARNER_GID}

@@ -8,6 +8,7 @@ from typing import Any
 
 from components.jupyterhub.profiles import profile_list
 from components.jupyterhub.user_scheduler import user_scheduler
+from components.jupyterhub.walls import learner_network_policy
 from components.labels import SYSTEM_NODE_LABEL, SYSTEM_NODE_SELECTOR, SYSTEM_NODE_VALUE
 from config import durations
 from config.classes import DEFAULT_WARMUP
@@ -176,6 +177,8 @@ def helm_values(hub: JupyterHub, labs: Mapping[str, Lab], kubernetes_version: st
             # The lab nodes' instance metadata already answers no pod (hop limit 1, IMDSv2 only: the policy pack's
             # ec2nodeclass-hardening), so the chart's privileged iptables init container would only add a pull.
             "cloudMetadata": {"blockWithIptables": False},
+            # Learners walled off from each other, the cluster and the VPC (components/jupyterhub/walls.py).
+            "networkPolicy": learner_network_policy(),
             # A learner without a warm seat waits for a new GPU node and its notebook image: as long as gpulab's
             # default class warmup reckons that takes, not the chart's 300 s, after which the hub gives up.
             "startTimeout": durations.seconds(DEFAULT_WARMUP),
