@@ -2,7 +2,8 @@
 
 A node costs its instance's hourly price plus its gp3 root volume's per node-hour (storage, and IOPS and throughput
 above what gp3 includes; an instance store is part of the instance's price). A learner seat is one slice of one GPU, so
-a seat-hour on an instance type costs that node-hour / (its GPUs x slicesPerGpu). The lab's NodePool limit lets
+a seat-hour on an instance type costs that node-hour / its seats (its GPUs x slicesPerGpu, seats_per_node of
+config/node_capacity.py). The lab's NodePool limit lets
 Karpenter run at most maxGpus GPUs, each costing at most the highest per-GPU node-hour among the lab's instance types:
 that product is the lab's ceiling per hour. Figures cover the instance types that have a reference price; the others
 are listed, never priced. Amounts are USD rounded to 4 decimals, the ceiling upwards so that it stays an upper bound.
@@ -171,7 +172,10 @@ def lab_cost(
     missing = tuple((t, book.missing[t]) for t in unpriced if t in book.missing)
     if not per_gpu:
         return LabCost(None, None, None, unpriced, max_hourly_cost, disk_figure, warmups, book.source, missing)
-    seat_hours = [_rounded(price / slices_per_gpu, ROUND_HALF_UP) for price in per_gpu.values()]
+    seat_hours = [
+        _rounded((Decimal(str(book.on_demand[t])) + disk) / seats_per_node(t, slices_per_gpu), ROUND_HALF_UP)
+        for t in per_gpu
+    ]
     dearest = max(per_gpu, key=per_gpu.__getitem__)
     # Six decimals say where the ceiling comes from without the endless digits of a disk's monthly price / 730.
     gpu_hour = f"{per_gpu[dearest].quantize(Decimal('1e-6'), rounding=ROUND_CEILING).normalize():f}"

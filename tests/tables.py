@@ -23,3 +23,10 @@ def cluster(lines: Sequence[str]) -> dict[str, str]:
     """The summary's first table, the cluster's: its header row (cluster, name) and every other row, by label."""
     header = cells(lines[0])
     return {header[0]: header[1], **{row["cluster"]: row[header[1]] for row in table(lines)}}
+
+
+def lead_ins(lines: Sequence[str], starts: tuple[str, ...]) -> list[str]:
+    """The lead-ins (a table's title, wrapped to the terminal's width: tools/table.py lead_in) that start with one of
+    `starts`, each joined back into one line."""
+    found = [i for i, line in enumerate(lines) if line.startswith(starts)]
+    return [" ".join(lines[i : next((j for j in range(i, len(lines)) if not lines[j]), len(lines))]) for i in found]

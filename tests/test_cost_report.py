@@ -38,16 +38,17 @@ def rows(lines: list[str]) -> dict[str, list[str]]:
 def test_summary_shows_each_labs_seat_hour_price_ceiling_and_cap_and_the_total_of_the_stack():
     lines = summary(run_values(TWO_LABS))
     assert rows(lines) == {
-        "a": ["4", "0.4035", "1.6140", "0.0022", "-", "-", "-"],
-        "b": ["4", "2.6237", "10.4949", "0.0022", "11.0000", "-", "-"],
-        "all labs": ["8", "", "12.1089", "", "", "", ""],
+        "a": ["4", "0.4035", "1.6140", "0.0022", "-"],
+        "b": ["4", "2.6237", "10.4949", "0.0022", "11.0000"],
+        "all labs": ["8", "", "12.1089", "", ""],
     }
+    # Nothing unpriced, no classes: no tables for them.
+    assert not [line for line in lines if line in (cost_report.UNPRICED_LEAD_IN, cost_report.WARMUP_LEAD_IN)]
 
 
 def test_summary_labels_the_figures_with_the_price_sources():
-    (title,) = [line for line in summary(run_values(TWO_LABS)) if line.startswith("cost of the labs' GPU nodes")]
-    assert PRICE_SOURCE in title
-    assert DISK_PRICE_SOURCE in title
+    (title,) = tables.lead_ins(summary(run_values(TWO_LABS)), ("cost of the labs' GPU nodes",))
+    assert PRICE_SOURCE in title and DISK_PRICE_SOURCE in title
     assert "list prices of one region (stack in eu-west-1; `pulumi preview` prices eu-west-1), not a bill" in title
 
 
@@ -55,12 +56,18 @@ def test_a_lab_without_prices_says_so_and_the_total_covers_priced_types_only():
     values = stack_values(
         **{"gpulab:labs": {"new": lab(["g7.2xlarge"], 2), "mixed": lab(["g4dn.xlarge", "p5e.48xlarge"], 3, 8)}}
     )
-    assert rows(summary(run_values(values))) == {
+    lines = summary(run_values(values))
+    assert rows(lines) == {
         # The disk has a price where the instance has none: g7.2xlarge keeps its images on 440 GB of NVMe.
-        "new": ["4", "no price", "no price", "0.0022", "-", "g7.2xlarge", "-"],
+        "new": ["4", "no price", "no price", "0.0022", "-"],
         # (0.526 + 0.00219178) / 3 = 0.17606393; 8 GPUs x 0.52819178 = 4.22553425, rounded up
-        "mixed": ["24", "0.1761", "4.2256", "0.0022", "-", "p5e.48xlarge", "-"],
-        "all labs": ["28", "", "4.2256 (priced types only)", "", "", "", ""],
+        "mixed": ["24", "0.1761", "4.2256", "0.0022", "-"],
+        "all labs": ["28", "", "4.2256", "", ""],
+    }
+    unpriced = tables.table(lines, cost_report.UNPRICED_LEAD_IN)
+    assert {r["lab"]: r["instance types without a price"] for r in unpriced} == {
+        "new": "g7.2xlarge",
+        "mixed": "p5e.48xlarge",
     }
 
 
@@ -71,9 +78,7 @@ def test_a_range_of_seat_hour_prices_is_shown_cheapest_first():
 
 
 def test_a_stack_without_labs_has_an_empty_table_with_a_zero_total():
-    assert rows(summary(run_values(stack_values(**{"gpulab:labs": {}})))) == {
-        "all labs": ["0", "", "0.0000", "", "", "", ""]
-    }
+    assert rows(summary(run_values(stack_values(**{"gpulab:labs": {}})))) == {"all labs": ["0", "", "0.0000", "", ""]}
 
 
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
@@ -108,6 +113,8 @@ def test_the_table_shows_what_warming_each_class_costs_beside_the_labs_figures()
     )
     # Each node with its 20 GiB root volume (1.60 / 730 = 0.00219178 per hour). 12 seats: 4 g4dn.xlarge x 0.52819178 x
     # 20m = 0.7043 or 1 g4dn.12xlarge x 3.91419178 / 3 = 1.3047; 4 seats for 1 h: 2 x 0.52819178 or 1 x 3.91419178
-    assert rows(cost_report.table(run_values(values).outputs["labs"]))["c"][-1] == (
-        "0.7043 to 1.3047 for 12 seats 20m before `0 9 * * mon`; 1.0564 to 3.9142 for 4 seats 1h before `0 14 * * fri`"
-    )
+    lines = cost_report.table(run_values(values).outputs["labs"])
+    assert [list(row.values()) for row in tables.table(lines, cost_report.WARMUP_LEAD_IN)] == [
+        ["c", "0 9 * * mon", "12", "20m", "0.7043 to 1.3047"],
+        ["c", "0 14 * * fri", "4", "1h", "1.0564 to 3.9142"],
+    ]

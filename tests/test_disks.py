@@ -17,7 +17,7 @@ from tests.conftest import BASE, run_values, stack_values
 from tests.crd_schema import crd_problems, requires_upstream
 from tests.synthetic import lab
 from tests.user_data_parts import flag, mime_parts, prepull_script, pull_command
-from tools.summary import summary
+from tools.summary import NODES_LEAD_IN, TYPES_LEAD_IN, summary
 
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 TENSORFLOW = "tensorflow/tensorflow:2.12.0-gpu"
@@ -132,12 +132,13 @@ def test_every_known_type_clears_nodeadms_threshold_so_the_gate_decides_the_cri_
 
 def test_the_render_summary_says_where_each_type_of_a_mixed_lab_keeps_its_images():
     run = run_values(stack_values(**{"gpulab:labs": {"x": lab(MIXED, 2)}}))
-    (row,) = [row for row in tables.table(summary(run), after="labs:") if row["lab"] == "x"]
-    assert (row["images on"], row["root volume"], row["parallel pull"]) == (
-        "g4dn.xlarge: instance store (125 GB NVMe); g5g.xlarge: root volume",
-        "100 GiB gp3, 10000 IOPS, 125 MiB/s",
-        "off",
-    )
+    lines = summary(run)
+    assert {r["instance type"]: r["images on"] for r in tables.table(lines, TYPES_LEAD_IN) if r["lab"] == "x"} == {
+        "g4dn.xlarge": "instance store (125 GB NVMe)",
+        "g5g.xlarge": "root volume",
+    }
+    (row,) = [row for row in tables.table(lines, NODES_LEAD_IN) if row["lab"] == "x"]
+    assert (row["root volume"], row["parallel pull"]) == ("100 GiB gp3, 10000 IOPS, 125 MiB/s", "off")
 
 
 # --- what the lab renders -----------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from config.sharing import learner_share, mps_max_clients
 from tests import tables
 from tests.conftest import BASE, run_values, stack_values
 from tests.synthetic import SYNTHETIC
-from tools.summary import summary
+from tools.summary import LEARNER_LEAD_IN, summary
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -133,12 +133,16 @@ def test_summary_says_what_each_learner_gets():
             }
         )
     )
-    rows = {row["lab"]: (row["sharing"], row["each learner gets"]) for row in tables.table(summary(run), "labs:")}
+    rows = {
+        row["lab"]: (row["sharing"], row["GPU memory"], row["GPU compute"])
+        for row in tables.table(summary(run), LEARNER_LEAD_IN)
+    }
+    # The sharing as the key takes it.
     assert rows == {
-        "isolated": ("MPS", "at most 5.3 GiB of GPU memory and 33% of the GPU compute"),
-        "mixed": ("MPS", "at most 5.3-14.6 GiB of GPU memory (by GPU model) and 33% of the GPU compute"),
-        "turns": ("time-slicing", "GPU memory shared and uncapped, compute in turns"),
-        "solo": ("none", "a whole GPU"),
+        "isolated": ("mps", "at most 5.3 GiB", "33%"),
+        "mixed": ("mps", "at most 5.3-14.6 GiB (by GPU model)", "33%"),
+        "turns": ("timeSlicing", "shared, uncapped", "in turns"),
+        "solo": ("none (slicesPerGpu 1)", "the whole GPU's", "all of it"),
     }
 
 

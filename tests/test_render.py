@@ -13,6 +13,7 @@ import yaml
 from tests import tables
 from tests.conftest import BASE, ROOT, STACK_FILES, run_values, stack_values
 from tools import render
+from tools import summary as summary_module
 from tools.summary import summary
 
 
@@ -105,9 +106,11 @@ def test_summary_names_the_cluster_and_each_labs_types_capacity_and_seats(capsys
     assert render.main([str(write_stack(tmp_path, values)), "--out", str(tmp_path / "out")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert tables.cluster(lines).items() >= {"cluster": "lab-test", "Kubernetes": "1.34", "region": "eu-west-1"}.items()
-    shared = {"GPUs, at most": "4", "slices per GPU": "3", "learner seats": "12", "sharing": "time-slicing"}
+    shared = {"maxGpus": "4", "slicesPerGpu": "3", "learner seats": "12"}
     assert [row | shared == row for row in tables.table(lines, "labs:")] == [True, True]
-    assert [(r["lab"], r["instance types"], r["capacity types"]) for r in tables.table(lines, "labs:")] == [
+    # The sharing as the key takes it.
+    assert [row["sharing"] for row in tables.table(lines, summary_module.LEARNER_LEAD_IN)] == ["timeSlicing"] * 2
+    assert [(r["lab"], r["instanceTypes"], r["capacityTypes"]) for r in tables.table(lines, "labs:")] == [
         ("intro", "g4dn.xlarge", "on-demand"),
         ("spot", "g5.xlarge", "spot, on-demand"),
     ]
@@ -120,19 +123,26 @@ def test_summary_shows_each_labs_ami_release_and_the_disruption_budgets_its_node
     ]
     classes = [{"schedule": "0 9 * * mon", "duration": "10m"}]
     run = run_values(stack_values(**lab(ami="al2023@v20260714", disruption={"budgets": budgets}, classes=classes)))
-    (row,) = tables.table(summary(run), "labs:")
+    lines = summary(run)
+    (row,) = tables.table(lines, summary_module.NODES_LEAD_IN)
+    assert row["AMI"] == "al2023@v20260714"
     # The user's budgets, then the class's two: nothing moves learners from the warmup to the end, and no empty node
     # goes while they arrive (here only the class's 10 minutes).
-    assert (row["AMI"], row["disruption budgets (nodes at a time)"]) == (
-        "al2023@v20260714",
-        "10%; 0 (Drifted) from 0 8 * * mon-fri for 9h; 0 (Drifted, Underutilized) from 40 8 * * mon for 30m; "
-        "0 (Empty) from 0 9 * * mon for 10m",
-    )
+    assert budgets_shown(lines) == [
+        ("10%", "all", "always", "-"),
+        ("0", "Drifted", "0 8 * * mon-fri", "9h"),
+        ("0", "Drifted, Underutilized", "40 8 * * mon", "30m"),
+        ("0", "Empty", "0 9 * * mon", "10m"),
+    ]
     # What the summary shows is what the NodePool carries.
     pool = run.one("kubernetes:karpenter.sh/v1:NodePool", "nodepool-intro").inputs
     assert len(pool["spec"]["disruption"]["budgets"]) == 4
-    (base,) = tables.table(summary(run_values(BASE)), "labs:")
-    assert (base["AMI"], base["disruption budgets (nodes at a time)"]) == ("al2023@v20260714", "1")
+    assert budgets_shown(summary(run_values(BASE))) == [("1", "all", "always", "-")]
+
+
+def budgets_shown(lines: list[str]) -> list[tuple[str, ...]]:
+    rows = tables.table(lines, summary_module.BUDGETS_LEAD_IN)
+    return [(r["nodes"], r["reasons"], r["schedule"], r["duration"]) for r in rows]
 
 
 def lab(**changes):
@@ -251,7 +261,7 @@ def test_a_lab_built_with_a_yaml_merge_key_renders_with_the_merged_values(tmp_pa
     out = tmp_path / "out"
     assert render.main([str(write_stack(tmp_path, MERGED)), "--out", str(out)]) == 0
     (vision,) = [row for row in tables.table(capsys.readouterr().out.splitlines(), "labs:") if row["lab"] == "vision"]
-    shown = ("instance types", "capacity types", "GPUs, at most", "slices per GPU", "learner seats")
+    shown = ("instanceTypes", "capacityTypes", "maxGpus", "slicesPerGpu", "learner seats")
     assert [vision[column] for column in shown] == ["g5.xlarge", "on-demand", "4", "5", "20"]
     pool = yaml.safe_load((out / "manifests" / "nodepool-vision.yaml").read_text())
     node_class = yaml.safe_load((out / "manifests" / "ec2nodeclass-vision.yaml").read_text())

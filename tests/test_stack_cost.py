@@ -109,7 +109,7 @@ def test_every_figure_of_a_stack_says_the_region_of_its_prices_and_the_stacks_ow
     for figures in [run.outputs["cost"], *(each["cost"] for each in run.outputs["labs"].values())]:
         assert (figures["region"], figures["pricesFrom"]) == (region, "us-east-1 list")
     lines = summary(run)
-    titles = [line for line in lines if line.startswith(("cost of the labs' GPU nodes", "the whole stack in"))]
+    titles = tables.lead_ins(lines, ("cost of the labs' GPU nodes", "the whole stack in"))
     assert len(titles) == 2
     for title in titles:
         assert "us-east-1" in title

@@ -21,7 +21,9 @@ ClassItem = tuple[str, Lab, LabClass]
 NEXT = 3
 # How far ahead the next classes are looked for: a class of a schedule that fires once a year still shows one.
 LOOK_AHEAD = datetime.timedelta(days=366)
+# A warm seat requests what a learner does: the summary's table of what each learner gets says how much.
 LEAD_IN = "classes: warm seats, shaped like learner pods, are asked for ahead of each start and released at it"
+TERMS_LEAD_IN = "the classes' terms (outside them a class does not run)"
 
 
 def today() -> datetime.date:
@@ -41,30 +43,41 @@ def next_classes(lab_class: LabClass, day: datetime.date) -> list[Occurrence]:
     return list(itertools.islice(lab_class.occurrences(day, day + LOOK_AHEAD), NEXT))
 
 
-# Each of a class's next occurrences, with the class and its lab's name.
-NextItem = tuple[str, LabClass, Occurrence]
+# Each of a class's next occurrences, with the class's key and its lab's name.
+NextItem = tuple[str, str, Occurrence]
+
+
+def class_key(classes: list[LabClass], lab_class: LabClass) -> str:
+    """The class as its key path names it (labs.<lab>.classes[i]), which the later tables refer to it by."""
+    return f"classes[{classes.index(lab_class)}]"
+
 
 COLUMNS: tuple[Column[ClassItem], ...] = (
     Column("lab", lambda item: item[0]),
+    Column("class", lambda item: class_key(item[1].classes, item[2])),
     Column("starts", lambda item: f"{item[2].schedule} {item[2].zone}"),
     Column("lasts", lambda item: item[2].duration),
-    Column("term", lambda item: _term(item[2])),
     Column("warm seats", lambda item: str(item[1].warm_seats(item[2])), numeric=True),
     Column("ahead", lambda item: item[2].warmup),
-    Column("each seat requests", lambda item: ", ".join(f"{k} {v}" for k, v in item[1].learner_requests.items())),
 )
-# Each UTC offset a class has, with the class's windows at that offset: (lab, class, its arrival and its moves window).
-UtcItem = tuple[str, LabClass, Window, Window]
+TERM_COLUMNS: tuple[Column[ClassItem], ...] = (
+    Column("lab", lambda item: item[0]),
+    Column("class", lambda item: class_key(item[1].classes, item[2])),
+    Column("term", lambda item: _term(item[2])),
+)
+# Each UTC offset a class has, with the class's windows at that offset: (lab, class key, its arrival and its moves
+# window).
+UtcItem = tuple[str, str, Window, Window]
 UTC_COLUMNS: tuple[Column[UtcItem], ...] = (
     Column("lab", lambda item: item[0]),
-    Column("starts", lambda item: f"{item[1].schedule} {item[1].zone}"),
+    Column("class", lambda item: item[1]),
     Column("at", lambda item: time_zones.utc_offset(item[2].offset)),
     Column("starts in UTC", lambda item: str(item[2].schedule)),
     Column("no learner moved, in UTC", lambda item: f"{item[3].schedule} for {format_duration(item[3].minutes)}"),
 )
 NEXT_COLUMNS: tuple[Column[NextItem], ...] = (
     Column("lab", lambda item: item[0]),
-    Column("class", lambda item: f"{item[1].schedule} {item[1].zone}"),
+    Column("class", lambda item: item[1]),
     Column("starts", lambda item: f"{item[2].local(item[2].start):%a %Y-%m-%d %H:%M %Z}"),
     Column("in UTC", lambda item: f"{item[2].start:%a %Y-%m-%d %H:%M}"),
     Column("seats asked for (UTC)", lambda item: f"{item[2].warm:%H:%M}"),
@@ -77,9 +90,10 @@ def table(settings: Settings, day: datetime.date, labs: Collection[str] | None =
     classes = [(name, lab, c) for name, lab in chosen for c in lab.classes]
     if not classes:
         return []
-    upcoming = [(name, c, o) for name, _, c in classes for o in next_classes(c, day)]
+    keys = {id(c): class_key(lab.classes, c) for _, lab, c in classes}
+    upcoming = [(name, keys[id(c)], o) for name, _, c in classes for o in next_classes(c, day)]
     offsets = [
-        (name, c, arrival, moves)
+        (name, keys[id(c)], arrival, moves)
         for name, _, c in classes
         for moves, arrival in zip(c.budget_windows[::2], c.budget_windows[1::2], strict=True)
     ]
@@ -87,6 +101,10 @@ def table(settings: Settings, day: datetime.date, labs: Collection[str] | None =
         f"{LEAD_IN}:",
         "",
         *markdown(COLUMNS, classes),
+        "",
+        f"{TERMS_LEAD_IN}:",
+        "",
+        *markdown(TERM_COLUMNS, classes),
         "",
         "the classes in UTC, as their NodePools' budgets hold them, for each UTC offset a class has in its term:",
         "",

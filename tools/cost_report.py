@@ -8,7 +8,7 @@ from config.cost import DECIMALS, usd
 from config.price_book import LIST
 from config.prices import DISK_PRICE_SOURCE, HOURS_PER_MONTH, PRICE_SOURCE
 from config.stack_cost import StackCost, labs_ceilings, stack_cost, term
-from tools.table import Column, markdown
+from tools.table import Column, lead_in, markdown
 
 NONE = "-"
 
@@ -16,38 +16,43 @@ NONE = "-"
 LabOutput = tuple[str, Mapping[str, Any]]
 
 
-def _seat_hour(item: LabOutput) -> str:
-    seat_hour = item[1]["cost"]["seatHour"]
-    # [cheapest, dearest], shown once when they are equal.
-    return " to ".join(dict.fromkeys(usd(amount) for amount in seat_hour)) if seat_hour else "no price"
-
-
 def _or(value: float | None, otherwise: str) -> str:
     return usd(value) if value is not None else otherwise
 
 
-def _warmups(item: LabOutput) -> str:
-    """What warming each class costs: its warm seats' nodes for the warmup before it starts."""
-    return (
-        "; ".join(
-            f"{' to '.join(dict.fromkeys(usd(a) for a in w['usd'])) if w['usd'] else 'no price'} for {w['warmSeats']} "
-            f"seats {w['warmup']} before `{w['schedule']}`"
-            for w in item[1]["cost"]["warmups"]
-        )
-        or NONE
-    )
+# Each class's warm-up: (the lab's name, the class's entry of the lab's cost.warmups).
+WarmupItem = tuple[str, Mapping[str, Any]]
+
+
+def _range(amounts: list[float] | None) -> str:
+    """[cheapest, dearest], shown once when they are equal."""
+    return " to ".join(dict.fromkeys(usd(a) for a in amounts)) if amounts else "no price"
 
 
 COLUMNS: tuple[Column[LabOutput], ...] = (
     Column("lab", lambda item: item[0]),
     Column("learner seats", lambda item: str(item[1]["learnerSeats"]), numeric=True),
-    Column("per seat-hour", _seat_hour, numeric=True),
+    Column("per seat-hour", lambda item: _range(item[1]["cost"]["seatHour"]), numeric=True),
     Column("ceiling per hour", lambda item: _or(item[1]["cost"]["ceilingPerHour"], "no price"), numeric=True),
     # Already in the seat-hours and the ceiling; shown so that a costly root volume stands out.
     Column("root volume per node-hour", lambda item: usd(item[1]["cost"]["rootVolumePerNodeHour"]), numeric=True),
     Column("maxHourlyCost", lambda item: _or(item[1]["cost"]["maxHourlyCost"], NONE), numeric=True),
-    Column("instance types without a price", lambda item: ", ".join(item[1]["cost"]["unpriced"]) or NONE),
-    Column("warm seats per class", _warmups),
+)
+# The total of all labs covers the priced types only: the lead-in of the table of the others says so.
+UNPRICED_LEAD_IN = "instance types without a reference price (left out of the figures above, and of their total):"
+UNPRICED_COLUMNS: tuple[Column[LabOutput], ...] = (
+    Column("lab", lambda item: item[0]),
+    Column("instance types without a price", lambda item: ", ".join(item[1]["cost"]["unpriced"])),
+)
+WARMUP_LEAD_IN = (
+    "what warming each class costs: its warm seats' nodes for the warmup before it starts, cheapest type first:"
+)
+WARMUP_COLUMNS: tuple[Column[WarmupItem], ...] = (
+    Column("lab", lambda item: item[0]),
+    Column("class", lambda item: item[1]["schedule"]),
+    Column("warm seats", lambda item: str(item[1]["warmSeats"]), numeric=True),
+    Column("ahead", lambda item: item[1]["warmup"]),
+    Column("USD", lambda item: _range(item[1]["usd"]), numeric=True),
 )
 
 
@@ -59,24 +64,25 @@ def _elsewhere(labs: Mapping[str, Any]) -> str:
 
 
 def table(labs: Mapping[str, Any], shown: Collection[str] | None = None) -> list[str]:
-    """Per lab: seat-hour price range, ceiling per hour, each node's root volume, cap, and what warming each class
-    costs; then the ceiling of all labs together. Seat-hours, ceilings and warm-ups include each node's root volume
-    (config/cost.py). `shown` keeps the rows of those labs only (the pull-request comment's room); the last row still
-    adds up every lab."""
+    """Per lab: seat-hour price range, ceiling per hour, each node's root volume, cap; then the ceiling of all labs
+    together; then the instance types without a price and what warming each class costs, where there are any.
+    Seat-hours, ceilings and warm-ups include each node's root volume (config/cost.py). `shown` keeps the rows of those
+    labs only (the pull-request comment's room); the last row still adds up every lab."""
     ceilings = [lab["cost"]["ceilingPerHour"] for lab in labs.values()]
     total = usd(round(sum(c for c in ceilings if c is not None), DECIMALS))
-    if any(lab["cost"]["unpriced"] for lab in labs.values()):
-        total += " (priced types only)"
     seats = sum(lab["learnerSeats"] for lab in labs.values())
+    rows = [item for item in labs.items() if shown is None or item[0] in shown]
+    unpriced = [item for item in rows if item[1]["cost"]["unpriced"]]
+    warmups = [(name, w) for name, lab in rows for w in lab["cost"]["warmups"]]
     return [
-        f"cost of the labs' GPU nodes in USD at {PRICE_SOURCE} and {DISK_PRICE_SOURCE}: list prices of one region"
-        f"{_elsewhere(labs)}, not a bill (spot capacity costs less; docs/cost.md):",
-        "",
-        *markdown(
-            COLUMNS,
-            [item for item in labs.items() if shown is None or item[0] in shown],
-            last=["all labs", str(seats), "", total, "", "", "", ""],
+        *lead_in(
+            f"cost of the labs' GPU nodes in USD at {PRICE_SOURCE} and {DISK_PRICE_SOURCE}: list prices of one region"
+            f"{_elsewhere(labs)}, not a bill (spot capacity costs less; docs/cost.md):"
         ),
+        "",
+        *markdown(COLUMNS, rows, last=["all labs", str(seats), "", total, "", ""]),
+        *(["", UNPRICED_LEAD_IN, "", *markdown(UNPRICED_COLUMNS, unpriced)] if unpriced else []),
+        *(["", WARMUP_LEAD_IN, "", *markdown(WARMUP_COLUMNS, warmups)] if warmups else []),
     ]
 
 
@@ -120,7 +126,10 @@ def stack_table(stack: StackConfig, figures: Mapping[str, Any], planned: bool = 
         Column("counts", lambda row: row[3]),
     )
     lines = [
-        f"the whole stack in {stack.region}, at most, in USD ({LIST.label(stack.region)}; not a bill: docs/cost.md):",
+        *lead_in(
+            f"the whole stack in {stack.region}, at most, in USD ({LIST.label(stack.region)}; not a bill: "
+            "docs/cost.md):"
+        ),
         "",
         *markdown(columns, rows),
         "",
@@ -129,13 +138,17 @@ def stack_table(stack: StackConfig, figures: Mapping[str, Any], planned: bool = 
     if found is None:
         return [
             *lines,
-            f"no class has a term: a {HOURS_PER_MONTH}-hour month at the ceiling is "
-            f"{_or(output['perMonth']['total'], 'not known (a part has no price)')} USD",
+            *lead_in(
+                f"no class has a term: a {HOURS_PER_MONTH}-hour month at the ceiling is "
+                f"{_or(output['perMonth']['total'], 'not known (a part has no price)')} USD"
+            ),
         ]
     return [
         *lines,
-        f"the term, {found.first} to {found.last} ({found.hours} hours): "
-        f"{_or(found.classes, 'no price')} USD for {found.class_hours:g} hours of warm-ups and classes at the full "
-        f"labs' cost (labs without classes at their ceiling all term), beside {_or(found.always_on, 'no price')} USD "
-        f"always on; {_or(found.total, 'not known')} USD in all",
+        *lead_in(
+            f"the term, {found.first} to {found.last} ({found.hours} hours): "
+            f"{_or(found.classes, 'no price')} USD for {found.class_hours:g} hours of warm-ups and classes at the full "
+            f"labs' cost (labs without classes at their ceiling all term), beside {_or(found.always_on, 'no price')} "
+            f"USD always on; {_or(found.total, 'not known')} USD in all"
+        ),
     ]

@@ -19,7 +19,7 @@ from config.cost import DECIMALS, usd
 from config.durations import duration_minutes
 from config.instance_types import GPU_INSTANCE_TYPES
 from tools import go_build
-from tools.table import Column, markdown
+from tools.table import Column, lead_in, markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULE = ROOT / "planner"
@@ -193,9 +193,11 @@ def table(result: dict[str, Any], rows: tuple[str, ...] | None = None) -> list[s
         (lab, s) for lab, lab_plan in sorted(result["labs"].items()) for s in lab_plan["scenarios"] if shown(s["name"])
     ]
     return [
-        f"what Karpenter {result['karpenter']} launches (its own scheduler, offline: not EC2 capacity, boot times "
-        f"or later consolidation; USD at Karpenter's {result['pricesRegion']} list prices, for a stack in "
-        f"{result['region']}; docs/planner.md):",
+        *lead_in(
+            f"what Karpenter {result['karpenter']} launches (its own scheduler, offline: not EC2 capacity, boot times "
+            f"or later consolidation; USD at Karpenter's {result['pricesRegion']} list prices, for a stack in "
+            f"{result['region']}; docs/planner.md):"
+        ),
         "",
         *markdown(COLUMNS, items),
     ]

@@ -4,11 +4,14 @@ A table is a list of columns, each a header and how to read its cell from one ro
 more column where the table is defined.
 """
 
+import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 Item = TypeVar("Item")
+# The columns of the terminal the summary is read in: each table is split by concern to fit it (tests/test_render.py).
+WIDTH = 120
 
 
 @dataclass(frozen=True)
@@ -37,3 +40,8 @@ def markdown(columns: Sequence[Column[Item]], items: Iterable[Item], last: Seque
     # `---:` aligns a column right when GitHub shows the table.
     rule = "|".join("-" * (w + 1) + ":" if c.numeric else "-" * (w + 2) for c, w in zip(columns, widths, strict=True))
     return [line(cells[0]), f"|{rule}|", *(line(row) for row in cells[1:])]
+
+
+def lead_in(text: str) -> list[str]:
+    """A table's lead-in in lines of at most WIDTH columns."""
+    return textwrap.wrap(text, WIDTH, break_long_words=False, break_on_hyphens=False)
