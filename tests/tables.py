@@ -29,4 +29,10 @@ def lead_ins(lines: Sequence[str], starts: tuple[str, ...]) -> list[str]:
     """The lead-ins (a table's title, wrapped to the terminal's width: tools/table.py lead_in) that start with one of
     `starts`, each joined back into one line."""
     found = [i for i, line in enumerate(lines) if line.startswith(starts)]
-    return [" ".join(lines[i : next((j for j in range(i, len(lines)) if not lines[j]), len(lines))]) for i in found]
+
+    def end(i: int) -> int:  # the next blank line, table or list item
+        return next(
+            (j for j in range(i + 1, len(lines)) if not lines[j] or lines[j].startswith(("|", "- "))), len(lines)
+        )
+
+    return [" ".join(lines[i : end(i)]) for i in found]

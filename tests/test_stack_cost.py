@@ -58,9 +58,10 @@ def test_a_system_node_type_without_a_price_leaves_the_total_unknown_and_the_sum
     figures = cost(values)
     assert figures["perHour"]["systemNodes"] is None and figures["perHour"]["total"] is None
     assert figures["perMonth"]["total"] is None
-    rows = whole_stack_rows(summary(run_values(values)))
-    assert rows["system node group"][:2] == ["no price", "no price"]
-    assert "m8i.large has no price" in rows["system node group"][2]
+    lines = summary(run_values(values))
+    assert whole_stack_rows(lines)["system node group"] == ["no price", "no price"]
+    (counts,) = tables.lead_ins(lines, ("- system node group: ",))
+    assert "m8i.large has no price" in counts
 
 
 def whole_stack_rows(lines: list[str]) -> dict[str, list[str]]:
@@ -69,7 +70,7 @@ def whole_stack_rows(lines: list[str]) -> dict[str, list[str]]:
 
 def test_summary_shows_the_whole_stack_with_the_regions_of_its_prices_and_the_month_without_a_term():
     lines = summary(run_values(BASE))
-    (title,) = [line for line in lines if line.startswith("the whole stack in eu-west-1")]
+    (title,) = tables.lead_ins(lines, ("the whole stack in eu-west-1",))
     assert "us-east-1 on-demand list prices" in title and "stack in eu-west-1" in title
     rows = whole_stack_rows(lines)
     assert rows["total"][:2] == ["2.4188", "1765.7240"]
@@ -90,7 +91,7 @@ def test_the_term_costs_its_warm_ups_and_classes_at_the_full_labs_cost_beside_th
             }
         }
     )
-    (line,) = [line for line in summary(run_values(values)) if line.startswith("the term")]
+    (line,) = tables.lead_ins(summary(run_values(values)), ("the term",))
     # Classes: 2 x (20m warm-up + 1h) = 2.6667 hours x 2.1128 = 5.63413, rounded up 5.6342.
     # Always on: 336 hours x (0.1 + 0.206) = 102.816.
     assert line == (

@@ -123,8 +123,9 @@ def stack_table(stack: StackConfig, figures: Mapping[str, Any], planned: bool = 
         Column("the whole stack", lambda row: row[0]),
         Column("USD per hour", lambda row: _or(row[1], "no price"), numeric=True),
         Column(f"USD per {HOURS_PER_MONTH}-hour month", lambda row: _or(row[2], "no price"), numeric=True),
-        Column("counts", lambda row: row[3]),
     )
+    # What each part counts, below the table: a sentence each, which as a column made the table 250 columns wide.
+    counts = [line for name, _, _, note in rows if note for line in lead_in(f"- {name}: {note}")]
     lines = [
         *lead_in(
             f"the whole stack in {stack.region}, at most, in USD ({LIST.label(stack.region)}; not a bill: "
@@ -132,6 +133,9 @@ def stack_table(stack: StackConfig, figures: Mapping[str, Any], planned: bool = 
         ),
         "",
         *markdown(columns, rows),
+        "",
+        "what each part counts:",
+        *counts,
         "",
     ]
     found = term(cost, stack.settings.labs, labs_ceilings({name: lab["cost"] for name, lab in figures.items()}))
