@@ -1,4 +1,4 @@
-"""Each lab's learner pod, built as the hub of the rendered jupyterhub release builds it (tests/hub_pods.py), for every
+"""Each lab's learner pod, built as the hub of the rendered jupyterhub release builds it (tools/hub_pods.py), for every
 stack with gpulab:jupyterhub: one slice, the GPU taint tolerated, the lab's nodes and no other, a seat's share, and
 on an MPS lab the one UID the lab's MPS daemon serves."""
 
@@ -16,11 +16,12 @@ from config.classes import DEFAULT_WARMUP
 from config.durations import seconds
 from config.limits import seat_share
 from config.quantity import quantity
-from tests.hub_pods import authenticator_class, learner_pod, stack_hub_config
+from tests.hub_pods import authenticator_class, stack_hub_config
 from tests.nodes import lab_nodes, system_nodes
 from tests.rendered import HUB_STACKS, rendered
 from tests.scheduling import tolerates, unschedulable_because
 from tests.user_data_parts import mime_parts
+from tools.hub_pods import learner_pod
 
 _config = stack_hub_config
 

@@ -1,0 +1,282 @@
+"""The twin's control plane: etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from the pinned Go
+modules (rehearsal/controlplane, `make twin`), started on loopback ports in a scratch folder, and a client that talks
+to its API server as the admin, or as a service account with a token the API server issued (TokenRequest).
+
+Nothing here models AWS or a kubelet: no node exists until the rehearsal makes one. docs/rehearsal.md says what the
+twin is and what it leaves out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import shutil
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+MODULE = ROOT / "rehearsal" / "controlplane"
+BIN = MODULE / "bin"
+# go.etcd.io/etcd/server/v3 builds its command under the module's last path element.
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+# The API server answers /readyz within seconds once etcd is up; under a load of 30 on two cores it took up to 40 s.
+READY_SECONDS = 180
+# The cluster's service CIDR: the API server needs one to allocate the kubernetes Service's address.
+SERVICE_CIDR = "10.100.0.0/16"
+
+
+class NotBuilt(Exception):
+    """The twin's binaries are missing: `make twin` builds them. The message says so in one line."""
+
+
+class Failed(Exception):
+    """A control-plane process did not start or stopped; the message names it and ends with its log."""
+
+
+def missing() -> list[str]:
+    return [name for name in BINARIES if not (BIN / name).exists()]
+
+
+def require_built() -> None:
+    if absent := missing():
+        raise NotBuilt(
+            f"the twin is not built ({', '.join(absent)} missing in {BIN.relative_to(ROOT)}): `make twin` builds "
+            "it (the first build takes most of an hour: docs/rehearsal.md)"
+        )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ApiError(Exception):
+    """The API server refused a request: its HTTP status and its own message (metav1.Status.message)."""
+
+    def __init__(self, status: int, message: str, reason: str = ""):
+        super().__init__(message)
+        self.status, self.message, self.reason = status, message, reason
+
+
+@dataclass
+class Client:
+    """Requests to the API server as one identity (a bearer token). The server's certificate is its own self-signed
+    one, made at start on loopback (kube-apiserver --cert-dir): the client trusts it by reading it from there."""
+
+    server: str
+    token: str
+    ca_file: Path
+    _context: ssl.SSLContext = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._context = ssl.create_default_context(cafile=str(self.ca_file))
+
+    def request(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json", **query: str
+    ) -> Any:
+        url = self.server + path + (f"?{urllib.parse.urlencode(query)}" if query else "")
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = content_type
+        req = urllib.request.Request(url, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, context=self._context, timeout=60) as answer:
+                raw = answer.read()
+        except urllib.error.HTTPError as error:
+            raw = error.read()
+            try:
+                status = json.loads(raw)
+                raise ApiError(error.code, status.get("message", ""), status.get("reason", "")) from None
+            except ValueError:
+                raise ApiError(error.code, raw.decode(errors="replace").strip()) from None
+        return json.loads(raw) if raw else None
+
+    def get(self, path: str, **query: str) -> Any:
+        return self.request("GET", path, **query)
+
+    def kubeconfig(self) -> dict[str, Any]:
+        """A kubeconfig for this identity, as kubectl reads it (what a pod's in-cluster config amounts to)."""
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {"name": "twin", "cluster": {"server": self.server, "certificate-authority": str(self.ca_file)}}
+            ],
+            "users": [{"name": "twin", "user": {"token": self.token}}],
+            "contexts": [{"name": "twin", "context": {"cluster": "twin", "user": "twin"}}],
+            "current-context": "twin",
+        }
+
+
+@dataclass
+class ControlPlane:
+    folder: Path
+    admin: Client
+    version: str
+    processes: dict[str, subprocess.Popen] = field(default_factory=dict)
+
+    def check_running(self) -> None:
+        _check(self.folder, self.processes)
+
+    def service_account(self, namespace: str, name: str, seconds: int = 3600) -> Client:
+        """A client that acts as the service account, with a token the API server issues for it (TokenRequest),
+        as the kubelet mounts one into a pod."""
+        request = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": seconds},
+        }
+        answer = self.admin.request("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token", request)
+        return Client(self.admin.server, answer["status"]["token"], self.admin.ca_file)
+
+
+def _check(folder: Path, processes: Mapping[str, subprocess.Popen]) -> None:
+    for name, process in processes.items():
+        if process.poll() is not None:
+            tail = "\n".join((folder / f"{name}.log").read_text(errors="replace").splitlines()[-15:])
+            raise Failed(f"{name} stopped (exit {process.returncode}):\n{tail}")
+
+
+def _start(folder: Path, name: str, args: list[str]) -> subprocess.Popen:
+    log = (folder / f"{name}.log").open("wb")
+    return subprocess.Popen([str(BIN / name), *args], stdout=log, stderr=subprocess.STDOUT, cwd=folder)
+
+
+def _kubeconfig(folder: Path, client: Client, name: str) -> Path:
+    path = folder / f"{name}.kubeconfig"
+    path.write_text(json.dumps(client.kubeconfig()))
+    return path
+
+
+@contextlib.contextmanager
+def running() -> Iterator[ControlPlane]:
+    """A fresh control plane, stopped and removed on exit."""
+    require_built()
+    folder = Path(tempfile.mkdtemp(prefix="gpulab-twin-"))
+    processes: dict[str, subprocess.Popen] = {}
+    try:
+        etcd_port, peer_port, api_port = _free_port(), _free_port(), _free_port()
+        etcd = f"http://127.0.0.1:{etcd_port}"
+        processes["etcd"] = _start(
+            folder,
+            "etcd",
+            [
+                f"--data-dir={folder / 'etcd'}",
+                f"--listen-client-urls={etcd}",
+                f"--advertise-client-urls={etcd}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
+                f"--initial-cluster=default=http://127.0.0.1:{peer_port}",
+                # The twin lives for one rehearsal: no fsync per write.
+                "--unsafe-no-fsync",
+            ],
+        )
+        # The service-account signing key (TokenRequest): kube-apiserver refuses to start without one.
+        key = folder / "sa.key"
+        subprocess.run(
+            ["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", str(key)],
+            check=True,
+            capture_output=True,
+        )
+        tokens = {user: secrets.token_hex(16) for user in ("admin", "controller-manager", "scheduler")}
+        # Static tokens for the admin and for the two components, under the user names the API server's bootstrap RBAC
+        # binds (system:kube-controller-manager, system:kube-scheduler): they run with their own permissions only.
+        (folder / "tokens.csv").write_text(
+            f"{tokens['admin']},admin,admin,system:masters\n"
+            f"{tokens['controller-manager']},system:kube-controller-manager,kcm\n"
+            f"{tokens['scheduler']},system:kube-scheduler,scheduler\n"
+        )
+        certs = folder / "certs"
+        processes["kube-apiserver"] = _start(
+            folder,
+            "kube-apiserver",
+            [
+                f"--etcd-servers={etcd}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={api_port}",
+                f"--cert-dir={certs}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                f"--token-auth-file={folder / 'tokens.csv'}",
+                "--authorization-mode=Node,RBAC",
+                f"--service-account-key-file={key}",
+                f"--service-account-signing-key-file={key}",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                # EKS runs privileged containers (the device plugin's, the node agents'); Pod Security admission still
+                # applies per namespace.
+                "--allow-privileged=true",
+            ],
+        )
+        server = f"https://127.0.0.1:{api_port}"
+        ca = certs / "apiserver.crt"
+        deadline = time.monotonic() + READY_SECONDS
+        admin = None
+        while True:
+            _check(folder, processes)
+            if ca.exists():
+                admin = admin or Client(server, tokens["admin"], ca)
+                with contextlib.suppress(OSError, ApiError, ssl.SSLError):
+                    admin.request("GET", "/readyz")
+                    break
+            if time.monotonic() > deadline:
+                raise Failed(f"kube-apiserver not ready after {READY_SECONDS} s")
+            time.sleep(0.5)
+        plane = ControlPlane(folder, admin, admin.get("/version")["gitVersion"], processes)
+        controller_manager = _kubeconfig(folder, Client(server, tokens["controller-manager"], ca), "controller-manager")
+        processes["kube-controller-manager"] = _start(
+            folder,
+            "kube-controller-manager",
+            [
+                f"--kubeconfig={controller_manager}",
+                "--leader-elect=false",
+                # Each controller under its own service account, as on EKS: a controller's missing permission shows.
+                "--use-service-account-credentials=true",
+                f"--service-account-private-key-file={key}",
+                f"--root-ca-file={ca}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                # No health endpoint: twins of parallel rehearsals would contend for its fixed port.
+                "--secure-port=0",
+            ],
+        )
+        scheduler = _kubeconfig(folder, Client(server, tokens["scheduler"], ca), "scheduler")
+        processes["kube-scheduler"] = _start(
+            folder, "kube-scheduler", [f"--kubeconfig={scheduler}", "--leader-elect=false", "--secure-port=0"]
+        )
+        yield plane
+    finally:
+        for process in reversed(list(processes.values())):
+            process.terminate()
+        for process in processes.values():
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def discovery(client: Client) -> Mapping[tuple[str, str], tuple[str, str, bool]]:
+    """(apiVersion, kind) -> (path of its group version, its resource, whether it is namespaced), from the server's
+    discovery."""
+    found: dict[tuple[str, str], tuple[str, str, bool]] = {}
+    versions = [("/api/v1", "v1")]
+    for group in client.get("/apis")["groups"]:
+        versions += [(f"/apis/{v['groupVersion']}", v["groupVersion"]) for v in group["versions"]]
+    for prefix, group_version in versions:
+        for resource in client.get(prefix)["resources"]:
+            if "/" not in resource["name"]:  # subresources (status, scale, token) are not kinds of their own
+                found[(group_version, resource["kind"])] = (prefix, resource["name"], resource["namespaced"])
+    return found
