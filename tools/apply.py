@@ -165,6 +165,17 @@ class Applier:
             },
             "spec": template["spec"],
         }
+        if item.body["kind"] == "StatefulSet":
+            # The StatefulSet controller gives each pod a volume per claim template, named as the template is.
+            name = item.body["metadata"]["name"]
+            claims = [
+                {
+                    "name": c["metadata"]["name"],
+                    "persistentVolumeClaim": {"claimName": f"{c['metadata']['name']}-{name}-0"},
+                }
+                for c in item.body["spec"].get("volumeClaimTemplates") or []
+            ]
+            pod["spec"] = {**pod["spec"], "volumes": [*(pod["spec"].get("volumes") or []), *claims]}
         namespace = item.body["metadata"].get("namespace") or "default"
         self.client.request("POST", f"/api/v1/namespaces/{namespace}/pods", pod, dryRun="All", fieldValidation="Strict")
 
