@@ -26,7 +26,7 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.config import kube_config
-from kubespawner import KubeSpawner
+from kubespawner import KubeSpawner  # type: ignore[import-untyped]  # kubespawner 7.0.0 has no py.typed
 from tornado.httpclient import AsyncHTTPClient
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader

@@ -53,7 +53,9 @@ def render_stack(stack: str, out: Path) -> harness.Run:
     return run
 
 
-def hub_learners(plane: twin.ControlPlane, render_dir: Path, hub: JupyterHub) -> tuple[list, list]:
+def hub_learners(
+    plane: twin.ControlPlane, render_dir: Path, hub: JupyterHub
+) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """Each profile's learner pod as the hub's KubeSpawner builds it, created in dry-run as the hub's own service
     account (the hub Deployment's): the pod's admission and the hub's permission to make it. Returns what was
     refused and what RBAC denied."""
@@ -62,7 +64,8 @@ def hub_learners(plane: twin.ControlPlane, render_dir: Path, hub: JupyterHub) ->
     (deployment,) = [o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == "hub"]
     account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
     identity = plane.service_account(hub.namespace, account)
-    refused, denied = [], []
+    refused: list[dict[str, str]] = []
+    denied: list[dict[str, str]] = []
     for profile in config.KubeSpawner.profile_list:
         what = f"the learner pod of profile {profile['slug']}"
         pod = hub_pods.learner_pod(config, profile["slug"])
@@ -84,7 +87,7 @@ def rehearse(render_dir: Path, stack: Settings, today: datetime.date) -> dict[st
     started = time.monotonic()
     with twin.running() as plane:
         _, refused = apply.apply_render(plane.admin, render_dir)
-        denied = []
+        denied: list[dict[str, str]] = []
         if stack.jupyterhub is not None:
             learners_refused, denied = hub_learners(plane, render_dir, stack.jupyterhub)
             refused += learners_refused
@@ -105,7 +108,7 @@ def problems(rehearsal: dict[str, Any]) -> list[str]:
     return [
         *(f"rehearsal: refused {r['object']} ({r['source']}): {r['message']}" for r in rehearsal["refused"]),
         *(
-            f"rehearsal: RBAC denied Job {r['job']} ({r['serviceAccount']}): {r['output']}"
+            f"rehearsal: RBAC denied {r['what']} ({r['serviceAccount']}): {r['message']}"
             for r in rehearsal["rbacDenied"]
         ),
         *(
