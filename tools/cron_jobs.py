@@ -24,6 +24,7 @@ from typing import Any
 
 from components.karpenter import class_seats_manifests as seats
 from config.model import Lab, LabClass
+from config.namespaces import class_namespace
 from tools import twin
 
 # The Job controller makes a Job's pod within a second or two; under heavy load, later.
@@ -166,7 +167,7 @@ def run_container(plane: twin.ControlPlane, pod: dict[str, Any], timeout: int) -
 
 def run_firing(plane: twin.ControlPlane, firing: Firing) -> dict[str, Any]:
     """One CronJob run: the Job, its pod, its command; what it did, for rehearsal.json."""
-    namespace = seats.namespace_name(firing.lab)
+    namespace = class_namespace(firing.lab)
     admin = plane.admin
     cron_job = admin.get(f"/apis/batch/v1/namespaces/{namespace}/cronjobs/{firing.cron_job}")
     name = job_name(firing.cron_job, firing.at)
@@ -195,7 +196,7 @@ def run_all(plane: twin.ControlPlane, labs: dict[str, Lab], today: datetime.date
         try:
             runs.append(run_firing(plane, firing))
         except twin.ApiError as error:
-            job = f"{seats.namespace_name(firing.lab)}/{job_name(firing.cron_job, firing.at)}"
+            job = f"{class_namespace(firing.lab)}/{job_name(firing.cron_job, firing.at)}"
             runs.append({"lab": firing.lab, "job": job, "exitCode": None, "output": error.message})
     return runs
 
