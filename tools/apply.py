@@ -191,10 +191,20 @@ def apply_render(client: twin.Client, render: Path) -> tuple[list[Item], list[di
             accepted.append(item)
         except twin.ApiError as error:
             refused.append(refusal(item, error.message))
-    for item in accepted:
-        if item.body["kind"] in POD_TEMPLATES:
+    workloads = [i for i in accepted if i.body["kind"] in POD_TEMPLATES]
+    # The controller manager gives each new namespace its "default" service account within seconds; a workload's
+    # controller retries its pods until then, so the dry runs wait for it too.
+    for namespace in {i.body["metadata"].get("namespace") or "default" for i in workloads}:
+        deadline = time.monotonic() + CRD_SECONDS
+        while time.monotonic() < deadline:
             try:
-                applier.dry_run_pod(item)
-            except twin.ApiError as error:
-                refused.append(refusal(item, f"its pods: {error.message}"))
+                client.get(f"/api/v1/namespaces/{namespace}/serviceaccounts/default")
+                break
+            except twin.ApiError:
+                time.sleep(0.5)
+    for item in workloads:
+        try:
+            applier.dry_run_pod(item)
+        except twin.ApiError as error:
+            refused.append(refusal(item, f"its pods: {error.message}"))
     return accepted, refused

@@ -102,7 +102,12 @@ class Client:
                 raise ApiError(error.code, status.get("message", ""), status.get("reason", "")) from None
             except ValueError:
                 raise ApiError(error.code, raw.decode(errors="replace").strip()) from None
-        return json.loads(raw) if raw else None
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:  # /readyz and /healthz answer in plain text ("ok")
+            return raw.decode(errors="replace")
 
     def get(self, path: str, **query: str) -> Any:
         return self.request("GET", path, **query)
