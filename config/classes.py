@@ -15,6 +15,7 @@ from config import class_calendar, durations, schedule, time_zones
 from config.class_budgets import Window, windows
 from config.disruption import cron
 from config.fields import FieldProblem, report
+from config.node_capacity import learner_seats
 from config.schedule import Schedule
 
 
@@ -113,7 +114,7 @@ def classes_fit(classes: list[_LabClass], info: ValidationInfo) -> list[_LabClas
     """A lab's classes: warm seats within its seats, distinct starts, and budgets within the NodePool's maximum."""
     problems: list[ValueError] = []
     if {"max_gpus", "slices_per_gpu"} <= info.data.keys():
-        seats = info.data["max_gpus"] * info.data["slices_per_gpu"]
+        seats = learner_seats(info.data["max_gpus"], info.data["slices_per_gpu"])
         for i, lab_class in enumerate(classes):
             if (lab_class.warm_seats or 0) > seats:
                 problems.append(

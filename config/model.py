@@ -107,7 +107,7 @@ from config.limits import (
 from config.log_retention import accepted_retention
 from config.metrics import IdleWindow, Metrics, metrics_fit
 from config.namespaces import namespace_clash
-from config.node_capacity import NodeShare
+from config.node_capacity import NodeShare, learner_seats
 from config.price_book import LIST, PriceBook
 from config.prices import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS
 from config.schedule import Schedule
@@ -588,7 +588,7 @@ class Lab(Model):
     @property
     def learner_seats(self) -> int:
         """Learners the lab can seat at once: every slice of every GPU it may run."""
-        return self.max_gpus * self.slices_per_gpu
+        return learner_seats(self.max_gpus, self.slices_per_gpu)
 
 
 class ControllerResources(Model):

@@ -46,6 +46,11 @@ def allocatable(instance_type: str) -> Resources:
     return Resources(cpu - int(reserved), memory)
 
 
+def learner_seats(max_gpus: int, slices_per_gpu: int) -> int:
+    """Learners a lab seats at once: every slice of every GPU its maxGpus lets it run."""
+    return max_gpus * slices_per_gpu
+
+
 def seats_per_node(instance_type: str, slices_per_gpu: int) -> int:
     """Learners a node of the type seats: slicesPerGpu x its GPUs, the nvidia.com/gpu its device plugin advertises."""
     return slices_per_gpu * GPU_INSTANCE_TYPES[instance_type].gpus
