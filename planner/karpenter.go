@@ -101,6 +101,8 @@ type cluster struct {
 	nodes       []*launched             // every node launched, in launch order
 	boundTo     map[types.UID]*launched // the node each bound pod runs on
 	learnerPods []*corev1.Pod           // the learners that arrived, in order
+	// The learner pods made, those withdrawn included: the next one's number (learners).
+	learnersMade int
 	// The most nodes a trickle's passes may consider in all (planner.trickleBudget).
 	trickleBudget int
 	// Each EC2NodeClass's instance types as the AWS provider lists them, undecorated: the price a node is billed at.

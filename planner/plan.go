@@ -213,10 +213,14 @@ func (c *cluster) learners(lab string, out render.LabOutput, name string, n int,
 		if trickle {
 			batch = lo.Ternary(alone, 1, min(batch, c.room(out.LearnerPodSpec)+1))
 		}
-		arrived, err := c.addPods("default", lab+"-learner", map[string]string{"app": "learner"}, out.LearnerPodSpec, len(c.learnerPods)+1, batch)
+		// Numbered on from every learner made, withdrawn ones too: Karpenter orders like pods by UID (queue.go,
+		// byCPUAndMemoryDescending), so learner-10 comes before learner-8, and the ones a pass put on the nodes there
+		// need not be the first of its batch.
+		arrived, err := c.addPods("default", lab+"-learner", map[string]string{"app": "learner"}, out.LearnerPodSpec, c.learnersMade+1, batch)
 		if err != nil {
 			return Scenario{}, err
 		}
+		c.learnersMade += batch
 		work += len(c.nodes)
 		results, err := c.provisioner.Schedule(c.ctx)
 		if err != nil {

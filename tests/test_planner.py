@@ -25,6 +25,7 @@ from components.karpenter import class_seats, gpu_node_pool
 from components.labels import LAB_LABEL
 from config.node_capacity import seats_per_node
 from config.prices import ON_DEMAND_USD_PER_HOUR
+from config.quantity import quantity
 from config.versions import KARPENTER_CHART_VERSION
 from tests import tables
 from tests.conftest import STACK_FILES, as_cli_config, run_config, stack_values
@@ -332,13 +333,14 @@ def test_render_plan_writes_plan_json_and_prints_every_scenario(binary, tmp_path
     ]
 
 
-def _replanned(binary: Path, tmp_path: Path, change) -> dict[str, Any]:
-    """The planner stack's plan after `change` edited its resources.json (a list of resources, edited in place)."""
+def _replanned(binary: Path, tmp_path: Path, change, file: str = "resources.json") -> dict[str, Any]:
+    """The planner stack's plan after `change` edited a file of its render (resources.json, a list of resources, by
+    default; outputs.json, the stack outputs), in place."""
     out = tmp_path / "render"
     shutil.copytree(Path(_FOLDER.name) / PLANNER, out)
-    resources = json.loads((out / "resources.json").read_text())
-    change(resources)
-    (out / "resources.json").write_text(json.dumps(resources))
+    content = json.loads((out / file).read_text())
+    change(content)
+    (out / file).write_text(json.dumps(content))
     return plan.plan(out, _planned(PLANNER, binary)[0].stack.region, binary)
 
 
@@ -465,3 +467,25 @@ def test_the_render_prints_karpenters_seats_and_the_dearer_of_burst_and_trickle_
     (row,) = [r for r in tables.table(printed, "cost of the labs") if r["lab"] == "two-types"]
     assert float(row["ceiling per hour"]) == pytest.approx(dearer, abs=1e-4)
     assert row["learner seats"] == str(min(placed(burst), placed(trickle)))
+
+
+def test_learners_bigger_than_gpulab_sized_them_are_placed_or_refused_one_by_one_and_fail_the_render(binary, tmp_path):
+    """gpulab's share of a node larger than Karpenter's (as kube-reserved from maxPods made it): 2 of 3 learners fit a
+    node. One by one, the learners the slices have room for arrive together and Karpenter puts only some of them on
+    the nodes there (it orders like pods by UID: learner-10 before learner-8); the trickle still ends with each learner
+    placed or refused, and the gate fails the lab with Karpenter's 8 seats beside gpulab's 12."""
+    run, _, _ = _planned(PLANNER, binary)
+
+    def two_a_node(outputs):
+        requests = outputs["labs"]["single"]["learnerPodSpec"]["containers"][0]["resources"]["requests"]
+        requests["memory"] = f"{math.floor(quantity(requests['memory']) * 7 / 5 / 2**20)}Mi"
+
+    planned = _replanned(binary, tmp_path, two_a_node, "outputs.json")
+    trickle = plan.scenarios(planned, "single")["full-trickle"]
+    assert (trickle["learners"], placed(trickle), trickle["unschedulable"], trickle["stopped"]) == (12, 8, 4, None)
+    assert [claim["pods"] for claim in trickle["nodeClaims"]] == [2] * 4
+    lines = gate.problems(run.stack.settings.labs, planned)[0]
+    assert (
+        "gpulab:labs.single.maxGpus: Karpenter 1.14.1 seats 8 learners when they arrive one by one, gpulab promises "
+        f"12 (maxGpus 4 x slicesPerGpu 3): {trickle['reason']}"
+    ) in lines
