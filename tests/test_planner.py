@@ -395,6 +395,9 @@ def test_the_plan_names_its_prices_region_beside_the_stacks(binary):
     run, _, result = _planned(PLANNER, binary)
     expected = run.stack.region if run.stack.region == "us-east-1" else "us-east-1"
     assert (result["region"], result["pricesRegion"]) == (run.stack.region, expected)
+    # The plan's table (render summary, pull-request comment) says whose prices its USD are.
+    lead = " ".join(plan.table(result))
+    assert f"USD at Karpenter's {expected} list prices, for a stack in {run.stack.region};" in lead
 
 
 def test_the_planner_stacks_labs_keep_every_promise_karpenter_checks(binary):
@@ -410,12 +413,13 @@ def _broken(binary: Path, change) -> list[str]:
     return gate.problems(run.stack.settings.labs, edited)[0]
 
 
-def test_a_full_lab_karpenter_seats_fewer_learners_in_fails_the_render_naming_maxgpus(binary):
+@pytest.mark.parametrize(("scenario_name", "how"), [("full", "all at once"), ("full-trickle", "one by one")])
+def test_a_full_lab_karpenter_seats_fewer_learners_in_fails_the_render_naming_maxgpus(binary, scenario_name, how):
     def one_node_short(scenario):
-        scenario("single", "full-trickle")["nodeClaims"].pop()
+        scenario("single", scenario_name)["nodeClaims"].pop()
 
     assert _broken(binary, one_node_short) == [
-        "gpulab:labs.single.maxGpus: Karpenter 1.14.1 seats 9 learners when they arrive one by one, gpulab promises "
+        f"gpulab:labs.single.maxGpus: Karpenter 1.14.1 seats 9 learners when they arrive {how}, gpulab promises "
         "12 (maxGpus 4 x slicesPerGpu 3): None"
     ]
 
@@ -489,3 +493,45 @@ def test_learners_bigger_than_gpulab_sized_them_are_placed_or_refused_one_by_one
         "gpulab:labs.single.maxGpus: Karpenter 1.14.1 seats 8 learners when they arrive one by one, gpulab promises "
         f"12 (maxGpus 4 x slicesPerGpu 3): {trickle['reason']}"
     ) in lines
+
+
+def _unfinished(binary: Path):
+    """The planner stack's plan with the single lab's trickle stopped at the planner's budget after 6 of its 12
+    learners (2 nodes), and its burst's solve stopped at Karpenter's timeout with 3 learners undecided."""
+    run, outputs, result = _planned(PLANNER, binary)
+    edited = copy.deepcopy(result)
+    scenarios = plan.scenarios(edited, "single")
+    trickle, full = scenarios["full-trickle"], scenarios["full"]
+    stopped = "stopped after 6 of 12 learners: ... (-trickle-budget)"
+    trickle.update(learners=6, nodeClaims=trickle["nodeClaims"][:2], stopped=stopped)
+    full["nodeClaims"][0]["pods"] = 0
+    full.update(unschedulable=3, undecided=3, reason="not decided: Karpenter's solve stopped at its timeout")
+    return run, outputs, edited
+
+
+def test_a_scenario_the_planner_or_karpenter_did_not_finish_is_said_so_and_gates_nothing(binary):
+    run, _, edited = _unfinished(binary)
+    broken, unchecked = gate.problems(run.stack.settings.labs, edited)
+    assert broken == []
+    assert unchecked == [
+        "Karpenter 1.14.1 did not decide 3 of lab single's learners arriving all at once: its solve stopped at its "
+        "one-minute timeout (the planner's machine too busy, or the lab too large)",
+        "Karpenter 1.14.1 did not check lab single's learners arriving one by one to the end: stopped after 6 of 12 "
+        "learners: ... (-trickle-budget)",
+    ]
+    lines = plan.summary_table(edited)
+    (row,) = [
+        r for r in tables.table(lines, tables.PLAN_TABLE) if (r["lab"], r["scenario"]) == ("single", "full-trickle")
+    ]
+    assert row["learners"] == "6 (stopped)"
+    assert "single full-trickle: the planner stopped after 6 of 12 learners: ... (-trickle-budget)" in lines
+
+
+def test_the_seats_and_ceiling_printed_are_never_those_of_a_scenario_that_did_not_finish(binary):
+    """A partial trickle or an undecided burst seated some learners only: the summary keeps gpulab's own figures."""
+    _, outputs, edited = _unfinished(binary)
+    single = plan.with_plan(outputs, edited)["single"]
+    assert (single["learnerSeats"], single["cost"]["ceilingPerHour"]) == (
+        12,
+        outputs["single"]["cost"]["ceilingPerHour"],
+    )

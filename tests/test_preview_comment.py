@@ -82,7 +82,8 @@ def test_one_long_line_that_escaping_makes_four_times_longer_is_cut_as_escaped(s
 def test_a_stack_of_many_labs_shows_the_first_labs_rows_the_total_of_all_and_the_previews_end(staging_render):
     (lab,) = staging_labs(staging_render).values()
     labs = {f"lab-{i:04d}": lab for i in range(1000)}
-    full = {"name": "full", "learners": 12, "bufferSeats": 0, "nodeClaims": [], "unschedulable": 0, "reason": None}
+    full = {"name": "full", "learners": 12, "bufferSeats": 0, "nodeClaims": [], "unschedulable": 0, "undecided": 0}
+    full |= {"stopped": None, "reason": None}
     scenarios = [{**full, "name": name, "costPerHour": 2.104} for name in ("one", "full", "full-trickle")]
     planned = {
         "karpenter": "v1.14.1",

@@ -36,6 +36,12 @@ def problems(labs: Mapping[str, Lab], planned: Mapping[str, Any]) -> tuple[list[
                 unchecked.append(
                     f"{karpenter} did not check lab {name}'s learners arriving {how} to the end: {s['stopped']}"
                 )
+            elif s["undecided"] and plan.placed(s) + s["undecided"] >= promised:
+                # Not a refusal: in a cluster the next provisioning pass takes the learners the solve did not reach.
+                unchecked.append(
+                    f"{karpenter} did not decide {s['undecided']} of lab {name}'s learners arriving {how}: its solve "
+                    "stopped at its one-minute timeout (the planner's machine too busy, or the lab too large)"
+                )
             elif plan.placed(s) < promised:
                 broken.append(
                     f"{key}.maxGpus: {karpenter} seats {plan.placed(s)} learners when they arrive {how}, {promise} "

@@ -112,17 +112,31 @@ def scenarios(planned: Mapping[str, Any], lab: str) -> dict[str, Mapping[str, An
     return {s["name"]: s for s in planned["labs"][lab]["scenarios"]}
 
 
-# The figures gpulab prints of a lab, as Karpenter's plan has them (tools/summary.py, tools/cost_report.py).
-def seats(planned: Mapping[str, Any], lab: str) -> int:
-    """The learners a full lab seats: the fewer of all at once and one by one."""
-    return min(placed(scenarios(planned, lab)[name]) for name in FULL)
+# The figures gpulab prints of a lab, as Karpenter's plan has them (tools/summary.py, tools/cost_report.py). A
+# scenario the planner or Karpenter did not finish (a trickle stopped at the planner's budget, a solve stopped at its
+# timeout with learners undecided) seated only some of the learners: its figures are of those, not of the full lab.
+def finished(scenario: Mapping[str, Any]) -> bool:
+    return not scenario["stopped"] and not scenario["undecided"]
 
 
-def ceiling(planned: Mapping[str, Any], lab: str, disk: float) -> float:
+def seats(planned: Mapping[str, Any], lab: str) -> int | None:
+    """The learners a full lab seats: the fewer of all at once and one by one; None when neither finished."""
+    counts = [placed(s) for s in _full(planned, lab) if finished(s)]
+    return min(counts) if counts else None
+
+
+def ceiling(planned: Mapping[str, Any], lab: str, disk: float) -> float | None:
     """USD an hour of the full lab, all at once or one by one, whichever launches the dearer nodes, each with its
-    root volume (`disk` per node-hour); rounded up, as gpulab's own ceiling (config/cost.py)."""
-    full = [scenarios(planned, lab)[name] for name in FULL]
+    root volume (`disk` per node-hour); rounded up, as gpulab's own ceiling (config/cost.py). None when either did not
+    finish: its nodes so far bound nothing."""
+    full = _full(planned, lab)
+    if not all(finished(s) for s in full):
+        return None
     return max(_up(s["costPerHour"] + disk * len(s["nodeClaims"])) for s in full)
+
+
+def _full(planned: Mapping[str, Any], lab: str) -> list[Mapping[str, Any]]:
+    return [scenarios(planned, lab)[name] for name in FULL]
 
 
 def warmup(planned: Mapping[str, Any], lab: str, index: int, minutes: int, disk: float) -> float:
@@ -134,7 +148,9 @@ def warmup(planned: Mapping[str, Any], lab: str, index: int, minutes: int, disk:
 def with_plan(labs: Mapping[str, Any], planned: Mapping[str, Any] | None) -> dict[str, Any]:
     """The `labs` stack output with the figures gpulab prints (learner seats, ceiling, what warming each class costs)
     made Karpenter's where the planner ran. A lab Karpenter launched nothing for offline (only capacity reservations,
-    which only EC2 knows) keeps gpulab's own, and so does one with an instance type without a price."""
+    which only EC2 knows) keeps gpulab's own, and so does one with an instance type without a price; so does the
+    ceiling of a lab whose full scenarios did not both finish (gpulab's: the dearest type at maxGpus, which no
+    fleet within the NodePool's limit exceeds), and its seats when neither did."""
     if planned is None:
         return dict(labs)
     shown: dict[str, Any] = {}
@@ -148,8 +164,11 @@ def with_plan(labs: Mapping[str, Any], planned: Mapping[str, Any] | None) -> dic
         for i, w in enumerate(cost["warmups"]):
             amount = warmup(planned, name, i, duration_minutes(w["warmup"]), disk)
             warmups.append({**w, "usd": [amount, amount]})
-        figures = {"ceilingPerHour": ceiling(planned, name, disk), "warmups": warmups}
-        shown[name] = {**lab, "learnerSeats": seats(planned, name), "cost": {**cost, **figures}}
+        karpenters = ceiling(planned, name, disk)
+        figures = {"ceilingPerHour": cost["ceilingPerHour"] if karpenters is None else karpenters, "warmups": warmups}
+        karpenter_seats = seats(planned, name)
+        learner_seats = lab["learnerSeats"] if karpenter_seats is None else karpenter_seats
+        shown[name] = {**lab, "learnerSeats": learner_seats, "cost": {**cost, **figures}}
     return shown
 
 
@@ -174,7 +193,7 @@ Row = tuple[str, dict[str, Any]]
 COLUMNS: tuple[Column[Row], ...] = (
     Column("lab", lambda row: row[0]),
     Column("scenario", lambda row: row[1]["name"]),
-    Column("learners", lambda row: str(row[1]["learners"]), numeric=True),
+    Column("learners", lambda row: str(row[1]["learners"]) + (" (stopped)" if row[1]["stopped"] else ""), numeric=True),
     Column("buffer seats", lambda row: str(row[1]["bufferSeats"]), numeric=True),
     Column("nodes", lambda row: _nodes(row[1])),
     Column("unschedulable", lambda row: _refused(row[1]), numeric=True),
@@ -192,6 +211,8 @@ def table(result: dict[str, Any], rows: tuple[str, ...] | None = None) -> list[s
     items = [
         (lab, s) for lab, lab_plan in sorted(result["labs"].items()) for s in lab_plan["scenarios"] if shown(s["name"])
     ]
+    # A trickle stopped at the planner's budget: its row is of the learners that had arrived, not of the full lab.
+    stopped = [f"{lab} {s['name']}: the planner {s['stopped']}" for lab, s in items if s["stopped"]]
     return [
         *lead_in(
             f"what Karpenter {result['karpenter']} launches (its own scheduler, offline: not EC2 capacity, boot times "
@@ -200,6 +221,7 @@ def table(result: dict[str, Any], rows: tuple[str, ...] | None = None) -> list[s
         ),
         "",
         *markdown(COLUMNS, items),
+        *(["", *stopped] if stopped else []),
     ]
 
 
