@@ -31,9 +31,10 @@ import pytest
 from components.jupyterhub.hub import RELEASE
 from tests.chart_checks import one
 from tests.conftest import ROOT
-from tests.hub_pods import learner_pod, stack_hub_config
+from tests.hub_pods import stack_hub_config
 from tests.rendered import rendered
 from tools.harness import VPC_CIDR
+from tools.hub_pods import learner_pod
 
 BINARY = Path(os.environ.get("GPULAB_NETPOL") or ROOT / "tools" / "netpol" / "bin" / "netpol")
 
