@@ -43,19 +43,10 @@ netpol:
 
 # The twin's control plane, rehearsal/controlplane/bin (Go 1.26; docs/rehearsal.md): etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler and kubectl from k8s.io/kubernetes at the version rehearsal/controlplane/go.mod
-# pins, that version stamped in as its release build does (hack/lib/version.sh: gitVersion, gitMajor, gitMinor), so that
-# clients see it and not v0.0.0-master. Cold, it downloads and compiles about 2,000 packages: most of an hour here.
-TWIN_VERSION = $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' rehearsal/controlplane/go.mod)
-TWIN_MINOR = $(word 2,$(subst ., ,$(TWIN_VERSION)))
-TWIN_LDFLAGS = $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
-  -X $(pkg).gitVersion=$(TWIN_VERSION) -X $(pkg).gitMajor=1 -X $(pkg).gitMinor=$(TWIN_MINOR) -X $(pkg).gitTreeState=clean)
-TWIN_PACKAGES = $(addprefix k8s.io/kubernetes/cmd/,kube-apiserver kube-controller-manager kube-scheduler kubectl)
-# etcd's command is its server module's root package, which go build would name "server".
-twin:
-	@echo "make twin: building etcd and $(TWIN_PACKAGES) at $(TWIN_VERSION) into rehearsal/controlplane/bin (cold: most of an hour)"
-	@start=$$(date +%s); go -C rehearsal/controlplane build -o bin/etcd go.etcd.io/etcd/server/v3 && \
-	  go -C rehearsal/controlplane build -ldflags "$(TWIN_LDFLAGS)" -o bin/ $(TWIN_PACKAGES) && \
-	  echo "make twin: built in $$(( $$(date +%s) - start )) s"
+# pins, that version stamped in as its release build does (tools/go_build.py kubernetes_ldflags), so that clients see it
+# and not v0.0.0-master. Cold, it downloads and compiles 2,646 packages (docs/rehearsal.md says how long that takes).
+twin: $(VENV)/.installed
+	$(PY) -m tools.go_build twin
 
 # The class rehearsal of a stack on the twin (tools/rehearse.py): out/$(STACK)-rehearsal/rehearsal.json.
 rehearse: $(VENV)/.installed $(HELM) twin
