@@ -188,17 +188,17 @@ def test_a_warm_job_gives_up_before_the_class_starts_so_it_never_undoes_the_rele
             assert late <= 60 * durations.duration_minutes(lab_class.warmup)
 
 
-def test_the_scheduler_may_only_patch_its_labs_buffers_by_name_which_is_all_its_jobs_do(run):
+def test_the_scheduler_may_only_get_and_patch_its_labs_buffers_by_name_which_is_all_its_jobs_do(run):
     for name in labs_with_classes(run):
         (role,) = in_namespace(run, ROLE, name)
         buffers = sorted(r.inputs["metadata"]["name"] for r in in_namespace(run, BUFFER, name))
         (rule,) = role.inputs["rules"]
-        # `kubectl patch <type> <name>` (kubectl 1.34.1) sends one PATCH and never a GET of the object.
+        # `kubectl patch <type> <name>` GETs the object, then PATCHes it (tests/test_rehearsal.py runs it on the twin).
         assert {**rule, "resourceNames": sorted(rule["resourceNames"])} == {
             "apiGroups": ["autoscaling.x-k8s.io"],
             "resources": ["capacitybuffers"],
             "resourceNames": buffers,
-            "verbs": ["patch"],
+            "verbs": ["get", "patch"],
         }
         for job in cron_jobs_of(run, name).values():
             (container,) = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]

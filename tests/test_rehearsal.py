@@ -10,6 +10,7 @@ import datetime
 import json
 import re
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -79,34 +80,51 @@ def _planted(
     return out
 
 
-def test_an_object_the_api_server_refuses_fails_the_rehearsal_with_its_message(built: None, tmp_path: Path) -> None:
-    """A CEL/schema refusal on a lab object and a Pod Security refusal on a chart's pods, each in the server's words."""
-    out = _planted(
-        tmp_path,
-        {
-            "charts/nvidia-device-plugin.yaml": (
-                "DaemonSet",
-                lambda d: d["spec"]["template"]["spec"].update(hostNetwork=True),
-            )
-        },
-    )
-    # Pulumi's own objects are applied from resources.json, which holds their inputs.
+def _with_resources(out: Path, change: Callable[[dict[str, Any]], Any]) -> Path:
+    """The render at `out` with `change` applied to each of Pulumi's own resources (resources.json holds their inputs,
+    which the rehearsal applies)."""
     resources = json.loads((out / "resources.json").read_text())
     for r in resources:
+        change(r)
+    (out / "resources.json").write_text(json.dumps(resources))
+    return out
+
+
+def test_an_object_its_crds_schema_refuses_fails_the_rehearsal_with_the_servers_message(
+    built: None, tmp_path: Path
+) -> None:
+    def plant(r: dict[str, Any]) -> None:
         if r["type"] == "kubernetes:karpenter.sh/v1:NodePool":
             r["inputs"]["spec"]["disruption"]["consolidateAfter"] = "ten minutes"
-        if r["type"] == "kubernetes:core/v1:Namespace" and r["inputs"]["metadata"]["name"] == "nvidia-device-plugin":
+
+    out = _with_resources(_planted(tmp_path, {}), plant)
+    nodepools = [i.key for i in apply.items(out) if i.key.startswith("NodePool ")]
+    lines = rehearse.problems(rehearse.rehearse(out, rendered(BASE_STACK).run.stack.settings, TODAY))
+    assert len(lines) == len(nodepools), lines
+    for key, line in zip(nodepools, lines, strict=True):
+        name = key.split(" ")[1]
+        assert line.startswith(f"rehearsal: refused {key} (manifests/nodepool-{name}.yaml): "), line
+        # The CRD's own pattern, in the API server's words.
+        assert 'spec.disruption.consolidateAfter: Invalid value: "ten minutes"' in line, line
+
+
+def test_pods_pod_security_refuses_fail_the_rehearsal_with_the_servers_message(built: None, tmp_path: Path) -> None:
+    """The device plugin's namespace planted to enforce the baseline profile: each of its DaemonSets' pods (host paths,
+    privileged or SYS_ADMIN containers) is refused by Pod Security admission, on the pods and not on the DaemonSet."""
+    namespace = "nvidia-device-plugin"
+
+    def plant(r: dict[str, Any]) -> None:
+        if r["type"] == "kubernetes:core/v1:Namespace" and r["inputs"]["metadata"]["name"] == namespace:
             r["inputs"]["metadata"].setdefault("labels", {})["pod-security.kubernetes.io/enforce"] = "baseline"
-    (out / "resources.json").write_text(json.dumps(resources))
-    done = rehearse.rehearse(out, rendered(BASE_STACK).run.stack.settings, TODAY)
-    lines = rehearse.problems(done)
-    assert any(
-        line.startswith("rehearsal: refused NodePool intro (manifests/nodepool-intro.yaml): ")
-        and "spec.disruption.consolidateAfter" in line
-        for line in lines
-    ), lines
-    assert any("DaemonSet nvidia-device-plugin/" in line and "violates PodSecurity" in line for line in lines), lines
-    assert len(lines) == 2, lines
+
+    out = _with_resources(_planted(tmp_path, {}), plant)
+    daemonsets = [i.key for i in apply.items(out) if i.key.startswith(f"DaemonSet {namespace}/")]
+    assert daemonsets, f"the base stack installs no DaemonSet in {namespace}"
+    lines = rehearse.problems(rehearse.rehearse(out, rendered(BASE_STACK).run.stack.settings, TODAY))
+    assert len(lines) == len(daemonsets), lines
+    for key, line in zip(daemonsets, lines, strict=True):
+        assert line.startswith(f"rehearsal: refused {key} (charts/nvidia-device-plugin.yaml): its pods: "), line
+        assert 'violates PodSecurity "baseline:latest"' in line, line
 
 
 def test_a_render_is_applied_after_what_it_depends_on() -> None:
@@ -150,5 +168,50 @@ def test_a_class_role_without_patch_fails_the_rehearsal_as_an_rbac_denial(built:
     (out / "resources.json").write_text(json.dumps(resources))
     done = rehearse.rehearse(out, r.run.stack.settings, TODAY)
     lines = rehearse.problems(done)
-    assert lines and all(line.startswith("rehearsal: RBAC denied Job ") for line in lines), lines
-    assert all("cannot patch resource" in line for line in lines), lines
+    # Every run of every class, warm-up and release alike, in the API server's words through kubectl.
+    assert len(lines) == len(done["jobs"]) == 2 * sum(len(lab.classes) for lab in r.run.stack.settings.labs.values())
+    for job, line in zip(done["jobs"], lines, strict=True):
+        assert line.startswith(f"rehearsal: RBAC denied Job {job['job']} ({job['serviceAccount']}): "), line
+        assert f'User "system:serviceaccount:{job["serviceAccount"].replace("/", ":")}" cannot patch resource' in line
+        assert job["bufferReplicas"] == 0, job
+
+
+def test_the_twins_controller_manager_and_scheduler_make_and_bind_a_deployments_pod(built: None) -> None:
+    """The controllers run under their own service accounts and the scheduler as system:kube-scheduler: a Deployment
+    gets its ReplicaSet and pod from the controller manager, and the scheduler binds the pod to the one Ready node. A
+    missing permission of either (the bootstrap roles of the release) leaves the pod unmade or unbound."""
+    with twin.running() as plane:
+        admin = plane.admin
+        admin.request("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}})
+        resources = {"cpu": "2", "memory": "4Gi", "pods": "10"}
+        ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "the test's"}
+        admin.request(
+            "PATCH",
+            "/api/v1/nodes/node-1/status",
+            {"status": {"capacity": resources, "allocatable": resources, "conditions": [ready]}},
+            content_type="application/merge-patch+json",
+        )
+        labels = {"app": "probe"}
+        pod_spec = {"containers": [{"name": "probe", "image": "probe", "resources": {"requests": {"cpu": "100m"}}}]}
+        admin.request(
+            "POST",
+            "/apis/apps/v1/namespaces/default/deployments",
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "probe"},
+                "spec": {
+                    "selector": {"matchLabels": labels},
+                    "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+                },
+            },
+        )
+        deadline = time.monotonic() + 120
+        pods: list[dict[str, Any]] = []
+        while time.monotonic() < deadline:
+            pods = admin.get("/api/v1/namespaces/default/pods", labelSelector="app=probe")["items"]
+            if pods and pods[0]["spec"].get("nodeName"):
+                break
+            time.sleep(0.5)
+        plane.check_running()
+        assert [p["spec"].get("nodeName") for p in pods] == ["node-1"], pods

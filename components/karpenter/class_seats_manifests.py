@@ -157,9 +157,11 @@ def service_account(lab_name: str) -> dict[str, Any]:
 
 
 def role(lab_name: str, lab: Lab) -> dict[str, Any]:
-    """May patch this lab's class buffers by name, and nothing else: `kubectl patch <resource> <name>` sends one PATCH
-    and no GET (kubernetes/kubectl kubernetes-1.34.1 pkg/cmd/patch/patch.go: its builder never asks for the latest
-    object), besides the discovery requests every authenticated user may make."""
+    """May get and patch this lab's class buffers by name, and nothing else: `kubectl patch <resource> <name>` GETs the
+    object before it sends its PATCH (k8s.io/cli-runtime v0.34.12 pkg/resource/builder.go: a builder requires objects
+    unless told otherwise, and Do then retrieves each named one, visitor.go RetrieveLazy; kubectl's patch.go never
+    says otherwise). Without `get` every run was Forbidden on the twin's API server. Besides, only the discovery
+    requests every authenticated user may make."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
@@ -169,7 +171,7 @@ def role(lab_name: str, lab: Lab) -> dict[str, Any]:
                 "apiGroups": [BUFFER_GROUP],
                 "resources": [BUFFER_RESOURCE],
                 "resourceNames": [class_key(c) for c in lab.classes],
-                "verbs": ["patch"],
+                "verbs": ["get", "patch"],
             }
         ],
     }
