@@ -3,6 +3,7 @@
 It is a function so that the offline render and the tests can run it more than once per process.
 """
 
+import datetime
 import functools
 import gc
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from components.nvidia.device_plugin import DevicePlugin
 from components.prices import Prices
 from config.ami_releases import ami_warnings
 from config.price_book import LIST, PriceBook
-from config.stack_cost import labs_ceilings, stack_cost
+from config.stack_cost import full_cost, lab_term, labs_ceilings, stack_cost, term_days
 
 # Python's cyclic garbage collector makes a young collection every 700 net allocations by default (gc.get_threshold),
 # and enough of them make a full one, over every object alive. A run of the program builds a graph of resources,
@@ -127,6 +128,7 @@ def build(stack: config.StackConfig, live_prices: bool = False) -> None:
     pulumi.export("nodeRoleName", node_role.role_name)
     pulumi.export("nodeRoleArn", node_role.role_arn)
     pulumi.export("interruptionQueueName", karpenter.queue_name)
+    days = term_days(settings.labs)
     labs = {
         name: {
             "nodePool": pools[name].node_pool_name,
@@ -135,7 +137,7 @@ def build(stack: config.StackConfig, live_prices: bool = False) -> None:
             "learnerCpu": lab.learner_requests["cpu"],
             "learnerMemory": lab.learner_requests["memory"],
             **lab.learner_share.as_output(),
-            "cost": _at(book, functools.partial(_lab_cost, name, lab, stack.region)),
+            "cost": _at(book, functools.partial(_lab_cost, name, lab, stack.region, days)),
             # What the planner (planner/) schedules: a learner's pod, and each class's buffer and warm seats.
             "learnerPodSpec": learner_pod_spec(name, lab, PLACEHOLDER_IMAGE),
             "classes": classes_output(name, lab),
@@ -146,7 +148,7 @@ def build(stack: config.StackConfig, live_prices: bool = False) -> None:
     hub_gib = settings.jupyterhub.hub_database_size_gib if settings.jupyterhub else None
 
     def whole(prices: PriceBook) -> dict[str, Any]:
-        costs = {name: _lab_cost(name, lab, stack.region, prices) for name, lab in settings.labs.items()}
+        costs = {name: _lab_cost(name, lab, stack.region, days, prices) for name, lab in settings.labs.items()}
         return stack_cost(stack.region, settings.cluster, hub_gib, labs_ceilings(costs), prices).as_output()
 
     pulumi.export("cost", _at(book, whole))
@@ -157,14 +159,18 @@ def _at(book: PriceBook | pulumi.Output[PriceBook], figure: Callable[[PriceBook]
     return book.apply(figure) if isinstance(book, pulumi.Output) else figure(book)
 
 
-def _lab_cost(name: str, lab: config.Lab, region: str, book: PriceBook) -> dict[str, Any]:
-    """The `labs.<lab>.cost` output, the region of its prices beside the stack's. At a preview's prices a lab whose
-    cap fails there is refused, as the list's is at validation (config/cost.py within_max_hourly_cost)."""
+def _lab_cost(
+    name: str, lab: config.Lab, region: str, days: tuple[datetime.date, datetime.date] | None, book: PriceBook
+) -> dict[str, Any]:
+    """The `labs.<lab>.cost` output, the region of its prices beside the stack's, and the lab's term figure over the
+    stack's term `days` (config/stack_cost.py lab_term, which the summary's term adds up). At a preview's prices a
+    lab whose cap fails there is refused, as the list's is at validation (config/cost.py within_max_hourly_cost)."""
     cost = lab.cost_at(book)
     if book.live and (problem := cost.cap_problem):
         raise pulumi.RunError(f"gpulab:labs.{name}.maxHourlyCost: {problem}")
     spot = {t: dict(book.spot[t]) for t in lab.instance_types if t in book.spot}
-    return {**cost.as_output(), "region": region, "pricesFrom": book.prices_from, "spotPerHour": spot}
+    output = {**cost.as_output(), "region": region, "pricesFrom": book.prices_from, "spotPerHour": spot}
+    return {**output, "term": lab_term(lab, days, full_cost(output)).as_output()}
 
 
 def main() -> None:

@@ -167,10 +167,58 @@ def _sum(amounts: Iterable[float]) -> float:
     return float(sum((Decimal(str(a)) for a in amounts), Decimal(0)))
 
 
+def full_cost(cost: Mapping[str, Any]) -> float | None:
+    """A lab's full cost per hour from its `labs.<lab>.cost` output: its ceiling, None where a type has no price:
+    Karpenter may launch that type, so the priced types' ceiling would not bound the lab."""
+    return None if cost["unpriced"] else cost["ceilingPerHour"]
+
+
 def labs_ceilings(costs: Mapping[str, Mapping[str, Any]]) -> dict[str, float | None]:
-    """Each lab's ceiling per hour from its `labs.<lab>.cost` output, None where a type has no price: Karpenter may
-    launch that type, so the priced types' ceiling would not bound the lab."""
-    return {name: None if cost["unpriced"] else cost["ceilingPerHour"] for name, cost in costs.items()}
+    """Each lab's full cost per hour (full_cost) from its `labs.<lab>.cost` output, by name."""
+    return {name: full_cost(cost) for name, cost in costs.items()}
+
+
+# What a lab's term figure counts (LabTerm.counts).
+CLASSES, ALL_TERM, MONTH = "classes", "all term", "month"
+
+
+def term_days(labs: Mapping[str, Any]) -> tuple[datetime.date, datetime.date] | None:
+    """The stack's term: from the first day of its classes' terms to the last, or None when no class has one.
+    `labs`: config.model's Lab by name."""
+    terms = [c.term for lab in labs.values() for c in lab.classes if c.term is not None]
+    return (min(t.start for t in terms), max(t.end for t in terms)) if terms else None
+
+
+@dataclass(frozen=True)
+class LabTerm:
+    """What one lab costs over the stack's term at its full cost, or over a 730-hour month when the stack has no
+    term: the one figure the `labs.<lab>.cost.term` output, the PR comment's diff and the stack's term add up."""
+
+    counts: str  # CLASSES: its warm-ups and classes; ALL_TERM: a lab without classes, at any time; MONTH: no term
+    days: tuple[datetime.date, datetime.date] | None  # the stack's term; None for MONTH
+    hours: float  # the hours counted at the full cost
+    usd: float | None  # rounded up; None when the lab has no full cost (an instance type without a price)
+
+    def as_output(self) -> dict[str, Any]:
+        first, last = (d.isoformat() for d in self.days) if self.days else (None, None)
+        hours = round(self.hours, DECIMALS)
+        return {"counts": self.counts, "first": first, "last": last, "hours": hours, "usd": self.usd}
+
+
+def lab_term(lab: Any, days: tuple[datetime.date, datetime.date] | None, ceiling: float | None) -> LabTerm:
+    """A lab's term figure: with the stack's term (`days`, term_days), each warm-up and class of the lab
+    (LabClass.occurrences, warm-up to end) at `ceiling` per hour, a lab without classes at it all term; without a
+    term, a 730-hour month at it. `lab`: config.model's Lab; `ceiling`: its full cost per hour, Karpenter's where the
+    planner ran."""
+    if days is None:
+        counts, hours = MONTH, Decimal(HOURS_PER_MONTH)
+    elif lab.classes:
+        moments = [o for c in lab.classes for o in c.occurrences(*days)]
+        counts, hours = CLASSES, sum((Decimal((o.end - o.warm).total_seconds()) / 3600 for o in moments), Decimal(0))
+    else:
+        counts, hours = ALL_TERM, Decimal(((days[1] - days[0]).days + 1) * 24)  # it may run at any time
+    amount = None if ceiling is None else _up(hours * Decimal(str(ceiling)))
+    return LabTerm(counts, days, float(hours), amount)
 
 
 @dataclass(frozen=True)
@@ -181,8 +229,8 @@ class Term:
     last: datetime.date
     hours: int  # from the first day's midnight to the last day's end, in UTC
     always_on: float | None  # USD over the term: control plane, system nodes, hub
-    classes: float | None  # USD: every warm-up and class at its lab's full cost (the ceiling), labs without classes
-    # at their ceiling all term
+    classes: float | None  # USD: the labs' term figures added up (LabTerm: every warm-up and class at its lab's full
+    # cost, labs without classes at their ceiling all term)
     class_hours: float  # the hours of warm-ups and classes counted
 
     @property
@@ -191,31 +239,21 @@ class Term:
 
 
 def term(cost: StackCost, labs: Mapping[str, Any], ceilings: Mapping[str, float | None]) -> Term | None:
-    """The stack's term, from the first day of its classes' terms to the last, or None when no class has one (then
-    the month at the ceiling is the figure: StackCost.as_output()["perMonth"]["total"]). `labs`: config.model's Lab by
-    name; `ceilings`: each lab's full cost per hour, Karpenter's where the planner ran."""
-    terms = [c.term for lab in labs.values() for c in lab.classes if c.term is not None]
-    if not terms:
+    """The stack's term (term_days), or None when no class has one (then the month at the ceiling is the figure:
+    StackCost.as_output()["perMonth"]["total"]). `labs`: config.model's Lab by name; `ceilings`: each lab's full cost
+    per hour, Karpenter's where the planner ran."""
+    days = term_days(labs)
+    if days is None:
         return None
-    first, last = min(t.start for t in terms), max(t.end for t in terms)
-    hours = ((last - first).days + 1) * 24
-    classes: Decimal | None = Decimal(0)
-    class_hours = Decimal(0)
-    for name, lab in labs.items():
-        if lab.classes:
-            moments = [o for c in lab.classes for o in c.occurrences(first, last)]
-            lab_hours = sum((Decimal((o.end - o.warm).total_seconds()) / 3600 for o in moments), Decimal(0))
-            class_hours += lab_hours
-        else:
-            lab_hours = Decimal(hours)  # a lab without classes may run at any time
-        ceiling = ceilings[name]
-        classes = None if classes is None or ceiling is None else classes + lab_hours * Decimal(str(ceiling))
+    figures = [lab_term(lab, days, ceilings[name]) for name, lab in labs.items()]
+    amounts = [f.usd for f in figures]
+    hours = ((days[1] - days[0]).days + 1) * 24
     always_on = cost.always_on
     return Term(
-        first,
-        last,
+        days[0],
+        days[1],
         hours,
         None if always_on is None else _up(Decimal(str(always_on)) * hours),
-        None if classes is None else _up(classes),
-        float(class_hours),
+        None if None in amounts else _sum(a for a in amounts if a is not None),
+        _sum(f.hours for f in figures if f.counts == CLASSES),
     )

@@ -193,6 +193,8 @@ def test_stack_output_carries_the_cost_of_each_lab(base_run):
         "region": "eu-west-1",
         "pricesFrom": "us-east-1 list",
         "spotPerHour": {},  # offline: no spot prices (a preview's are EC2's, components/prices.py)
+        # No class has a term: a 730-hour month at the ceiling (tests/test_stack_cost.py has a term's).
+        "term": {"counts": "month", "first": None, "last": None, "hours": 730, "usd": 1542.344},
     }
 
 
@@ -200,6 +202,7 @@ def test_stack_output_of_a_lab_without_a_priced_type_has_null_figures():
     run = run_values(stack_values(**{"gpulab:labs": {"new": lab(["g7.2xlarge"], 2)}}))
     cost = run.outputs["labs"]["new"]["cost"]
     assert (cost["seatHour"], cost["ceilingPerHour"], cost["unpriced"]) == (None, None, ["g7.2xlarge"])
+    assert cost["term"]["usd"] is None
 
 
 def nodepool_annotations(run, lab_name):

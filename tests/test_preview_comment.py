@@ -306,10 +306,61 @@ def test_the_comment_shows_an_added_lab_a_removed_lab_and_a_changed_max_gpus_aga
     after = sum(lab["cost"]["ceilingPerHour"] for lab in head.values())
     assert rows["all labs"]["ceiling per hour"] == f"{usd(before)} → {usd(after)}"
     assert rows["all labs"]["ceiling change"].startswith(f"+{usd(after - before)} (+")
+    # Each lab's term cost beside its ceiling: without classes, a 730-hour month at the ceiling.
+    term = {name: lab["cost"]["term"]["usd"] for name, lab in (base | head).items()}
+    assert intro["term cost"] == f"{usd(base['intro']['cost']['term']['usd'])} → {usd(term['intro'])}"
+    assert intro["term change"] == f"+{usd(term['intro'] - base['intro']['cost']['term']['usd'])}"
+    assert rows["retired"]["term cost"] == usd(term["retired"]) and rows["retired"]["term change"] == (
+        f"-{usd(term['retired'])}"
+    )
+    assert rows["vision"]["term cost"] == usd(term["vision"]) and rows["vision"]["term change"] == (
+        f"+{usd(term['vision'])}"
+    )
+    terms = [sum(lab["cost"]["term"]["usd"] for lab in labs.values()) for labs in (base, head)]
+    assert rows["all labs"]["term cost"] == f"{usd(terms[0])} → {usd(terms[1])}"
+    assert "term cost: a 730-hour month at the ceiling (no class has a term)" in body.splitlines()
     # Above the cost table, whose rows are the head's labs.
     lines = body.splitlines()
     assert lines.index(next(line for line in lines if line.startswith(cost_diff.LEAD_IN))) < lines.index("<pre>")
     assert [row["lab"] for row in tables.table(lines, "cost of the labs")] == ["intro", "vision", "all labs"]
+
+
+TERM = {"start": "2027-01-11", "end": "2027-01-24"}  # two Mondays, 14 days
+
+
+def a_class(duration: str) -> dict:
+    return {"schedule": "0 9 * * mon", "duration": duration, "term": TERM}
+
+
+def test_a_changed_class_changes_the_labs_term_cost_and_not_its_ceiling():
+    base = labs_of({"intro": lab(["g4dn.xlarge"], 3, 4, classes=[a_class("1h")])})
+    head = labs_of({"intro": lab(["g4dn.xlarge"], 3, 4, classes=[a_class("2h")])})
+    body = preview_comment.comment("staging", head, PREVIEW, base=base)
+    rows = diff_rows(body)
+    # Two classes, each its 20m warm-up and its duration at the ceiling of 4 x (0.526 + 0.0021918) = 2.1128:
+    # 2 x 1h20m = 2.6667 hours cost 5.6342 (rounded up), 2 x 2h20m = 4.6667 hours 9.8598.
+    assert rows["intro"][""] == "~" and rows["intro"]["ceiling per hour"] == "2.1128"
+    assert rows["intro"]["term cost"] == "5.6342 → 9.8598" and rows["intro"]["term change"] == "+4.2256"
+    assert rows["all labs"]["term cost"] == "5.6342 → 9.8598" and rows["all labs"]["term change"] == "+4.2256 (+75.0%)"
+    assert rows["all labs"]["ceiling change"] == "+0.0000 (+0.0%)"
+    assert tables.lead_ins(body.splitlines(), ("term cost:",)) == [
+        "term cost: the term, 2027-01-11 to 2027-01-24: each warm-up and class at the lab's ceiling, a lab without "
+        "classes at it all term"
+    ]
+
+
+def test_a_base_rendered_before_the_term_cost_is_diffed_without_it_and_says_so():
+    base, head = labs_of(BASE_LABS), labs_of(HEAD_LABS)
+    old = {name: {**lab, "cost": {k: v for k, v in lab["cost"].items() if k != "term"}} for name, lab in base.items()}
+    body = preview_comment.comment("staging", head, PREVIEW, base=old)
+    rows = diff_rows(body)
+    assert rows["intro"]["term cost"] == f"n/a → {usd(head['intro']['cost']['term']['usd'])}"
+    assert rows["intro"]["term change"] == "n/a" and rows["retired"]["term cost"] == "n/a"
+    assert rows["vision"]["term change"] == f"+{usd(head['vision']['cost']['term']['usd'])}"
+    assert rows["all labs"]["term cost"].startswith("n/a → ") and rows["all labs"]["term change"] == "n/a"
+    assert cost_diff.NOT_RENDERED_NOTE in body.splitlines()
+    # A lab that only lacks the term in the base is no change.
+    assert list(diff_rows(preview_comment.comment("staging", base, PREVIEW, base=old))) == ["all labs"]
 
 
 def test_a_lab_the_change_leaves_alone_has_no_row_in_the_diff():

@@ -101,6 +101,53 @@ def test_the_term_costs_its_warm_ups_and_classes_at_the_full_labs_cost_beside_th
     )
 
 
+def test_each_lab_without_a_term_costs_a_730_hour_month_at_its_ceiling():
+    term = run_values(stack_values()).outputs["labs"]["intro"]["cost"]["term"]
+    # 730 x 2.1128 = 1542.344.
+    assert term == {"counts": "month", "first": None, "last": None, "hours": 730, "usd": 1542.344}
+
+
+def test_the_labs_term_costs_add_up_to_the_stacks_term():
+    values = stack_values(
+        **{
+            "gpulab:labs": {
+                "intro": lab(
+                    ["g4dn.xlarge"],
+                    3,
+                    max_gpus=4,
+                    classes=[
+                        {
+                            "schedule": "0 9 * * mon",
+                            "duration": "1h",
+                            "term": {"start": "2027-01-11", "end": "2027-01-24"},
+                        }
+                    ],
+                ),
+                "open": lab(["g4dn.xlarge"], 1, max_gpus=1),
+            }
+        }
+    )
+    run = run_values(values)
+    terms = {name: lab["cost"]["term"] for name, lab in run.outputs["labs"].items()}
+    # intro: 2 x (20m + 1h) at 2.1128; open, without classes, at 0.5282 all the 336 hours of the term: 177.4752.
+    assert terms["intro"] == {
+        "counts": "classes",
+        "first": "2027-01-11",
+        "last": "2027-01-24",
+        "hours": 2.6667,
+        "usd": 5.6342,
+    }
+    assert terms["open"] == {
+        "counts": "all term",
+        "first": "2027-01-11",
+        "last": "2027-01-24",
+        "hours": 336,
+        "usd": 177.4752,
+    }
+    (line,) = tables.lead_ins(summary(run), ("the term",))
+    assert line.startswith("the term, 2027-01-11 to 2027-01-24 (336 hours): 183.1094 USD for 2.66667 hours of warm-ups")
+
+
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
 def test_every_figure_of_a_stack_says_the_region_of_its_prices_and_the_stacks_own(path):
     """The render prices every stack from the us-east-1 list: a stack elsewhere (staging: eu-west-1) must never read
