@@ -88,13 +88,40 @@ def max_pods_have_addresses(max_pods: int | None, info: ValidationInfo) -> int |
     return max_pods
 
 
-def cpu_limit_holds_a_node(cpu_limit: int, info: ValidationInfo) -> int:
-    for name, instance_type in lab_instance_types(info):
-        if instance_type.vcpus > cpu_limit:
-            raise ValueError(
-                f"must be at least {instance_type.vcpus}: {name} has {instance_type.vcpus} vCPUs, and Karpenter "
-                "never launches a node that exceeds the NodePool's cpu limit"
-            )
+# Karpenter 1.14.1 counts a NodePool's limits against the capacity of its nodes (sigs.k8s.io/karpenter
+# pkg/controllers/provisioning/scheduling/scheduler.go: filterByRemainingResources drops each instance type whose
+# capacity exceeds what is left of the limits, subtractMax charges a new NodeClaim the largest capacity among its
+# instance types; provisioner.go Create refuses a NodeClaim once the nodes' capacity, NodePoolResourcesFor, exceeds
+# them), and a node's cpu capacity is its vCPUs (aws/karpenter-provider-aws v1.14.1
+# pkg/providers/instancetype/types.go cpu: DefaultVCpus). Karpenter may fill maxGpus with nodes of the lab's type of
+# most vCPUs per GPU, so a cpu limit below their vCPUs stops the lab short of the seats maxGpus promises, unseen by
+# the GPU limit. Charged the largest of each resource over its types, no NodeClaim uses more vCPUs per GPU than that
+# type has, so its vCPUs for maxGpus are enough (tests/test_planner.py: Karpenter reaches maxGpus at that limit and
+# stops a node short one vCPU below).
+def cpu_needed(instance_types: Sequence[str], max_gpus: int) -> tuple[int, str]:
+    """The vCPUs of maxGpus GPUs on the lab's type of most vCPUs per GPU, and that type: the least cpu limit that
+    lets Karpenter reach maxGpus whichever of the types it launches."""
+    name = max(instance_types, key=lambda t: Fraction(GPU_INSTANCE_TYPES[t].vcpus, GPU_INSTANCE_TYPES[t].gpus))
+    data = GPU_INSTANCE_TYPES[name]
+    # Whole nodes: a valid maxGpus is a multiple of every type's GPUs (max_gpus_in_whole_nodes).
+    return -(-max_gpus // data.gpus) * data.vcpus, name
+
+
+def cpu_limit_holds_max_gpus(cpu_limit: int | None, info: ValidationInfo) -> int | None:
+    types = [name for name, _ in lab_instance_types(info)]
+    if cpu_limit is None or not types or "max_gpus" not in info.data:
+        return cpu_limit
+    max_gpus = info.data["max_gpus"]
+    needed, name = cpu_needed(types, max_gpus)
+    if cpu_limit < needed:
+        data = GPU_INSTANCE_TYPES[name]
+        nodes = -(-max_gpus // data.gpus)
+        raise ValueError(
+            f"must be at least {needed} for maxGpus {max_gpus}, got {cpu_limit}: Karpenter launches no node past the "
+            f"NodePool's cpu limit, the sum of its nodes' vCPUs, and maxGpus {max_gpus} of {name} ({data.gpus} "
+            f"GPU{'s' if data.gpus > 1 else ''}, {data.vcpus} vCPUs a node) are {nodes} node{'s' if nodes > 1 else ''} "
+            f"of {needed} vCPUs; raise cpuLimit to {needed}, or leave it out (by default it is what maxGpus needs)"
+        )
     return cpu_limit
 
 

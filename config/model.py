@@ -92,7 +92,8 @@ from config.limits import (
     STACK_DEVICE_PLUGIN,
     STACK_RUNS_EBS_CSI,
     STACK_RUNS_METRICS,
-    cpu_limit_holds_a_node,
+    cpu_limit_holds_max_gpus,
+    cpu_needed,
     fits_one_stack,
     learner_pod_fits,
     max_gpus_hold_a_node,
@@ -445,10 +446,10 @@ class Lab(Model):
         "uses each instance type's ENI-limited count: the pods the VPC CNI can give an IP address without prefix "
         "delegation.",
     )
-    cpu_limit: Annotated[int, at_least(1), AfterValidator(cpu_limit_holds_a_node)] = Field(
-        default=1000,
-        validate_default=True,
-        description="Most vCPUs the lab's nodes may have in total, a backstop to maxGpus.",
+    cpu_limit: Annotated[Annotated[int, at_least(1)] | None, AfterValidator(cpu_limit_holds_max_gpus)] = Field(
+        default=None,
+        description="Most vCPUs the lab's nodes may have in total (the NodePool's cpu limit), at least what maxGpus "
+        "needs on the lab's type of most vCPUs per GPU; that by default.",
     )
     expire_after: Annotated[str, matching(f"{DURATION}|Never", "a duration such as 720h, or Never")] = Field(
         default="720h",
@@ -584,6 +585,15 @@ class Lab(Model):
     def architectures(self) -> list[str]:
         """The CPU architectures (kubernetes.io/arch) of the lab's instance types: its nodes' and its AMIs'."""
         return sorted({GPU_INSTANCE_TYPES[t].architecture for t in self.instance_types})
+
+    @property
+    def node_pool_cpu_limit(self) -> int:
+        """The NodePool's cpu limit: cpuLimit, else what maxGpus needs (config/limits.py cpu_needed). Derived by
+        default so that it bounds the lab's nodes as maxGpus does and never below it: a fixed default (1000 vCPUs)
+        stopped a lab of g4dn.xlarge, 4 vCPUs a GPU, at 250 of its GPUs whatever its maxGpus. Still a backstop:
+        without the lab's NodeOverlays Karpenter counts one nvidia.com/gpu per physical GPU against a limit of
+        maxGpus x slices, and this limit keeps the lab's vCPUs to what maxGpus GPUs take."""
+        return self.cpu_limit if self.cpu_limit is not None else cpu_needed(self.instance_types, self.max_gpus)[0]
 
     @property
     def learner_seats(self) -> int:

@@ -61,7 +61,9 @@ def test_lab_defaults_reproduce_the_origin_node_settings_but_the_disks():
     volume = lab.disk.root
     assert (volume.size_gib, volume.iops, volume.throughput_mibps, volume.encrypted) == (20, 3000, 125, True)
     # maxPods is the exception: the origin's 110 is more pods than the VPC CNI has addresses for on a g4dn.xlarge.
-    assert (lab.pod_pids_limit, lab.max_pods, lab.cpu_limit) == (32768, None, 1000)
+    assert (lab.pod_pids_limit, lab.max_pods, lab.cpu_limit) == (32768, None, None)
+    # Without cpuLimit, the NodePool's is what maxGpus needs: 4 g4dn.xlarge of 4 vCPUs (tests/test_lab_limits.py).
+    assert lab.node_pool_cpu_limit == 16
 
 
 def test_default_disruption_never_evicts_a_running_learner_and_takes_one_node_at_a_time():

@@ -90,7 +90,8 @@ def test_node_pool_requires_the_labs_instance_and_capacity_types_linux_and_nvidi
 
 
 def test_node_pool_limits_count_slices_and_cpus(base_run):
-    assert spec(base_run, NODE_POOL, "nodepool-intro")["limits"] == {"nvidia.com/gpu": "12", "cpu": "1000"}
+    # maxGpus 4 x slicesPerGpu 3; without cpuLimit, the vCPUs of maxGpus' 4 g4dn.xlarge (tests/test_lab_limits.py).
+    assert spec(base_run, NODE_POOL, "nodepool-intro")["limits"] == {"nvidia.com/gpu": "12", "cpu": "16"}
 
 
 def test_node_pool_disruption_defaults_keep_learners_sessions(base_run):

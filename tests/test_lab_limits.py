@@ -38,9 +38,11 @@ def problems(labs: dict) -> list[str]:
             "gpulab:labs.x.maxGpus: must be a multiple of 4: g4dn.12xlarge has 4 GPUs",
         ),
         (
+            # maxGpus 2 of g4dn.2xlarge, the type of most vCPUs per GPU: 2 nodes of 8 vCPUs.
             lab(["g4dn.xlarge", "g4dn.2xlarge"], 3, cpuLimit=6),
-            "gpulab:labs.x.cpuLimit: must be at least 8: g4dn.2xlarge has 8 vCPUs, and Karpenter never launches a "
-            "node that exceeds the NodePool's cpu limit",
+            "gpulab:labs.x.cpuLimit: must be at least 16 for maxGpus 2, got 6: Karpenter launches no node past the "
+            "NodePool's cpu limit, the sum of its nodes' vCPUs, and maxGpus 2 of g4dn.2xlarge (1 GPU, 8 vCPUs a node) "
+            "are 2 nodes of 16 vCPUs; raise cpuLimit to 16, or leave it out (by default it is what maxGpus needs)",
         ),
         (
             lab(["g5.xlarge", "g4dn.xlarge"], 3, maxPods=110),
@@ -64,7 +66,46 @@ def test_a_lab_with_an_instance_type_that_could_never_launch_is_refused(bad_lab,
 def test_a_multi_gpu_lab_whose_limit_holds_a_whole_node_renders():
     run = run_values(stack_values(**{"gpulab:labs": {"big": lab(["g6.12xlarge"], 3, max_gpus=8)}}))
     limits = run.one("kubernetes:karpenter.sh/v1:NodePool", "nodepool-big").inputs["spec"]["limits"]
-    assert limits == {"nvidia.com/gpu": "24", "cpu": "1000"}
+    # Without cpuLimit, what maxGpus needs: 2 nodes of 48 vCPUs.
+    assert limits == {"nvidia.com/gpu": "24", "cpu": "96"}
+
+
+NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+
+
+def test_a_cpu_limit_that_would_stop_a_lab_short_of_its_max_gpus_is_refused_naming_both():
+    # The old default: 1,000 vCPUs are 250 g4dn.xlarge nodes, and the lab's maxGpus asks for 256.
+    (line,) = problems({"x": lab(["g4dn.xlarge"], 3, max_gpus=256, cpuLimit=1000)})
+    assert line == (
+        "gpulab:labs.x.cpuLimit: must be at least 1024 for maxGpus 256, got 1000: Karpenter launches no node past the "
+        "NodePool's cpu limit, the sum of its nodes' vCPUs, and maxGpus 256 of g4dn.xlarge (1 GPU, 4 vCPUs a node) "
+        "are 256 nodes of 1024 vCPUs; raise cpuLimit to 1024, or leave it out (by default it is what maxGpus needs)"
+    )
+
+
+def test_the_cpu_limit_a_lab_needs_is_set_by_its_type_of_most_vcpus_per_gpu_not_its_largest():
+    # g5.48xlarge has the most vCPUs (192 for 8 GPUs), g5.16xlarge the most per GPU (64): Karpenter may fill maxGpus 8
+    # with eight g5.16xlarge, 512 vCPUs.
+    types = ["g5.xlarge", "g5.16xlarge", "g5.48xlarge"]
+    (line,) = problems({"x": lab(types, 2, max_gpus=8, cpuLimit=511)})
+    assert line.startswith(
+        "gpulab:labs.x.cpuLimit: must be at least 512 for maxGpus 8, got 511: Karpenter launches no node past the "
+        "NodePool's cpu limit, the sum of its nodes' vCPUs, and maxGpus 8 of g5.16xlarge (1 GPU, 64 vCPUs a node) "
+        "are 8 nodes of 512 vCPUs"
+    )
+    run = run_values(stack_values(**{"gpulab:labs": {"x": lab(types, 2, max_gpus=8, cpuLimit=512)}}))
+    assert run.one(NODE_POOL, "nodepool-x").inputs["spec"]["limits"]["cpu"] == "512"
+
+
+def test_without_a_cpu_limit_the_nodepool_holds_every_gpu_of_max_gpus():
+    labs = {"big": lab(["g4dn.xlarge"], 3, max_gpus=256), "roomy": lab(["g4dn.xlarge"], 3, max_gpus=4, cpuLimit=64)}
+    run = run_values(stack_values(**{"gpulab:labs": labs}))
+    limits = {name: run.one(NODE_POOL, f"nodepool-{name}").inputs["spec"]["limits"] for name in labs}
+    # 256 nodes of 4 vCPUs; a cpuLimit above what maxGpus needs is the NodePool's as written.
+    assert limits == {
+        "big": {"nvidia.com/gpu": "768", "cpu": "1024"},
+        "roomy": {"nvidia.com/gpu": "12", "cpu": "64"},
+    }
 
 
 def test_max_pods_unset_leaves_pods_to_karpenters_eni_limits_and_set_reaches_the_kubelet():

@@ -374,6 +374,24 @@ def test_a_price_overlay_changes_which_type_karpenter_prefers_never_the_price_th
     assert one["costPerHour"] == pytest.approx(ON_DEMAND_USD_PER_HOUR["g4dn.12xlarge"])
 
 
+def test_karpenter_reaches_max_gpus_at_the_cpu_limit_gpulab_requires_and_stops_a_node_short_one_vcpu_below(
+    binary, tmp_path
+):
+    """config/limits.py cpu_needed, which refuses a lower cpuLimit and is the NodePool's by default, is Karpenter's
+    own bound: single's 4 g4dn.xlarge of 4 vCPUs need 16, and at 15 Karpenter launches 3 nodes."""
+    run, _, result = _planned(PLANNER, binary)
+    lab = run.stack.settings.labs["single"]
+    assert lab.node_pool_cpu_limit == 16
+    full = plan.scenarios(result, "single")["full"]
+    assert (len(full["nodeClaims"]), plan.placed(full)) == (4, lab.learner_seats)
+
+    def one_vcpu_short(resources):
+        _node_pool(resources, "single")["inputs"]["spec"]["limits"]["cpu"] = "15"
+
+    short = plan.scenarios(_replanned(binary, tmp_path, one_vcpu_short), "single")["full"]
+    assert (len(short["nodeClaims"]), plan.placed(short), short["unschedulable"]) == (3, 9, 3)
+
+
 @pytest.mark.parametrize(("maker", "launches"), [("intel", True), ("amd", False)])
 def test_karpenter_sees_the_cpu_maker_and_clock_of_each_type(binary, tmp_path, maker, launches):
     """g4dn is Intel at 2500 MHz (config/instance_types.py): a NodePool asking for that launches, another does not."""

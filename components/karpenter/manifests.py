@@ -133,7 +133,7 @@ def node_pool(lab_name: str, lab: Lab) -> dict:
                 + class_budgets(lab),
             },
             # Karpenter counts nvidia.com/gpu as the nodes advertise it: in slices once the NodeOverlays apply.
-            "limits": {GPU_RESOURCE: str(lab.learner_seats), "cpu": str(lab.cpu_limit)},
+            "limits": {GPU_RESOURCE: str(lab.learner_seats), "cpu": str(lab.node_pool_cpu_limit)},
         },
     }
 
