@@ -30,11 +30,11 @@ try:
     from components.jupyterhub.hub import RELEASE as HUB_RELEASE
     from config.jupyterhub import JupyterHub
     from config.model import Settings
-    from tools import apply, charts, cron_jobs, harness, hub_pods, render, twin
+    from tools import apply, charts, cron_jobs, harness, hub_pods, rehearsal_report, render, twin
 except ModuleNotFoundError as missing:  # an interpreter without the project's requirements
     sys.exit(f"gpulab: {missing.name} is not installed for {sys.executable}; run `make rehearse`")
 
-REHEARSAL = "rehearsal.json"
+REHEARSAL = rehearsal_report.REHEARSAL
 RENDER = "render"
 
 
@@ -104,7 +104,8 @@ def rehearse(render_dir: Path, stack: Settings, today: datetime.date) -> dict[st
 
 
 def problems(rehearsal: dict[str, Any]) -> list[str]:
-    """One line per finding that fails the rehearsal."""
+    """One line per finding that fails the rehearsal; the class day's too, where it was played
+    (tools/rehearsal_report.py)."""
     return [
         *(f"rehearsal: refused {r['object']} ({r['source']}): {r['message']}" for r in rehearsal["refused"]),
         *(
@@ -116,6 +117,7 @@ def problems(rehearsal: dict[str, Any]) -> list[str]:
             f"(the class needs {r.get('wantReplicas')}): {r['output']}"
             for r in rehearsal["jobsFailed"]
         ),
+        *rehearsal_report.problems(rehearsal.get("labs", {})),
     ]
 
 
@@ -145,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     (args.out / REHEARSAL).write_text(json.dumps(rehearsal, indent=2) + "\n")
     found = problems(rehearsal)
+    print("\n".join(rehearsal_report.table(rehearsal)))
     for line in found:
         print(line, file=sys.stderr)
     print(

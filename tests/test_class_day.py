@@ -1,0 +1,272 @@
+"""The class day's pure parts (tools/class_day.py, tools/rehearsal_report.py): the learners' timeline from a stack's
+settings, the figures read from an event log, the gate's lines and the tables. The stacks and logs are synthetic, so
+the counts are exact."""
+
+import datetime
+from typing import Any
+
+import pytest
+from kubespawner.slugs import safe_slug  # type: ignore[import-untyped]
+
+import config
+from tests.conftest import as_cli_config, stack_values
+from tests.synthetic import lab
+from tools import class_day, rehearsal_report, rehearse
+
+TODAY = datetime.date(2027, 1, 4)  # a Monday, the first day of the classes' term
+TERM = {"start": "2027-01-04", "end": "2027-01-25"}
+# "two": g4dn.xlarge, 3 slices, 2 GPUs: 6 seats, 3 a node; a class of 4 warm seats at 09:00 for 1h and one of all 6
+# at 14:00 for 2h with a 30m warmup. "none": 2 seats and no class.
+STACK = stack_values(
+    **{
+        "gpulab:labs": {
+            "two": lab(
+                ["g4dn.xlarge"],
+                3,
+                max_gpus=2,
+                classes=[
+                    {"schedule": "0 9 * * mon", "duration": "1h", "warmSeats": 4, "term": TERM},
+                    {"schedule": "0 14 * * mon", "duration": "2h", "warmup": "30m", "term": TERM},
+                ],
+            ),
+            "none": lab(["g6.xlarge"], 2, max_gpus=1),
+        }
+    }
+)
+
+
+def _settings(values: dict[str, Any]) -> Any:
+    return config.from_cli(as_cli_config(values)).settings
+
+
+SETTINGS = _settings(STACK)
+DAY = class_day.timeline(SETTINGS, TODAY)
+
+
+def _brief(steps: list[dict[str, Any]]) -> list[tuple[str, str, int | None, str | None]]:
+    return [(s["at"][11:19], s["what"], s["class"], s["learner"]) for s in steps]
+
+
+def test_a_lab_with_two_classes_warms_fills_thins_and_empties_each_in_turn() -> None:
+    at_nine = [("09:00:00", "arrive", 0, f"two-{n}") for n in range(1, 5)]
+    at_two = [("14:00:00", "arrive", 1, f"two-{n}") for n in range(7, 13)]
+    assert _brief(DAY["two"]) == [
+        ("08:40:00", "warmup", 0, None),
+        ("09:00:00", "classStart", 0, None),
+        ("09:00:00", "release", 0, None),
+        *at_nine,
+        ("09:01:00", "arrive", 0, "two-5"),  # the lab's other seats one a minute
+        ("09:02:00", "arrive", 0, "two-6"),
+        ("09:30:00", "leave", 0, "two-1"),  # one in four, at the middle
+        ("09:30:00", "leave", 0, "two-5"),
+        *[("10:00:00", "leave", 0, f"two-{n}") for n in (2, 3, 4, 6)],
+        ("10:00:00", "classEnd", 0, None),
+        ("13:30:00", "warmup", 1, None),
+        ("14:00:00", "classStart", 1, None),
+        ("14:00:00", "release", 1, None),
+        *at_two,
+        ("15:00:00", "leave", 1, "two-7"),
+        ("15:00:00", "leave", 1, "two-11"),
+        *[("16:00:00", "leave", 1, f"two-{n}") for n in (8, 9, 10, 12)],
+        ("16:00:00", "classEnd", 1, None),
+    ]
+    assert {s["at"][:10] for s in DAY["two"]} == {"2027-01-04"}
+    assert all(s["lab"] == "two" and s["at"].endswith("Z") for s in DAY["two"])
+
+
+def test_a_lab_without_classes_gets_one_learner_more_than_its_seats_who_waits_for_the_first_to_leave() -> None:
+    assert _brief(DAY["none"]) == [
+        ("00:00:00", "arrive", None, "none-1"),
+        ("00:01:00", "arrive", None, "none-2"),
+        ("00:02:00", "arrive", None, "none-3"),  # the lab holds 2
+        ("00:03:00", "leave", None, "none-1"),
+        ("00:04:00", "leave", None, "none-2"),
+        ("00:05:00", "leave", None, "none-3"),
+    ]
+
+
+def test_late_learners_of_a_big_lab_all_arrive_before_the_middle_of_its_class() -> None:
+    big = _settings(
+        stack_values(
+            **{
+                "gpulab:labs": {
+                    "big": lab(
+                        ["g4dn.xlarge"],
+                        8,
+                        max_gpus=12,
+                        classes=[{"schedule": "0 9 * * mon", "duration": "1h", "warmSeats": 1, "term": TERM}],
+                    )
+                }
+            }
+        )
+    )
+    steps = class_day.timeline(big, TODAY)["big"]
+    arrivals = [class_day.moment(s["at"]) for s in steps if s["what"] == "arrive"]
+    assert len(arrivals) == 96
+    # 95 late learners over the first half hour: 30 min / 96 apart, 18.75 s.
+    assert arrivals[1] - arrivals[0] == datetime.timedelta(seconds=18.75)
+    assert max(arrivals) < datetime.datetime(2027, 1, 4, 9, 30, tzinfo=datetime.UTC)
+    assert [s["learner"] for s in steps if s["what"] == "leave"][:2] == ["big-1", "big-5"]
+
+
+@pytest.mark.parametrize("name", ["l" * 63, "9lives", "a--b", "intro"])
+def test_learner_names_are_pod_names_the_hub_keeps_as_they_are(name: str) -> None:
+    learners = [class_day.learner_name(name, n) for n in (1, 2, 1536)]
+    for learner in learners:
+        assert len(learner) <= class_day.MAX_LEARNER_NAME
+        assert safe_slug(learner, max_length=class_day.MAX_LEARNER_NAME) == learner, learner
+    assert len(set(learners)) == 3
+    assert learners == [class_day.learner_name(name, n) for n in (1, 2, 1536)]
+    assert class_day.learner_name("intro", 7) == "intro-7"
+    assert class_day.learner_name("a--b", 1) != class_day.learner_name("a-b", 1)
+
+
+def _launched(at: str, node: str, price: float = 0.526) -> dict[str, Any]:
+    return {
+        "at": f"2027-01-04T{at}Z",
+        "what": "nodeLaunched",
+        "lab": "two",
+        "node": node,
+        "instanceType": "g4dn.xlarge",
+        "capacityType": "on-demand",
+        "pricePerHour": price,
+    }
+
+
+def _deleted(at: str, node: str) -> dict[str, Any]:
+    return {"at": f"2027-01-04T{at}Z", "what": "nodeDeleted", "lab": "two", "node": node, "reason": "Empty"}
+
+
+def _bound(at: str, learner: str, node: str) -> dict[str, Any]:
+    return {"at": f"2027-01-04T{at}Z", "what": "bound", "lab": "two", "learner": learner, "node": node}
+
+
+def _disrupted(at: str, pod: str, node: str, reason: str = "Underutilized") -> dict[str, Any]:
+    return {"at": f"2027-01-04T{at}Z", "what": "disrupted", "lab": "two", "pod": pod, "node": node, "reason": reason}
+
+
+# The second class, all warm: two nodes warmed at 13:31, every learner bound two seconds after the start.
+SECOND_CLASS = [
+    _launched("13:31:00", "n3"),
+    _launched("13:31:00", "n4"),
+    *[_bound("14:00:01", f"two-{n}", "n3" if n < 10 else "n4") for n in range(7, 13)],
+    _deleted("16:11:00", "n3"),
+    _deleted("16:11:00", "n4"),
+]
+ALL_WARM = [
+    _launched("08:41:00", "n1"),
+    _launched("08:41:00", "n2"),
+    *[_bound("09:00:02", f"two-{n}", "n1" if n < 4 else "n2") for n in range(1, 5)],
+    _bound("09:01:01", "two-5", "n2"),
+    _bound("09:02:30", "two-6", "n2"),
+    _deleted("10:10:30", "n1"),
+    _deleted("10:10:30", "n2"),
+    *SECOND_CLASS,
+]
+
+
+def _section(observed: list[dict[str, Any]]) -> dict[str, Any]:
+    return class_day.lab_section("two", SETTINGS.labs["two"], DAY["two"], observed)
+
+
+def test_a_day_whose_learners_all_bind_on_warm_nodes() -> None:
+    section = _section(ALL_WARM)
+    first, second = section["classes"]
+    assert first == {
+        "index": 0,
+        "warmSeats": 4,
+        "warmAtStart": 4,
+        "learnersArrived": 6,
+        "boundWithoutNewNode": 6,
+        # waits 2, 2, 2, 2, 1 and 30 s: nearest rank
+        "waitSeconds": {"p50": 2.0, "p95": 30.0, "max": 30.0},
+        "disruptedDuringClass": 0,
+        "nodesAfterEnd": 0,  # both gone by 10:15, consolidateAfter 10m + 5m after the end
+    }
+    assert second["warmAtStart"] == 6 and second["waitSeconds"] == {"p50": 1.0, "p95": 1.0, "max": 1.0}
+    # n1, n2 for 1h29m30s and n3, n4 for 2h40m; 0.526 USD an hour each
+    assert section["nodeHours"] == 8.3167
+    assert section["cost"] == round(8.316667 * 0.526, 4)
+    # two g4dn.xlarge (3 seats) from 09:00 to 10:00 and from 14:00 to 16:00
+    assert section["lowerBoundNodeHours"] == 6.0
+    assert [e["what"] for e in section["events"][:3]] == ["warmup", "nodeLaunched", "nodeLaunched"]
+    assert rehearsal_report.problems({"two": section}) == []
+
+
+def test_a_class_short_of_warm_seats_fails_the_rehearsal_naming_its_warm_seats() -> None:
+    short = [
+        _launched("08:41:00", "n1"),  # one node warmed, for 3 of the 4 warm seats
+        _bound("09:00:02", "two-1", "n1"),
+        _bound("09:00:02", "two-2", "n1"),
+        _bound("09:01:30", "two-3", "n1"),  # on a warm node, but after the first late learner arrived
+        _launched("09:00:15", "n2"),
+        _bound("09:00:20", "two-4", "n2"),
+        _bound("09:01:02", "two-5", "n2"),
+        _bound("09:02:01", "two-6", "n2"),
+        _deleted("10:10:30", "n1"),
+        *SECOND_CLASS,
+    ]
+    section = _section(short)
+    first = section["classes"][0]
+    assert (first["warmAtStart"], first["boundWithoutNewNode"]) == (2, 5)
+    assert first["waitSeconds"] == {"p50": 2.0, "p95": 90.0, "max": 90.0}
+    assert first["nodesAfterEnd"] == 1  # n2 never deleted
+    (line,) = rehearsal_report.problems({"two": section})
+    assert line.startswith("rehearsal: gpulab:labs.two.classes[0].warmSeats: lab two's class classes[0] starting ")
+    assert "2027-01-04T09:00:00Z found 2 of its 4 warm seats" in line
+    assert "wait p95 90 s, max 90 s" in line
+
+
+def test_a_learner_moved_mid_class_fails_the_rehearsal_and_a_never_bound_one_waits_until_they_leave() -> None:
+    moved = [
+        *ALL_WARM[:7],  # two-6 is never bound
+        _disrupted("09:40:00", "two-4", "n2"),
+        _disrupted("09:40:00", "two-5", "n2"),  # two-5 had left at 09:30: Karpenter's word is counted as said
+        _launched("09:40:10", "n5"),
+        _bound("09:40:30", "two-4", "n5"),
+        _disrupted("10:05:00", "two-2", "n1"),  # after the end: not during the class
+        *ALL_WARM[8:],
+    ]
+    section = _section(moved)
+    first = section["classes"][0]
+    assert first["disruptedDuringClass"] == 2
+    assert first["waitSeconds"]["max"] == 3480.0  # two-6: from 09:02 to its leaving at 10:00
+    assert first["nodesAfterEnd"] == 1  # n5
+    (line,) = rehearsal_report.problems({"two": section})
+    assert line.startswith("rehearsal: gpulab:labs.two.classes[0] (its disruption budget windows")
+    assert "had 2 learner pod(s) moved before its end at 2027-01-04T10:00:00Z" in line
+    assert "two-4 from n2 at 2027-01-04T09:40:00Z (Underutilized)" in line
+    expired = [{**e, "reason": "Expired"} if e["what"] == "disrupted" else e for e in moved]
+    (line,) = rehearsal_report.problems({"two": _section(expired)})
+    assert line.startswith("rehearsal: gpulab:labs.two.expireAfter (expiry ignores disruption budgets)")
+
+
+def test_a_log_that_contradicts_itself_is_a_clear_error() -> None:
+    with pytest.raises(class_day.BadLog, match="node n9 of lab two deleted at 2027-01-04T10:00:00Z without being up"):
+        _section([_deleted("10:00:00", "n9")])
+    with pytest.raises(class_day.BadLog, match="learner bound to node n9, which the log never launched"):
+        _section([_bound("09:00:02", "two-1", "n9")])
+
+
+def _rehearsal(labs: dict[str, Any]) -> dict[str, Any]:
+    return {"kubernetes": "v1.34.12", "karpenter": "v1.14.1", "labs": labs}
+
+
+def test_the_tables_show_warm_seats_disruptions_waits_and_cost_against_the_lower_bound() -> None:
+    none = class_day.lab_section("none", SETTINGS.labs["none"], DAY["none"], [])
+    lines = rehearsal_report.table(_rehearsal({"two": _section(ALL_WARM), "none": none}))
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines if line.startswith("| two")]
+    assert rows[0] == ["two", "classes[0]", "2027-01-04T09:00:00Z", "4 of 4", "6", "0", "30", "0"]
+    assert rows[1] == ["two", "classes[1]", "2027-01-04T14:00:00Z", "6 of 6", "6", "0", "1", "0"]
+    assert rows[2] == ["two", "8.3167", "6", "4.3746"]
+    # "none": one g6.xlarge (2 seats) for the 5 minutes any learner is there; no node launched in this log
+    assert any(line.startswith("| none") and "0.0833" in line for line in lines)
+    assert rehearsal_report.table(None) == [rehearsal_report.NOT_RUN]
+    assert rehearsal_report.table({"kubernetes": "v1.34.12"}) == [rehearsal_report.NOT_PLAYED]
+
+
+def test_the_rehearsals_own_lines_carry_the_class_days() -> None:
+    short = {"two": _section([_launched("08:41:00", "n1"), *SECOND_CLASS])}
+    done = {**_rehearsal(short), "refused": [], "rbacDenied": [], "jobsFailed": []}
+    assert rehearse.problems(done) == rehearsal_report.problems(short) != []
+    assert rehearse.problems({**done, "labs": {}}) == []
