@@ -15,7 +15,7 @@ from config.cost import usd
 from tests import tables
 from tests.conftest import BASE, ROOT, as_cli_config, run_values, stack_values
 from tests.synthetic import TIME_ZONE_STACK, lab
-from tools import class_table, cost_diff, preview_comment, render
+from tools import class_table, cost_diff, preview_comment, rehearsal_report, render
 
 PREVIEW = "Previewing update (staging):\n\x1b[32m+ \x1b[0mkubernetes:karpenter.sh/v1:NodePool nodepool-intro create\n"
 
@@ -457,3 +457,52 @@ def test_a_cost_alert_threshold_of_neither_usd_nor_a_percentage_is_one_line_nami
     with pytest.raises(config.ConfigError, match=r"^gpulab:costAlertThreshold: must be ") as caught:
         config.from_cli(as_cli_config(values))
     assert len(caught.value.lines) == 1
+
+
+# --- the class day the rehearsal played, beside the render (tools/rehearsal_report.py) --------------------------------
+
+CLASS_DAY = "the class day on the twin"
+
+
+def rehearsed(lab_name: str = "intro") -> dict:
+    """A rehearsal.json of one class of `lab_name`, short of one warm seat, with one learner moved."""
+    moments = [("2027-01-04T09:00:00Z", "classStart"), ("2027-01-04T10:00:00Z", "classEnd")]
+    events = [{"at": at, "what": what, "lab": lab_name, "class": 0, "learner": None} for at, what in moments]
+    one = {"index": 0, "warmSeats": 12, "warmAtStart": 11, "learnersArrived": 12, "boundWithoutNewNode": 11}
+    one |= {"waitSeconds": {"p50": 1.0, "p95": 42.5, "max": 50.0}, "disruptedDuringClass": 1, "nodesAfterEnd": 0}
+    day = {"events": events, "classes": [one], "nodeHours": 5.25, "lowerBoundNodeHours": 4.0, "cost": 2.7615}
+    return {"kubernetes": "v1.34.12", "karpenter": "v1.14.1", "labs": {lab_name: day}}
+
+
+def test_the_comment_shows_each_class_of_the_rehearsal_and_the_days_cost_against_its_lower_bound(staging_render):
+    body = preview_comment.comment("staging", staging_labs(staging_render), PREVIEW, rehearsed=rehearsed())
+    lines = body.splitlines()
+    assert tables.table(lines, CLASS_DAY)[0] == {
+        "lab": "intro",
+        "class": "classes[0]",
+        "start (UTC)": "2027-01-04T09:00:00Z",
+        "warm at start": "11 of 12",
+        "learners": "12",
+        "disrupted": "1",
+        "p95 wait s": "42.5",
+        "nodes after": "0",
+    }
+    (day,) = [tables.cells(line) for line in lines if tables.cells(line)[:2] == ["intro", "5.25"]]
+    assert day == ["intro", "5.25", "4", "2.7615"]
+    assert rehearsal_report.NOT_RUN not in lines
+    assert lines.index(rehearsal_report.table(rehearsed())[0]) < lines.index("<pre>")
+
+
+def test_without_a_rehearsal_the_comment_says_in_one_line_that_it_did_not_run(staging_render):
+    lines = preview_comment.comment("staging", staging_labs(staging_render), PREVIEW).splitlines()
+    assert lines.count(rehearsal_report.NOT_RUN) == 1
+    assert not any(line.startswith(CLASS_DAY) for line in lines)
+
+
+@needs_jq
+def test_the_comment_reads_the_rehearsal_json_beside_the_render(tmp_path, staging_render):
+    render_dir = tmp_path / "render"
+    shutil.copytree(staging_render, render_dir)
+    (render_dir / rehearsal_report.REHEARSAL).write_text(json.dumps(rehearsed()))
+    (call,) = post(tmp_path, render_dir, [])
+    assert tables.table(call["body"].splitlines(), CLASS_DAY)[0]["warm at start"] == "11 of 12"

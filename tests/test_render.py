@@ -12,7 +12,7 @@ import yaml
 
 from tests import tables
 from tests.conftest import BASE, ROOT, STACK_FILES, run_values, stack_values
-from tools import render
+from tools import rehearsal_report, render
 from tools import summary as summary_module
 from tools.summary import summary
 
@@ -306,3 +306,13 @@ def test_render_without_the_projects_requirements_says_how_to_run_it(tmp_path):
     assert done.stderr.startswith(f"gpulab: yaml is not installed for {sys.executable}; run `make render`, or ")
     assert "`.venv/bin/python -m tools.render ...`" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_render_says_in_one_line_that_no_class_day_was_played_and_drops_an_earlier_rehearsal(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    # A rehearsal of an earlier render, copied beside it (.ci/run): it no longer describes what is rendered.
+    (out / rehearsal_report.REHEARSAL).write_text("{}")
+    assert render.main([str(write_stack(tmp_path, BASE)), "--out", str(out), "--no-charts"]) == 0
+    assert capsys.readouterr().out.splitlines().count(rehearsal_report.NOT_RUN) == 1
+    assert not (out / rehearsal_report.REHEARSAL).exists()

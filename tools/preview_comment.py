@@ -1,12 +1,13 @@
 """The pull-request comment of one stack's preview: what the change does to the labs' cost against the base branch's
 render (tools/cost_diff.py, when given one; a rise above gpulab:costAlertThreshold flagged first), its cost table, its
 classes (on their clocks and in UTC, their terms and next occurrences: tools/class_table.py, from the stack file), what
-Karpenter would launch for a full lab and at each class start (when the render has a plan.json), then the `pulumi
-preview` output.
+Karpenter would launch for a full lab and at each class start (when the render has a plan.json), the class day the
+rehearsal played on the twin (when a rehearsal.json is beside the render; else one line says it did not run), then the
+`pulumi preview` output.
 
     python -m tools.preview_comment --stack <name> --outputs <render dir>/outputs.json --preview <file>
-        [--base-outputs <base render dir>/outputs.json] [--plan <render dir>/plan.json] [--run-url URL]
-        [--today YYYY-MM-DD]
+        [--base-outputs <base render dir>/outputs.json] [--plan <render dir>/plan.json]
+        [--rehearsal <render dir>/rehearsal.json] [--run-url URL] [--today YYYY-MM-DD]
 
 Prints the comment's Markdown. Its first line marks the stack's comment, so that .ci/preview-comment updates it on the
 next push instead of adding another.
@@ -24,7 +25,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 
 import config
-from tools import class_table, cost_diff, cost_report, plan, render
+from tools import class_table, cost_diff, cost_report, plan, rehearsal_report, render
 
 # GitHub refuses comments over 65536 characters.
 MAX_COMMENT_CHARS = 65_536
@@ -50,11 +51,13 @@ def comment(
     base: dict | None = None,
     threshold: float | str | None = None,
     costs: tuple[dict | None, dict | None] = (None, None),
+    rehearsed: dict | None = None,
 ) -> str:
     """The comment; `classes` gives the class table of the labs shown, `whole_stack` the whole stack's cost and term
     from every lab's figures (tools/cost_report.py stack_table); `base` is the base branch's `labs` output, and a rise
     of all labs' ceiling over it by more than `threshold` (gpulab:costAlertThreshold) is flagged first; `costs` are the
-    base's and the head's `cost` outputs, whose totals the diff compares."""
+    base's and the head's `cost` outputs, whose totals the diff compares; `rehearsed` is the rehearsal.json beside the
+    render, None when the rehearsal did not run."""
     preview = _ANSI.sub("", preview).strip()
     run = f": {run_url}" if run_url else "."
     failed = "The preview did not finish; its log is in the workflow run" + run
@@ -83,6 +86,8 @@ def comment(
             *([*table, ""] if (table := whole_stack(figures)) else []),
             *([*table, ""] if (table := classes(rows)) else []),
             *([*plan.summary_table(shown_plan), ""] if shown_plan else []),
+            *rehearsal_report.table(rehearsed, rows),
+            "",
             *(cut if left_out else []),
             "<details><summary>Pulumi preview</summary>",
             "",
@@ -132,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         help="outputs.json of the base branch's render of the stack, which the comment's cost diff compares with",
     )
     parser.add_argument("--plan", type=Path, help="plan.json of the render (tools/plan.py), when the planner ran")
+    parser.add_argument(
+        "--rehearsal", type=Path, help="rehearsal.json beside the render (tools/rehearse.py), when the rehearsal ran"
+    )
     parser.add_argument("--run-url", help="the workflow run, linked when the preview has no output")
     parser.add_argument(
         "--today",
@@ -144,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     # The preview step writes the file as it runs; a job that failed before it (credentials, say) leaves none.
     preview = args.preview.read_text() if args.preview.is_file() else ""
     planned = json.loads(args.plan.read_text()) if args.plan else None
+    rehearsed = json.loads(args.rehearsal.read_text()) if args.rehearsal else None
     base_outputs = json.loads(args.base_outputs.read_text()) if args.base_outputs else {}
     base = base_outputs.get("labs") if args.base_outputs else None
     try:  # the stack file the render read: the classes' calendars are settings, not outputs
@@ -156,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     whole = functools.partial(cost_report.stack_table, stack, planned=planned is not None)
     threshold = stack.settings.cost_alert_threshold
     costs = (base_outputs.get("cost"), outputs.get("cost"))
-    sys.stdout.write(comment(args.stack, labs, preview, args.run_url, planned, classes, whole, base, threshold, costs))
+    body = comment(args.stack, labs, preview, args.run_url, planned, classes, whole, base, threshold, costs, rehearsed)
+    sys.stdout.write(body)
     return 0
 
 

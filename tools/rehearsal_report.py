@@ -12,10 +12,7 @@ from config.cost import usd
 from tools.table import Column, lead_in, markdown
 
 REHEARSAL = "rehearsal.json"
-NOT_RUN = (
-    "rehearsal not run: no rehearsal.json beside the render, so no class day was played on the twin "
-    "(make rehearse STACK=<stack>, docs/rehearsal.md)"
-)
+NOT_RUN = "rehearsal not run: no class day was played on the twin (make rehearse STACK=<stack>; docs/rehearsal.md)"
 NOT_PLAYED = "rehearsal: the class day was not played (rehearsal.json has no labs: Karpenter's stepper did not run)"
 
 # Karpenter's disruption reasons that its NodePool budgets govern (sigs.k8s.io/karpenter v1.14.1 pkg/apis/v1

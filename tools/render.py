@@ -34,7 +34,7 @@ try:
     import program
     from components.metrics.dashboard import dashboard_model
     from config.ami_releases import ami_warnings
-    from tools import addons, charts, gate, harness, plan
+    from tools import addons, charts, gate, harness, plan, rehearsal_report
     from tools.summary import summary
 except ModuleNotFoundError as missing:  # an interpreter without the project's requirements, e.g. the system python3
     sys.exit(
@@ -46,10 +46,11 @@ ROOT = Path(__file__).resolve().parent.parent
 # The stack's Grafana dashboard (components/metrics/dashboard.py), with gpulab:metrics.
 DASHBOARD = "grafana-dashboard.json"
 # Every file and folder the render writes into its output directory. It removes them before it runs, so that a failed
-# render leaves no earlier render behind: anything new the render writes belongs in this list.
+# render leaves no earlier render behind: anything new the render writes belongs in this list. So does the
+# rehearsal.json a rehearsal puts beside it (.ci/run): it played the earlier render.
 OWNED = (
     *("resources.json", "invokes.json", "outputs.json", "manifests", "helm", "charts"),
-    *(plan.INSTANCE_TYPES, plan.PLAN, addons.FILE, DASHBOARD),
+    *(plan.INSTANCE_TYPES, plan.PLAN, addons.FILE, DASHBOARD, rehearsal_report.REHEARSAL),
 )
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -325,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     lines = summary(run, args.today, planned)
     if planned is not None:
         lines += ["", *plan.summary_table(planned)]
+    # The render plays no class day: the rehearsal does, and prints its tables (tools/rehearse.py).
+    lines += ["", *rehearsal_report.table(None)]
     print("\n".join(lines))
     if args.plan:
         if planned is None:  # the line above the summary says why
