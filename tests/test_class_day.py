@@ -202,15 +202,16 @@ def test_a_class_short_of_warm_seats_fails_the_rehearsal_naming_its_warm_seats()
         _launched("09:00:15", "n2"),
         _bound("09:00:20", "two-4", "n2"),
         _bound("09:01:02", "two-5", "n2"),
-        _bound("09:02:01", "two-6", "n2"),
+        _launched("09:02:00", "n6"),  # at the instant two-6 arrives: launched for it, not before it
+        _bound("09:02:01", "two-6", "n6"),
         _deleted("10:10:30", "n1"),
         *SECOND_CLASS,
     ]
     section = _section(short)
     first = section["classes"][0]
-    assert (first["warmAtStart"], first["boundWithoutNewNode"]) == (2, 5)
+    assert (first["warmAtStart"], first["boundWithoutNewNode"]) == (2, 4)
     assert first["waitSeconds"] == {"p50": 2.0, "p95": 90.0, "max": 90.0}
-    assert first["nodesAfterEnd"] == 1  # n2 never deleted
+    assert first["nodesAfterEnd"] == 2  # n2 and n6 never deleted
     (line,) = rehearsal_report.problems({"two": section})
     assert line.startswith("rehearsal: gpulab:labs.two.classes[0].warmSeats: lab two's class classes[0] starting ")
     assert "2027-01-04T09:00:00Z found 2 of its 4 warm seats" in line
@@ -246,6 +247,10 @@ def test_a_log_that_contradicts_itself_is_a_clear_error() -> None:
         _section([_deleted("10:00:00", "n9")])
     with pytest.raises(class_day.BadLog, match="learner bound to node n9, which the log never launched"):
         _section([_bound("09:00:02", "two-1", "n9")])
+    with pytest.raises(class_day.BadLog, match="lab two: a bound event without node: "):
+        _section([{"at": "2027-01-04T09:00:02Z", "what": "bound", "lab": "two", "learner": "two-1"}])
+    with pytest.raises(class_day.BadLog, match="lab two: an event of unknown kind 'evicted'"):
+        _section([{"at": "2027-01-04T09:00:02Z", "what": "evicted", "lab": "two"}])
 
 
 def _rehearsal(labs: dict[str, Any]) -> dict[str, Any]:

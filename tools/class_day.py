@@ -65,7 +65,13 @@ _KEPT_AS_IS = re.compile(r"[a-z](?:[a-z0-9]|-(?!-))*[a-z0-9]")
 
 STEP_ORDER = ("leave", "classEnd", "warmup", "classStart", "release", "arrive")
 STEPS = frozenset(STEP_ORDER)
-OBSERVED = frozenset({"nodeLaunched", "nodeDeleted", "disrupted", "bound"})
+# What the Karpenter stepper and the driver observe, and the keys each kind carries besides at, what and lab.
+OBSERVED = {
+    "nodeLaunched": ("node", "instanceType", "capacityType", "pricePerHour"),
+    "nodeDeleted": ("node", "reason"),
+    "disrupted": ("pod", "node", "reason"),
+    "bound": ("learner", "node"),
+}
 
 
 def iso(moment: datetime.datetime) -> str:
@@ -320,10 +326,12 @@ def lab_section(lab_name: str, lab: Lab, steps: Sequence[Step], observed: Iterab
     the lab from its launch to its deletion or the day's end; `lowerBoundNodeHours` (lower_bound_node_hours); `cost`,
     USD, each node's pricePerHour over those hours."""
     end = day_end(lab, steps)
-    events = [e for e in observed if e["lab"] == lab_name]
+    events = [e for e in observed if e.get("lab") == lab_name]
     for e in events:
-        if e["what"] not in OBSERVED:
-            raise BadLog(f"lab {lab_name}: an event of unknown kind {e['what']!r} at {e['at']}")
+        if e.get("what") not in OBSERVED:
+            raise BadLog(f"lab {lab_name}: an event of unknown kind {e.get('what')!r}: {dict(e)}")
+        if missing := [key for key in ("at", *OBSERVED[e["what"]]) if key not in e]:
+            raise BadLog(f"lab {lab_name}: a {e['what']} event without {', '.join(missing)}: {dict(e)}")
     log = merged(steps, events)
     nodes = _nodes(log)
     hours = {n.name: max((min(n.deleted or end, end) - n.launched).total_seconds(), 0.0) / 3600 for n in nodes.values()}
