@@ -44,9 +44,11 @@ netpol:
 # The twin's control plane, rehearsal/controlplane/bin (Go 1.26; docs/rehearsal.md): etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler and kubectl from k8s.io/kubernetes at the version rehearsal/controlplane/go.mod
 # pins, that version stamped in as its release build does (tools/go_build.py kubernetes_ldflags), so that clients see it
-# and not v0.0.0-master. Cold, it downloads and compiles 2,646 packages (docs/rehearsal.md says how long that takes).
+# and not v0.0.0-master; and KWOK (sigs.k8s.io/kwok, rehearsal/kwok/bin/kwok, a module of its own) for the nodes' and
+# pods' status. Cold, it downloads and compiles 2,646 and 974 packages (docs/rehearsal.md says how long that takes).
 twin: $(VENV)/.installed
 	$(PY) -m tools.go_build twin
+	$(PY) -m tools.go_build kwok
 
 # The class rehearsal of a stack on the twin (tools/rehearse.py): out/$(STACK)-rehearsal/rehearsal.json.
 rehearse: $(VENV)/.installed $(HELM) twin

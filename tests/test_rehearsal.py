@@ -215,3 +215,73 @@ def test_the_twins_controller_manager_and_scheduler_make_and_bind_a_deployments_
             time.sleep(0.5)
         plane.check_running()
         assert [p["spec"].get("nodeName") for p in pods] == ["node-1"], pods
+
+
+def _until(what: str, check: Callable[[], Any], seconds: float = 90) -> Any:
+    """check()'s first truthy answer, polled; fails naming `what` after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if found := check():
+            return found
+        time.sleep(0.5)
+    pytest.fail(f"{what}: not within {seconds} s")
+
+
+def test_kwok_keeps_a_fake_node_ready_with_its_lease_and_runs_the_pods_bound_to_it(built: None) -> None:
+    """A node annotated as Karpenter's kwok provider annotates its nodes gets a Ready status and a lease that KWOK
+    renews (the heartbeat the node lifecycle controller reads), and a pod the scheduler binds to it is Running; a node
+    without the annotation is left alone, as a real node without a kubelet would be."""
+    key, value = twin.FAKE_NODE
+    resources = {"cpu": "2", "memory": "4Gi", "pods": "10"}
+    with twin.running() as plane:
+        admin = plane.admin
+        for name, annotations in (("fake-1", {key: value}), ("other-1", {})):
+            meta = {"name": name, "annotations": annotations, "labels": {"kubernetes.io/hostname": name}}
+            node = {"apiVersion": "v1", "kind": "Node", "metadata": meta}
+            admin.request("POST", "/api/v1/nodes", node)
+            admin.request(
+                "PATCH",
+                f"/api/v1/nodes/{name}/status",
+                {"status": {"capacity": resources, "allocatable": resources}},
+                content_type="application/merge-patch+json",
+            )
+
+        def ready(name: str) -> bool:
+            conditions = admin.get(f"/api/v1/nodes/{name}").get("status", {}).get("conditions") or []
+            return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+        _until("KWOK's Ready status on fake-1", lambda: ready("fake-1"))
+        lease = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/fake-1"
+        first = _until("fake-1's lease", lambda: _get_or_none(admin, lease))["spec"]["renewTime"]
+        _until("fake-1's lease renewed", lambda: admin.get(lease)["spec"]["renewTime"] != first)
+        _until(
+            "the default service account",
+            lambda: _get_or_none(admin, "/api/v1/namespaces/default/serviceaccounts/default"),
+        )
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "probe"},
+            # Not on other-1: no Ready status keeps the scheduler off it until the node controller taints it.
+            "spec": {
+                "containers": [{"name": "probe", "image": "probe"}],
+                "nodeSelector": {"kubernetes.io/hostname": "fake-1"},
+            },
+        }
+        admin.request("POST", "/api/v1/namespaces/default/pods", pod)
+        _until(
+            "the pod Running",
+            lambda: (p := admin.get("/api/v1/namespaces/default/pods/probe"))["status"].get("phase") == "Running" and p,
+        )
+        plane.check_running()
+        assert not ready("other-1")
+        assert _get_or_none(admin, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/other-1") is None
+
+
+def _get_or_none(client: twin.Client, path: str) -> Any:
+    try:
+        return client.get(path)
+    except twin.ApiError as error:
+        if error.status == 404:
+            return None
+        raise

@@ -90,6 +90,16 @@ HELPERS = {
         renames=(("server", "etcd"),),
         kubernetes_version=True,
     ),
+    # KWOK's controller, the twin's stand-in for kubelets (rehearsal/kwok/go.mod: its k8s.io modules are v0.36's).
+    "kwok": Helper(
+        "rehearsal/kwok",
+        "bin/kwok",
+        ("sigs.k8s.io/kwok/cmd/kwok",),
+        "KWOK, the twin's node and pod status",
+        # docs/rehearsal.md, "How long it takes": 90 s under a load of 2 (164 CPU-seconds).
+        "974 packages, 3 CPU-minutes (90 s on 2 quiet cores)",
+        trimpath=False,
+    ),
 }
 
 # The variables Kubernetes' release build stamps (hack/lib/version.sh, ldflags): without them the API server and

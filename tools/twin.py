@@ -1,9 +1,11 @@
 """The twin's control plane: etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from the pinned Go
-modules (rehearsal/controlplane, `make twin`), started on loopback ports in a scratch folder, and a client that talks
-to its API server as the admin, or as a service account with a token the API server issued (TokenRequest).
+modules (rehearsal/controlplane, `make twin`), started on loopback ports in a scratch folder, with KWOK's controller
+(rehearsal/kwok) in the kubelets' place, and a client that talks to its API server as the admin, or as a service
+account with a token the API server issued (TokenRequest).
 
-Nothing here models AWS or a kubelet: no node exists until the rehearsal makes one. docs/rehearsal.md says what the
-twin is and what it leaves out.
+Nothing here models AWS: no node exists until the rehearsal makes one, and KWOK plays the kubelet of each node
+annotated FAKE_NODE (status, heartbeats, its pods' status; no container runs). docs/rehearsal.md says what the twin
+is and what it leaves out.
 """
 
 from __future__ import annotations
@@ -25,15 +27,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 MODULE = ROOT / "rehearsal" / "controlplane"
 BIN = MODULE / "bin"
-# go.etcd.io/etcd/server/v3 builds its command under the module's last path element.
-BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+KWOK_MODULE = ROOT / "rehearsal" / "kwok"
+BINARIES = {
+    **{name: BIN / name for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")},
+    "kwok": KWOK_MODULE / "bin" / "kwok",
+}
+# The nodes KWOK manages carry this annotation, as sigs.k8s.io/karpenter's kwok cloud provider sets it (v1.14.1
+# kwok/apis/v1alpha1/labels.go KwokLabelKey, KwokLabelValue).
+FAKE_NODE = ("kwok.x-k8s.io/node", "fake")
+# What KWOK plays, its own stages (sigs.k8s.io/kwok kustomize/stage): a node's first status and its heartbeats with a
+# lease, a bound pod made Running, a deleted one removed. Not pod-complete: the rehearsal runs a Job's command itself,
+# and a Job's pod must not succeed before its command has.
+KWOK_STAGES = (
+    "kustomize/stage/node/fast/node-initialize.yaml",
+    "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+    "kustomize/stage/pod/fast/pod-ready.yaml",
+    "kustomize/stage/pod/fast/pod-delete.yaml",
+)
+# KWOK's permissions, as its own deployment grants them (kustomize/rbac/role.yaml, ClusterRole kwok-controller).
+KWOK_ROLE = "kustomize/rbac/role.yaml"
 # The API server answers /readyz within seconds once etcd is up; under a load of 30 on two cores it took up to 40 s.
 READY_SECONDS = 180
 # The cluster's service CIDR: the API server needs one to allocate the kubernetes Service's address.
 SERVICE_CIDR = "10.100.0.0/16"
+# The user KWOK acts as.
+KWOK_USER = "kwok-controller"
+# A node's lease duration (k8s.io/kubelet config v1beta1 KubeletConfiguration nodeLeaseDurationSeconds, default 40).
+NODE_LEASE_SECONDS = 40
 
 
 class NotBuilt(Exception):
@@ -45,15 +70,30 @@ class Failed(Exception):
 
 
 def missing() -> list[str]:
-    return [name for name in BINARIES if not (BIN / name).exists()]
+    return [str(path.relative_to(ROOT)) for path in BINARIES.values() if not path.exists()]
 
 
 def require_built() -> None:
     if absent := missing():
         raise NotBuilt(
-            f"the twin is not built ({', '.join(absent)} missing in {BIN.relative_to(ROOT)}): `make twin` builds "
-            "it (the first build takes most of an hour: docs/rehearsal.md)"
+            f"the twin is not built ({', '.join(absent)} missing): `make twin` builds it (the first build takes "
+            "minutes: docs/rehearsal.md)"
         )
+
+
+def _kwok_source() -> Path:
+    """The folder of the sigs.k8s.io/kwok module that rehearsal/kwok pins, in Go's module cache (the build put it
+    there): its stages and its role are read from it, never copied."""
+    found = subprocess.run(
+        ["go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kwok"],
+        cwd=KWOK_MODULE,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if found.returncode or not found.stdout.strip():
+        raise Failed(f"sigs.k8s.io/kwok not found in Go's module cache: {found.stderr.strip()}")
+    return Path(found.stdout.strip())
 
 
 def _free_port() -> int:
@@ -157,7 +197,7 @@ def _check(folder: Path, processes: Mapping[str, subprocess.Popen]) -> None:
 
 def _start(folder: Path, name: str, args: list[str]) -> subprocess.Popen:
     log = (folder / f"{name}.log").open("wb")
-    return subprocess.Popen([str(BIN / name), *args], stdout=log, stderr=subprocess.STDOUT, cwd=folder)
+    return subprocess.Popen([str(BINARIES[name]), *args], stdout=log, stderr=subprocess.STDOUT, cwd=folder)
 
 
 def _kubeconfig(folder: Path, client: Client, name: str) -> Path:
@@ -196,13 +236,15 @@ def running() -> Iterator[ControlPlane]:
             check=True,
             capture_output=True,
         )
-        tokens = {user: secrets.token_hex(16) for user in ("admin", "controller-manager", "scheduler")}
+        tokens = {user: secrets.token_hex(16) for user in ("admin", "controller-manager", "scheduler", "kwok")}
         # Static tokens for the admin and for the two components, under the user names the API server's bootstrap RBAC
-        # binds (system:kube-controller-manager, system:kube-scheduler): they run with their own permissions only.
+        # binds (system:kube-controller-manager, system:kube-scheduler): they run with their own permissions only;
+        # and for KWOK, which gets its own role below.
         (folder / "tokens.csv").write_text(
             f"{tokens['admin']},admin,admin,system:masters\n"
             f"{tokens['controller-manager']},system:kube-controller-manager,kcm\n"
             f"{tokens['scheduler']},system:kube-scheduler,scheduler\n"
+            f"{tokens['kwok']},{KWOK_USER},kwok\n"
         )
         certs = folder / "certs"
         processes["kube-apiserver"] = _start(
@@ -260,6 +302,7 @@ def running() -> Iterator[ControlPlane]:
         processes["kube-scheduler"] = _start(
             folder, "kube-scheduler", [f"--kubeconfig={scheduler}", "--leader-elect=false", "--secure-port=0"]
         )
+        processes["kwok"] = _start_kwok(folder, admin, Client(server, tokens["kwok"], ca))
         yield plane
     finally:
         for process in reversed(list(processes.values())):
@@ -271,6 +314,35 @@ def running() -> Iterator[ControlPlane]:
                 process.kill()
                 process.wait()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _start_kwok(folder: Path, admin: Client, kwok: Client) -> subprocess.Popen:
+    """KWOK's controller for the nodes annotated FAKE_NODE, with its own ClusterRole bound to its user."""
+    source = _kwok_source()
+    (role,) = [d for d in yaml.safe_load_all((source / KWOK_ROLE).read_text()) if d]
+    admin.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", role)
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": role["metadata"]["name"]},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": KWOK_USER}],
+    }
+    admin.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)
+    key, value = FAKE_NODE
+    return _start(
+        folder,
+        "kwok",
+        [
+            f"--kubeconfig={_kubeconfig(folder, kwok, 'kwok')}",
+            *(f"--config={source / stage}" for stage in KWOK_STAGES),
+            "--manage-all-nodes=false",
+            f"--manage-nodes-with-annotation-selector={key}={value}",
+            # Heartbeats through a Lease, renewed as a kubelet renews its own (its nodeLeaseDurationSeconds default,
+            # 40; kwokctl's too): KWOK's own default is none.
+            f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}",
+        ],
+    )
 
 
 def discovery(client: Client) -> Mapping[tuple[str, str], tuple[str, str, bool]]:
