@@ -90,22 +90,39 @@ def _with_resources(out: Path, change: Callable[[dict[str, Any]], Any]) -> Path:
     return out
 
 
-def test_an_object_its_crds_schema_refuses_fails_the_rehearsal_with_the_servers_message(
-    built: None, tmp_path: Path
-) -> None:
-    def plant(r: dict[str, Any]) -> None:
-        if r["type"] == "kubernetes:karpenter.sh/v1:NodePool":
-            r["inputs"]["spec"]["disruption"]["consolidateAfter"] = "ten minutes"
+def _consolidate_after_in_words(disruption: dict[str, Any]) -> None:
+    disruption["consolidateAfter"] = "ten minutes"
 
-    out = _with_resources(_planted(tmp_path, {}), plant)
+
+def _a_budget_window_without_its_duration(disruption: dict[str, Any]) -> None:
+    disruption["budgets"] = [*(disruption.get("budgets") or []), {"nodes": "0", "schedule": "0 9 * * mon-fri"}]
+
+
+@pytest.mark.parametrize(
+    ("plant", "message"),
+    [
+        # The CRD's OpenAPI pattern, in the API server's words.
+        (_consolidate_after_in_words, 'spec.disruption.consolidateAfter: Invalid value: "ten minutes"'),
+        # One of its CEL rules (x-kubernetes-validations), with the CRD's own message.
+        (_a_budget_window_without_its_duration, "'schedule' must be set with 'duration'"),
+    ],
+    ids=["pattern", "cel"],
+)
+def test_an_object_its_crds_schema_refuses_fails_the_rehearsal_with_the_servers_message(
+    built: None, tmp_path: Path, plant: Callable[[dict[str, Any]], None], message: str
+) -> None:
+    def planted(r: dict[str, Any]) -> None:
+        if r["type"] == "kubernetes:karpenter.sh/v1:NodePool":
+            plant(r["inputs"]["spec"]["disruption"])
+
+    out = _with_resources(_planted(tmp_path, {}), planted)
     nodepools = [i.key for i in apply.items(out) if i.key.startswith("NodePool ")]
     lines = rehearse.problems(rehearse.rehearse(out, rendered(BASE_STACK).run.stack.settings, TODAY))
     assert len(lines) == len(nodepools), lines
     for key, line in zip(nodepools, lines, strict=True):
         name = key.split(" ")[1]
         assert line.startswith(f"rehearsal: refused {key} (manifests/nodepool-{name}.yaml): "), line
-        # The CRD's own pattern, in the API server's words.
-        assert 'spec.disruption.consolidateAfter: Invalid value: "ten minutes"' in line, line
+        assert message in line, line
 
 
 def test_pods_pod_security_refuses_fail_the_rehearsal_with_the_servers_message(built: None, tmp_path: Path) -> None:
