@@ -105,8 +105,6 @@ type cluster struct {
 	learnersMade int
 	// The most nodes a trickle's passes may consider in all (planner.trickleBudget).
 	trickleBudget int
-	// Each EC2NodeClass's instance types as the AWS provider lists them, undecorated: the price a node is billed at.
-	listed map[string][]*cloudprovider.InstanceType
 }
 
 func newCluster(ctx context.Context, r *render.Render, region string) (*cluster, error) {
@@ -132,7 +130,7 @@ func newCluster(ctx context.Context, r *render.Render, region string) (*cluster,
 	store := nodeoverlay.NewInstanceTypeStore()
 	recorder := events.NewRecorder(&record.FakeRecorder{})
 	zones := lo.Map(r.Subnets, func(s string, _ int) string { return standin.Zone(s) })
-	aws, err := standin.NewAWS(ctx, kube, launchable(r), zones, region, store, recorder)
+	aws, err := standin.NewAWS(ctx, kube, clk, launchable(r), zones, region, store, recorder)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +138,7 @@ func newCluster(ctx context.Context, r *render.Render, region string) (*cluster,
 	clusterState := state.NewCluster(clk, kube, provider)
 	c := &cluster{
 		ctx: ctx, kube: kube, clock: clk, state: clusterState, aws: aws, provider: provider, pods: pods,
-		listed: map[string][]*cloudprovider.InstanceType{}, boundTo: map[types.UID]*launched{},
+		boundTo: map[types.UID]*launched{},
 		// The provisioner and the buffer controller share one cache of virtual pods (pkg/controllers/controllers.go).
 		virtualPods: virtualpods.NewVirtualPodCache(kube),
 	}
@@ -452,7 +450,7 @@ func (c *cluster) launch(nc *scheduling.NodeClaim) (*launched, error) {
 	}
 	// The NodeClaim lifecycle's launch step (pkg/controllers/nodeclaim/lifecycle/launch.go).
 	nodeClaim = lifecycle.PopulateNodeClaimDetails(nodeClaim, resolved)
-	price, err := c.price(nodeClaim)
+	price, err := c.aws.Price(c.ctx, nodeClaim)
 	if err != nil {
 		return nil, err
 	}
@@ -463,35 +461,6 @@ func (c *cluster) launch(nc *scheduling.NodeClaim) (*launched, error) {
 		return nil, err
 	}
 	return &launched{nodeClaim: nodeClaim, options: options, price: price}, nil
-}
-
-// price is what the launched node costs an hour: its offering's price as the AWS provider lists it (the pricing
-// provider's), not through the NodeOverlay decorator, where a price overlay would replace it with a number of the
-// stack's own.
-func (c *cluster) price(nodeClaim *karpv1.NodeClaim) (float64, error) {
-	nodeClassName := nodeClaim.Spec.NodeClassRef.Name
-	its, ok := c.listed[nodeClassName]
-	if !ok {
-		nodeClass := &awsv1.EC2NodeClass{}
-		if err := c.kube.Get(c.ctx, types.NamespacedName{Name: nodeClassName}, nodeClass); err != nil {
-			return 0, err
-		}
-		var err error
-		if its, err = c.aws.InstanceTypes.List(c.ctx, nodeClass); err != nil {
-			return 0, err
-		}
-		c.listed[nodeClassName] = its
-	}
-	instanceType := nodeClaim.Labels[corev1.LabelInstanceTypeStable]
-	it, ok := lo.Find(its, func(it *cloudprovider.InstanceType) bool { return it.Name == instanceType })
-	if !ok {
-		return 0, fmt.Errorf("launched instance type %s is not among EC2NodeClass %s's", instanceType, nodeClassName)
-	}
-	price, ok := it.OfferingPrice(nodeClaim.Labels[corev1.LabelTopologyZone], nodeClaim.Labels[karpv1.CapacityTypeLabelKey])
-	if !ok {
-		return 0, fmt.Errorf("no price for %s", instanceType)
-	}
-	return price, nil
 }
 
 // register makes the launched NodeClaim's node join and initialize, as Karpenter's test harness does

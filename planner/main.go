@@ -3,6 +3,7 @@
 // types and prices against the objects the render writes, and prints plan.json (docs/planner.md).
 //
 //	planner -region <aws region> [-all-labs] <render dir>
+//	planner rehearse -kubeconfig <file> -region <aws region> -start <RFC3339> <render dir>   (rehearse.go)
 package main
 
 import (
@@ -27,6 +28,12 @@ const providerModule = "github.com/aws/karpenter-provider-aws"
 const defaultTrickleBudget = 40_000
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "rehearse" {
+		if err := rehearse(os.Args[2:]); err != nil {
+			fail(err)
+		}
+		return
+	}
 	region := flag.String("region", "", "the stack's AWS region (aws:region)")
 	allLabs := flag.Bool("all-labs", false, "simulate each lab with every lab's objects, as the cluster holds them "+
 		"(slow: the time grows with the square of the labs; the tests compare it with the default)")

@@ -46,11 +46,24 @@ const (
 	classSeatsType  = "gpulab:karpenter:ClassSeats"
 	// The node label that names a lab (components/labels.py LAB_LABEL): a Deployment whose pods select it (the lab's
 	// smoke workload, components/nvidia/smoke_test.py) runs on that lab's nodes only.
-	labLabel = "gpulab.dev/lab"
+	LabLabel = "gpulab.dev/lab"
 	// The controller Deployment of the karpenter chart and its container (charts/karpenter.yaml).
 	karpenterRelease    = "karpenter"
 	controllerContainer = "controller"
+	// The NVIDIA device plugin's release (charts/nvidia-device-plugin.yaml): its config manager picks each node's
+	// profile from the ConfigMap it mounts, by the node label NODE_LABEL names, else DEFAULT_CONFIG (device plugin
+	// v0.20.0, cmd/config-manager/main.go).
+	devicePluginRelease = "nvidia-device-plugin"
 )
+
+// DevicePlugin is what the device plugin's config manager reads: the named profiles of its ConfigMap (each a
+// device-plugin config file), the node label that selects one, and the profile a node without that label gets.
+type DevicePlugin struct {
+	NodeLabel string
+	Default   string
+	Profiles  map[string]string
+	configMap string
+}
 
 // GPU is one GPU model of an instance type, as gpulab's table gives it.
 type GPU struct {
@@ -99,6 +112,8 @@ type Render struct {
 	Subnets       []string
 	Labs          map[string]LabOutput
 	InstanceTypes map[string]InstanceTypeRow
+	// The device plugin as the charts install it; nil when the render has no device plugin release.
+	DevicePlugin *DevicePlugin
 	// The lab whose component holds an object (by pointer); objects of no lab's component are in every lab's cluster.
 	owners map[any]string
 }
@@ -215,7 +230,7 @@ func (r *Render) addDeployment(res resource) error {
 	if err := json.Unmarshal(res.Inputs, d); err != nil {
 		return err
 	}
-	if lab, ok := d.Spec.Template.Spec.NodeSelector[labLabel]; ok {
+	if lab, ok := d.Spec.Template.Spec.NodeSelector[LabLabel]; ok {
 		r.owners[d] = lab
 		r.Deployments = append(r.Deployments, d)
 	}
@@ -264,6 +279,7 @@ func (r *Render) readCharts(dir string) error {
 		return fmt.Errorf("%s: no charts rendered; the planner needs the DaemonSets and the Karpenter controller's "+
 			"settings that the charts install (render with helm and without --no-charts)", dir)
 	}
+	configMaps := map[string]map[string]string{}
 	for _, file := range files {
 		release := strings.TrimSuffix(filepath.Base(file), ".yaml")
 		data, err := os.ReadFile(file)
@@ -290,6 +306,18 @@ func (r *Render) readCharts(dir string) error {
 					return fmt.Errorf("%s: %w", file, err)
 				}
 				r.DaemonSets = append(r.DaemonSets, ds)
+				if release == devicePluginRelease {
+					r.readDevicePlugin(ds)
+				}
+			case "ConfigMap":
+				if release != devicePluginRelease {
+					continue
+				}
+				cm := &corev1.ConfigMap{}
+				if err := yaml.Unmarshal(doc, cm); err != nil {
+					return fmt.Errorf("%s: %w", file, err)
+				}
+				configMaps[cm.Name] = cm.Data
 			case "Deployment":
 				if release != karpenterRelease {
 					continue
@@ -309,5 +337,38 @@ func (r *Render) readCharts(dir string) error {
 	if r.ControllerEnv == nil {
 		return fmt.Errorf("%s: no Karpenter controller container in %s.yaml", dir, karpenterRelease)
 	}
+	if r.DevicePlugin != nil {
+		profiles, ok := configMaps[r.DevicePlugin.configMap]
+		if !ok {
+			return fmt.Errorf("%s: the device plugin mounts ConfigMap %q, which %s.yaml does not hold", dir,
+				r.DevicePlugin.configMap, devicePluginRelease)
+		}
+		r.DevicePlugin.Profiles = profiles
+	}
 	return nil
+}
+
+// readDevicePlugin takes the config manager's settings from a device plugin DaemonSet: the env of its containers
+// (NODE_LABEL, DEFAULT_CONFIG) and the ConfigMap its volumes mount.
+func (r *Render) readDevicePlugin(ds *appsv1.DaemonSet) {
+	pod := ds.Spec.Template.Spec
+	plugin := &DevicePlugin{}
+	for _, c := range append(pod.InitContainers, pod.Containers...) {
+		for _, e := range c.Env {
+			switch e.Name {
+			case "NODE_LABEL":
+				plugin.NodeLabel = e.Value
+			case "DEFAULT_CONFIG":
+				plugin.Default = e.Value
+			}
+		}
+	}
+	for _, v := range pod.Volumes {
+		if v.ConfigMap != nil {
+			plugin.configMap = v.ConfigMap.Name
+		}
+	}
+	if plugin.configMap != "" {
+		r.DevicePlugin = plugin
+	}
 }

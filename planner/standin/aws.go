@@ -4,11 +4,14 @@ package standin
 
 import (
 	"context"
+	"fmt"
+	"sync"
 
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/patrickmn/go-cache"
 	"github.com/samber/lo"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,6 +24,7 @@ import (
 	"github.com/aws/karpenter-provider-aws/pkg/providers/placementgroup"
 	"github.com/aws/karpenter-provider-aws/pkg/providers/pricing"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/cloudprovider"
 	"sigs.k8s.io/karpenter/pkg/controllers/nodeoverlay"
 	"sigs.k8s.io/karpenter/pkg/events"
 
@@ -33,13 +37,18 @@ type AWS struct {
 	Prices        *pricing.DefaultProvider
 	InstanceTypes *instancetype.DefaultProvider // undecorated: the provider's own offerings and prices
 	CloudProvider *awscloudprovider.CloudProvider
+	Launch        *Launch
+	kube          client.Client
+	mu            sync.Mutex
+	// Each EC2NodeClass's instance types as the provider lists them, undecorated: the price a node is billed at.
+	listed map[string][]*cloudprovider.InstanceType
 }
 
 // NewAWS builds the provider for the instance types of the table in the zones, with its instance types and offerings
 // discovered, as pkg/operator/operator.go (NewOperator) and cmd/controller/main.go build it: without a subnet
 // provider (instance types never ask it) and with zonal shift off (the chart's default). The store is the NodeOverlay
 // controller's, which the cloud provider applies to the instance types it launches.
-func NewAWS(ctx context.Context, kube client.Client, rows map[string]render.InstanceTypeRow, zones []string, region string,
+func NewAWS(ctx context.Context, kube client.Client, clk clock.Clock, rows map[string]render.InstanceTypeRow, zones []string, region string,
 	store *nodeoverlay.InstanceTypeStore, recorder events.Recorder) (*AWS, error) {
 	ec2api, err := NewEC2(rows, zones)
 	if err != nil {
@@ -49,7 +58,7 @@ func NewAWS(ctx context.Context, kube client.Client, rows map[string]render.Inst
 	// zz_generated.pricing_aws.go; PricesRegion), spot priced as on-demand until a spot price update, which never
 	// comes offline.
 	prices := pricing.NewDefaultProvider(nil, ec2api, region, false)
-	reservations := capacityreservation.NewProvider(ec2api, clock.RealClock{}, cache.New(awscache.DefaultTTL, awscache.DefaultCleanupInterval),
+	reservations := capacityreservation.NewProvider(ec2api, clk, cache.New(awscache.DefaultTTL, awscache.DefaultCleanupInterval),
 		cache.New(awscache.CapacityReservationAvailabilityTTL, awscache.DefaultCleanupInterval))
 	placementGroups := placementgroup.NewProvider(ec2api, cache.New(awscache.DefaultTTL, awscache.DefaultCleanupInterval),
 		cache.New(awscache.PlacementGroupAvailabilityTTL, awscache.DefaultCleanupInterval))
@@ -66,8 +75,43 @@ func NewAWS(ctx context.Context, kube client.Client, rows map[string]render.Inst
 	if err := instanceTypes.UpdateInstanceTypeOfferings(ctx); err != nil {
 		return nil, err
 	}
-	provider := awscloudprovider.New(instanceTypes, &Launch{}, recorder, kube, nil, nil, reservations, placementGroups, store, nil)
-	return &AWS{EC2: ec2api, Prices: prices, InstanceTypes: instanceTypes, CloudProvider: provider}, nil
+	launch := NewLaunch(clk)
+	provider := awscloudprovider.New(instanceTypes, launch, recorder, kube, nil, nil, reservations, placementGroups, store, nil)
+	return &AWS{EC2: ec2api, Prices: prices, InstanceTypes: instanceTypes, CloudProvider: provider, Launch: launch, kube: kube,
+		listed: map[string][]*cloudprovider.InstanceType{}}, nil
+}
+
+// Price is what a launched node costs an hour: its offering's price as the AWS provider lists it (the pricing
+// provider's), not through the NodeOverlay decorator, where a price overlay would replace it with a number of the
+// stack's own.
+func (a *AWS) Price(ctx context.Context, nodeClaim *karpv1.NodeClaim) (float64, error) {
+	nodeClassName := nodeClaim.Spec.NodeClassRef.Name
+	a.mu.Lock()
+	its, ok := a.listed[nodeClassName]
+	a.mu.Unlock()
+	if !ok {
+		nodeClass := &awsv1.EC2NodeClass{}
+		if err := a.kube.Get(ctx, types.NamespacedName{Name: nodeClassName}, nodeClass); err != nil {
+			return 0, err
+		}
+		var err error
+		if its, err = a.InstanceTypes.List(ctx, nodeClass); err != nil {
+			return 0, err
+		}
+		a.mu.Lock()
+		a.listed[nodeClassName] = its
+		a.mu.Unlock()
+	}
+	instanceType := nodeClaim.Labels[corev1.LabelInstanceTypeStable]
+	it, ok := lo.Find(its, func(it *cloudprovider.InstanceType) bool { return it.Name == instanceType })
+	if !ok {
+		return 0, fmt.Errorf("launched instance type %s is not among EC2NodeClass %s's", instanceType, nodeClassName)
+	}
+	price, ok := it.OfferingPrice(nodeClaim.Labels[corev1.LabelTopologyZone], nodeClaim.Labels[karpv1.CapacityTypeLabelKey])
+	if !ok {
+		return 0, fmt.Errorf("no price for %s", instanceType)
+	}
+	return price, nil
 }
 
 // PricesRegion is the region whose prices the pricing provider starts with for a cluster in region: its own where the

@@ -6,10 +6,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/samber/lo"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	"github.com/aws/karpenter-provider-aws/pkg/providers/instance"
@@ -25,27 +27,92 @@ import (
 // the overlay's price, which the provider then sends EC2 as each override's priority: pkg/providers/instance/
 // instance.go). The capacity type is chosen as the provider chooses it (instance.go, getCapacityType: reserved, then
 // spot, when the NodeClaim allows them and an option offers them; else on-demand).
+//
+// It keeps the instances it started until they are deleted, as EC2 lists them (Get, List, Delete: what the
+// controllers that run after a launch ask), each with the tags, AMI, subnet and security groups of its launch, so
+// that the provider's drift checks compare them with the EC2NodeClass's status as it would an instance's.
 type Launch struct {
 	instance.Provider
-	launched int
+	clock     clock.PassiveClock
+	mu        sync.Mutex
+	launched  int
+	instances map[string]*instance.Instance
 }
 
-func (l *Launch) Create(_ context.Context, _ *awsv1.EC2NodeClass, nodeClaim *karpv1.NodeClaim, _ map[string]string, instanceTypes []*cloudprovider.InstanceType) (*instance.Instance, error) {
+// NewLaunch starts instances at the clock's time (their LaunchTime, which the provider makes the NodeClaim's
+// creation time in List and Get, as garbage collection reads it).
+func NewLaunch(clk clock.PassiveClock) *Launch {
+	return &Launch{clock: clk, instances: map[string]*instance.Instance{}}
+}
+
+func (l *Launch) Create(_ context.Context, nodeClass *awsv1.EC2NodeClass, nodeClaim *karpv1.NodeClaim, tags map[string]string, instanceTypes []*cloudprovider.InstanceType) (*instance.Instance, error) {
 	it, offering, err := cheapestLaunch(nodeClaim, instanceTypes)
 	if err != nil {
 		return nil, err
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.launched++
 	zone := offering.Requirements.Get(corev1.LabelTopologyZone).Any()
-	return &instance.Instance{
+	arch := it.Requirements.Get(corev1.LabelArchStable).Any()
+	i := &instance.Instance{
 		ID:           fmt.Sprintf("i-planner%08d", l.launched),
+		LaunchTime:   l.clock.Now(),
 		Type:         ec2types.InstanceType(it.Name),
 		Zone:         zone,
 		ZoneID:       offering.Requirements.Get(awsv1.LabelTopologyZoneID).Any(),
 		CapacityType: offering.CapacityType(),
 		State:        ec2types.InstanceStateNameRunning,
 		Tenancy:      string(ec2types.TenancyDefault),
-	}, nil
+		Tags:         tags,
+		ImageID: lo.FindOrElse(nodeClass.Status.AMIs, awsv1.AMI{}, func(ami awsv1.AMI) bool {
+			return lo.ContainsBy(ami.Requirements, func(r corev1.NodeSelectorRequirement) bool { return lo.Contains(r.Values, arch) })
+		}).ID,
+		SecurityGroupIDs: lo.Map(nodeClass.Status.SecurityGroups, func(g awsv1.SecurityGroup, _ int) string { return g.ID }),
+		SubnetID:         lo.FindOrElse(nodeClass.Status.Subnets, awsv1.Subnet{}, func(s awsv1.Subnet) bool { return s.Zone == zone }).ID,
+	}
+	l.instances[i.ID] = i
+	return i, nil
+}
+
+// Get answers as EC2 does for a running instance; a terminated one is not found, as the provider's Get makes it.
+func (l *Launch) Get(_ context.Context, id string, _ ...instance.Options) (*instance.Instance, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i, ok := l.instances[id]
+	if !ok {
+		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s not found", id))
+	}
+	return i, nil
+}
+
+func (l *Launch) List(context.Context) ([]*instance.Instance, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return lo.Values(l.instances), nil
+}
+
+// Delete terminates the instance; once terminated it is not found, which ends the NodeClaim's termination.
+func (l *Launch) Delete(_ context.Context, id string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.instances[id]; !ok {
+		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s not found", id))
+	}
+	delete(l.instances, id)
+	return nil
+}
+
+// CreateTags adds tags to a running instance, as the provider's tagging controller asks EC2.
+func (l *Launch) CreateTags(_ context.Context, id string, tags map[string]string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i, ok := l.instances[id]
+	if !ok {
+		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s not found", id))
+	}
+	i.Tags = lo.Assign(i.Tags, tags)
+	return nil
 }
 
 // cheapestLaunch is the instance type and offering a launch of this NodeClaim starts (see launchStandIn): the options

@@ -1,0 +1,541 @@
+package main
+
+// planner rehearse: Karpenter 1.14.1's controllers, wired as the AWS provider's cmd/controller/main.go wires them
+// (sigs.k8s.io/karpenter pkg/controllers NewControllers, in a controller-runtime manager as pkg/operator builds it),
+// against the API server of the rehearsal's twin (rehearsal/controlplane, tools/twin.py), on a simulated clock that a
+// driver steps with one JSON line at a time (tools/karpenter_twin.py; docs/rehearsal.md, "Karpenter on a clock").
+//
+//	planner rehearse -kubeconfig <file> -region <aws region> -start <RFC3339> <render dir>
+//
+// It answers a first line {"ready": true, "now": ..., "karpenter": ..., "shortenedTimers": [...]}, then, for each
+// {"advance": "<RFC3339>"} line, moves the clock there, runs the controllers until they have settled and answers
+// {"now": ..., "events": [...], "nodes": [...]} (with "unsettled" when they did not within stepLimit). A line it
+// cannot take is answered {"error": "..."}.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/samber/lo"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	controllerruntime "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	nodeclasshash "github.com/aws/karpenter-provider-aws/pkg/controllers/nodeclass/hash"
+	autoscalingv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	cloudmetrics "sigs.k8s.io/karpenter/pkg/cloudprovider/metrics"
+	"sigs.k8s.io/karpenter/pkg/cloudprovider/overlay"
+	corecontrollers "sigs.k8s.io/karpenter/pkg/controllers"
+	"sigs.k8s.io/karpenter/pkg/controllers/disruption"
+	"sigs.k8s.io/karpenter/pkg/controllers/nodeoverlay"
+	"sigs.k8s.io/karpenter/pkg/controllers/state"
+	"sigs.k8s.io/karpenter/pkg/events"
+	coreoptions "sigs.k8s.io/karpenter/pkg/operator/options"
+
+	"github.com/gpulab/planner/render"
+	"github.com/gpulab/planner/standin"
+)
+
+const (
+	// The provisioner's batch windows (Karpenter's BATCH_IDLE_DURATION and BATCH_MAX_DURATION, wall clock): the
+	// driver creates the pods of one moment within milliseconds, so a short window still gathers them.
+	rehearsalBatchIdle = 200 * time.Millisecond
+	rehearsalBatchMax  = 2 * time.Second
+	// Settled means no change to a pod, node, NodeClaim, NodePool or CapacityBuffer for quiet, besides what the
+	// conditions below wait for.
+	quiet = 300 * time.Millisecond
+	// A pod Karpenter placed waits this long without other change for kube-scheduler to bind it: longer than
+	// kube-scheduler's longest backoff for an unschedulable pod (podMaxBackoffSeconds, 10 s by default).
+	bindWait = 12 * time.Second
+	// A terminating NodeClaim whose drain waits on something (a PodDisruptionBudget, a do-not-disrupt pod, Karpenter's
+	// clock: its shortest drain, terminationGracePeriod) is left terminating after this long without change: longer
+	// than the termination controller's requeue of 1 s (node/termination/controller.go).
+	drainWait = 2 * time.Second
+	// The most wall-clock time one step may take; past it the answer says what had not settled.
+	stepLimit = 90 * time.Second
+	// The annotation the stepper sets on every NodeClaim after it moves the clock (see touch).
+	clockAnnotation = "rehearsal.gpulab.dev/clock"
+)
+
+// shortenedTimer is one timer the rehearsal runs otherwise than Karpenter does in a cluster (rehearsal.json's
+// shortenedTimers).
+type shortenedTimer struct {
+	Timer     string `json:"timer"`
+	Source    string `json:"source"`
+	Original  string `json:"original"`
+	Rehearsal string `json:"rehearsal"`
+}
+
+// shorten sets Karpenter's options as the rehearsal runs them and says which timers that changes.
+func shorten(ctx context.Context) []shortenedTimer {
+	opts := coreoptions.FromContext(ctx)
+	timers := []shortenedTimer{
+		{"the provisioner's batch window, idle (BATCH_IDLE_DURATION, wall clock)", "sigs.k8s.io/karpenter pkg/controllers/provisioning/batcher.go",
+			opts.BatchIdleDuration.String(), rehearsalBatchIdle.String()},
+		{"the provisioner's batch window, longest (BATCH_MAX_DURATION, wall clock)", "sigs.k8s.io/karpenter pkg/controllers/provisioning/batcher.go",
+			opts.BatchMaxDuration.String(), rehearsalBatchMax.String()},
+		{"the disruption controller's poll (pollingPeriod, wall clock)", "sigs.k8s.io/karpenter pkg/controllers/disruption/controller.go",
+			"10s", "run by the stepper at each step once the other controllers have settled, and again after each action"},
+		{"the NodeClaim lifecycle and expiration controllers' sleep after a write (clock.Sleep)",
+			"sigs.k8s.io/karpenter pkg/controllers/nodeclaim/lifecycle/controller.go, nodeclaim/expiration/controller.go",
+			"1s", readYourWritesSleep.String() + " wall clock"},
+		{"requeues after a simulated duration (consolidateAfter, expireAfter), which controller-runtime waits out on the wall clock",
+			"sigs.k8s.io/karpenter pkg/controllers/nodeclaim/disruption/consolidation.go, nodeclaim/expiration/controller.go",
+			"the duration left", "every NodeClaim is annotated after each move of the clock, so its controllers reconcile at once"},
+	}
+	opts.BatchIdleDuration, opts.BatchMaxDuration = rehearsalBatchIdle, rehearsalBatchMax
+	// One controller, no leader election; Karpenter's metrics controllers observe only.
+	opts.DisableLeaderElection = true
+	opts.DisableClusterStateObservability = true
+	return timers
+}
+
+func rehearse(args []string) error {
+	fs := flag.NewFlagSet("planner rehearse", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "the twin's kubeconfig, an identity that may act as Karpenter and the kubelets")
+	region := fs.String("region", "", "the stack's AWS region (aws:region)")
+	startAt := fs.String("start", "", "the simulated clock's first time, RFC3339")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 || *kubeconfig == "" || *region == "" || *startAt == "" {
+		return errors.New("usage: planner rehearse -kubeconfig <file> -region <aws region> -start <RFC3339> <render dir>")
+	}
+	start, err := time.Parse(time.RFC3339, *startAt)
+	if err != nil {
+		return fmt.Errorf("-start: %w", err)
+	}
+	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return fmt.Errorf("-kubeconfig: %w", err)
+	}
+	r, err := render.Read(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	ctx, err := controllerContext(r.ControllerEnv)
+	if err != nil {
+		return err
+	}
+	timers := shorten(ctx)
+	// The controllers' logs go to stderr; stdout is the driver's.
+	logger := zap.New(zap.WriteTo(os.Stderr))
+	log.SetLogger(logger)
+	klog.SetLogger(logger)
+	ctx, cancel := context.WithCancel(log.IntoContext(ctx, logger))
+	defer cancel()
+	s, err := newStepper(ctx, config, r, *region, newSimClock(start))
+	if err != nil {
+		return err
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.mgr.Start(ctx) }()
+	if !s.mgr.GetCache().WaitForCacheSync(ctx) {
+		return errors.New("the controllers' caches did not sync with the twin's API server")
+	}
+	if err := s.resolveNodeClasses(r); err != nil {
+		return err
+	}
+	out := json.NewEncoder(os.Stdout)
+	if err := out.Encode(map[string]any{"ready": true, "now": s.now(), "karpenter": providerVersion(), "shortenedTimers": timers}); err != nil {
+		return err
+	}
+	lines := make(chan string)
+	go func() {
+		in := bufio.NewScanner(os.Stdin)
+		for in.Scan() {
+			lines <- in.Text()
+		}
+		close(lines)
+	}()
+	for {
+		select {
+		case err := <-stopped:
+			return fmt.Errorf("the controller manager stopped: %w", err)
+		case line, ok := <-lines:
+			if !ok {
+				return nil // the driver closed stdin: the rehearsal is over
+			}
+			if err := out.Encode(s.answer(line)); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// stepper runs Karpenter's controllers against the twin and steps the simulated clock.
+type stepper struct {
+	ctx        context.Context
+	mgr        manager.Manager
+	reader     client.Client // the manager's cache
+	writer     client.Client // the twin itself, as the admin
+	clock      *simClock
+	journal    *journal
+	cluster    *state.Cluster
+	disruption *disruption.Controller
+	// The disruption controller's pass under way, if one waits for simulated time; nil when none.
+	disrupting chan bool
+	lastChange atomic.Int64 // wall clock, UnixNano, of the last change the caches saw
+}
+
+func newStepper(ctx context.Context, config *rest.Config, r *render.Render, region string, clk *simClock) (*stepper, error) {
+	mgr, err := controllerruntime.NewManager(config, controllerruntime.Options{
+		Scheme:                 scheme.Scheme,
+		Logger:                 log.FromContext(ctx),
+		Metrics:                server.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		BaseContext:            func() context.Context { return ctx },
+		// As Karpenter's operator caches leases (pkg/operator/operator.go).
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&coordinationv1.Lease{}: {Field: fields.SelectorFromSet(fields.Set{"metadata.namespace": nodeLeases})},
+		}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("controller manager: %w", err)
+	}
+	if err := indexFields(ctx, mgr); err != nil {
+		return nil, err
+	}
+	writer, err := client.New(config, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		return nil, err
+	}
+	s := &stepper{ctx: ctx, mgr: mgr, reader: mgr.GetClient(), writer: writer, clock: clk, journal: newJournal(clk)}
+	kube := &simClient{Client: mgr.GetClient(), journal: s.journal}
+	view := &simManager{Manager: mgr, client: kube}
+	recorder := events.NewRecorder(mgr.GetEventRecorderFor("karpenter")) //nolint:staticcheck // as Karpenter's operator does
+	store := nodeoverlay.NewInstanceTypeStore()
+	zones := lo.Map(r.Subnets, func(s string, _ int) string { return standin.Zone(s) })
+	aws, err := standin.NewAWS(ctx, kube, clk, launchable(r), zones, region, store, recorder)
+	if err != nil {
+		return nil, err
+	}
+	// cmd/controller/main.go's stack of cloud providers, with the node-making launch at its bottom.
+	undecorated := cloudmetrics.Decorate(&nodeMaker{CloudProvider: aws.CloudProvider, aws: aws, writer: writer, render: r, journal: s.journal})
+	provider := overlay.Decorate(undecorated, kube, store)
+	s.cluster = state.NewCluster(clk, kube, provider)
+	for _, c := range corecontrollers.NewControllers(ctx, view, clk, kube, recorder, provider, undecorated, s.cluster, store) {
+		if d, ok := c.(*disruption.Controller); ok {
+			s.disruption = d // the stepper runs it (shortenedTimers)
+			continue
+		}
+		if err := c.Register(ctx, view); err != nil {
+			return nil, fmt.Errorf("registering %T: %w", c, err)
+		}
+	}
+	// The AWS provider's EC2NodeClass hash, which its drift check compares with each NodeClaim's; its other
+	// EC2NodeClass controllers resolve from AWS, which ResolveNodeClass stands in for.
+	if err := nodeclasshash.NewController(kube, nil).Register(ctx, view); err != nil {
+		return nil, err
+	}
+	k := &kubelet{reader: mgr.GetClient(), writer: writer}
+	if err := k.register(mgr); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { k.renewLeases(ctx); return nil })); err != nil {
+		return nil, err
+	}
+	return s, s.watch(ctx)
+}
+
+// indexFields registers the field indexes Karpenter's operator registers and its controllers list by
+// (sigs.k8s.io/karpenter pkg/operator/operator.go, setupIndexers).
+func indexFields(ctx context.Context, mgr manager.Manager) error {
+	indexer := mgr.GetFieldIndexer()
+	for _, index := range []struct {
+		obj   client.Object
+		field string
+		value func(client.Object) string
+	}{
+		{&corev1.Pod{}, "spec.nodeName", func(o client.Object) string { return o.(*corev1.Pod).Spec.NodeName }},
+		{&corev1.Node{}, "spec.providerID", func(o client.Object) string { return o.(*corev1.Node).Spec.ProviderID }},
+		{&storagev1.VolumeAttachment{}, "spec.nodeName", func(o client.Object) string { return o.(*storagev1.VolumeAttachment).Spec.NodeName }},
+		{&karpv1.NodeClaim{}, "status.providerID", func(o client.Object) string { return o.(*karpv1.NodeClaim).Status.ProviderID }},
+		{&karpv1.NodeClaim{}, "spec.nodeClassRef.group", func(o client.Object) string { return o.(*karpv1.NodeClaim).Spec.NodeClassRef.Group }},
+		{&karpv1.NodeClaim{}, "spec.nodeClassRef.kind", func(o client.Object) string { return o.(*karpv1.NodeClaim).Spec.NodeClassRef.Kind }},
+		{&karpv1.NodeClaim{}, "spec.nodeClassRef.name", func(o client.Object) string { return o.(*karpv1.NodeClaim).Spec.NodeClassRef.Name }},
+		{&karpv1.NodePool{}, "spec.template.spec.nodeClassRef.group", func(o client.Object) string { return o.(*karpv1.NodePool).Spec.Template.Spec.NodeClassRef.Group }},
+		{&karpv1.NodePool{}, "spec.template.spec.nodeClassRef.kind", func(o client.Object) string { return o.(*karpv1.NodePool).Spec.Template.Spec.NodeClassRef.Kind }},
+		{&karpv1.NodePool{}, "spec.template.spec.nodeClassRef.name", func(o client.Object) string { return o.(*karpv1.NodePool).Spec.Template.Spec.NodeClassRef.Name }},
+	} {
+		value := index.value
+		if err := indexer.IndexField(ctx, index.obj, index.field, func(o client.Object) []string { return []string{value(o)} }); err != nil {
+			return fmt.Errorf("indexing %T by %s: %w", index.obj, index.field, err)
+		}
+	}
+	return nil
+}
+
+// watch notes the time of every change the caches see, and each pod kube-scheduler binds (a podBound event).
+func (s *stepper) watch(ctx context.Context) error {
+	changed := func() { s.lastChange.Store(time.Now().UnixNano()) }
+	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.Node{}, &karpv1.NodeClaim{}, &karpv1.NodePool{}, &autoscalingv1beta1.CapacityBuffer{}} {
+		informer, err := s.mgr.GetCache().GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("watching %T: %w", obj, err)
+		}
+		if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) { changed() },
+			UpdateFunc: func(old, updated any) {
+				changed()
+				before, isPod := old.(*corev1.Pod)
+				if after, _ := updated.(*corev1.Pod); isPod && before.Spec.NodeName == "" && after.Spec.NodeName != "" && !isDaemon(after) {
+					s.journal.bound(after)
+				}
+			},
+			DeleteFunc: func(any) { changed() },
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resolveNodeClasses gives each EC2NodeClass the status the provider's EC2NodeClass controller would resolve from AWS
+// (standin.ResolveNodeClass); the NodePools' readiness then follows from Karpenter's own controllers.
+func (s *stepper) resolveNodeClasses(r *render.Render) error {
+	for _, rendered := range r.NodeClasses {
+		nc := &awsv1.EC2NodeClass{}
+		if err := s.writer.Get(s.ctx, types.NamespacedName{Name: rendered.Name}, nc); err != nil {
+			return fmt.Errorf("EC2NodeClass %s on the twin: %w", rendered.Name, err)
+		}
+		standin.ResolveNodeClass(nc, r.Subnets)
+		if err := s.writer.Status().Update(s.ctx, nc); err != nil {
+			return fmt.Errorf("EC2NodeClass %s status: %w", rendered.Name, err)
+		}
+	}
+	return nil
+}
+
+func (s *stepper) now() string { return s.clock.Now().UTC().Format(time.RFC3339) }
+
+// answer takes one line of the driver's.
+func (s *stepper) answer(line string) any {
+	var step struct {
+		Advance string `json:"advance"`
+	}
+	decoder := json.NewDecoder(strings.NewReader(line))
+	decoder.DisallowUnknownFields()
+	if err := decoder.Decode(&step); err != nil {
+		return map[string]string{"error": fmt.Sprintf("not a step (want {\"advance\": \"<RFC3339>\"}): %v", err)}
+	}
+	to, err := time.Parse(time.RFC3339, step.Advance)
+	if err != nil {
+		return map[string]string{"error": fmt.Sprintf("advance: %v", err)}
+	}
+	if to.Before(s.clock.Now()) {
+		return map[string]string{"error": fmt.Sprintf("advance: the clock runs forward only: %s is before %s", step.Advance, s.now())}
+	}
+	unsettled := s.advance(to)
+	nodes, err := s.nodes()
+	if err != nil {
+		return map[string]string{"error": err.Error()}
+	}
+	answer := map[string]any{"now": s.now(), "events": s.journal.take(), "nodes": nodes}
+	if unsettled != "" {
+		answer["unsettled"] = unsettled
+	}
+	return answer
+}
+
+// advance moves the clock to t and runs the controllers until they have settled there: in between, it stops the
+// clock at the end of each simulated wait of a controller (disruption's validation) and at each time a decision
+// falls due (nextDue), and lets them settle there.
+// It returns what had not settled within stepLimit, "" when all had.
+func (s *stepper) advance(t time.Time) string {
+	deadline := time.Now().Add(stepLimit)
+	// What the driver did just before this step (pods made, a buffer patched) may not have reached the caches yet:
+	// touch counts as a change.
+	s.touch()
+	for {
+		if why := s.settle(deadline); why != "" {
+			return why
+		}
+		if s.disrupt(deadline) {
+			continue
+		}
+		next := t
+		if end, ok := s.clock.nextEnd(); ok && end.Before(next) {
+			next = end
+		}
+		due, ok, err := s.nextDue(s.clock.Now())
+		if err != nil {
+			return err.Error()
+		}
+		if ok && due.Before(next) {
+			next = due
+		}
+		if !next.After(s.clock.Now()) {
+			return ""
+		}
+		s.clock.SetTime(next)
+		s.touch()
+	}
+}
+
+// touch annotates every NodeClaim with the simulated time: controller-runtime waits out a requeue on the wall clock,
+// so a controller that asked to come back once consolidateAfter or expireAfter has passed in simulated time
+// reconciles now instead (shortenedTimers).
+func (s *stepper) touch() {
+	claims := &karpv1.NodeClaimList{}
+	if err := s.reader.List(s.ctx, claims); err != nil {
+		return
+	}
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, clockAnnotation, s.clock.Now().UTC().Format(time.RFC3339Nano)))
+	for i := range claims.Items {
+		if claims.Items[i].DeletionTimestamp == nil {
+			if err := s.writer.Patch(s.ctx, &claims.Items[i], client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+				log.FromContext(s.ctx).Error(err, "annotating NodeClaim with the clock", "NodeClaim", claims.Items[i].Name)
+			}
+		}
+	}
+	// The patches reach the caches a moment later: the controllers have not settled before they do.
+	s.lastChange.Store(time.Now().UnixNano())
+}
+
+// settle waits until the controllers have settled, or the deadline; it returns what had not settled by then.
+func (s *stepper) settle(deadline time.Time) string {
+	for {
+		why := s.unsettled()
+		if why == "" {
+			return ""
+		}
+		if time.Now().After(deadline) {
+			return why
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *stepper) quietFor(d time.Duration) bool {
+	return time.Since(time.Unix(0, s.lastChange.Load())) >= d
+}
+
+// unsettled says what the controllers are still doing, "" when nothing: a change within quiet, a NodeClaim not yet
+// initialized, a terminating one still changing, a pending pod Karpenter has not decided on, or one it placed that
+// kube-scheduler has not bound yet.
+func (s *stepper) unsettled() string {
+	if !s.quietFor(quiet) {
+		return "the controllers were still changing objects"
+	}
+	claims := &karpv1.NodeClaimList{}
+	if err := s.reader.List(s.ctx, claims); err != nil {
+		return err.Error()
+	}
+	for _, nc := range claims.Items {
+		if nc.DeletionTimestamp == nil && !nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
+			return fmt.Sprintf("NodeClaim %s not initialized", nc.Name)
+		}
+		if nc.DeletionTimestamp != nil && !s.quietFor(drainWait) {
+			return fmt.Sprintf("NodeClaim %s terminating", nc.Name)
+		}
+	}
+	pods := &corev1.PodList{}
+	if err := s.reader.List(s.ctx, pods); err != nil {
+		return err.Error()
+	}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || isDaemon(pod) || pod.Status.Phase != corev1.PodPending {
+			continue
+		}
+		key := client.ObjectKeyFromObject(pod)
+		if s.cluster.PodSchedulingDecisionTime(key).IsZero() {
+			return fmt.Sprintf("pod %s: no decision of Karpenter's yet", key)
+		}
+		if !s.cluster.PodSchedulingSuccessTime(key).IsZero() && !s.quietFor(bindWait) {
+			return fmt.Sprintf("pod %s: placed by Karpenter, not bound by kube-scheduler", key)
+		}
+	}
+	return ""
+}
+
+// disrupt runs one pass of Karpenter's disruption controller, or waits for the one under way, and says whether it
+// acted. A pass that waits for simulated time (its validation) is left waiting: the stepper moves the clock.
+func (s *stepper) disrupt(deadline time.Time) bool {
+	if s.disrupting == nil {
+		s.disrupting = make(chan bool, 1)
+		go func(done chan<- bool) {
+			result, err := s.disruption.Reconcile(s.ctx)
+			if err != nil {
+				log.FromContext(s.ctx).Error(err, "disruption")
+			}
+			// A pass that started a command asks to run again at once (singleton.RequeueImmediately).
+			done <- err == nil && (result.Requeue || result.RequeueAfter < time.Second)
+		}(s.disrupting)
+	}
+	for {
+		select {
+		case acted := <-s.disrupting:
+			s.disrupting = nil
+			return acted
+		case <-time.After(20 * time.Millisecond):
+			if _, waiting := s.clock.nextEnd(); (waiting && s.quietFor(quiet)) || time.Now().After(deadline) {
+				return false
+			}
+		}
+	}
+}
+
+// node is one of the answer's nodes.
+type node struct {
+	Name         string `json:"name"`
+	Lab          string `json:"lab"`
+	InstanceType string `json:"instanceType"`
+	CapacityType string `json:"capacityType"`
+	GPUSlices    int64  `json:"gpuSlices"` // nvidia.com/gpu (or .shared) allocatable, as the device plugin advertises
+	Pods         int    `json:"pods"`      // pods bound to it, DaemonSets' not counted
+	Terminating  bool   `json:"terminating"`
+}
+
+// nodes lists the nodes Karpenter launched, by name.
+func (s *stepper) nodes() ([]node, error) {
+	list := &corev1.NodeList{}
+	if err := s.reader.List(s.ctx, list, client.HasLabels{karpv1.NodePoolLabelKey}); err != nil {
+		return nil, err
+	}
+	answer := []node{}
+	for _, n := range list.Items {
+		pods := &corev1.PodList{}
+		if err := s.reader.List(s.ctx, pods, client.MatchingFields{"spec.nodeName": n.Name}); err != nil {
+			return nil, err
+		}
+		slices := n.Status.Allocatable[awsv1.ResourceNVIDIAGPU]
+		if shared, ok := n.Status.Allocatable[sharedGPU]; ok {
+			slices = shared
+		}
+		answer = append(answer, node{
+			Name: n.Name, Lab: n.Labels[render.LabLabel], InstanceType: n.Labels[corev1.LabelInstanceTypeStable],
+			CapacityType: n.Labels[karpv1.CapacityTypeLabelKey], GPUSlices: slices.Value(),
+			Pods:        lo.CountBy(pods.Items, func(p corev1.Pod) bool { return !isDaemon(&p) && p.DeletionTimestamp == nil }),
+			Terminating: n.DeletionTimestamp != nil,
+		})
+	}
+	sort.Slice(answer, func(i, j int) bool { return answer[i].Name < answer[j].Name })
+	return answer, nil
+}
