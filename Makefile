@@ -51,7 +51,7 @@ twin: $(VENV)/.installed
 	$(PY) -m tools.go_build kwok
 
 # The class rehearsal of a stack on the twin (tools/rehearse.py): out/$(STACK)-rehearsal/rehearsal.json.
-rehearse: $(VENV)/.installed $(HELM) twin
+rehearse: $(VENV)/.installed $(HELM) twin planner
 	$(PY) -m tools.rehearse $(STACK) --out out/$(STACK)-rehearsal
 
 # Every test, one process per core (pyproject.toml); `make test-charts` runs the slowest part alone: the tests that

@@ -20,9 +20,10 @@ import yaml
 
 from components.karpenter import class_seats_manifests as seats
 from config.versions import KUBE_SCHEDULER_VERSIONS
-from tests.conftest import STACK_FILES
+from tests.conftest import BASE, STACK_FILES, as_cli_config, run_config, stack_values
 from tests.rendered import BASE_STACK, rendered
-from tools import apply, rehearse, render, twin
+from tests.synthetic import lab
+from tools import apply, charts, plan, rehearse, render, twin
 
 CLASSES = "synthetic-classes"
 TODAY = datetime.date(2027, 1, 4)
@@ -58,7 +59,7 @@ def test_the_twin_runs_the_kubernetes_release_of_every_stack_file() -> None:
 def test_every_object_of_each_stack_file_is_accepted_by_the_api_server(built: None, path: Path) -> None:
     r = rendered(path.name.split(".")[1])
     r.require_charts()
-    done = rehearse.rehearse(r.out, r.run.stack.settings, TODAY)
+    done = rehearse.rehearse(r.out, r.run.stack.settings, TODAY, r.run.stack.region, day=False)
     assert done["refused"] == [], "\n".join(rehearse.problems(done))
     assert done["kubernetes"] == KUBE_SCHEDULER_VERSIONS[r.kubernetes_version]
 
@@ -117,7 +118,9 @@ def test_an_object_its_crds_schema_refuses_fails_the_rehearsal_with_the_servers_
 
     out = _with_resources(_planted(tmp_path, {}), planted)
     nodepools = [i.key for i in apply.items(out) if i.key.startswith("NodePool ")]
-    lines = rehearse.problems(rehearse.rehearse(out, rendered(BASE_STACK).run.stack.settings, TODAY))
+    lines = rehearse.problems(
+        rehearse.rehearse(out, rendered(BASE_STACK).run.stack.settings, TODAY, BASE["aws:region"], day=False)
+    )
     assert len(lines) == len(nodepools), lines
     for key, line in zip(nodepools, lines, strict=True):
         name = key.split(" ")[1]
@@ -137,7 +140,9 @@ def test_pods_pod_security_refuses_fail_the_rehearsal_with_the_servers_message(b
     out = _with_resources(_planted(tmp_path, {}), plant)
     daemonsets = [i.key for i in apply.items(out) if i.key.startswith(f"DaemonSet {namespace}/")]
     assert daemonsets, f"the base stack installs no DaemonSet in {namespace}"
-    lines = rehearse.problems(rehearse.rehearse(out, rendered(BASE_STACK).run.stack.settings, TODAY))
+    lines = rehearse.problems(
+        rehearse.rehearse(out, rendered(BASE_STACK).run.stack.settings, TODAY, BASE["aws:region"], day=False)
+    )
     assert len(lines) == len(daemonsets), lines
     for key, line in zip(daemonsets, lines, strict=True):
         assert line.startswith(f"rehearsal: refused {key} (charts/nvidia-device-plugin.yaml): its pods: "), line
@@ -161,7 +166,7 @@ def test_each_class_cron_job_runs_as_its_service_account_and_sets_the_buffer(bui
     r = rendered(CLASSES)
     r.require_charts()
     labs = r.run.stack.settings.labs
-    done = rehearse.rehearse(r.out, r.run.stack.settings, TODAY)
+    done = rehearse.rehearse(r.out, r.run.stack.settings, TODAY, r.run.stack.region, day=False)
     assert rehearse.problems(done) == []
     classes = sum(len(lab.classes) for lab in labs.values())
     assert len(done["jobs"]) == 2 * classes
@@ -183,7 +188,7 @@ def test_a_class_role_without_patch_fails_the_rehearsal_as_an_rbac_denial(built:
             for rule in res["inputs"]["rules"]:
                 rule["verbs"] = [v for v in rule["verbs"] if v != "patch"] or ["get"]
     (out / "resources.json").write_text(json.dumps(resources))
-    done = rehearse.rehearse(out, r.run.stack.settings, TODAY)
+    done = rehearse.rehearse(out, r.run.stack.settings, TODAY, r.run.stack.region, day=False)
     lines = rehearse.problems(done)
     # Every run of every class, warm-up and release alike, in the API server's words through kubectl.
     assert len(lines) == len(done["jobs"]) == 2 * sum(len(lab.classes) for lab in r.run.stack.settings.labs.values())
@@ -302,3 +307,36 @@ def _get_or_none(client: twin.Client, path: str) -> Any:
         if error.status == 404:
             return None
         raise
+
+
+# One lab of 4 seats (2 GPUs shared 2 ways) with one class on Monday 4 January 2027 whose 2 warm seats fill one node.
+ONE_CLASS = stack_values(
+    **{
+        "gpulab:labs": {
+            "morning": lab(
+                ["g4dn.xlarge"],
+                2,
+                classes=[{"schedule": "0 9 * * mon", "duration": "30m", "warmup": "20m", "warmSeats": 2}],
+            )
+        }
+    }
+)
+
+
+def test_a_class_day_on_karpenter_finds_its_warm_seats_and_leaves_no_node(built: None, tmp_path: Path) -> None:
+    """The class's warm-up CronJob warms the buffer, Karpenter launches for it before the start, the warm learners
+    bind there at the start; once all have left, Karpenter removes every node of the lab."""
+    if not plan.BINARY.exists():
+        pytest.skip(f"the planner is not built ({plan.BINARY.relative_to(plan.ROOT)}): `make planner` builds it")
+    run = run_config("one-class", as_cli_config(ONE_CLASS))
+    out = tmp_path / "render"
+    render.write(run, out)
+    if not_rendered := charts.write(run, out):
+        pytest.skip("; ".join(not_rendered))
+    done = rehearse.rehearse(out, run.stack.settings, TODAY, run.stack.region)
+    assert rehearse.problems(done) == []
+    (played,) = done["labs"]["morning"]["classes"]
+    assert played["warmSeats"] == 2
+    assert played["warmAtStart"] == played["warmSeats"], played
+    assert played["learnersArrived"] == run.stack.settings.labs["morning"].learner_seats
+    assert played["nodesAfterEnd"] == 0, done["labs"]["morning"]["events"]

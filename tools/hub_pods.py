@@ -122,6 +122,9 @@ def learner_pod(config: Config, profile: str, user: str = "learner") -> dict[str
     async def build() -> dict[str, Any]:
         spawner = KubeSpawner(_mock=True, config=config)
         spawner.user.name = user
+        # The names made from the user's (the pod's among them) were made from the mock user's as the spawner was
+        # made; KubeSpawner's own reset makes them again, as it does before each start.
+        spawner.clear_state()
         spawner.user_options = {"profile": profile}
         await spawner.load_user_options()
         pod = await spawner.get_pod_manifest()

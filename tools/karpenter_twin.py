@@ -41,6 +41,7 @@ class Karpenter:
     process: subprocess.Popen[str]
     log: Path
     timers: list[dict[str, str]] = field(default_factory=list)
+    version: str = ""  # the Karpenter release the planner is built with (its first answer's `karpenter`)
 
     def _read(self) -> dict[str, Any]:
         assert self.process.stdout is not None
@@ -109,7 +110,8 @@ def running(
         )
     karpenter = Karpenter(process, log)
     try:
-        karpenter.timers = karpenter._read()["shortenedTimers"]
+        ready = karpenter._read()
+        karpenter.timers, karpenter.version = ready["shortenedTimers"], ready["karpenter"]
         yield karpenter
     finally:
         if process.stdin:

@@ -4,9 +4,12 @@ the pinned modules (tools/twin.py, `make twin`).
     python -m tools.rehearse <stack name or stack file> --out <dir>
 
 Renders the stack into <dir>/render (as tools/render.py, charts included), starts the twin, applies the render as
-`pulumi up` would (tools/apply.py) and writes <dir>/rehearsal.json. Every object the API server refuses (its schema,
-CEL rules, admission including Pod Security, on the objects and on the pods their workloads make) fails the
-rehearsal with the server's own message: one `rehearsal: refused ...` line each, exit status 1. A stack file with
+`pulumi up` would (tools/apply.py), plays the class day on Karpenter's controllers on a simulated clock (play_day:
+the classes' CronJobs, learners' pods made and deleted, tools/class_day.py's timeline) and writes
+<dir>/rehearsal.json. Every object the API server refuses (its schema, CEL rules, admission including Pod Security,
+on the objects and on the pods their workloads make) fails the rehearsal with the server's own message: one
+`rehearsal: refused ...` line each, exit status 1; so do an RBAC denial, a failed class Job, a class short of its warm
+seats at its start and a learner moved during a class (tools/rehearsal_report.py). A stack file with
 problems exits with status 2 and its `gpulab:` lines, as the render does; a twin not built, with status 1 and one line
 saying how to build it. docs/rehearsal.md says how to read rehearsal.json.
 """
@@ -14,7 +17,9 @@ saying how to build it. docs/rehearsal.md says how to read rehearsal.json.
 from __future__ import annotations
 
 import argparse
+import copy
 import datetime
+import itertools
 import json
 import sys
 import time
@@ -24,13 +29,26 @@ from typing import Any
 try:
     import pulumi
     import yaml
+    from traitlets.config import Config
 
     import config
     import program
     from components.jupyterhub.hub import RELEASE as HUB_RELEASE
     from config.jupyterhub import JupyterHub
     from config.model import Settings
-    from tools import apply, charts, cron_jobs, harness, hub_pods, rehearsal_report, render, twin
+    from tools import (
+        apply,
+        charts,
+        class_day,
+        cron_jobs,
+        harness,
+        hub_pods,
+        karpenter_twin,
+        plan,
+        rehearsal_report,
+        render,
+        twin,
+    )
 except ModuleNotFoundError as missing:  # an interpreter without the project's requirements
     sys.exit(f"gpulab: {missing.name} is not installed for {sys.executable}; run `make rehearse`")
 
@@ -81,9 +99,157 @@ def hub_learners(
     return refused, denied
 
 
-def rehearse(render_dir: Path, stack: Settings, today: datetime.date) -> dict[str, Any]:
+# Learners' pods where gpulab:jupyterhub is off (or their lab is off its spawn page): any namespace does, the pod's
+# nodeSelector and tolerations decide where it runs; the twin's default namespace has its service account at once.
+LEARNER_NAMESPACE = "default"
+# The hub's learner pods name the hub's user-scheduler (the chart's, with the hub's rendered scheduler config), which
+# the twin does not run: the rehearsal gives them to the twin's kube-scheduler instead, and says so in rehearsal.json.
+DEFAULT_SCHEDULER = "default-scheduler"
+USER_SCHEDULER_SUBSTITUTED = {
+    "component": "the hub's user-scheduler (schedulerName of KubeSpawner's learner pods)",
+    "inTheRehearsal": f"{DEFAULT_SCHEDULER}, the twin's kube-scheduler with its default configuration: the "
+    "user-scheduler's own configuration (its scoring, which packs learners onto the fullest nodes) is not rehearsed",
+}
+
+
+class Learners:
+    """Each learner's pod of the day, made and deleted on the twin: as the hub's KubeSpawner builds it for a lab on
+    the spawn page when gpulab:jupyterhub is on (tools/hub_pods.py), else the lab's `learnerPodSpec` output."""
+
+    def __init__(self, plane: twin.ControlPlane, render_dir: Path, stack: Settings) -> None:
+        self.admin = plane.admin
+        self.specs = {n: lab["learnerPodSpec"] for n, lab in self._outputs(render_dir)["labs"].items()}
+        self.spawn_page = {n for n, lab in stack.labs.items() if lab.on_spawn_page}
+        self.hub: tuple[str, Config] | None = None  # the hub's namespace and its configuration
+        if stack.jupyterhub is not None:
+            objects = yaml.safe_load_all((render_dir / "charts" / f"{HUB_RELEASE}.yaml").read_text())
+            namespace = stack.jupyterhub.namespace
+            self.hub = namespace, hub_pods.hub_config([o for o in objects if o], namespace)
+        self.pods: dict[tuple[str, str], str] = {}  # the learner of each pod made, by (lab, namespace/name)
+        self.substituted = False
+
+    @staticmethod
+    def _outputs(render_dir: Path) -> dict[str, Any]:
+        return dict(json.loads((render_dir / "outputs.json").read_text()))
+
+    def _pod(self, lab: str, learner: str) -> dict[str, Any]:
+        if self.hub is not None and lab in self.spawn_page:
+            namespace, spawner_config = self.hub
+            pod = hub_pods.learner_pod(spawner_config, lab, learner)
+            pod["metadata"]["namespace"] = namespace
+            pod["spec"]["schedulerName"] = DEFAULT_SCHEDULER
+            self.substituted = True
+            return pod
+        meta = {"name": learner, "namespace": LEARNER_NAMESPACE}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": copy.deepcopy(self.specs[lab])}
+
+    def arrive(self, lab: str, learner: str) -> dict[str, str] | None:
+        """The learner's pod made; what the API server refused of it, if it did."""
+        pod = self._pod(lab, learner)
+        namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        try:
+            self.admin.request("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
+        except twin.ApiError as error:
+            source = f"charts/{HUB_RELEASE}.yaml" if self.hub and lab in self.spawn_page else "outputs.json"
+            return {
+                "object": f"the learner pod {namespace}/{name} of lab {lab}",
+                "source": source,
+                "message": error.message,
+            }
+        self.pods[lab, f"{namespace}/{name}"] = learner
+        return None
+
+    def leave(self, lab: str, learner: str) -> None:
+        """The learner's pod deleted (none, if the API server refused to make it)."""
+        for key in [pod for (of, pod), who in self.pods.items() if of == lab and who == learner]:
+            namespace, name = key.split("/")
+            self.admin.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}")
+
+    def observed(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """The stepper's event as class_day reads it: a learner's podBound as `bound`, naming the learner; another
+        pod's binding (a Job's, say) is none of the class day's."""
+        if event["what"] != "podBound":
+            return event
+        learner = self.pods.get((event["lab"], event["pod"]))
+        if learner is None:
+            return None
+        return {"at": event["at"], "what": "bound", "lab": event["lab"], "learner": learner, "node": event["node"]}
+
+
+def _firing_of(step: dict[str, Any], stack: Settings, today: datetime.date) -> cron_jobs.Firing:
+    """The warm-up or release CronJob run a step of the day stands for (tools/cron_jobs.py firings, as played)."""
+    lab = stack.labs[step["lab"]]
+    (firing,) = [
+        f
+        for f in cron_jobs.firings({step["lab"]: lab}, today)
+        if f.lab_class is lab.classes[step["class"]] and bool(f.replicas) == (step["what"] == "warmup")
+    ]
+    return firing
+
+
+def play_day(
+    plane: twin.ControlPlane, render_dir: Path, stack: Settings, today: datetime.date, region: str
+) -> dict[str, Any]:
+    """Every lab's class day (tools/class_day.py timeline) on one Karpenter on the twin's simulated clock, from the
+    day's first step to the last lab's day_end: at each instant, in the timeline's order, the classes' CronJobs run
+    (cron_jobs.run, as their Jobs would then) and learners' pods are made and deleted; then the clock runs to the next.
+    Returns rehearsal.json's jobs, the learner pods refused, labs, karpenter, shortenedTimers, substitutions and
+    unsettled."""
+    days = class_day.timeline(stack, today)
+    steps = sorted(
+        (s for lab_steps in days.values() for s in lab_steps),
+        key=lambda s: (class_day.moment(s["at"]), class_day.STEP_ORDER.index(s["what"])),
+    )
+    learners = Learners(plane, render_dir, stack)
+    jobs: list[dict[str, Any]] = []
+    refused: list[dict[str, str]] = []
+    observed: list[dict[str, Any]] = []
+    unsettled: list[str] = []
+
+    def do(step: dict[str, Any]) -> None:
+        if step["what"] in ("warmup", "release"):
+            jobs.append(cron_jobs.run(plane, _firing_of(step, stack, today)))
+        elif step["what"] == "arrive":
+            if refusal := learners.arrive(step["lab"], step["learner"]):
+                refused.append(refusal)
+        elif step["what"] == "leave":
+            learners.leave(step["lab"], step["learner"])
+
+    def record(answer: dict[str, Any]) -> None:
+        observed.extend(e for e in map(learners.observed, answer["events"]) if e is not None)
+        if "unsettled" in answer:
+            unsettled.append(answer["now"])
+
+    if not steps:
+        return {"jobs": jobs, "refused": refused, "labs": {}, "substitutions": []}
+    ends = [class_day.day_end(stack.labs[n], s) for n, s in days.items() if s]
+    with karpenter_twin.running(plane, render_dir, region, class_day.moment(steps[0]["at"])) as karpenter:
+        for at, group in itertools.groupby(steps, key=lambda s: class_day.moment(s["at"])):
+            actions = list(group)
+
+            def act(actions: list[dict[str, Any]] = actions) -> None:
+                for step in actions:
+                    do(step)
+
+            record(karpenter.at(at, act))
+        record(karpenter.advance(max(ends)))
+        version, timers = karpenter.version, karpenter.timers
+    return {
+        "jobs": jobs,
+        "refused": refused,
+        "karpenter": version,
+        "labs": {n: class_day.lab_section(n, stack.labs[n], s, observed) for n, s in days.items() if s},
+        "shortenedTimers": timers,
+        "substitutions": [USER_SCHEDULER_SUBSTITUTED] if learners.substituted else [],
+        "unsettled": unsettled,
+    }
+
+
+def rehearse(render_dir: Path, stack: Settings, today: datetime.date, region: str, day: bool = True) -> dict[str, Any]:
     """Plays the render of a stack with these settings on a fresh twin and returns rehearsal.json's content; the
-    classes that repeat all year are played from their first day at or after `today`."""
+    classes that repeat all year are played from their first day at or after `today`, Karpenter's instance types
+    and prices those of `region`. With `day` false, the classes' CronJobs run one after the other and no class day
+    is played (no `labs`): what the API server refuses and RBAC denies is the same, in seconds, not minutes."""
     started = time.monotonic()
     with twin.running() as plane:
         _, refused = apply.apply_render(plane.admin, render_dir)
@@ -91,14 +257,20 @@ def rehearse(render_dir: Path, stack: Settings, today: datetime.date) -> dict[st
         if stack.jupyterhub is not None:
             learners_refused, denied = hub_learners(plane, render_dir, stack.jupyterhub)
             refused += learners_refused
-        jobs = cron_jobs.run_all(plane, stack.labs, today)
+        played = (
+            play_day(plane, render_dir, stack, today, region)
+            if day
+            else {"jobs": cron_jobs.run_all(plane, stack.labs, today), "refused": []}
+        )
         plane.check_running()
+        jobs = played.pop("jobs")
         return {
             "kubernetes": plane.version,
-            "refused": refused,
+            "refused": refused + played.pop("refused"),
             "jobs": jobs,
             "rbacDenied": denied + cron_jobs.denied(jobs),
             "jobsFailed": cron_jobs.failed(jobs),
+            **played,
             "wallSeconds": round(time.monotonic() - started, 1),
         }
 
@@ -132,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         twin.require_built()
         run = render_stack(args.stack, args.out / RENDER)
         today = datetime.datetime.now(datetime.UTC).date()
-        rehearsal = rehearse(args.out / RENDER, run.stack.settings, today)
+        rehearsal = rehearse(args.out / RENDER, run.stack.settings, today, run.stack.region)
     except config.ConfigError as error:
         print("\n".join(error.lines), file=sys.stderr)
         return 2
@@ -142,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     except charts.TemplateError as error:
         print(f"gpulab: {error}", file=sys.stderr)
         return 1
-    except (twin.NotBuilt, Unavailable, twin.Failed) as why:
+    except (twin.NotBuilt, Unavailable, twin.Failed, plan.Unavailable, karpenter_twin.Failed) as why:
         print(f"rehearsal not run: {why}", file=sys.stderr)
         return 1
     (args.out / REHEARSAL).write_text(json.dumps(rehearsal, indent=2) + "\n")
@@ -150,6 +322,13 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(rehearsal_report.table(rehearsal)))
     for line in found:
         print(line, file=sys.stderr)
+    if rehearsal.get("unsettled"):
+        print(
+            f"rehearsal: Karpenter's controllers had not settled within the stepper's limit at "
+            f"{len(rehearsal['unsettled'])} moment(s) (rehearsal.json unsettled): the class day's figures after them "
+            "may count a binding or a deletion late",
+            file=sys.stderr,
+        )
     print(
         f"rehearsal of {args.stack} on Kubernetes {rehearsal['kubernetes']}: {len(found)} problem(s), "
         f"{rehearsal['wallSeconds']} s; {args.out / REHEARSAL}"
