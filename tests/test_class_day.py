@@ -9,6 +9,9 @@ import pytest
 from kubespawner.slugs import safe_slug  # type: ignore[import-untyped]
 
 import config
+from config.cost import usd
+from config.price_book import LIST
+from tests import tables
 from tests.conftest import as_cli_config, stack_values
 from tests.synthetic import lab
 from tools import class_day, rehearsal_report, rehearse
@@ -121,28 +124,30 @@ def test_learner_names_are_pod_names_the_hub_keeps_as_they_are(name: str) -> Non
     assert class_day.learner_name("a--b", 1) != class_day.learner_name("a-b", 1)
 
 
-def _launched(at: str, node: str, price: float = 0.526) -> dict[str, Any]:
+def _launched(
+    at: str, node: str, price: float = 0.526, lab: str = "two", instance_type: str = "g4dn.xlarge"
+) -> dict[str, Any]:
     return {
         "at": f"2027-01-04T{at}Z",
         "what": "nodeLaunched",
-        "lab": "two",
+        "lab": lab,
         "node": node,
-        "instanceType": "g4dn.xlarge",
+        "instanceType": instance_type,
         "capacityType": "on-demand",
         "pricePerHour": price,
     }
 
 
-def _deleted(at: str, node: str) -> dict[str, Any]:
-    return {"at": f"2027-01-04T{at}Z", "what": "nodeDeleted", "lab": "two", "node": node, "reason": "Empty"}
+def _deleted(at: str, node: str, lab: str = "two") -> dict[str, Any]:
+    return {"at": f"2027-01-04T{at}Z", "what": "nodeDeleted", "lab": lab, "node": node, "reason": "Empty"}
 
 
-def _bound(at: str, learner: str, node: str) -> dict[str, Any]:
-    return {"at": f"2027-01-04T{at}Z", "what": "bound", "lab": "two", "learner": learner, "node": node}
+def _bound(at: str, learner: str, node: str, lab: str = "two") -> dict[str, Any]:
+    return {"at": f"2027-01-04T{at}Z", "what": "bound", "lab": lab, "learner": learner, "node": node}
 
 
-def _disrupted(at: str, pod: str, node: str, reason: str = "Underutilized") -> dict[str, Any]:
-    return {"at": f"2027-01-04T{at}Z", "what": "disrupted", "lab": "two", "pod": pod, "node": node, "reason": reason}
+def _disrupted(at: str, pod: str, node: str, reason: str = "Underutilized", lab: str = "two") -> dict[str, Any]:
+    return {"at": f"2027-01-04T{at}Z", "what": "disrupted", "lab": lab, "pod": pod, "node": node, "reason": reason}
 
 
 # The second class, all warm: two nodes warmed at 13:31, every learner bound two seconds after the start.
@@ -187,8 +192,12 @@ def test_a_day_whose_learners_all_bind_on_warm_nodes() -> None:
     # n1, n2 for 1h29m30s and n3, n4 for 2h40m; 0.526 USD an hour each
     assert section["nodeHours"] == 8.3167
     assert section["cost"] == round(8.316667 * 0.526, 4)
-    # two g4dn.xlarge (3 seats) from 09:00 to 10:00 and from 14:00 to 16:00
+    # two g4dn.xlarge (3 seats) from 09:00 to 10:00 and from 14:00 to 16:00, at the price the day's nodes were
+    # billed at: the stand-in's, Karpenter's generated list (config/prices.py copies it)
     assert section["lowerBoundNodeHours"] == 6.0
+    assert LIST.on_demand["g4dn.xlarge"] == 0.526
+    assert section["lowerBoundCost"] == round(6.0 * 0.526, 4) < section["cost"]
+    assert "trickle" not in section  # a lab with classes has its classes' figures
     assert [e["what"] for e in section["events"][:3]] == ["warmup", "nodeLaunched", "nodeLaunched"]
     assert rehearsal_report.problems({"two": section}) == []
 
@@ -263,9 +272,10 @@ def test_the_tables_show_warm_seats_disruptions_waits_and_cost_against_the_lower
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines if line.startswith("| two")]
     assert rows[0] == ["two", "classes[0]", "2027-01-04T09:00:00Z", "4 of 4", "6", "0", "30", "0"]
     assert rows[1] == ["two", "classes[1]", "2027-01-04T14:00:00Z", "6 of 6", "6", "0", "1", "0"]
-    assert rows[2] == ["two", "8.3167", "6", "4.3746"]
+    assert rows[2] == ["two", "8.3167", "6", "4.3746", "3.1560"]
     # "none": one g6.xlarge (2 seats) for the 5 minutes any learner is there; no node launched in this log
-    assert any(line.startswith("| none") and "0.0833" in line for line in lines)
+    (none_row,) = [tables.cells(line) for line in lines if tables.cells(line)[:2] == ["none", "0"]]
+    assert none_row == ["none", "0", "0.0833", "0.0000", usd(5 / 60 * LIST.on_demand["g6.xlarge"])]
     assert rehearsal_report.table(None) == [rehearsal_report.NOT_RUN]
     assert rehearsal_report.table({"kubernetes": "v1.34.12"}) == [rehearsal_report.NOT_PLAYED]
 
@@ -275,3 +285,120 @@ def test_the_rehearsals_own_lines_carry_the_class_days() -> None:
     done = {**_rehearsal(short), "refused": [], "rbacDenied": [], "jobsFailed": []}
     assert rehearse.problems(done) == rehearsal_report.problems(short) != []
     assert rehearse.problems({**done, "labs": {}}) == []
+
+
+# --- a lab without classes: learnerSeats learners seated, the one more kept waiting -----------------------------------
+# "none": g6.xlarge (1 GPU), 2 slices, maxGpus 1: 2 seats on one node. none-1 and none-2 arrive at 00:00 and 00:01, the
+# extra none-3 at 00:02; they leave at 00:03, 00:04 and 00:05.
+
+
+def _none(at: str, what: str, *args: str) -> dict[str, Any]:
+    if what == "launched":
+        return _launched(at, *args, price=0.8048, lab="none", instance_type="g6.xlarge")
+    return {"deleted": _deleted, "bound": _bound, "disrupted": _disrupted}[what](at, *args, lab="none")
+
+
+def _trickle(*observed: dict[str, Any]) -> dict[str, Any]:
+    return class_day.lab_section("none", SETTINGS.labs["none"], DAY["none"], observed)
+
+
+KEPT_WAITING = [
+    _none("00:00:01", "launched", "n1"),
+    _none("00:00:02", "bound", "none-1", "n1"),
+    _none("00:01:01", "bound", "none-2", "n1"),
+    _none("00:03:00", "bound", "none-3", "n1"),  # as none-1 leaves: the seat it freed
+    _none("00:15:30", "deleted", "n1"),
+]
+
+
+def test_a_lab_without_classes_seats_its_learners_and_keeps_the_extra_one_waiting_for_a_freed_seat() -> None:
+    section = _trickle(*KEPT_WAITING)
+    assert section["classes"] == []
+    assert section["trickle"] == {
+        "learnerSeats": 2,
+        "maxGpus": 1,
+        "learnersArrived": 3,
+        "seated": 2,
+        "neverSeated": [],
+        "extraLearner": "none-3",
+        "extraArrived": "2027-01-04T00:02:00Z",
+        "extraBound": "2027-01-04T00:03:00Z",
+        "extraWaitSeconds": 60.0,
+        "othersSeatedThen": 1,  # none-1 had left at that instant
+        "mostGpusAtOnce": 1,
+    }
+    assert rehearsal_report.problems({"none": section}) == []
+    lines = rehearsal_report.table(_rehearsal({"none": section}))
+    assert tables.table(lines, "the class day on the twin")[0] == {
+        "lab (no classes)": "none",
+        "seated": "2 of 2",
+        "extra learner": "none-3",
+        "extra bound (UTC)": "2027-01-04T00:03:00Z",
+        "extra wait s": "60",
+        "others seated then": "1",
+        "most GPUs": "1 of 1",
+    }
+
+
+def test_an_extra_learner_seated_beyond_the_labs_seats_fails_the_rehearsal_naming_max_gpus() -> None:
+    beyond = [
+        *KEPT_WAITING[:3],
+        _none("00:02:01", "launched", "n2"),  # a second GPU for the extra learner: past maxGpus 1
+        _none("00:02:02", "bound", "none-3", "n2"),
+        _none("00:15:30", "deleted", "n1"),
+        _none("00:15:30", "deleted", "n2"),
+    ]
+    section = _trickle(*beyond)
+    t = section["trickle"]
+    assert (t["seated"], t["extraBound"], t["othersSeatedThen"], t["mostGpusAtOnce"]) == (
+        2,
+        "2027-01-04T00:02:02Z",
+        2,
+        2,
+    )
+    seated, gpus = rehearsal_report.problems({"none": section})
+    assert seated.startswith("rehearsal: gpulab:labs.none.maxGpus: lab none (no classes) seated its extra learner ")
+    assert "none-3 at 2027-01-04T00:02:02Z (arrived 2027-01-04T00:02:00Z) beside 2 others" in seated
+    assert "beyond its 2 learner seats (maxGpus x slicesPerGpu)" in seated
+    assert (
+        gpus == "rehearsal: gpulab:labs.none.maxGpus: lab none (no classes) ran 2 GPUs at once, more than its maxGpus 1"
+    )
+    assert rehearse.problems({**_rehearsal({"none": section}), "refused": [], "rbacDenied": [], "jobsFailed": []}) == [
+        seated,
+        gpus,
+    ]
+
+
+def test_a_lab_without_classes_that_seats_fewer_than_its_seats_fails_the_rehearsal_naming_who_was_never_bound() -> None:
+    # none-2 is never bound; the extra none-3 takes the seat left: two seated at once, none beyond the lab's.
+    section = _trickle(*KEPT_WAITING[:2], _none("00:02:01", "bound", "none-3", "n1"))
+    t = section["trickle"]
+    assert (t["seated"], t["neverSeated"], t["othersSeatedThen"]) == (1, ["none-2"], 1)
+    (line,) = rehearsal_report.problems({"none": section})
+    assert line == (
+        "rehearsal: gpulab:labs.none.maxGpus: lab none (no classes) seated 1 of its 2 learner seats (maxGpus x "
+        "slicesPerGpu) as 3 learners trickled in: none-2 never bound before they left"
+    )
+
+
+def test_a_seat_a_disruption_freed_is_not_counted_against_the_extra_learner_and_one_never_bound_waits_till_leaving():
+    moved = _trickle(
+        *KEPT_WAITING[:3],
+        _none("00:01:30", "disrupted", "default/none-1", "n1"),
+        _none("00:02:01", "bound", "none-3", "n1"),
+    )
+    assert moved["trickle"]["othersSeatedThen"] == 1
+    assert rehearsal_report.problems({"none": moved}) == []
+    never = _trickle(*KEPT_WAITING[:3])["trickle"]
+    assert (never["extraBound"], never["othersSeatedThen"], never["extraWaitSeconds"]) == (None, None, 180.0)
+    row = tables.table(rehearsal_report.table(_rehearsal({"none": _trickle(*KEPT_WAITING[:3])})), "the class day")[0]
+    assert (row["extra bound (UTC)"], row["others seated then"]) == ("never", "n/a")
+
+
+def test_a_lab_whose_cheapest_type_has_no_list_price_has_no_lower_bound_cost() -> None:
+    unpriced = _settings(stack_values(**{"gpulab:labs": {"new": lab(["g7.2xlarge"], 2, max_gpus=1)}}))
+    steps = class_day.timeline(unpriced, TODAY)["new"]
+    section = class_day.lab_section("new", unpriced.labs["new"], steps, [])
+    assert section["lowerBoundNodeHours"] > 0 and section["lowerBoundCost"] is None
+    *_, lab_row = [line for line in rehearsal_report.table(_rehearsal({"new": section})) if line.startswith("| new ")]
+    assert tables.cells(lab_row)[-1] == "n/a"

@@ -471,6 +471,7 @@ def rehearsed(lab_name: str = "intro") -> dict:
     one = {"index": 0, "warmSeats": 12, "warmAtStart": 11, "learnersArrived": 12, "boundWithoutNewNode": 11}
     one |= {"waitSeconds": {"p50": 1.0, "p95": 42.5, "max": 50.0}, "disruptedDuringClass": 1, "nodesAfterEnd": 0}
     day = {"events": events, "classes": [one], "nodeHours": 5.25, "lowerBoundNodeHours": 4.0, "cost": 2.7615}
+    day |= {"lowerBoundCost": 2.104}
     return {"kubernetes": "v1.34.12", "karpenter": "v1.14.1", "labs": {lab_name: day}}
 
 
@@ -488,7 +489,7 @@ def test_the_comment_shows_each_class_of_the_rehearsal_and_the_days_cost_against
         "nodes after": "0",
     }
     (day,) = [tables.cells(line) for line in lines if tables.cells(line)[:2] == ["intro", "5.25"]]
-    assert day == ["intro", "5.25", "4", "2.7615"]
+    assert day == ["intro", "5.25", "4", "2.7615", "2.1040"]  # node-hours and USD, each against its lower bound
     assert rehearsal_report.NOT_RUN not in lines
     assert lines.index(rehearsal_report.table(rehearsed())[0]) < lines.index("<pre>")
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from config import durations
 from config.cost import DECIMALS
+from config.instance_types import GPU_INSTANCE_TYPES
 from config.model import Lab, Settings
 from config.node_capacity import seats_per_node
 from config.price_book import LIST
@@ -283,6 +284,63 @@ def class_metrics(
     }
 
 
+def _gpus(node: str, instance_type: str) -> int:
+    if instance_type not in GPU_INSTANCE_TYPES:
+        raise BadLog(f"node {node} launched as {instance_type}, which is not a GPU instance type gpulab knows")
+    return GPU_INSTANCE_TYPES[instance_type].gpus
+
+
+def trickle_metrics(lab: Lab, steps: Sequence[Step], events: Sequence[Event]) -> dict[str, Any]:
+    """A lab without classes: what its trickle of learnerSeats + 1 learners found (rehearsal.json
+    `labs.<lab>.trickle`), against what the lab promises (docs/configuration.md): it seats `learnerSeats` (maxGpus x
+    slicesPerGpu) learners at once, on at most `maxGpus` GPUs (its NodePool's limit), and no more.
+
+    - `seated`: of the first learnerSeats learners to arrive, those bound before they left (or as they left: a binding
+      is stamped at the simulated moment its step settled); `neverSeated` names the others.
+    - `extraLearner`, `extraArrived`, `extraBound` (None when never bound) and `extraWaitSeconds` (to their binding,
+      or to their leaving when never bound): the one learner more than the lab seats.
+    - `othersSeatedThen`: at the extra learner's binding, the lab's other learners bound and not yet left, less the
+      lab's pods disrupted before it (each may have freed a seat): learnerSeats or more, and the extra learner's seat
+      was one beyond the lab's.
+    - `mostGpusAtOnce`: the most GPUs (config/instance_types.py) of the lab's nodes up at one moment, beside `maxGpus`.
+    """
+    arrived = [(moment(s["at"]), s["learner"]) for s in steps if s["what"] == "arrive"]
+    left = {s["learner"]: moment(s["at"]) for s in steps if s["what"] == "leave"}
+    bound: dict[str, datetime.datetime] = {}
+    for e in events:
+        if e["what"] == "bound" and e["learner"] in left:
+            bound.setdefault(e["learner"], moment(e["at"]))
+    promised, (extra_arrived, extra) = arrived[: lab.learner_seats], arrived[lab.learner_seats]
+    never = [learner for _, learner in promised if not (learner in bound and bound[learner] <= left[learner])]
+    extra_bound = bound.get(extra)
+    others_then = None
+    if extra_bound is not None:
+        present = sum(1 for _, n in promised if n in bound and bound[n] <= extra_bound < left[n])
+        freed = sum(1 for e in events if e["what"] == "disrupted" and moment(e["at"]) <= extra_bound)
+        others_then = max(present - freed, 0)
+    up: dict[str, int] = {}  # the GPUs of each node up, in the log's order (of time; at one instant as logged)
+    most_gpus = 0
+    for e in events:
+        if e["what"] == "nodeLaunched":
+            up[e["node"]] = _gpus(e["node"], e["instanceType"])
+            most_gpus = max(most_gpus, sum(up.values()))
+        elif e["what"] == "nodeDeleted":
+            up.pop(e["node"], None)
+    return {
+        "learnerSeats": lab.learner_seats,
+        "maxGpus": lab.max_gpus,
+        "learnersArrived": len(arrived),
+        "seated": len(promised) - len(never),
+        "neverSeated": never,
+        "extraLearner": extra,
+        "extraArrived": iso(extra_arrived),
+        "extraBound": None if extra_bound is None else iso(extra_bound),
+        "extraWaitSeconds": round(((extra_bound or left[extra]) - extra_arrived).total_seconds(), 3),
+        "othersSeatedThen": others_then,
+        "mostGpusAtOnce": most_gpus,
+    }
+
+
 def cheapest_type(lab: Lab) -> str:
     """The lab's instance type of the cheapest seat-hour (its on-demand list price, config/prices.py, over its seats
     per node); of the most seats per node among equals, and when no type has a price."""
@@ -294,10 +352,11 @@ def cheapest_type(lab: Lab) -> str:
     return min(lab.instance_types, key=key)
 
 
-def lower_bound_node_hours(lab: Lab, steps: Sequence[Step], end: datetime.datetime) -> float:
+def _lower_bound_hours(lab: Lab, steps: Sequence[Step], end: datetime.datetime) -> float:
     """The least node-hours that hold the day's learners: at each moment, ceil(learners there / seats per node) of
     the lab's cheapest type (cheapest_type; seats per node from config/node_capacity.py), learners counted from their
-    arrival to their leaving whether seated or not, at most the lab's learnerSeats (one more waits or is refused)."""
+    arrival to their leaving whether seated or not, at most the lab's learnerSeats (one more waits or is refused).
+    Unrounded: the hours and their cost are each rounded once, from it."""
     seats = seats_per_node(cheapest_type(lab), lab.slices_per_gpu)
     changes = sorted((moment(s["at"]), 1 if s["what"] == "arrive" else -1) for s in steps if s["learner"])
     total = 0.0
@@ -305,7 +364,15 @@ def lower_bound_node_hours(lab: Lab, steps: Sequence[Step], end: datetime.dateti
     for (at, change), until in zip(changes, [*(t for t, _ in changes[1:]), end], strict=True):
         active += change
         total += math.ceil(min(active, lab.learner_seats) / seats) * (until - at).total_seconds()
-    return round(total / 3600, DECIMALS)
+    return total / 3600
+
+
+def lower_bound_price(lab: Lab) -> float | None:
+    """USD an hour of a node of the lab's cheapest type (cheapest_type), the price its lower bound is costed at: the
+    list price config/prices.py copies from the file the AWS provider's pricing starts from
+    (zz_generated.pricing_aws.go), which is also where the planner's stand-in prices each node the day launches
+    (planner/standin/aws.go; spot as on-demand, offline). None when the type has no list price."""
+    return LIST.on_demand.get(cheapest_type(lab))
 
 
 def _classes_of(lab: Lab, steps: Sequence[Step]) -> list[PlayedClass]:
@@ -323,8 +390,9 @@ def _classes_of(lab: Lab, steps: Sequence[Step]) -> list[PlayedClass]:
 def lab_section(lab_name: str, lab: Lab, steps: Sequence[Step], observed: Iterable[Event]) -> dict[str, Any]:
     """rehearsal.json's `labs.<lab>`: the day's log (the lab's steps and the events observed of it, merged), each
     played class's figures (class_metrics), and over the day (its last step plus settle()): `nodeHours`, each node of
-    the lab from its launch to its deletion or the day's end; `lowerBoundNodeHours` (lower_bound_node_hours); `cost`,
-    USD, each node's pricePerHour over those hours."""
+    the lab from its launch to its deletion or the day's end; `lowerBoundNodeHours` (_lower_bound_hours); `cost`,
+    USD, each node's pricePerHour over those hours; `lowerBoundCost`, USD, the lower bound's node-hours at
+    lower_bound_price (None without a price)."""
     end = day_end(lab, steps)
     events = [e for e in observed if e.get("lab") == lab_name]
     for e in events:
@@ -334,11 +402,15 @@ def lab_section(lab_name: str, lab: Lab, steps: Sequence[Step], observed: Iterab
             raise BadLog(f"lab {lab_name}: a {e['what']} event without {', '.join(missing)}: {dict(e)}")
     log = merged(steps, events)
     nodes = _nodes(log)
+    lower_bound = _lower_bound_hours(lab, steps, end)
+    price = lower_bound_price(lab)
     hours = {n.name: max((min(n.deleted or end, end) - n.launched).total_seconds(), 0.0) / 3600 for n in nodes.values()}
     return {
         "events": log,
         "classes": [class_metrics(c, steps, log, min(c.end + settle(lab), end)) for c in _classes_of(lab, steps)],
+        **({} if lab.classes else {"trickle": trickle_metrics(lab, steps, log)}),
         "nodeHours": round(sum(hours.values()), DECIMALS),
-        "lowerBoundNodeHours": lower_bound_node_hours(lab, steps, end),
+        "lowerBoundNodeHours": round(lower_bound, DECIMALS),
         "cost": round(sum(nodes[n].price * h for n, h in hours.items()), DECIMALS),
+        "lowerBoundCost": None if price is None else round(lower_bound * price, DECIMALS),
     }

@@ -38,9 +38,18 @@ def _seconds(value: float | None) -> str:
     return "n/a" if value is None else f"{value:g}"
 
 
+def _count(value: int | None) -> str:
+    return "n/a" if value is None else str(value)
+
+
+def _usd(value: float | None) -> str:
+    return "n/a" if value is None else usd(value)
+
+
 def problems(labs: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """One line per class that broke a promise on the clock: fewer warm seats at its start than warmSeats, or a
-    learner moved (disrupted) while it ran. Each names the key to look at, the class by its start, and the figures."""
+    learner moved (disrupted) while it ran; each names the key to look at, the class by its start, and the figures.
+    Then one per promise a lab without classes broke as its learners trickled in (_trickle)."""
     lines: list[str] = []
     for name, lab in sorted(labs.items()):
         times = _class_times(lab)
@@ -69,6 +78,30 @@ def problems(labs: Mapping[str, Mapping[str, Any]]) -> list[str]:
                     f"at {end}: "
                     + ", ".join(f"{e['pod']} from {e['node']} at {e['at']} ({e['reason']})" for e in moved)
                 )
+    return lines + [line for name, lab in sorted(labs.items()) if "trickle" in lab for line in _trickle(name, lab)]
+
+
+def _trickle(name: str, lab: Mapping[str, Any]) -> list[str]:
+    """The lines of a lab without classes whose trickle broke what it promises: its learnerSeats learners seated, the
+    one more kept waiting until a seat was freed, no more GPUs than maxGpus (docs/configuration.md). Each names
+    maxGpus, as the planner's gate does for a full lab (docs/planner.md)."""
+    t = lab["trickle"]
+    key = f"rehearsal: gpulab:labs.{name}.maxGpus: lab {name} (no classes)"
+    seats = f"its {t['learnerSeats']} learner seats (maxGpus x slicesPerGpu)"
+    lines = []
+    if t["seated"] < t["learnerSeats"]:
+        lines.append(
+            f"{key} seated {t['seated']} of {seats} as {t['learnersArrived']} learners trickled in: "
+            f"{', '.join(t['neverSeated'])} never bound before they left"
+        )
+    if t["othersSeatedThen"] is not None and t["othersSeatedThen"] >= t["learnerSeats"]:
+        lines.append(
+            f"{key} seated its extra learner {t['extraLearner']} at {t['extraBound']} (arrived {t['extraArrived']}) "
+            f"beside {t['othersSeatedThen']} others: beyond {seats}, which should have kept it waiting until a seat "
+            "was freed"
+        )
+    if t["mostGpusAtOnce"] > t["maxGpus"]:
+        lines.append(f"{key} ran {t['mostGpusAtOnce']} GPUs at once, more than its maxGpus {t['maxGpus']}")
     return lines
 
 
@@ -85,24 +118,41 @@ CLASS_COLUMNS: tuple[Column[ClassRow], ...] = (
     Column("nodes after", lambda row: str(row[1]["nodesAfterEnd"]), numeric=True),
 )
 LabRow = tuple[str, Mapping[str, Any]]
+# One row per lab without classes: its trickle of learnerSeats + 1 learners (class_day.trickle_metrics).
+TRICKLE_COLUMNS: tuple[Column[LabRow], ...] = (
+    Column("lab (no classes)", lambda row: row[0]),
+    Column("seated", lambda row: f"{row[1]['trickle']['seated']} of {row[1]['trickle']['learnerSeats']}", numeric=True),
+    Column("extra learner", lambda row: row[1]["trickle"]["extraLearner"]),
+    Column("extra bound (UTC)", lambda row: row[1]["trickle"]["extraBound"] or "never"),
+    Column("extra wait s", lambda row: f"{row[1]['trickle']['extraWaitSeconds']:g}", numeric=True),
+    Column("others seated then", lambda row: _count(row[1]["trickle"]["othersSeatedThen"]), numeric=True),
+    Column(
+        "most GPUs",
+        lambda row: f"{row[1]['trickle']['mostGpusAtOnce']} of {row[1]['trickle']['maxGpus']}",
+        numeric=True,
+    ),
+)
 LAB_COLUMNS: tuple[Column[LabRow], ...] = (
     Column("lab", lambda row: row[0]),
     Column("node-hours", lambda row: f"{row[1]['nodeHours']:g}", numeric=True),
     Column("lower bound", lambda row: f"{row[1]['lowerBoundNodeHours']:g}", numeric=True),
     Column("USD", lambda row: usd(row[1]["cost"]), numeric=True),
+    Column("lower bound USD", lambda row: _usd(row[1]["lowerBoundCost"]), numeric=True),
 )
 
 
 def table(rehearsal: Mapping[str, Any] | None, shown: set[str] | None = None) -> list[str]:
     """The class day in Markdown: per class, warm seats at its start against warmSeats, learners disrupted, the p95
-    wait; per lab, the day's node-hours against their lower bound and its cost. One line when the rehearsal did not
-    run or played no class day. `shown` keeps those labs only (the pull-request comment's)."""
+    wait; per lab without classes, its learners seated against learnerSeats and the extra learner's binding; per lab,
+    the day's node-hours and their cost in USD against the lower bound's. One line when the rehearsal did not run or
+    played no class day. `shown` keeps those labs only (the pull-request comment's)."""
     if rehearsal is None:
         return [NOT_RUN]
     if "labs" not in rehearsal:
         return [NOT_PLAYED]
     labs = {n: lab for n, lab in sorted(rehearsal["labs"].items()) if shown is None or n in shown}
     classes = [(n, c, _class_times(lab)[c["index"]][0]) for n, lab in labs.items() for c in lab["classes"]]
+    trickles = [(n, lab) for n, lab in labs.items() if "trickle" in lab]
     return [
         *lead_in(
             f"the class day on the twin (Kubernetes {rehearsal['kubernetes']}, Karpenter "
@@ -110,5 +160,6 @@ def table(rehearsal: Mapping[str, Any] | None, shown: set[str] | None = None) ->
         ),
         "",
         *([*markdown(CLASS_COLUMNS, classes), ""] if classes else []),
+        *([*markdown(TRICKLE_COLUMNS, trickles), ""] if trickles else []),
         *markdown(LAB_COLUMNS, labs.items()),
     ]
