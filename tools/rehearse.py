@@ -17,12 +17,14 @@ saying how to build it. docs/rehearsal.md says how to read rehearsal.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import datetime
 import itertools
 import json
 import sys
 import time
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +50,7 @@ try:
         rehearsal_report,
         render,
         twin,
+        user_scheduler,
     )
 except ModuleNotFoundError as missing:  # an interpreter without the project's requirements
     sys.exit(f"gpulab: {missing.name} is not installed for {sys.executable}; run `make rehearse`")
@@ -99,24 +102,36 @@ def hub_learners(
     return refused, denied
 
 
+@contextlib.contextmanager
+def start_user_scheduler(
+    plane: twin.ControlPlane, render_dir: Path, hub: JupyterHub
+) -> Iterator[user_scheduler.UserScheduler | None]:
+    """The hub's user-scheduler on the twin as its rendered Deployment runs it (tools/user_scheduler.py); none where
+    the chart renders none (its learner pods then name no scheduler of its)."""
+    source = f"charts/{HUB_RELEASE}.yaml"
+    objects = [o for o in yaml.safe_load_all((render_dir / source).read_text()) if o]
+    if not user_scheduler.deployed(objects):
+        yield None
+        return
+    with user_scheduler.running(plane, objects, hub.namespace, source) as scheduler:
+        yield scheduler
+
+
 # Learners' pods where gpulab:jupyterhub is off (or their lab is off its spawn page): any namespace does, the pod's
 # nodeSelector and tolerations decide where it runs; the twin's default namespace has its service account at once.
 LEARNER_NAMESPACE = "default"
-# The hub's learner pods name the hub's user-scheduler (the chart's, with the hub's rendered scheduler config), which
-# the twin does not run: the rehearsal gives them to the twin's kube-scheduler instead, and says so in rehearsal.json.
-DEFAULT_SCHEDULER = "default-scheduler"
-USER_SCHEDULER_SUBSTITUTED = {
-    "component": "the hub's user-scheduler (schedulerName of KubeSpawner's learner pods)",
-    "inTheRehearsal": f"{DEFAULT_SCHEDULER}, the twin's kube-scheduler with its default configuration: the "
-    "user-scheduler's own configuration (its scoring, which packs learners onto the fullest nodes) is not rehearsed",
-}
 
 
 class Learners:
     """Each learner's pod of the day, made and deleted on the twin: as the hub's KubeSpawner builds it for a lab on
-    the spawn page when gpulab:jupyterhub is on (tools/hub_pods.py), else the lab's `learnerPodSpec` output."""
+    the spawn page when gpulab:jupyterhub is on (tools/hub_pods.py), its schedulerName the hub's user-scheduler's,
+    else the lab's `learnerPodSpec` output. `schedulers` names the schedulers the twin runs at the moment it is
+    asked: a pod that names another is not made (nothing would bind it, and Karpenter, which waits for a scheduler
+    to find a pod unschedulable, would never decide on it), and is one of `unscheduled`."""
 
-    def __init__(self, plane: twin.ControlPlane, render_dir: Path, stack: Settings) -> None:
+    def __init__(
+        self, plane: twin.ControlPlane, render_dir: Path, stack: Settings, schedulers: Callable[[], Collection[str]]
+    ) -> None:
         self.admin = plane.admin
         self.specs = {n: lab["learnerPodSpec"] for n, lab in self._outputs(render_dir)["labs"].items()}
         self.spawn_page = {n for n, lab in stack.labs.items() if lab.on_spawn_page}
@@ -125,8 +140,11 @@ class Learners:
             objects = yaml.safe_load_all((render_dir / "charts" / f"{HUB_RELEASE}.yaml").read_text())
             namespace = stack.jupyterhub.namespace
             self.hub = namespace, hub_pods.hub_config([o for o in objects if o], namespace)
+        self.schedulers = schedulers
         self.pods: dict[tuple[str, str], str] = {}  # the learner of each pod made, by (lab, namespace/name)
-        self.substituted = False
+        # The schedulerName of each pod made that is still there (not left, not withdrawn), likewise.
+        self.scheduler_of: dict[tuple[str, str], str] = {}
+        self.unscheduled: dict[tuple[str, str], list[str]] = {}  # (lab, schedulerName) -> its learners not made
 
     @staticmethod
     def _outputs(render_dir: Path) -> dict[str, Any]:
@@ -137,16 +155,36 @@ class Learners:
             namespace, spawner_config = self.hub
             pod = hub_pods.learner_pod(spawner_config, lab, learner)
             pod["metadata"]["namespace"] = namespace
-            pod["spec"]["schedulerName"] = DEFAULT_SCHEDULER
-            self.substituted = True
             return pod
         meta = {"name": learner, "namespace": LEARNER_NAMESPACE}
         return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": copy.deepcopy(self.specs[lab])}
+
+    def _withdraw(self, running: Collection[str]) -> None:
+        """The pods made for a scheduler that no longer runs (it stopped, or RBAC denied it) and not bound by it:
+        deleted, and their learners counted among the unscheduled, so that the day does not wait on them."""
+        for key, scheduler in list(self.scheduler_of.items()):
+            if scheduler in running:
+                continue
+            lab, pod = key
+            namespace, name = pod.split("/")
+            path = f"/api/v1/namespaces/{namespace}/pods/{name}"
+            with contextlib.suppress(twin.ApiError):  # gone already
+                if self.admin.get(path)["spec"].get("nodeName"):
+                    continue
+                self.admin.request("DELETE", path)
+            self.unscheduled.setdefault((lab, scheduler), []).append(self.pods[key])
+            del self.scheduler_of[key]
 
     def arrive(self, lab: str, learner: str) -> dict[str, str] | None:
         """The learner's pod made; what the API server refused of it, if it did."""
         pod = self._pod(lab, learner)
         namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        scheduler = pod["spec"].get("schedulerName") or twin.DEFAULT_SCHEDULER
+        running = self.schedulers()
+        self._withdraw(running)
+        if scheduler not in running:
+            self.unscheduled.setdefault((lab, scheduler), []).append(learner)
+            return None
         try:
             self.admin.request("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
         except twin.ApiError as error:
@@ -157,13 +195,23 @@ class Learners:
                 "message": error.message,
             }
         self.pods[lab, f"{namespace}/{name}"] = learner
+        self.scheduler_of[lab, f"{namespace}/{name}"] = scheduler
         return None
 
+    def not_scheduled(self) -> list[dict[str, Any]]:
+        """rehearsal.json's unscheduled: per lab and scheduler name, the learners whose pods were not made or were
+        withdrawn for want of that scheduler."""
+        return [
+            {"lab": lab, "schedulerName": scheduler, "learners": learners}
+            for (lab, scheduler), learners in self.unscheduled.items()
+        ]
+
     def leave(self, lab: str, learner: str) -> None:
-        """The learner's pod deleted (none, if the API server refused to make it)."""
-        for key in [pod for (of, pod), who in self.pods.items() if of == lab and who == learner]:
+        """The learner's pod deleted (none, if the API server refused to make it or it was withdrawn)."""
+        for key in [pod for (of, pod) in self.scheduler_of if of == lab and self.pods[of, pod] == learner]:
             namespace, name = key.split("/")
             self.admin.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}")
+            del self.scheduler_of[lab, key]
 
     def observed(self, event: dict[str, Any]) -> dict[str, Any] | None:
         """The stepper's event as class_day reads it: a learner's podBound as `bound`, naming the learner; another
@@ -188,19 +236,24 @@ def _firing_of(step: dict[str, Any], stack: Settings, today: datetime.date) -> c
 
 
 def play_day(
-    plane: twin.ControlPlane, render_dir: Path, stack: Settings, today: datetime.date, region: str
+    plane: twin.ControlPlane,
+    render_dir: Path,
+    stack: Settings,
+    today: datetime.date,
+    region: str,
+    schedulers: Callable[[], Collection[str]],
 ) -> dict[str, Any]:
     """Every lab's class day (tools/class_day.py timeline) on one Karpenter on the twin's simulated clock, from the
     day's first step to the last lab's day_end: at each instant, in the timeline's order, the classes' CronJobs run
     (cron_jobs.run, as their Jobs would then) and learners' pods are made and deleted; then the clock runs to the next.
-    Returns rehearsal.json's jobs, the learner pods refused, labs, karpenter, shortenedTimers, substitutions and
-    unsettled."""
+    `schedulers` names the schedulers the twin runs (Learners). Returns rehearsal.json's jobs, the learner pods
+    refused, labs, karpenter, shortenedTimers, unscheduled and unsettled."""
     days = class_day.timeline(stack, today)
     steps = sorted(
         (s for lab_steps in days.values() for s in lab_steps),
         key=lambda s: (class_day.moment(s["at"]), class_day.STEP_ORDER.index(s["what"])),
     )
-    learners = Learners(plane, render_dir, stack)
+    learners = Learners(plane, render_dir, stack, schedulers)
     jobs: list[dict[str, Any]] = []
     refused: list[dict[str, str]] = []
     observed: list[dict[str, Any]] = []
@@ -221,7 +274,7 @@ def play_day(
             unsettled.append(answer["now"])
 
     if not steps:
-        return {"jobs": jobs, "refused": refused, "labs": {}, "substitutions": []}
+        return {"jobs": jobs, "refused": refused, "labs": {}, "unscheduled": []}
     ends = [class_day.day_end(stack.labs[n], s) for n, s in days.items() if s]
     with karpenter_twin.running(plane, render_dir, region, class_day.moment(steps[0]["at"])) as karpenter:
         for at, group in itertools.groupby(steps, key=lambda s: class_day.moment(s["at"])):
@@ -240,7 +293,7 @@ def play_day(
         "karpenter": version,
         "labs": {n: class_day.lab_section(n, stack.labs[n], s, observed) for n, s in days.items() if s},
         "shortenedTimers": timers,
-        "substitutions": [USER_SCHEDULER_SUBSTITUTED] if learners.substituted else [],
+        "unscheduled": learners.not_scheduled(),
         "unsettled": unsettled,
     }
 
@@ -251,14 +304,20 @@ def rehearse(render_dir: Path, stack: Settings, today: datetime.date, region: st
     and prices those of `region`. With `day` false, the classes' CronJobs run one after the other and no class day
     is played (no `labs`): what the API server refuses and RBAC denies is the same, in seconds, not minutes."""
     started = time.monotonic()
-    with twin.running() as plane:
+    with twin.running() as plane, contextlib.ExitStack() as hub:
         _, refused = apply.apply_render(plane.admin, render_dir)
         denied: list[dict[str, str]] = []
+        scheduler: user_scheduler.UserScheduler | None = None
         if stack.jupyterhub is not None:
             learners_refused, denied = hub_learners(plane, render_dir, stack.jupyterhub)
             refused += learners_refused
+            scheduler = hub.enter_context(start_user_scheduler(plane, render_dir, stack.jupyterhub))
+
+        def schedulers() -> list[str]:
+            return [twin.DEFAULT_SCHEDULER, *(scheduler.running() if scheduler else [])]
+
         played = (
-            play_day(plane, render_dir, stack, today, region)
+            play_day(plane, render_dir, stack, today, region, schedulers)
             if day
             else {"jobs": cron_jobs.run_all(plane, stack.labs, today), "refused": []}
         )
@@ -268,8 +327,10 @@ def rehearse(render_dir: Path, stack: Settings, today: datetime.date, region: st
             "kubernetes": plane.version,
             "refused": refused + played.pop("refused"),
             "jobs": jobs,
-            "rbacDenied": denied + cron_jobs.denied(jobs),
+            "rbacDenied": denied + cron_jobs.denied(jobs) + (scheduler.denied() if scheduler else []),
             "jobsFailed": cron_jobs.failed(jobs),
+            "userScheduler": scheduler.record() if scheduler else None,
+            "substitutions": scheduler.substitutions() if scheduler and not scheduler.problem else [],
             **played,
             "wallSeconds": round(time.monotonic() - started, 1),
         }
@@ -288,6 +349,17 @@ def problems(rehearsal: dict[str, Any]) -> list[str]:
             f"rehearsal: Job {r['job']} exited {r['exitCode']}, the buffer at {r.get('bufferReplicas')} replicas "
             f"(the class needs {r.get('wantReplicas')}): {r['output']}"
             for r in rehearsal["jobsFailed"]
+        ),
+        *(
+            f"rehearsal: the user-scheduler {s['deployment']} ({s['source']}; kube-scheduler {s['version']} with "
+            f"{s['config']}) did not run: {s['problem']}"
+            for s in [rehearsal.get("userScheduler") or {}]
+            if s.get("problem")
+        ),
+        *(
+            f"rehearsal: {len(u['learners'])} learner pod(s) of lab {u['lab']} name the scheduler "
+            f"{u['schedulerName']}, which the twin does not run (or no longer did): not made, never bound"
+            for u in rehearsal.get("unscheduled", [])
         ),
         *rehearsal_report.problems(rehearsal.get("labs", {})),
     ]
@@ -314,7 +386,14 @@ def main(argv: list[str] | None = None) -> int:
     except charts.TemplateError as error:
         print(f"gpulab: {error}", file=sys.stderr)
         return 1
-    except (twin.NotBuilt, Unavailable, twin.Failed, plan.Unavailable, karpenter_twin.Failed) as why:
+    except (
+        twin.NotBuilt,
+        Unavailable,
+        twin.Failed,
+        plan.Unavailable,
+        karpenter_twin.Failed,
+        user_scheduler.Unusable,
+    ) as why:
         print(f"rehearsal not run: {why}", file=sys.stderr)
         return 1
     (args.out / REHEARSAL).write_text(json.dumps(rehearsal, indent=2) + "\n")

@@ -57,6 +57,10 @@ READY_SECONDS = 180
 SERVICE_CIDR = "10.100.0.0/16"
 # The user KWOK acts as.
 KWOK_USER = "kwok-controller"
+# The twin's kube-scheduler runs with its default configuration, whose one profile is this scheduler.
+DEFAULT_SCHEDULER = "default-scheduler"
+# A service-account token the rehearsal asks for outlives the rehearsal (a class day plays in minutes).
+TOKEN_SECONDS = 6 * 3600
 # A node's lease duration (k8s.io/kubelet config v1beta1 KubeletConfiguration nodeLeaseDurationSeconds, default 40).
 NODE_LEASE_SECONDS = 40
 
@@ -96,7 +100,7 @@ def _kwok_source() -> Path:
     return Path(found.stdout.strip())
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -195,12 +199,27 @@ def _check(folder: Path, processes: Mapping[str, subprocess.Popen]) -> None:
             raise Failed(f"{name} stopped (exit {process.returncode}):\n{tail}")
 
 
-def _start(folder: Path, name: str, args: list[str]) -> subprocess.Popen:
-    log = (folder / f"{name}.log").open("wb")
-    return subprocess.Popen([str(BINARIES[name]), *args], stdout=log, stderr=subprocess.STDOUT, cwd=folder)
+def start_process(folder: Path, name: str, binary: Path, args: list[str]) -> subprocess.Popen[bytes]:
+    """`binary` started in the twin's folder, its output in <folder>/<name>.log."""
+    with (folder / f"{name}.log").open("wb") as log:
+        return subprocess.Popen([str(binary), *args], stdout=log, stderr=subprocess.STDOUT, cwd=folder)
 
 
-def _kubeconfig(folder: Path, client: Client, name: str) -> Path:
+def _start(folder: Path, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+    return start_process(folder, name, BINARIES[name], args)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """The process terminated, and killed if it has not stopped within 20 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def write_kubeconfig(folder: Path, client: Client, name: str) -> Path:
     path = folder / f"{name}.kubeconfig"
     path.write_text(json.dumps(client.kubeconfig()))
     return path
@@ -213,7 +232,7 @@ def running() -> Iterator[ControlPlane]:
     folder = Path(tempfile.mkdtemp(prefix="gpulab-twin-"))
     processes: dict[str, subprocess.Popen] = {}
     try:
-        etcd_port, peer_port, api_port = _free_port(), _free_port(), _free_port()
+        etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
         etcd = f"http://127.0.0.1:{etcd_port}"
         processes["etcd"] = _start(
             folder,
@@ -282,7 +301,9 @@ def running() -> Iterator[ControlPlane]:
                 raise Failed(f"kube-apiserver not ready after {READY_SECONDS} s")
             time.sleep(0.5)
         plane = ControlPlane(folder, admin, admin.get("/version")["gitVersion"], processes)
-        controller_manager = _kubeconfig(folder, Client(server, tokens["controller-manager"], ca), "controller-manager")
+        controller_manager = write_kubeconfig(
+            folder, Client(server, tokens["controller-manager"], ca), "controller-manager"
+        )
         processes["kube-controller-manager"] = _start(
             folder,
             "kube-controller-manager",
@@ -298,7 +319,7 @@ def running() -> Iterator[ControlPlane]:
                 "--secure-port=0",
             ],
         )
-        scheduler = _kubeconfig(folder, Client(server, tokens["scheduler"], ca), "scheduler")
+        scheduler = write_kubeconfig(folder, Client(server, tokens["scheduler"], ca), "scheduler")
         processes["kube-scheduler"] = _start(
             folder, "kube-scheduler", [f"--kubeconfig={scheduler}", "--leader-elect=false", "--secure-port=0"]
         )
@@ -308,11 +329,7 @@ def running() -> Iterator[ControlPlane]:
         for process in reversed(list(processes.values())):
             process.terminate()
         for process in processes.values():
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -334,7 +351,7 @@ def _start_kwok(folder: Path, admin: Client, kwok: Client) -> subprocess.Popen:
         folder,
         "kwok",
         [
-            f"--kubeconfig={_kubeconfig(folder, kwok, 'kwok')}",
+            f"--kubeconfig={write_kubeconfig(folder, kwok, 'kwok')}",
             *(f"--config={source / stage}" for stage in KWOK_STAGES),
             "--manage-all-nodes=false",
             f"--manage-nodes-with-annotation-selector={key}={value}",

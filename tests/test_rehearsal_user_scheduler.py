@@ -1,0 +1,235 @@
+"""The hub's user-scheduler on the twin (tools/user_scheduler.py): the learner pods KubeSpawner builds are bound by
+kube-scheduler run as the chart's user-scheduler Deployment runs it, with its rendered configuration and as its own
+service account; what RBAC denies it, or a configuration it refuses, is a finding of the rehearsal. Without the twin's
+binaries (`make twin`) the tests on it skip in one line.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.jupyterhub.hub import RELEASE
+from tests.conftest import as_cli_config, run_config, stack_values
+from tests.synthetic import HUB, NOTEBOOK_IMAGE
+from tools import apply, charts, hub_pods, rehearse, render, twin, user_scheduler
+
+TODAY = rehearse.datetime.date(2027, 1, 4)
+LAB = "intro"
+# The base test stack's one lab (g4dn.xlarge, each GPU shared 3 ways) on the hub's spawn page.
+HUB_STACK = stack_values(
+    **{
+        "gpulab:jupyterhub": {**HUB, "notebookImage": NOTEBOOK_IMAGE},
+        "gpulab:jupyterhubClientSecret": {"secure": "v1:c3RhbmQtaW4="},
+    }
+)
+
+
+@pytest.fixture(scope="module")
+def hub_render(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    run = run_config("user-scheduler", as_cli_config(HUB_STACK))
+    out = tmp_path_factory.mktemp("user-scheduler") / "render"
+    render.write(run, out)
+    if not_rendered := charts.write(run, out):
+        pytest.skip("; ".join(not_rendered))
+    return out, run
+
+
+def _objects(out: Path) -> list[dict[str, Any]]:
+    return [o for o in yaml.safe_load_all((out / "charts" / f"{RELEASE}.yaml").read_text()) if o]
+
+
+def test_the_learner_pods_name_a_scheduler_the_user_schedulers_configuration_runs(hub_render) -> None:
+    """KubeSpawner's pods and the user-scheduler's rendered configuration agree on its name: were they to differ, no
+    scheduler would bind a learner."""
+    out, run = hub_render
+    objects = _objects(out)
+    pod = hub_pods.learner_pod(hub_pods.hub_config(objects, run.stack.settings.jupyterhub.namespace), LAB)
+    assert pod["spec"]["schedulerName"] in user_scheduler.rendered(objects).scheduler_names
+
+
+def test_the_api_servers_refusals_are_read_from_klogs_quoted_errors_once_each() -> None:
+    account = "system:serviceaccount:jupyterhub:user-scheduler"
+    message = (
+        f'nodes is forbidden: User \\"{account}\\" cannot list resource \\"nodes\\" in API group \\"\\" at the '
+        "cluster scope"
+    )
+    line = f'E1202 16:45:24.659232 20296 reflector.go:205] "Failed to watch" err="failed to list *v1.Node: {message}"'
+    other = line.replace("jupyterhub:user-scheduler", "jupyterhub:hub")
+    assert user_scheduler.denials("\n".join([line, line, other]), account) == [message.replace('\\"', '"')]
+
+
+@pytest.fixture(scope="module")
+def built() -> None:
+    try:
+        twin.require_built()
+    except twin.NotBuilt as missing:
+        pytest.skip(str(missing))
+
+
+@pytest.fixture(scope="module")
+def hub_twin(built: None, hub_render) -> Iterator[tuple[twin.ControlPlane, Path, Any, Any]]:
+    out, run = hub_render
+    hub = run.stack.settings.jupyterhub
+    with twin.running() as plane:
+        _, refused = apply.apply_render(plane.admin, out)
+        assert refused == []
+        with rehearse.start_user_scheduler(plane, out, hub) as scheduler:
+            assert scheduler is not None
+            assert scheduler.problem is None, scheduler.record()
+            yield plane, out, run, scheduler
+
+
+def _until(what: str, check: Callable[[], Any], seconds: float = 90) -> Any:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if found := check():
+            return found
+        time.sleep(0.5)
+    pytest.fail(f"{what}: not within {seconds} s")
+
+
+def _node_for(plane: twin.ControlPlane, name: str, pod: dict[str, Any], seats: int) -> None:
+    """A node KWOK keeps Ready that the pod's nodeSelector and required affinity select, with room for `seats` of
+    it (no taints: its tolerations need none)."""
+    spec = pod["spec"]
+    labels = {"kubernetes.io/hostname": name, **(spec.get("nodeSelector") or {})}
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {"nodeSelectorTerms": []}
+    for term in required["nodeSelectorTerms"][:1]:
+        for expression in term.get("matchExpressions") or []:
+            if expression["operator"] == "In":
+                labels[expression["key"]] = expression["values"][0]
+            elif expression["operator"] == "Exists":
+                labels[expression["key"]] = "true"
+    (container,) = spec["containers"]
+    requests = container["resources"]["requests"]
+    capacity = {
+        "cpu": str(seats * float(requests["cpu"]) + 1),
+        "memory": str(seats * int(requests["memory"]) + 2**30),
+        "pods": "110",
+        **{k: str(seats * int(v)) for k, v in requests.items() if k not in ("cpu", "memory")},
+    }
+    key, value = twin.FAKE_NODE
+    meta = {"name": name, "labels": labels, "annotations": {key: value}}
+    plane.admin.request("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": meta})
+    plane.admin.request(
+        "PATCH",
+        f"/api/v1/nodes/{name}/status",
+        {"status": {"capacity": capacity, "allocatable": capacity}},
+        content_type="application/merge-patch+json",
+    )
+
+
+def _scheduled_by(plane: twin.ControlPlane, namespace: str, pod: str) -> list[str]:
+    """The reportingController of each Scheduled event of the pod (kube-scheduler records them as its profile's
+    schedulerName)."""
+    events = plane.admin.get(
+        f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", fieldSelector=f"regarding.name={pod}"
+    )["items"]
+    return [e.get("reportingController") for e in events if e.get("reason") == "Scheduled"]
+
+
+def test_a_hub_learner_pod_is_bound_by_the_user_scheduler_which_packs_learners_onto_the_fuller_node(
+    hub_twin,
+) -> None:
+    """Two equal nodes with room for the lab's seats: the first learner goes to either, the second to the same node,
+    as the user-scheduler's MostAllocated scoring packs them (the default scheduler's LeastAllocated would spread
+    them); each pod's Scheduled event is the user-scheduler's, none the default scheduler's."""
+    plane, out, run, scheduler = hub_twin
+    namespace = run.stack.settings.jupyterhub.namespace
+    learners = rehearse.Learners(plane, out, run.stack.settings, lambda: [twin.DEFAULT_SCHEDULER, *scheduler.running()])
+    sample = learners._pod(LAB, "sample")
+    (name,) = scheduler.spec.scheduler_names
+    assert sample["spec"]["schedulerName"] == name
+    for node in ("node-a", "node-b"):
+        _node_for(plane, node, sample, seats=3)
+
+    def bound(learner: str) -> str | None:
+        return plane.admin.get(f"/api/v1/namespaces/{namespace}/pods/{learner}")["spec"].get("nodeName")
+
+    nodes, pods = [], []
+    for learner in (f"{LAB}-1", f"{LAB}-2"):
+        assert learners.arrive(LAB, learner) is None
+        pod = sample["metadata"]["name"].replace("sample", learner)
+        nodes.append(_until(f"{pod} bound", lambda pod=pod: bound(pod)))
+        assert _until(f"{pod}'s Scheduled event", lambda pod=pod: _scheduled_by(plane, namespace, pod)) == [name]
+        pods.append(f"{namespace}/{pod}")
+    assert nodes[0] == nodes[1], nodes
+    # Its own log says it made these bindings.
+    assert {p: scheduler.bound().get(p) for p in pods} == dict.fromkeys(pods, nodes[0])
+    assert scheduler.denied() == [], scheduler.denied()
+    assert learners.not_scheduled() == []
+
+
+def test_a_learner_pod_naming_a_scheduler_the_twin_does_not_run_is_not_made_and_is_a_finding(hub_twin) -> None:
+    plane, out, run, scheduler = hub_twin
+    learners = rehearse.Learners(plane, out, run.stack.settings, lambda: [twin.DEFAULT_SCHEDULER])
+    assert learners.arrive(LAB, f"{LAB}-9") is None
+    (missing,) = learners.not_scheduled()
+    assert missing == {"lab": LAB, "schedulerName": scheduler.spec.scheduler_names[0], "learners": [f"{LAB}-9"]}
+    assert learners.pods == {} and learners.scheduler_of == {}
+    (line,) = rehearse.problems({"refused": [], "rbacDenied": [], "jobsFailed": [], "unscheduled": [missing]})
+    assert line.startswith(f"rehearsal: 1 learner pod(s) of lab {LAB} name the scheduler {missing['schedulerName']}")
+
+
+def _planted(hub_render, change: Callable[[dict[str, Any]], None], tmp_path: Path) -> Path:
+    """A copy of the hub stack's render with `change` applied to each object of the hub's chart."""
+    out = tmp_path / "render"
+    shutil.copytree(hub_render[0], out)
+    chart = out / "charts" / f"{RELEASE}.yaml"
+    objects = _objects(out)
+    for o in objects:
+        change(o)
+    chart.write_text(yaml.safe_dump_all(objects))
+    return out
+
+
+def test_a_user_scheduler_role_that_may_not_list_nodes_is_an_rbac_denial_not_a_hang(
+    built: None, hub_render, tmp_path: Path
+) -> None:
+    """Without `list` on nodes its node informer never syncs and it never schedules: the rehearsal says so in the
+    API server's words, within seconds, instead of waiting on learners no scheduler binds."""
+
+    def without_list_on_nodes(o: dict[str, Any]) -> None:
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"] == f"{RELEASE}-user-scheduler":
+            for rule in o["rules"]:
+                if "nodes" in rule["resources"]:
+                    rule["verbs"] = [v for v in rule["verbs"] if v != "list"]
+
+    out = _planted(hub_render, without_list_on_nodes, tmp_path)
+    run = hub_render[1]
+    started = time.monotonic()
+    done = rehearse.rehearse(out, run.stack.settings, TODAY, run.stack.region, day=False)
+    assert time.monotonic() - started < 60 + user_scheduler.READY_SECONDS
+    lines = rehearse.problems(done)
+    account = f"{run.stack.settings.jupyterhub.namespace}:{user_scheduler.DEPLOYMENT}"
+    denied = [line for line in lines if line.startswith("rehearsal: RBAC denied the user-scheduler")]
+    assert denied, lines
+    assert all(f'User "system:serviceaccount:{account}" cannot list resource "nodes"' in line for line in denied), (
+        denied
+    )
+    assert any("did not run: not ready" in line for line in lines), lines
+    assert done["substitutions"] == []
+
+
+def test_a_configuration_the_user_scheduler_refuses_fails_the_rehearsal_with_its_message(
+    built: None, hub_render, tmp_path: Path
+) -> None:
+    def packed(o: dict[str, Any]) -> None:
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"] == user_scheduler.DEPLOYMENT:
+            o["data"]["config.yaml"] = o["data"]["config.yaml"].replace("type: MostAllocated", "type: Packed")
+
+    out = _planted(hub_render, packed, tmp_path)
+    run = hub_render[1]
+    done = rehearse.rehearse(out, run.stack.settings, TODAY, run.stack.region, day=False)
+    (line,) = [line for line in rehearse.problems(done) if "user-scheduler" in line]
+    assert "did not run: kube-scheduler exited (1)" in line, line
+    assert 'Unsupported value: "Packed"' in line, line
