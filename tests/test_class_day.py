@@ -3,6 +3,8 @@ settings, the figures read from an event log, the gate's lines and the tables. T
 the counts are exact."""
 
 import datetime
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -278,6 +280,22 @@ def test_the_tables_show_warm_seats_disruptions_waits_and_cost_against_the_lower
     assert none_row == ["none", "0", "0.0833", "0.0000", usd(5 / 60 * LIST.on_demand["g6.xlarge"])]
     assert rehearsal_report.table(None) == [rehearsal_report.NOT_RUN]
     assert rehearsal_report.table({"kubernetes": "v1.34.12"}) == [rehearsal_report.NOT_PLAYED]
+
+
+def test_the_report_prints_the_tables_of_a_rehearsal_json_and_one_line_for_a_file_it_cannot_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rehearsal = _rehearsal({"two": _section(ALL_WARM)})
+    (tmp_path / "rehearsal.json").write_text(json.dumps(rehearsal))
+    assert rehearsal_report.main([str(tmp_path / "rehearsal.json")]) == 0
+    assert capsys.readouterr().out.splitlines() == rehearsal_report.table(rehearsal)
+    assert rehearsal_report.main([]) == 0
+    assert capsys.readouterr().out.splitlines() == [rehearsal_report.NOT_RUN]
+    (tmp_path / "cut.json").write_text('{"labs": ')
+    for bad in ("cut.json", "absent.json"):
+        assert rehearsal_report.main([str(tmp_path / bad)]) == 1
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line.startswith(f"gpulab: cannot read the rehearsal {tmp_path / bad}: ")
 
 
 def test_the_rehearsals_own_lines_carry_the_class_days() -> None:

@@ -1,5 +1,6 @@
 """The pull-request comment of a stack's preview: cost table first, preview output after, one comment per stack."""
 
+import datetime
 import json
 import os
 import shutil
@@ -12,10 +13,11 @@ import yaml
 
 import config
 from config.cost import usd
+from config.price_book import LIST
 from tests import tables
 from tests.conftest import BASE, ROOT, as_cli_config, run_values, stack_values
 from tests.synthetic import TIME_ZONE_STACK, lab
-from tools import class_table, cost_diff, preview_comment, rehearsal_report, render
+from tools import class_day, class_table, cost_diff, preview_comment, rehearsal_report, render
 
 PREVIEW = "Previewing update (staging):\n\x1b[32m+ \x1b[0mkubernetes:karpenter.sh/v1:NodePool nodepool-intro create\n"
 
@@ -507,3 +509,124 @@ def test_the_comment_reads_the_rehearsal_json_beside_the_render(tmp_path, stagin
     (render_dir / rehearsal_report.REHEARSAL).write_text(json.dumps(rehearsed()))
     (call,) = post(tmp_path, render_dir, [])
     assert tables.table(call["body"].splitlines(), CLASS_DAY)[0]["warm at start"] == "11 of 12"
+
+
+# --- the preview job rehearses the stack it previews (.ci/rehearse) ---------------------------------------------------
+
+
+def preview_steps() -> list[dict]:
+    return yaml.safe_load((ROOT / ".github/workflows/pull-request.yml").read_text())["jobs"]["preview"]["steps"]
+
+
+def test_the_preview_job_builds_the_twin_rehearses_the_stack_and_hands_rehearsal_json_to_the_comment():
+    steps = preview_steps()
+    (render_step,) = [s for s in steps if s.get("id") == "render"]
+    (build,) = [s for s in steps if s.get("run", "").startswith("make ")]
+    (rehearse,) = [s for s in steps if s.get("run", "").startswith(".ci/rehearse ")]
+    (preview,) = [s for s in steps if "pulumi preview" in s.get("run", "")]
+    (comment,) = [s for s in steps if ".ci/preview-comment" in s.get("run", "")]
+    # Each make target the build names is one of the Makefile's, with a rule.
+    makefile = (ROOT / "Makefile").read_text().splitlines()
+    targets = build["run"].split()[1:]
+    assert {"twin", "planner"} <= set(targets)
+    assert all(any(line.startswith(f"{t}:") for line in makefile) for t in targets), targets
+    script = ROOT / ".ci/rehearse"
+    assert script.is_file() and os.access(script, os.X_OK)
+    # The rehearsal.json goes into the render the comment reads (its third argument) and the render step wrote.
+    render_dir = comment["run"].split()[3]
+    assert rehearse["run"].split()[-1] == render_dir == render_step["run"].split()[-1]
+    assert rehearse["env"]["STACK"] == comment["env"]["STACK"] == "${{ matrix.stack }}"
+    # Built and rehearsed after the render, whatever the preview did, before the comment (which runs after a failure).
+    order = [steps.index(s) for s in (render_step, preview, build, rehearse, comment)]
+    assert order == sorted(order)
+    for step in (build, rehearse, comment):
+        assert "!cancelled()" in step["if"] and "steps.render.outcome == 'success'" in step["if"]
+    assert "continue-on-error" not in rehearse  # a failed rehearsal fails the job, as in CI
+
+
+def test_both_jobs_key_the_go_cache_on_every_go_sum_the_builds_read():
+    workflow = yaml.safe_load((ROOT / ".github/workflows/pull-request.yml").read_text())
+    keys = [
+        step["with"]["cache-dependency-path"].split()
+        for job in workflow["jobs"].values()
+        for step in job["steps"]
+        if step.get("uses", "").startswith("actions/setup-go@")
+    ]
+    assert len(keys) == 2 and keys[0] == keys[1]
+    sums = {p.relative_to(ROOT) for p in ROOT.glob("**/go.sum") if ".venv" not in p.parts}
+    matched = {p.relative_to(ROOT) for pattern in keys[0] for p in ROOT.glob(pattern)}
+    assert Path("rehearsal/controlplane/go.sum") in sums and sums == matched
+
+
+def test_a_rehearsal_that_fails_or_cannot_run_fails_the_step_and_says_why_in_the_job_summary(tmp_path):
+    stack_file = tmp_path / "Pulumi.bad.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": stack_values(**{"gpulab:labs": {"intro": {"maxGpus": 4}}})}))
+    render_dir = tmp_path / "render"
+    render_dir.mkdir()
+    summary = tmp_path / "summary.md"
+    done = subprocess.run(
+        [str(ROOT / ".ci/rehearse"), str(stack_file), str(tmp_path / "rehearsal"), str(render_dir)],
+        env=dict(os.environ, GITHUB_STEP_SUMMARY=str(summary)),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    # Without the twin built the rehearsal does not run (status 1); with it, the stack file's problems stop it (2).
+    assert done.returncode in (1, 2), done.stderr
+    why = [line for line in done.stderr.splitlines() if line.startswith(("rehearsal not run:", "gpulab:"))]
+    assert why, done.stderr
+    text = summary.read_text()
+    assert text.startswith(f"### The rehearsal of {stack_file} (exit status {done.returncode})")
+    assert all(line in text.splitlines() for line in why)
+    assert rehearsal_report.NOT_RUN in text.splitlines()  # no rehearsal.json: the tables' one line says so
+    assert not (render_dir / rehearsal_report.REHEARSAL).exists()
+
+
+def trickled_rehearsal() -> dict:
+    """rehearsal.json of the BASE stack's intro (no classes; 12 seats of g4dn.xlarge, 3 a node) made by
+    tools/class_day.py from a synthetic log of its day: a node launched for every third learner as they arrive, each
+    bound as they arrive, the 13th as the first leaves."""
+    settings = config.from_cli(as_cli_config(BASE)).settings
+    intro = settings.labs["intro"]
+    steps = class_day.timeline(settings, datetime.date(2027, 1, 4))["intro"]
+    arrivals = [s for s in steps if s["what"] == "arrive"]
+    first_leave = next(s for s in steps if s["what"] == "leave")
+    observed = []
+    for k, step in enumerate(arrivals[: intro.learner_seats]):
+        node = f"n{k // 3}"
+        if k % 3 == 0:
+            observed.append(
+                {"at": step["at"], "what": "nodeLaunched", "lab": "intro", "node": node, "instanceType": "g4dn.xlarge"}
+                | {"capacityType": "on-demand", "pricePerHour": LIST.on_demand["g4dn.xlarge"]}
+            )
+        observed.append({"at": step["at"], "what": "bound", "lab": "intro", "learner": step["learner"], "node": node})
+    observed.append({"at": first_leave["at"], "what": "bound", "lab": "intro", "learner": "intro-13", "node": "n0"})
+    section = class_day.lab_section("intro", intro, steps, observed)
+    return {"kubernetes": "v1.34.12", "karpenter": "v1.14.1", "labs": {"intro": section}}
+
+
+@needs_jq
+def test_the_posted_comment_shows_a_lab_without_classes_seated_and_its_cost_against_the_lower_bound_in_usd(
+    tmp_path, staging_render
+):
+    rehearsal = trickled_rehearsal()
+    render_dir = tmp_path / "render"
+    shutil.copytree(staging_render, render_dir)
+    (render_dir / rehearsal_report.REHEARSAL).write_text(json.dumps(rehearsal))
+    (call,) = post(tmp_path, render_dir, [])
+    lines = call["body"].splitlines()
+    assert rehearsal_report.NOT_RUN not in lines
+    (trickle,) = tables.table(lines, CLASS_DAY)
+    assert trickle == {
+        "lab (no classes)": "intro",
+        "seated": "12 of 12",
+        "extra learner": "intro-13",
+        "extra bound (UTC)": "2027-01-04T00:13:00Z",
+        "extra wait s": "60",
+        "others seated then": "11",
+        "most GPUs": "4 of 4",
+    }
+    day = rehearsal["labs"]["intro"]
+    (row,) = [tables.cells(line) for line in lines if tables.cells(line)[:2] == ["intro", f"{day['nodeHours']:g}"]]
+    assert row[3:] == [usd(day["cost"]), usd(day["lowerBoundCost"])]
+    assert day["lowerBoundCost"] < day["cost"]  # four nodes up until the day's end, against the learners there

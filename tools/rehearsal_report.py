@@ -2,10 +2,19 @@
 makes it) and its tables in the render summary and the pull-request comment (docs/rehearsal.md).
 
 Light on purpose: the summary and the comment read a rehearsal.json without the twin, the hub or Pulumi.
+
+    python -m tools.rehearsal_report [<dir>/rehearsal.json]
+
+prints the tables of one (the pull-request workflow's job summary, .ci/rehearse), or the line saying the rehearsal
+did not run when none is given.
 """
 
+import argparse
 import datetime
+import json
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from config.cost import usd
@@ -163,3 +172,22 @@ def table(rehearsal: Mapping[str, Any] | None, shown: set[str] | None = None) ->
         *([*markdown(TRICKLE_COLUMNS, trickles), ""] if trickles else []),
         *markdown(LAB_COLUMNS, labs.items()),
     ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.rehearsal_report", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "rehearsal", nargs="?", type=Path, help="a rehearsal.json (tools/rehearse.py); none if it did not run"
+    )
+    args = parser.parse_args(argv)
+    try:
+        rehearsal = json.loads(args.rehearsal.read_text()) if args.rehearsal else None
+    except (OSError, ValueError) as error:
+        print(f"gpulab: cannot read the rehearsal {args.rehearsal}: {error}", file=sys.stderr)
+        return 1
+    print("\n".join(table(rehearsal)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
