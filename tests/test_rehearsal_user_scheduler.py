@@ -233,3 +233,40 @@ def test_a_configuration_the_user_scheduler_refuses_fails_the_rehearsal_with_its
     (line,) = [line for line in rehearse.problems(done) if "user-scheduler" in line]
     assert "did not run: kube-scheduler exited (1)" in line, line
     assert 'Unsupported value: "Packed"' in line, line
+
+
+def test_a_user_scheduler_refused_its_bindings_has_its_learners_withdrawn_not_waited_on(
+    built: None, hub_render, tmp_path: Path
+) -> None:
+    """Without `create` on pods/binding it starts and chooses a node, but the API server refuses the binding: its log
+    says so, and the learners' pods are withdrawn (the pending one deleted, the next not made) instead of left for
+    the class day to wait on."""
+
+    def without_bindings(o: dict[str, Any]) -> None:
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"] == f"{RELEASE}-user-scheduler":
+            o["rules"] = [r for r in o["rules"] if "pods/binding" not in r["resources"]]
+
+    out = _planted(hub_render, without_bindings, tmp_path)
+    run = hub_render[1]
+    namespace = run.stack.settings.jupyterhub.namespace
+    with twin.running() as plane:
+        assert apply.apply_render(plane.admin, out)[1] == []
+        with rehearse.start_user_scheduler(plane, out, run.stack.settings.jupyterhub) as scheduler:
+            assert scheduler is not None
+            assert scheduler.problem is None, scheduler.record()
+            learners = rehearse.Learners(
+                plane, out, run.stack.settings, lambda: [twin.DEFAULT_SCHEDULER, *scheduler.running()]
+            )
+            sample = learners._pod(LAB, "sample")
+            _node_for(plane, "node-a", sample, seats=3)
+            assert learners.arrive(LAB, f"{LAB}-1") is None
+            (denial,) = _until("the refused binding in its log", scheduler.denied)
+            assert learners.arrive(LAB, f"{LAB}-2") is None
+            (name,) = scheduler.spec.scheduler_names
+            assert learners.not_scheduled() == [
+                {"lab": LAB, "schedulerName": name, "learners": [f"{LAB}-1", f"{LAB}-2"]}
+            ]
+            pods = plane.admin.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
+            assert [p["metadata"]["name"] for p in pods if p["spec"].get("schedulerName") == name] == []
+    account = f"system:serviceaccount:{namespace}:{user_scheduler.DEPLOYMENT}"
+    assert f'User "{account}" cannot create resource "pods/binding"' in denial["message"], denial
