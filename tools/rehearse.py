@@ -207,10 +207,16 @@ class Learners:
         ]
 
     def leave(self, lab: str, learner: str) -> None:
-        """The learner's pod deleted (none, if the API server refused to make it or it was withdrawn)."""
+        """The learner's pod deleted (none, if the API server refused to make it or it was withdrawn). A pod already
+        gone was evicted by Karpenter draining its node (the stepper's `disrupted` event says so): the learner's session
+        ended then, and there is nothing left to delete."""
         for key in [pod for (of, pod) in self.scheduler_of if of == lab and self.pods[of, pod] == learner]:
             namespace, name = key.split("/")
-            self.admin.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}")
+            try:
+                self.admin.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}")
+            except twin.ApiError as error:
+                if error.status != 404:
+                    raise
             del self.scheduler_of[lab, key]
 
     def observed(self, event: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,0 +1,135 @@
+"""Defects only the class day shows (issue #32), planted one at a time in the render of one small synthetic stack and
+played on the twin with Karpenter's controllers (tools/rehearse.py): each must fail the rehearsal with the line a user
+would read, and the unplanted stack passes. Without the twin (`make twin`) or the planner (`make planner`) these tests
+skip in one line, as tests/test_rehearsal.py's do.
+
+The stack is one lab of 9 seats (3 g4dn.xlarge of one GPU, 3 slices each) with one 2-hour class on Monday 4 January
+2027 at 09:00 UTC whose 6 warm seats fill 2 nodes, learners asking for far less CPU and memory than a node's share, and
+consolidation of underutilized nodes allowed (WhenEmptyOrUnderutilized): the 6 warm learners take the 2 warm nodes,
+the 3 late ones a node Karpenter launches for them, and at 10:00 the 1st, 5th and 9th leave (tools/class_day.py),
+which leaves 6 learners on 9 seats, so Karpenter's consolidation could move a learner to free a node, and only the
+class's budget windows stop it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from config import durations
+from config.class_budgets import MOVES_LEARNERS
+from tests.conftest import as_cli_config, run_config, stack_values
+from tests.synthetic import lab
+from tools import charts, harness, plan, rehearse, render, twin
+
+LAB = "seats"
+TODAY = datetime.date(2027, 1, 4)
+START = "2027-01-04T09:00:00Z"
+END = "2027-01-04T11:00:00Z"
+STACK = stack_values(
+    **{
+        "gpulab:labs": {
+            LAB: lab(
+                ["g4dn.xlarge"],
+                3,
+                max_gpus=3,
+                learnerPod={"cpu": "250m", "memory": "1Gi"},
+                disruption={"consolidationPolicy": "WhenEmptyOrUnderutilized"},
+                classes=[{"schedule": "0 9 * * mon", "duration": "2h", "warmSeats": 6}],
+            )
+        }
+    }
+)
+
+
+@pytest.fixture(scope="module")
+def unplanted(tmp_path_factory: pytest.TempPathFactory) -> tuple[harness.Run, Path]:
+    """The stack's run and its render, charts included: made once, copied by each plant."""
+    try:
+        twin.require_built()
+    except twin.NotBuilt as missing:
+        pytest.skip(str(missing))
+    if not plan.BINARY.exists():
+        pytest.skip(f"the planner is not built ({plan.BINARY.relative_to(plan.ROOT)}): `make planner` builds it")
+    run = run_config("plants", as_cli_config(STACK))
+    out = tmp_path_factory.mktemp("plants") / "render"
+    render.write(run, out)
+    if not_rendered := charts.write(run, out):
+        pytest.skip("; ".join(not_rendered))
+    return run, out
+
+
+def _rehearsed(unplanted: tuple[harness.Run, Path], tmp_path: Path, plant: Callable[[Path], None] | None) -> Any:
+    """The class day of a copy of the render with `plant` applied to it: rehearsal.json's content."""
+    run, base = unplanted
+    out = tmp_path / "render"
+    shutil.copytree(base, out)
+    if plant is not None:
+        plant(out)
+    return rehearse.rehearse(out, run.stack.settings, TODAY, run.stack.region)
+
+
+def _resources(out: Path, type_token: str, change: Callable[[dict[str, Any]], None]) -> None:
+    """`change` applied to the inputs of each of Pulumi's resources of that type (resources.json, which the rehearsal
+    applies)."""
+    path = out / "resources.json"
+    resources = json.loads(path.read_text())
+    for r in resources:
+        if r["type"] == type_token:
+            change(r["inputs"])
+    path.write_text(json.dumps(resources))
+
+
+def test_the_unplanted_stack_keeps_its_classs_promises(unplanted, tmp_path: Path) -> None:
+    done = _rehearsed(unplanted, tmp_path, None)
+    assert rehearse.problems(done) == []
+    (played,) = done["labs"][LAB]["classes"]
+    assert (played["warmAtStart"], played["warmSeats"], played["learnersArrived"]) == (6, 6, 9), played
+    assert played["disruptedDuringClass"] == 0 and played["nodesAfterEnd"] == 0, played
+    events = done["labs"][LAB]["events"]
+    assert {e["learner"] for e in events if e["what"] == "bound"} == {
+        e["learner"] for e in events if e["what"] == "arrive"
+    }, "every learner bound"
+
+
+def _class_budget_an_hour_short(out: Path) -> None:
+    """The class's window against moving learners (Drifted, Underutilized: from the warm-up to the end) ends an hour
+    before the class does, at 10:00."""
+
+    def plant(pool: dict[str, Any]) -> None:
+        (window,) = [b for b in pool["spec"]["disruption"]["budgets"] if b.get("reasons") == list(MOVES_LEARNERS)]
+        window["duration"] = durations.format_duration(durations.duration_minutes(window["duration"]) - 60)
+
+    _resources(out, "kubernetes:karpenter.sh/v1:NodePool", plant)
+
+
+def test_a_class_budget_window_an_hour_short_lets_karpenter_move_a_learner_in_the_last_hour(
+    unplanted, tmp_path: Path
+) -> None:
+    """After the 10:00 leavers, once consolidateAfter (10m) has passed since, Karpenter's consolidation moves the
+    learners of one node onto the others' free seats, which only the class's window forbade."""
+    done = _rehearsed(unplanted, tmp_path, _class_budget_an_hour_short)
+    (line,) = rehearse.problems(done)
+    (played,) = done["labs"][LAB]["classes"]
+    moved = played["disruptedDuringClass"]
+    prefix = (
+        f"rehearsal: gpulab:labs.{LAB}.classes[0] (its disruption budget windows should hold every node from the "
+        f"warm-up to the end): lab {LAB}'s class classes[0] starting {START} had {moved} learner pod(s) moved before "
+        f"its end at {END}: "
+    )
+    assert moved >= 1 and line.startswith(prefix), line
+    pods = line.removeprefix(prefix).split(", ")
+    assert len(pods) == moved, line
+    for pod in pods:
+        found = re.fullmatch(rf"default/{LAB}-\d+ from {LAB}-\w+ at (\S+) \(Underutilized\)", pod)
+        assert found, pod
+        at = datetime.datetime.fromisoformat(found[1])
+        # The last hour, after the leavers' pod events plus consolidateAfter: no sooner than Karpenter may.
+        assert datetime.datetime(2027, 1, 4, 10, 10, tzinfo=datetime.UTC) <= at, pod
