@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from components.labels import GPU_RESOURCE
 from config import durations
 from config.class_budgets import MOVES_LEARNERS
 from tests.conftest import as_cli_config, run_config, stack_values
@@ -47,6 +48,7 @@ STACK = stack_values(
         }
     }
 )
+WARM = f"rehearsal: gpulab:labs.{LAB}.classes[0].warmSeats: lab {LAB}'s class classes[0] starting {START}"
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +99,54 @@ def test_the_unplanted_stack_keeps_its_classs_promises(unplanted, tmp_path: Path
     assert {e["learner"] for e in events if e["what"] == "bound"} == {
         e["learner"] for e in events if e["what"] == "arrive"
     }, "every learner bound"
+
+
+def _seat_template_limits_its_slice_without_requesting_it(out: Path) -> None:
+    def plant(template: dict[str, Any]) -> None:
+        (container,) = template["template"]["spec"]["containers"]
+        del container["resources"]["requests"][GPU_RESOURCE]
+        assert container["resources"]["limits"][GPU_RESOURCE] == 1
+
+    _resources(out, "kubernetes:core/v1:PodTemplate", plant)
+
+
+def _nodepool_taint_the_learners_do_not_tolerate(out: Path) -> None:
+    def plant(pool: dict[str, Any]) -> None:
+        pool["spec"]["template"]["spec"]["taints"].append(
+            {"key": "example.com/reserved", "value": "staff", "effect": "NoSchedule"}
+        )
+
+    _resources(out, "kubernetes:karpenter.sh/v1:NodePool", plant)
+
+
+@pytest.mark.parametrize(
+    ("plant", "lines"),
+    [
+        # Kubernetes defaults a Pod's requests from its limits, never a PodTemplate's: the buffer's copies then ask
+        # for CPU and memory alone, all 6 fit the one node Karpenter warms, whose 3 slices seat 3 learners at 09:00.
+        (
+            _seat_template_limits_its_slice_without_requesting_it,
+            [
+                f"{WARM} found 3 of its 6 warm seats at its start (learners bound on nodes up before it); the others "
+                "waited for a node launched after the start or were never bound (wait p95 0 s, max 0 s)"
+            ],
+        ),
+        # Neither the buffer's copies nor the learners tolerate it: Karpenter launches nothing for them, and each
+        # learner waits until they leave (the 1st, 5th and 9th at 10:00, the rest at 11:00).
+        (
+            _nodepool_taint_the_learners_do_not_tolerate,
+            [
+                f"{WARM} found 0 of its 6 warm seats at its start (learners bound on nodes up before it); the others "
+                "waited for a node launched after the start or were never bound (wait p95 7200 s, max 7200 s)"
+            ],
+        ),
+    ],
+    ids=["seat-template-without-request", "untolerated-taint"],
+)
+def test_a_planted_defect_fails_the_class_day_with_its_finding(
+    unplanted, tmp_path: Path, plant: Callable[[Path], None], lines: list[str]
+) -> None:
+    assert rehearse.problems(_rehearsed(unplanted, tmp_path, plant)) == lines
 
 
 def _class_budget_an_hour_short(out: Path) -> None:
