@@ -187,6 +187,7 @@ def test_a_day_whose_learners_all_bind_on_warm_nodes() -> None:
         "boundWithoutNewNode": 6,
         # waits 2, 2, 2, 2, 1 and 30 s: nearest rank
         "waitSeconds": {"p50": 2.0, "p95": 30.0, "max": 30.0},
+        "neverSeated": [],
         "disruptedDuringClass": 0,
         "nodesAfterEnd": 0,  # both gone by 10:15, consolidateAfter 10m + 5m after the end
     }
@@ -243,14 +244,65 @@ def test_a_learner_moved_mid_class_fails_the_rehearsal_and_a_never_bound_one_wai
     first = section["classes"][0]
     assert first["disruptedDuringClass"] == 2
     assert first["waitSeconds"]["max"] == 3480.0  # two-6: from 09:02 to its leaving at 10:00
+    assert first["neverSeated"] == ["two-6"]
     assert first["nodesAfterEnd"] == 1  # n5
-    (line,) = rehearsal_report.problems({"two": section})
+    never, line = rehearsal_report.problems({"two": section})
+    assert never == (
+        "rehearsal: gpulab:labs.two.maxGpus: lab two's class classes[0] starting 2027-01-04T09:00:00Z never seated 1 "
+        "of its 6 learners: two-6 never bound before they left, though the lab held no more learners than its "
+        "learner seats (maxGpus x slicesPerGpu) when they arrived (wait p95 3480 s, max 3480 s)"
+    )
     assert line.startswith("rehearsal: gpulab:labs.two.classes[0] (its disruption budget windows")
     assert "had 2 learner pod(s) moved before its end at 2027-01-04T10:00:00Z" in line
     assert "two-4 from n2 at 2027-01-04T09:40:00Z (Underutilized)" in line
     expired = [{**e, "reason": "Expired"} if e["what"] == "disrupted" else e for e in moved]
-    (line,) = rehearsal_report.problems({"two": _section(expired)})
+    _, line = rehearsal_report.problems({"two": _section(expired)})
     assert line.startswith("rehearsal: gpulab:labs.two.expireAfter (expiry ignores disruption budgets)")
+
+
+# "overlap": 2 seats (g4dn.xlarge, 2 slices, 1 GPU) and two classes of an hour, at 09:00 and at 09:30 (1 warm seat):
+# at 09:30 overlap-1 leaves (the middle of the first) and overlap-3 arrives to the seat it freed; overlap-4 arrives at
+# 09:31 to none, as the lab holds 2.
+OVERLAP = _settings(
+    stack_values(
+        **{
+            "gpulab:labs": {
+                "overlap": lab(
+                    ["g4dn.xlarge"],
+                    2,
+                    max_gpus=1,
+                    classes=[
+                        {"schedule": "0 9 * * mon", "duration": "1h", "term": TERM},
+                        {"schedule": "30 9 * * mon", "duration": "1h", "warmSeats": 1, "term": TERM},
+                    ],
+                )
+            }
+        }
+    )
+)
+
+
+def _overlap(*bound: str) -> dict[str, Any]:
+    observed = [
+        _launched("08:40:01", "n1", lab="overlap"),
+        *[_bound("09:30:00" if n > 2 else "09:00:00", f"overlap-{n}", "n1", lab="overlap") for n in map(int, bound)],
+    ]
+    steps = class_day.timeline(OVERLAP, TODAY)["overlap"]
+    return class_day.lab_section("overlap", OVERLAP.labs["overlap"], steps, observed)
+
+
+def test_a_learner_the_lab_owed_a_seat_and_never_bound_fails_the_rehearsal_one_beyond_its_seats_may_wait() -> None:
+    first, second = _overlap("1", "2", "3")["classes"]
+    assert first["neverSeated"] == second["neverSeated"] == []  # overlap-4 arrived as the third learner there
+    assert rehearsal_report.problems({"overlap": _overlap("1", "2", "3")}) == []
+    first, second = _overlap("1", "2")["classes"]
+    assert (first["neverSeated"], second["neverSeated"]) == ([], ["overlap-3"])
+    warm, line = rehearsal_report.problems({"overlap": _overlap("1", "2")})
+    assert "classes[1] starting 2027-01-04T09:30:00Z found 0 of its 1 warm seats" in warm
+    assert line.startswith(
+        "rehearsal: gpulab:labs.overlap.maxGpus: lab overlap's class classes[1] starting 2027-01-04T09:30:00Z never "
+        "seated 1 of its 2 learners: overlap-3 never bound before they left"
+    ), line
 
 
 def test_a_log_that_contradicts_itself_is_a_clear_error() -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from components.labels import GPU_RESOURCE
 from config import durations
@@ -49,6 +50,11 @@ STACK = stack_values(
     }
 )
 WARM = f"rehearsal: gpulab:labs.{LAB}.classes[0].warmSeats: lab {LAB}'s class classes[0] starting {START}"
+SEATS = f"rehearsal: gpulab:labs.{LAB}.maxGpus: lab {LAB}'s class classes[0] starting {START}"
+NEVER = (
+    "never bound before they left, though the lab held no more learners than its learner seats (maxGpus x "
+    "slicesPerGpu) when they arrived"
+)
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +125,24 @@ def _nodepool_taint_the_learners_do_not_tolerate(out: Path) -> None:
     _resources(out, "kubernetes:karpenter.sh/v1:NodePool", plant)
 
 
+def _device_plugin_replicas_below_the_node_overlay(out: Path) -> None:
+    """The lab's time-slicing profile in the device plugin's ConfigMap gives 2 slices a GPU where its NodeOverlay tells
+    Karpenter 3: Karpenter plans with the overlay, the node advertises what the plugin says (planner/cloud.go)."""
+    (overlay,) = [
+        r["inputs"] for r in json.loads((out / "resources.json").read_text()) if r["type"].endswith(":NodeOverlay")
+    ]
+    assert overlay["spec"]["capacity"][GPU_RESOURCE] == "3"
+    path = out / "charts" / "nvidia-device-plugin.yaml"
+    docs = list(yaml.safe_load_all(path.read_text()))
+    (config_map,) = [d for d in docs if d and d["kind"] == "ConfigMap" and LAB in d.get("data", {})]
+    profile = yaml.safe_load(config_map["data"][LAB])
+    (sliced,) = profile["sharing"]["timeSlicing"]["resources"]
+    assert sliced == {"name": GPU_RESOURCE, "replicas": 3}
+    sliced["replicas"] = 2
+    config_map["data"][LAB] = yaml.safe_dump(profile)
+    path.write_text(yaml.safe_dump_all(docs))
+
+
 @pytest.mark.parametrize(
     ("plant", "lines"),
     [
@@ -137,11 +161,21 @@ def _nodepool_taint_the_learners_do_not_tolerate(out: Path) -> None:
             _nodepool_taint_the_learners_do_not_tolerate,
             [
                 f"{WARM} found 0 of its 6 warm seats at its start (learners bound on nodes up before it); the others "
-                "waited for a node launched after the start or were never bound (wait p95 7200 s, max 7200 s)"
+                "waited for a node launched after the start or were never bound (wait p95 7200 s, max 7200 s)",
+                f"{SEATS} never seated 9 of its 9 learners: {', '.join(f'{LAB}-{n}' for n in range(1, 10))} "
+                f"{NEVER} (wait p95 7200 s, max 7200 s)",
             ],
         ),
+        # Karpenter warms the buffer's 6 seats on 3 nodes of 2 slices (it plans 3 a node, then sees 2): the lab's
+        # maxGpus of nodes, all its NodePool's cpu limit (12, 3 nodes of 4 vCPUs) lets it launch, though its
+        # nvidia.com/gpu limit (9) counts only 6. The 3 late learners wait, the 7th and 8th for the seats the 10:00
+        # leavers free, the 9th (who leaves then) for ever.
+        (
+            _device_plugin_replicas_below_the_node_overlay,
+            [f"{SEATS} never seated 1 of its 9 learners: {LAB}-9 {NEVER} (wait p95 3540 s, max 3540 s)"],
+        ),
     ],
-    ids=["seat-template-without-request", "untolerated-taint"],
+    ids=["seat-template-without-request", "untolerated-taint", "plugin-replicas-below-overlay"],
 )
 def test_a_planted_defect_fails_the_class_day_with_its_finding(
     unplanted, tmp_path: Path, plant: Callable[[Path], None], lines: list[str]

@@ -229,7 +229,7 @@ def _percentile(values: Sequence[float], percent: int) -> float:
 
 
 def class_metrics(
-    c: PlayedClass, steps: Sequence[Step], events: Sequence[Event], after: datetime.datetime
+    c: PlayedClass, steps: Sequence[Step], events: Sequence[Event], after: datetime.datetime, seats: int
 ) -> dict[str, Any]:
     """One class's figures from the lab's log (rehearsal.json `labs.<lab>.classes[]`), with real event times:
 
@@ -240,6 +240,10 @@ def class_metrics(
     - `boundWithoutNewNode`: the class's learners whose first binding was on a node launched before they arrived.
     - `waitSeconds`: from each learner's arrival to their first binding (nearest-rank p50 and p95, and the max); a
       learner never bound waits until they leave, a lower bound of their wait, so that they weigh in the figures.
+    - `neverSeated`: the class's learners never bound before they left who arrived when the lab's learners there
+      (they included, of every class; at one instant counted in the timeline's order, leavers first) were at most
+      its `seats` (learnerSeats), in the order they arrived: the lab owed each of them a seat. One who arrived beyond
+      them (classes that overlap) may have to wait.
     - `disruptedDuringClass`: the lab's pods the log says were disrupted from the start to the end (end excluded).
     - `nodesAfterEnd`: the lab's nodes up at `after` (the end plus settle(), at most the day's end): those Karpenter
       kept once the class's learners had left, the class's own or, if another class runs or warms then, that one's.
@@ -267,6 +271,15 @@ def class_metrics(
     )
     without_new = sum(1 for learner, (_, node) in bound.items() if launched_before(node, arrived[learner]))
     waits = [((bound[n][0] if n in bound else left[n]) - at).total_seconds() for n, at in arrived.items()]
+    there: dict[str, int] = {}  # the lab's learners there as each arrived, they included, in the timeline's order
+    present = 0
+    for s in steps:
+        if s["what"] == "arrive":
+            present += 1
+            there[s["learner"]] = present
+        elif s["what"] == "leave":
+            present -= 1
+    never_seated = [learner for learner in arrived if learner not in bound and there[learner] <= seats]
     disrupted = {e["pod"] for e in events if e["what"] == "disrupted" and c.start <= moment(e["at"]) < c.end}
     return {
         "index": c.index,
@@ -279,6 +292,7 @@ def class_metrics(
             "p95": round(_percentile(waits, 95), 3) if waits else None,
             "max": round(max(waits), 3) if waits else None,
         },
+        "neverSeated": never_seated,
         "disruptedDuringClass": len(disrupted),
         "nodesAfterEnd": sum(1 for n in nodes.values() if n.up_at(after)),
     }
@@ -407,7 +421,10 @@ def lab_section(lab_name: str, lab: Lab, steps: Sequence[Step], observed: Iterab
     hours = {n.name: max((min(n.deleted or end, end) - n.launched).total_seconds(), 0.0) / 3600 for n in nodes.values()}
     return {
         "events": log,
-        "classes": [class_metrics(c, steps, log, min(c.end + settle(lab), end)) for c in _classes_of(lab, steps)],
+        "classes": [
+            class_metrics(c, steps, log, min(c.end + settle(lab), end), lab.learner_seats)
+            for c in _classes_of(lab, steps)
+        ],
         **({} if lab.classes else {"trickle": trickle_metrics(lab, steps, log)}),
         "nodeHours": round(sum(hours.values()), DECIMALS),
         "lowerBoundNodeHours": round(lower_bound, DECIMALS),

@@ -55,10 +55,15 @@ def _usd(value: float | None) -> str:
     return "n/a" if value is None else usd(value)
 
 
+def _waits(c: Mapping[str, Any]) -> str:
+    return f"wait p95 {_seconds(c['waitSeconds']['p95'])} s, max {_seconds(c['waitSeconds']['max'])} s"
+
+
 def problems(labs: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """One line per class that broke a promise on the clock: fewer warm seats at its start than warmSeats, or a
-    learner moved (disrupted) while it ran; each names the key to look at, the class by its start, and the figures.
-    Then one per promise a lab without classes broke as its learners trickled in (_trickle)."""
+    """One line per class that broke a promise on the clock: fewer warm seats at its start than warmSeats, a learner
+    the lab owed a seat never bound before they left, or a learner moved (disrupted) while it ran; each names the key
+    to look at, the class by its start, and the figures. Then one per promise a lab without classes broke as its
+    learners trickled in (_trickle)."""
     lines: list[str] = []
     for name, lab in sorted(labs.items()):
         times = _class_times(lab)
@@ -71,8 +76,16 @@ def problems(labs: Mapping[str, Mapping[str, Any]]) -> list[str]:
                 lines.append(
                     f"rehearsal: {key}.warmSeats: {what} found {c['warmAtStart']} of its {c['warmSeats']} warm seats "
                     f"at its start (learners bound on nodes up before it); the others waited for a node launched "
-                    f"after the start or were never bound (wait p95 {_seconds(c['waitSeconds']['p95'])} s, max "
-                    f"{_seconds(c['waitSeconds']['max'])} s)"
+                    f"after the start or were never bound ({_waits(c)})"
+                )
+            if c["neverSeated"]:
+                # A class plays the lab's learnerSeats learners (tools/class_day.py), the seats maxGpus makes, as a
+                # lab without classes does, whose line names maxGpus too (_trickle).
+                lines.append(
+                    f"rehearsal: gpulab:labs.{name}.maxGpus: {what} never seated {len(c['neverSeated'])} of its "
+                    f"{c['learnersArrived']} learners: {', '.join(c['neverSeated'])} never bound before they left, "
+                    f"though the lab held no more learners than its learner seats (maxGpus x slicesPerGpu) when they "
+                    f"arrived ({_waits(c)})"
                 )
             if c["disruptedDuringClass"]:
                 moved = [e for e in lab["events"] if e["what"] == "disrupted" and _at(start) <= _at(e["at"]) < _at(end)]
