@@ -405,6 +405,12 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / REHEARSAL).write_text(json.dumps(rehearsal, indent=2) + "\n")
     found = problems(rehearsal)
     print("\n".join(rehearsal_report.table(rehearsal)))
+    if (scheduler := rehearsal.get("userScheduler")) and not scheduler["problem"]:
+        print(
+            f"the hub's learners were scheduled by its user-scheduler ({', '.join(scheduler['schedulerNames'])}: "
+            f"kube-scheduler {scheduler['version']} with its {scheduler['config']}, as {scheduler['serviceAccount']}), "
+            f"which bound {scheduler['bound']} pod(s)"
+        )
     for line in found:
         print(line, file=sys.stderr)
     if rehearsal.get("unsettled"):
