@@ -119,13 +119,21 @@ def _node_for(plane: twin.ControlPlane, name: str, pod: dict[str, Any], seats: i
     }
     key, value = twin.FAKE_NODE
     meta = {"name": name, "labels": labels, "annotations": {key: value}}
-    plane.admin.request("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": meta})
+    # Made with its capacity, as a kubelet registers its node: KWOK's first status keeps a node's allocatable where it
+    # has one, and gives one of its own (1k CPUs) where it has none yet, which a later patch could race with.
+    status = {"capacity": capacity, "allocatable": capacity}
     plane.admin.request(
-        "PATCH",
-        f"/api/v1/nodes/{name}/status",
-        {"status": {"capacity": capacity, "allocatable": capacity}},
-        content_type="application/merge-patch+json",
+        "POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": meta, "status": status}
     )
+
+    def ready() -> bool:
+        node = plane.admin.get(f"/api/v1/nodes/{name}")["status"]
+        conditions = node.get("conditions") or []
+        return node.get("allocatable") == capacity and any(
+            c["type"] == "Ready" and c["status"] == "True" for c in conditions
+        )
+
+    _until(f"{name} Ready with its allocatable", ready)
 
 
 def _scheduled_by(plane: twin.ControlPlane, namespace: str, pod: str) -> list[str]:
