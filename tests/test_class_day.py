@@ -388,8 +388,8 @@ def test_a_lab_without_classes_seats_its_learners_and_keeps_the_extra_one_waitin
         "learnerSeats": 2,
         "maxGpus": 1,
         "learnersArrived": 3,
-        "seated": 2,
-        "neverSeated": [],
+        "mostSeatedAtOnce": 2,
+        "unseated": [],
         "extraLearner": "none-3",
         "extraArrived": "2027-01-04T00:02:00Z",
         "extraBound": "2027-01-04T00:03:00Z",
@@ -401,7 +401,7 @@ def test_a_lab_without_classes_seats_its_learners_and_keeps_the_extra_one_waitin
     lines = rehearsal_report.table(_rehearsal({"none": section}))
     assert tables.table(lines, "the class day on the twin")[0] == {
         "lab (no classes)": "none",
-        "seated": "2 of 2",
+        "seated at once": "2 of 2",
         "extra learner": "none-3",
         "extra bound (UTC)": "2027-01-04T00:03:00Z",
         "extra wait s": "60",
@@ -420,8 +420,8 @@ def test_an_extra_learner_seated_beyond_the_labs_seats_fails_the_rehearsal_namin
     ]
     section = _trickle(*beyond)
     t = section["trickle"]
-    assert (t["seated"], t["extraBound"], t["othersSeatedThen"], t["mostGpusAtOnce"]) == (
-        2,
+    assert (t["mostSeatedAtOnce"], t["extraBound"], t["othersSeatedThen"], t["mostGpusAtOnce"]) == (
+        3,
         "2027-01-04T00:02:02Z",
         2,
         2,
@@ -439,16 +439,28 @@ def test_an_extra_learner_seated_beyond_the_labs_seats_fails_the_rehearsal_namin
     ]
 
 
-def test_a_lab_without_classes_that_seats_fewer_than_its_seats_fails_the_rehearsal_naming_who_was_never_bound() -> None:
-    # none-2 is never bound; the extra none-3 takes the seat left: two seated at once, none beyond the lab's.
+def test_a_lab_without_classes_that_seats_fewer_at_once_than_its_seats_fails_the_rehearsal_naming_who_waited() -> None:
+    # One seat at a time: none-2 waits for the one none-1 frees, none-3 for none-2's.
+    one_seat = [
+        *KEPT_WAITING[:2],
+        _none("00:03:00", "bound", "none-2", "n1"),
+        _none("00:04:00", "bound", "none-3", "n1"),
+    ]
+    t = _trickle(*one_seat)["trickle"]
+    assert (t["mostSeatedAtOnce"], t["unseated"], t["othersSeatedThen"]) == (1, ["none-2"], 0)
+    (line,) = rehearsal_report.problems({"none": _trickle(*one_seat)})
+    assert line == (
+        "rehearsal: gpulab:labs.none.maxGpus: lab none (no classes) seated at most 1 at once of its 2 learner seats "
+        "(maxGpus x slicesPerGpu) as 3 learners trickled in: none-2 not bound before the first learner left"
+    )
+
+
+def test_an_extra_learner_who_takes_the_last_seat_before_another_is_not_a_seat_beyond_the_labs() -> None:
+    # none-2 is not bound before none-1 leaves; the extra none-3 takes the seat left: two seated at once.
     section = _trickle(*KEPT_WAITING[:2], _none("00:02:01", "bound", "none-3", "n1"))
     t = section["trickle"]
-    assert (t["seated"], t["neverSeated"], t["othersSeatedThen"]) == (1, ["none-2"], 1)
-    (line,) = rehearsal_report.problems({"none": section})
-    assert line == (
-        "rehearsal: gpulab:labs.none.maxGpus: lab none (no classes) seated 1 of its 2 learner seats (maxGpus x "
-        "slicesPerGpu) as 3 learners trickled in: none-2 never bound before they left"
-    )
+    assert (t["mostSeatedAtOnce"], t["unseated"], t["othersSeatedThen"]) == (2, ["none-2"], 1)
+    assert rehearsal_report.problems({"none": section}) == []
 
 
 def test_a_seat_a_disruption_freed_is_not_counted_against_the_extra_learner_and_one_never_bound_waits_till_leaving():

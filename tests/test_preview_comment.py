@@ -619,7 +619,7 @@ def test_the_posted_comment_shows_a_lab_without_classes_seated_and_its_cost_agai
     (trickle,) = tables.table(lines, CLASS_DAY)
     assert trickle == {
         "lab (no classes)": "intro",
-        "seated": "12 of 12",
+        "seated at once": "12 of 12",
         "extra learner": "intro-13",
         "extra bound (UTC)": "2027-01-04T00:13:00Z",
         "extra wait s": "60",

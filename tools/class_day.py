@@ -309,8 +309,10 @@ def trickle_metrics(lab: Lab, steps: Sequence[Step], events: Sequence[Event]) ->
     `labs.<lab>.trickle`), against what the lab promises (docs/configuration.md): it seats `learnerSeats` (maxGpus x
     slicesPerGpu) learners at once, on at most `maxGpus` GPUs (its NodePool's limit), and no more.
 
-    - `seated`: of the first learnerSeats learners to arrive, those bound before they left (or as they left: a binding
-      is stamped at the simulated moment its step settled); `neverSeated` names the others.
+    - `mostSeatedAtOnce`: the most of the lab's learners bound at one moment, each from their first binding to their
+      leaving (at one instant a leaving comes first): the lab's seats, all held, are learnerSeats. `unseated` names
+      the first learnerSeats learners to arrive who were not bound before the first of them left: the ones a lab of
+      fewer seats kept waiting.
     - `extraLearner`, `extraArrived`, `extraBound` (None when never bound) and `extraWaitSeconds` (to their binding,
       or to their leaving when never bound): the one learner more than the lab seats.
     - `othersSeatedThen`: at the extra learner's binding, the lab's other learners bound and not yet left, less the
@@ -325,7 +327,17 @@ def trickle_metrics(lab: Lab, steps: Sequence[Step], events: Sequence[Event]) ->
         if e["what"] == "bound" and e["learner"] in left:
             bound.setdefault(e["learner"], moment(e["at"]))
     promised, (extra_arrived, extra) = arrived[: lab.learner_seats], arrived[lab.learner_seats]
-    never = [learner for _, learner in promised if not (learner in bound and bound[learner] <= left[learner])]
+    first_leaving = min(left.values())
+    unseated = [learner for _, learner in promised if not (learner in bound and bound[learner] < first_leaving)]
+    # Seats taken (+1) and freed (-1) in order of time, a freeing first at one instant (the leave step comes first).
+    changes = sorted(
+        [(at, 1) for n, at in bound.items() if at < left[n]]
+        + [(left[n], -1) for n, at in bound.items() if at < left[n]]
+    )
+    seated = most_seated = 0
+    for _, change in changes:
+        seated += change
+        most_seated = max(most_seated, seated)
     extra_bound = bound.get(extra)
     others_then = None
     if extra_bound is not None:
@@ -344,8 +356,8 @@ def trickle_metrics(lab: Lab, steps: Sequence[Step], events: Sequence[Event]) ->
         "learnerSeats": lab.learner_seats,
         "maxGpus": lab.max_gpus,
         "learnersArrived": len(arrived),
-        "seated": len(promised) - len(never),
-        "neverSeated": never,
+        "mostSeatedAtOnce": most_seated,
+        "unseated": unseated,
         "extraLearner": extra,
         "extraArrived": iso(extra_arrived),
         "extraBound": None if extra_bound is None else iso(extra_bound),

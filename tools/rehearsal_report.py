@@ -104,17 +104,18 @@ def problems(labs: Mapping[str, Mapping[str, Any]]) -> list[str]:
 
 
 def _trickle(name: str, lab: Mapping[str, Any]) -> list[str]:
-    """The lines of a lab without classes whose trickle broke what it promises: its learnerSeats learners seated, the
-    one more kept waiting until a seat was freed, no more GPUs than maxGpus (docs/configuration.md). Each names
-    maxGpus, as the planner's gate does for a full lab (docs/planner.md)."""
+    """The lines of a lab without classes whose trickle broke what it promises: its learnerSeats learners seated at
+    once, the one more kept waiting until a seat was freed, no more GPUs than maxGpus (docs/configuration.md). Each
+    names maxGpus, as the planner's gate does for a full lab (docs/planner.md)."""
     t = lab["trickle"]
     key = f"rehearsal: gpulab:labs.{name}.maxGpus: lab {name} (no classes)"
     seats = f"its {t['learnerSeats']} learner seats (maxGpus x slicesPerGpu)"
     lines = []
-    if t["seated"] < t["learnerSeats"]:
+    if t["mostSeatedAtOnce"] < t["learnerSeats"]:
+        waited = f": {', '.join(t['unseated'])} not bound before the first learner left" if t["unseated"] else ""
         lines.append(
-            f"{key} seated {t['seated']} of {seats} as {t['learnersArrived']} learners trickled in: "
-            f"{', '.join(t['neverSeated'])} never bound before they left"
+            f"{key} seated at most {t['mostSeatedAtOnce']} at once of {seats} as {t['learnersArrived']} learners "
+            f"trickled in{waited}"
         )
     if t["othersSeatedThen"] is not None and t["othersSeatedThen"] >= t["learnerSeats"]:
         lines.append(
@@ -143,7 +144,11 @@ LabRow = tuple[str, Mapping[str, Any]]
 # One row per lab without classes: its trickle of learnerSeats + 1 learners (class_day.trickle_metrics).
 TRICKLE_COLUMNS: tuple[Column[LabRow], ...] = (
     Column("lab (no classes)", lambda row: row[0]),
-    Column("seated", lambda row: f"{row[1]['trickle']['seated']} of {row[1]['trickle']['learnerSeats']}", numeric=True),
+    Column(
+        "seated at once",
+        lambda row: f"{row[1]['trickle']['mostSeatedAtOnce']} of {row[1]['trickle']['learnerSeats']}",
+        numeric=True,
+    ),
     Column("extra learner", lambda row: row[1]["trickle"]["extraLearner"]),
     Column("extra bound (UTC)", lambda row: row[1]["trickle"]["extraBound"] or "never"),
     Column("extra wait s", lambda row: f"{row[1]['trickle']['extraWaitSeconds']:g}", numeric=True),
