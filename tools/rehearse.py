@@ -168,10 +168,16 @@ class Learners:
             lab, pod = key
             namespace, name = pod.split("/")
             path = f"/api/v1/namespaces/{namespace}/pods/{name}"
-            with contextlib.suppress(twin.ApiError):  # gone already
+            try:
                 if self.admin.get(path)["spec"].get("nodeName"):
-                    continue
+                    continue  # bound: it stays until its learner leaves
                 self.admin.request("DELETE", path)
+            except twin.ApiError as error:
+                if error.status != 404:
+                    raise
+                # Gone already: Karpenter evicted it from a node it was bound to (as in leave), not unscheduled.
+                del self.scheduler_of[key]
+                continue
             self.unscheduled.setdefault((lab, scheduler), []).append(self.pods[key])
             del self.scheduler_of[key]
 
