@@ -9,8 +9,8 @@ package main
 //
 // It answers a first line {"ready": true, "now": ..., "karpenter": ..., "shortenedTimers": [...]}, then, for each
 // {"advance": "<RFC3339>"} line, moves the clock there, runs the controllers until they have settled and answers
-// {"now": ..., "events": [...], "nodes": [...]} (with "unsettled" when they did not within stepLimit). A line it
-// cannot take is answered {"error": "..."}.
+// {"now": ..., "events": [...], "nodes": [...], "wall": {...}} (with "unsettled" when they did not within stepLimit;
+// "wall" is where the step's wall-clock time went). A line it cannot take is answered {"error": "..."}.
 
 import (
 	"bufio"
@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -29,12 +30,17 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	controllerruntime "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -42,6 +48,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
@@ -66,16 +73,12 @@ const (
 	// driver creates the pods of one moment within milliseconds, so a short window still gathers them.
 	rehearsalBatchIdle = 200 * time.Millisecond
 	rehearsalBatchMax  = 2 * time.Second
-	// Settled means no change to a pod, node, NodeClaim, NodePool or CapacityBuffer for quiet, besides what the
-	// conditions below wait for.
-	quiet = 300 * time.Millisecond
+	// Settled means, besides what the conditions below wait for, no change to a pod, node, NodeClaim, NodePool or
+	// CapacityBuffer for quiet: the time an informer's other handlers take to queue what the stepper's handler saw.
+	quiet = 50 * time.Millisecond
 	// A pod Karpenter placed waits this long without other change for kube-scheduler to bind it: longer than
 	// kube-scheduler's longest backoff for an unschedulable pod (podMaxBackoffSeconds, 10 s by default).
 	bindWait = 12 * time.Second
-	// A terminating NodeClaim whose drain waits on something (a PodDisruptionBudget, a do-not-disrupt pod, Karpenter's
-	// clock: its shortest drain, terminationGracePeriod) is left terminating after this long without change: longer
-	// than the termination controller's requeue of 1 s (node/termination/controller.go).
-	drainWait = 2 * time.Second
 	// The most wall-clock time one step may take; past it the answer says what had not settled.
 	stepLimit = 90 * time.Second
 	// The annotation the stepper sets on every NodeClaim after it moves the clock (see touch).
@@ -107,6 +110,9 @@ func shorten(ctx context.Context) []shortenedTimer {
 		{"requeues after a simulated duration (consolidateAfter, expireAfter), which controller-runtime waits out on the wall clock",
 			"sigs.k8s.io/karpenter pkg/controllers/nodeclaim/disruption/consolidation.go, nodeclaim/expiration/controller.go",
 			"the duration left", "every NodeClaim is annotated after each move of the clock, so its controllers reconcile at once"},
+		{"the termination controller's requeue while a drain lasts its shortest time (MinDrainTime, 5 s of Karpenter's clock)",
+			"sigs.k8s.io/karpenter pkg/controllers/node/termination/controller.go (awaitDrain)",
+			"1s", "the Node of every terminating NodeClaim is annotated after each move of the clock, so it reconciles at once"},
 	}
 	opts.BatchIdleDuration, opts.BatchMaxDuration = rehearsalBatchIdle, rehearsalBatchMax
 	// One controller, no leader election; Karpenter's metrics controllers observe only.
@@ -142,6 +148,9 @@ func rehearse(args []string) error {
 	if err != nil {
 		return err
 	}
+	// The client's rate limits as Karpenter's operator sets them (pkg/operator/operator.go; KUBE_CLIENT_QPS 200,
+	// KUBE_CLIENT_BURST 300), not client-go's default of 5 per second.
+	config.QPS, config.Burst = float32(coreoptions.FromContext(ctx).KubeClientQPS), coreoptions.FromContext(ctx).KubeClientBurst
 	timers := shorten(ctx)
 	// The controllers' logs go to stderr; stdout is the driver's.
 	logger := zap.New(zap.WriteTo(os.Stderr))
@@ -198,9 +207,23 @@ type stepper struct {
 	journal    *journal
 	cluster    *state.Cluster
 	disruption *disruption.Controller
+	queue      *disruption.Queue // the disruption commands under way
 	// The disruption controller's pass under way, if one waits for simulated time; nil when none.
 	disrupting chan bool
 	lastChange atomic.Int64 // wall clock, UnixNano, of the last change the caches saw
+	wall       *stepWall    // where the step under way spends its wall-clock time
+}
+
+// stepWall is where one step's wall-clock time went (the answer's "wall"; docs/rehearsal.md, "How long it takes"):
+// waiting for the caches and for each kind of unsettled condition (unsettled's kinds), in the disruption controller's
+// passes, and annotating objects with the clock; with the number of passes and of the clock's moves.
+type stepWall struct {
+	Seconds           float64            `json:"seconds"`
+	WaitingFor        map[string]float64 `json:"waitingFor"`
+	DisruptionSeconds float64            `json:"disruptionSeconds"`
+	DisruptionPasses  int                `json:"disruptionPasses"`
+	AnnotatingSeconds float64            `json:"annotatingSeconds"`
+	ClockMoves        int                `json:"clockMoves"`
 }
 
 func newStepper(ctx context.Context, config *rest.Config, r *render.Render, region string, clk *simClock) (*stepper, error) {
@@ -243,6 +266,9 @@ func newStepper(ctx context.Context, config *rest.Config, r *render.Render, regi
 		if d, ok := c.(*disruption.Controller); ok {
 			s.disruption = d // the stepper runs it (shortenedTimers)
 			continue
+		}
+		if q, ok := c.(*disruption.Queue); ok {
+			s.queue = q
 		}
 		if err := c.Register(ctx, view); err != nil {
 			return nil, fmt.Errorf("registering %T: %w", c, err)
@@ -351,12 +377,15 @@ func (s *stepper) answer(line string) any {
 	if to.Before(s.clock.Now()) {
 		return map[string]string{"error": fmt.Sprintf("advance: the clock runs forward only: %s is before %s", step.Advance, s.now())}
 	}
+	began := time.Now()
+	s.wall = &stepWall{WaitingFor: map[string]float64{}}
 	unsettled := s.advance(to)
+	s.wall.Seconds = time.Since(began).Seconds()
 	nodes, err := s.nodes()
 	if err != nil {
 		return map[string]string{"error": err.Error()}
 	}
-	answer := map[string]any{"now": s.now(), "events": s.journal.take(), "nodes": nodes}
+	answer := map[string]any{"now": s.now(), "events": s.journal.take(), "nodes": nodes, "wall": s.wall}
 	if unsettled != "" {
 		answer["unsettled"] = unsettled
 	}
@@ -369,9 +398,10 @@ func (s *stepper) answer(line string) any {
 // It returns what had not settled within stepLimit, "" when all had.
 func (s *stepper) advance(t time.Time) string {
 	deadline := time.Now().Add(stepLimit)
-	// What the driver did just before this step (pods made, a buffer patched) may not have reached the caches yet:
-	// touch counts as a change.
-	s.touch()
+	// What the driver did just before this step (pods made, a buffer patched) may not have reached the caches yet.
+	if why := s.caughtUp(deadline); why != "" {
+		return why
+	}
 	for {
 		if why := s.settle(deadline); why != "" {
 			return why
@@ -394,41 +424,136 @@ func (s *stepper) advance(t time.Time) string {
 			return ""
 		}
 		s.clock.SetTime(next)
+		s.wall.ClockMoves++
 		s.touch()
+		if why := s.caughtUp(deadline); why != "" {
+			return why
+		}
 	}
 }
 
-// touch annotates every NodeClaim with the simulated time: controller-runtime waits out a requeue on the wall clock,
-// so a controller that asked to come back once consolidateAfter or expireAfter has passed in simulated time
-// reconciles now instead (shortenedTimers).
+// touch annotates every NodeClaim, and the Node of every terminating one, with the simulated time:
+// controller-runtime waits out a requeue on the wall clock, so a controller that asked to come back once time has
+// passed in simulated time (consolidateAfter or expireAfter, a NodeClaim's; a drain's shortest time, the
+// termination controller's, which requeues its Node every second) reconciles now instead (shortenedTimers).
 func (s *stepper) touch() {
+	began := time.Now()
+	defer func() { s.wall.AnnotatingSeconds += time.Since(began).Seconds() }()
 	claims := &karpv1.NodeClaimList{}
 	if err := s.reader.List(s.ctx, claims); err != nil {
 		return
 	}
-	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, clockAnnotation, s.clock.Now().UTC().Format(time.RFC3339Nano)))
-	for i := range claims.Items {
-		if claims.Items[i].DeletionTimestamp == nil {
-			if err := s.writer.Patch(s.ctx, &claims.Items[i], client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
-				log.FromContext(s.ctx).Error(err, "annotating NodeClaim with the clock", "NodeClaim", claims.Items[i].Name)
+	patch := client.RawPatch(types.MergePatchType,
+		[]byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, clockAnnotation, s.clock.Now().UTC().Format(time.RFC3339Nano))))
+	// All at once, as each is a request of its own.
+	workqueue.ParallelizeUntil(s.ctx, len(claims.Items), len(claims.Items), func(i int) {
+		var obj client.Object = &claims.Items[i]
+		if claims.Items[i].DeletionTimestamp != nil {
+			if claims.Items[i].Status.NodeName == "" {
+				return
 			}
+			obj = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: claims.Items[i].Status.NodeName}}
+		}
+		if err := s.writer.Patch(s.ctx, obj, patch); client.IgnoreNotFound(err) != nil {
+			log.FromContext(s.ctx).Error(err, "annotating with the clock", "object", obj.GetName())
+		}
+	})
+}
+
+// caughtUp waits until the manager's caches hold every pod, node, NodeClaim and CapacityBuffer the API server holds,
+// at its resourceVersion or later, and none it has deleted: what was written before it was called (the driver's
+// pods, touch's annotations) has reached the controllers. It returns what had not, by the deadline.
+func (s *stepper) caughtUp(deadline time.Time) string {
+	began := time.Now()
+	defer func() { s.wall.WaitingFor["caches"] += time.Since(began).Seconds() }()
+	for _, list := range []func() client.ObjectList{
+		func() client.ObjectList { return &corev1.PodList{} },
+		func() client.ObjectList { return &corev1.NodeList{} },
+		func() client.ObjectList { return &karpv1.NodeClaimList{} },
+		func() client.ObjectList { return &autoscalingv1beta1.CapacityBufferList{} },
+	} {
+		stored := list()
+		if err := s.writer.List(s.ctx, stored); err != nil {
+			return err.Error()
+		}
+		want, err := versions(stored)
+		if err != nil {
+			return err.Error()
+		}
+		for {
+			cached := list()
+			if err := s.reader.List(s.ctx, cached); err != nil {
+				return err.Error()
+			}
+			have, err := versions(cached)
+			if err != nil {
+				return err.Error()
+			}
+			behind := ""
+			for uid, v := range want {
+				got, ok := have[uid]
+				if ok && got.number >= v.number {
+					continue
+				}
+				if !ok && s.gone(v.object) {
+					delete(want, uid) // deleted since it was listed, and the cache has seen that
+					continue
+				}
+				behind = fmt.Sprintf("the controllers' cache of %T behind the API server", cached)
+			}
+			if behind == "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				return behind
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	// The patches reach the caches a moment later: the controllers have not settled before they do.
-	s.lastChange.Store(time.Now().UnixNano())
+	return ""
+}
+
+// version is a listed object's resourceVersion as a number: the twin's API server (etcd's) numbers its writes in
+// order, so a later version of an object has a greater one.
+type version struct {
+	number uint64
+	object client.Object
+}
+
+// versions is each listed object's version, by UID.
+func versions(list client.ObjectList) (map[types.UID]version, error) {
+	found := map[types.UID]version{}
+	return found, apimeta.EachListItem(list, func(o runtime.Object) error {
+		object := o.(client.Object)
+		v, err := strconv.ParseUint(object.GetResourceVersion(), 10, 64)
+		if err != nil {
+			return fmt.Errorf("%T %s: resourceVersion %q: %w", o, object.GetName(), object.GetResourceVersion(), err)
+		}
+		found[object.GetUID()] = version{v, object}
+		return nil
+	})
+}
+
+// gone says whether the API server no longer has the object (by its UID).
+func (s *stepper) gone(object client.Object) bool {
+	now := object.DeepCopyObject().(client.Object)
+	err := s.writer.Get(s.ctx, client.ObjectKeyFromObject(object), now)
+	return apierrors.IsNotFound(err) || (err == nil && now.GetUID() != object.GetUID())
 }
 
 // settle waits until the controllers have settled, or the deadline; it returns what had not settled by then.
 func (s *stepper) settle(deadline time.Time) string {
 	for {
-		why := s.unsettled()
+		began := time.Now()
+		why, kind := s.unsettled()
 		if why == "" {
 			return ""
 		}
 		if time.Now().After(deadline) {
 			return why
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
+		s.wall.WaitingFor[kind] += time.Since(began).Seconds()
 	}
 }
 
@@ -436,28 +561,38 @@ func (s *stepper) quietFor(d time.Duration) bool {
 	return time.Since(time.Unix(0, s.lastChange.Load())) >= d
 }
 
-// unsettled says what the controllers are still doing, "" when nothing: a change within quiet, a NodeClaim not yet
-// initialized, a terminating one still changing, a pending pod Karpenter has not decided on, or one it placed that
-// kube-scheduler has not bound yet.
-func (s *stepper) unsettled() string {
+// unsettled says what the controllers are still doing, "" when nothing: a change within quiet, a batch of the
+// provisioner's under way, a disruption command in the queue, a controller with work queued or under way, a NodeClaim
+// not yet initialized, a pending pod Karpenter has not decided on, or one it placed that kube-scheduler has not bound
+// yet. A terminating NodeClaim whose controllers have nothing to do waits for something (the simulated clock, for its
+// shortest drain or its terminationGracePeriod; a PodDisruptionBudget): it has settled.
+func (s *stepper) unsettled() (string, string) {
 	if !s.quietFor(quiet) {
-		return "the controllers were still changing objects"
+		return "the controllers were still changing objects", "quiet"
+	}
+	if s.clock.isBatching() {
+		return "the provisioner's batch under way", "batch"
+	}
+	if !s.queue.IsEmpty() {
+		return "a disruption command under way", "command"
+	}
+	if name, err := busy(); err != nil {
+		return err.Error(), "error"
+	} else if name != "" {
+		return fmt.Sprintf("controller %s has work queued or under way", name), "busy"
 	}
 	claims := &karpv1.NodeClaimList{}
 	if err := s.reader.List(s.ctx, claims); err != nil {
-		return err.Error()
+		return err.Error(), "error"
 	}
 	for _, nc := range claims.Items {
 		if nc.DeletionTimestamp == nil && !nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
-			return fmt.Sprintf("NodeClaim %s not initialized", nc.Name)
-		}
-		if nc.DeletionTimestamp != nil && !s.quietFor(drainWait) {
-			return fmt.Sprintf("NodeClaim %s terminating", nc.Name)
+			return fmt.Sprintf("NodeClaim %s not initialized", nc.Name), "initializing"
 		}
 	}
 	pods := &corev1.PodList{}
 	if err := s.reader.List(s.ctx, pods); err != nil {
-		return err.Error()
+		return err.Error(), "error"
 	}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
@@ -466,19 +601,55 @@ func (s *stepper) unsettled() string {
 		}
 		key := client.ObjectKeyFromObject(pod)
 		if s.cluster.PodSchedulingDecisionTime(key).IsZero() {
-			return fmt.Sprintf("pod %s: no decision of Karpenter's yet", key)
+			return fmt.Sprintf("pod %s: no decision of Karpenter's yet", key), "undecided"
 		}
 		if !s.cluster.PodSchedulingSuccessTime(key).IsZero() && !s.quietFor(bindWait) {
-			return fmt.Sprintf("pod %s: placed by Karpenter, not bound by kube-scheduler", key)
+			return fmt.Sprintf("pod %s: placed by Karpenter, not bound by kube-scheduler", key), "unbound"
 		}
 	}
-	return ""
+	return "", ""
 }
 
+// busy names a controller of the manager's with work queued or under way, "" when none: controller-runtime's own
+// gauges of each controller's queue (workqueue_depth, which a requeue after a delay is not in until it is due) and
+// of its workers (controller_runtime_active_workers). The provisioner's one worker is always under way (its batcher
+// waits a second for a first pod, again and again): simClock.batching says when it has a batch.
+func busy() (string, error) {
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		return "", err
+	}
+	for _, family := range families {
+		label := map[string]string{"workqueue_depth": "name", "controller_runtime_active_workers": "controller"}[family.GetName()]
+		if label == "" {
+			continue
+		}
+		for _, m := range family.GetMetric() {
+			name := ""
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label {
+					name = l.GetValue()
+				}
+			}
+			if m.GetGauge().GetValue() > 0 && !(label == "controller" && name == provisionerName) {
+				return name, nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// The provisioner's controller name (pkg/controllers/provisioning/provisioner.go Name).
+const provisionerName = "provisioner"
+
 // disrupt runs one pass of Karpenter's disruption controller, or waits for the one under way, and says whether it
-// acted. A pass that waits for simulated time (its validation) is left waiting: the stepper moves the clock.
+// acted. A pass that waits for simulated time (its validation) is left waiting once the others have settled: the
+// stepper moves the clock.
 func (s *stepper) disrupt(deadline time.Time) bool {
+	began := time.Now()
+	defer func() { s.wall.DisruptionSeconds += time.Since(began).Seconds() }()
 	if s.disrupting == nil {
+		s.wall.DisruptionPasses++
 		s.disrupting = make(chan bool, 1)
 		go func(done chan<- bool) {
 			result, err := s.disruption.Reconcile(s.ctx)
@@ -494,9 +665,14 @@ func (s *stepper) disrupt(deadline time.Time) bool {
 		case acted := <-s.disrupting:
 			s.disrupting = nil
 			return acted
-		case <-time.After(20 * time.Millisecond):
-			if _, waiting := s.clock.nextEnd(); (waiting && s.quietFor(quiet)) || time.Now().After(deadline) {
+		case <-time.After(5 * time.Millisecond):
+			if time.Now().After(deadline) {
 				return false
+			}
+			if _, waiting := s.clock.nextEnd(); waiting {
+				if why, _ := s.unsettled(); why == "" {
+					return false
+				}
 			}
 		}
 	}

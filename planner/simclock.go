@@ -24,7 +24,9 @@ const readYourWritesSleep = 100 * time.Millisecond
 //     time, and the clock records when each such wait ends, so that the stepper can move the clock to it.
 //   - NewTimer (only the provisioner's batcher, pkg/controllers/provisioning/batcher.go: the batch windows and its
 //     one-second wait for a first pod) runs in real time: the windows gather pods that arrive together, which the
-//     stepper creates within milliseconds. Karpenter's own options shorten them (shortenedTimers).
+//     stepper creates within milliseconds. Karpenter's own options shorten them (shortenedTimers). The clock also
+//     notes when a batch is under way (batching): from the timer of its longest window, which Wait starts once a
+//     first pod came, to the next one-second wait, which the provisioner starts once it has scheduled the batch.
 //   - Sleep waits readYourWritesSleep in real time: FakeClock's Sleep would move the simulated clock itself.
 type simClock struct {
 	*clocktesting.FakeClock
@@ -33,7 +35,8 @@ type simClock struct {
 	ends []time.Time // the ends of the simulated waits (After), some perhaps past
 	// Every time the clock has shown, to the second (the precision of an object's timestamps): a timestamp not among
 	// them was not taken from this clock.
-	shown map[int64]bool
+	shown    map[int64]bool
+	batching bool
 }
 
 func newSimClock(start time.Time) *simClock {
@@ -62,7 +65,28 @@ func (c *simClock) After(d time.Duration) <-chan time.Time {
 	return c.FakeClock.After(d)
 }
 
-func (c *simClock) NewTimer(d time.Duration) clock.Timer { return c.real.NewTimer(d) }
+func (c *simClock) NewTimer(d time.Duration) clock.Timer {
+	c.mu.Lock()
+	switch d {
+	case rehearsalBatchMax:
+		c.batching = true
+	case firstPodWait:
+		c.batching = false
+	}
+	c.mu.Unlock()
+	return c.real.NewTimer(d)
+}
+
+// firstPodWait is how long the batcher waits for a first pod before the provisioner starts over (batcher.go Wait,
+// NewTimer(time.Second)).
+const firstPodWait = time.Second
+
+// isBatching says whether the provisioner is gathering or scheduling a batch.
+func (c *simClock) isBatching() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.batching
+}
 
 func (c *simClock) Sleep(time.Duration) { time.Sleep(readYourWritesSleep) }
 

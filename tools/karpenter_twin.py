@@ -7,8 +7,9 @@ line at a time.
         karpenter.at(t, make_pods)    # the clock to t, then an action there (learners arrive), then settled again
 
 `advance` returns the planner's answer: `now`, `events` (nodeLaunched, nodeDeleted, disrupted, podBound; the shared
-format docs/rehearsal.md describes) and `nodes`, with `unsettled` when the controllers had not settled within the
-planner's step limit. The first answer's `shortenedTimers` (the `timers` attribute) are rehearsal.json's.
+format docs/rehearsal.md describes), `nodes` and `wall` (where the step's wall-clock time went), with `unsettled`
+when the controllers had not settled within the planner's step limit. The first answer's `shortenedTimers` (the
+`timers` attribute) are rehearsal.json's.
 """
 
 from __future__ import annotations
@@ -75,7 +76,16 @@ class Karpenter:
         first = self.advance(t)
         action()
         second = self.advance(t)
-        return second | {"events": first["events"] + second["events"]}
+        return second | {"events": first["events"] + second["events"], "wall": add_walls(first["wall"], second["wall"])}
+
+
+def add_walls(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two answers' `wall` (where a step's wall-clock time went, planner/rehearse.go stepWall) as one: each figure
+    summed, `waitingFor` by kind."""
+    waiting = dict(a["waitingFor"])
+    for kind, seconds in b["waitingFor"].items():
+        waiting[kind] = waiting.get(kind, 0) + seconds
+    return {k: a[k] + b[k] for k in a if k != "waitingFor"} | {"waitingFor": waiting}
 
 
 @contextlib.contextmanager

@@ -259,7 +259,7 @@ def play_day(
     day's first step to the last lab's day_end: at each instant, in the timeline's order, the classes' CronJobs run
     (cron_jobs.run, as their Jobs would then) and learners' pods are made and deleted; then the clock runs to the next.
     `schedulers` names the schedulers the twin runs (Learners). Returns rehearsal.json's jobs, the learner pods
-    refused, labs, karpenter, shortenedTimers, unscheduled and unsettled."""
+    refused, labs, karpenter, shortenedTimers, unscheduled, unsettled and stepWall."""
     days = class_day.timeline(stack, today)
     steps = sorted(
         (s for lab_steps in days.values() for s in lab_steps),
@@ -270,6 +270,9 @@ def play_day(
     refused: list[dict[str, str]] = []
     observed: list[dict[str, Any]] = []
     unsettled: list[str] = []
+    # Where the stepper's wall-clock time went, by kind of moment: its steps' kinds ("arrive", "release+arrive"), or
+    # "dayEnd" for the run to the day's end.
+    walls: dict[str, dict[str, Any]] = {}
 
     def do(step: dict[str, Any]) -> None:
         if step["what"] in ("warmup", "release"):
@@ -280,10 +283,16 @@ def play_day(
         elif step["what"] == "leave":
             learners.leave(step["lab"], step["learner"])
 
-    def record(answer: dict[str, Any]) -> None:
+    def record(answer: dict[str, Any], kind: str) -> None:
         observed.extend(e for e in map(learners.observed, answer["events"]) if e is not None)
         if "unsettled" in answer:
             unsettled.append(answer["now"])
+        wall = walls.get(kind)
+        walls[kind] = (
+            {"moments": 1, **answer["wall"]}
+            if wall is None
+            else karpenter_twin.add_walls(wall, answer["wall"] | {"moments": 1})
+        )
 
     if not steps:
         return {"jobs": jobs, "refused": refused, "labs": {}, "unscheduled": []}
@@ -296,8 +305,9 @@ def play_day(
                 for step in actions:
                     do(step)
 
-            record(karpenter.at(at, act))
-        record(karpenter.advance(max(ends)))
+            kind = "+".join(dict.fromkeys(step["what"] for step in actions))
+            record(karpenter.at(at, act), kind)
+        record(karpenter.advance(max(ends)), "dayEnd")
         version, timers = karpenter.version, karpenter.timers
     return {
         "jobs": jobs,
@@ -307,6 +317,14 @@ def play_day(
         "shortenedTimers": timers,
         "unscheduled": learners.not_scheduled(),
         "unsettled": unsettled,
+        "stepWall": {kind: _rounded(wall) for kind, wall in sorted(walls.items())},
+    }
+
+
+def _rounded(wall: dict[str, Any]) -> dict[str, Any]:
+    """A stepWall entry with its seconds to the hundredth."""
+    return {
+        k: {w: round(s, 2) for w, s in sorted(v.items())} if k == "waitingFor" else round(v, 2) for k, v in wall.items()
     }
 
 
