@@ -11,6 +11,7 @@ import copy
 import datetime
 import json
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,9 @@ def test_a_learner_gets_a_node_karpenter_launched_with_the_labs_labels_taints_an
     assert [c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready"] == ["True"]
     pod = plane.admin.get(f"/api/v1/namespaces/{NAMESPACE}/pods/learner-1")
     assert pod["spec"]["nodeName"] == launched["node"], "kube-scheduler bound the learner to the launched node"
+    # The rehearsal's kubelet stand-in (planner/kubelet.go): the learner's pod runs, and the node has its lease.
+    assert pod["status"]["phase"] == "Running", pod["status"]
+    assert _lease_holder(plane, launched["node"]) == launched["node"]
     assert _events(answer, "podBound") == [
         {
             "at": launched["at"],
@@ -135,6 +139,19 @@ def test_a_learner_gets_a_node_karpenter_launched_with_the_labs_labels_taints_an
             "node": launched["node"],
         }
     ]
+
+
+def _lease_holder(plane: twin.ControlPlane, node: str, seconds: float = 30) -> str | None:
+    """The holder of the node's lease in kube-node-lease, once it is made (the stand-in renews leases every 10 s)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            lease = plane.admin.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node}")
+            return str(lease["spec"]["holderIdentity"])
+        except twin.ApiError as error:
+            if error.status != 404 or time.monotonic() > deadline:
+                return None
+        time.sleep(0.5)
 
 
 def _one_node(answer: dict[str, Any]) -> str:
@@ -154,6 +171,9 @@ def test_an_empty_node_goes_once_consolidate_after_has_passed(karpenter) -> None
     node = _one_node(k.at(START, lambda: _arrive(plane, out, "learner-1")))
     left = START + datetime.timedelta(minutes=5)
     k.at(left, lambda: _leave(plane, "learner-1"))
+    with pytest.raises(twin.ApiError) as gone:
+        plane.admin.get(f"/api/v1/namespaces/{NAMESPACE}/pods/learner-1")
+    assert gone.value.status == 404, "the step that deletes the pod settles once its node's kubelet stand-in removed it"
     wait = _consolidate_after(out)
     before = k.advance(left + wait - datetime.timedelta(minutes=1))
     assert [n["name"] for n in before["nodes"]] == [node], "not empty for consolidateAfter yet"
