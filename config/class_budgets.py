@@ -3,12 +3,12 @@ as `TZ=UTC <schedule>` (sigs.k8s.io/karpenter v1.14.1 pkg/apis/v1/nodepool.go, B
 says time zones are not supported.
 
 Two windows per class and UTC offset: nothing that would move a learner from the warm-up to the end, and no empty warm
-node removed for the first ARRIVAL_MINUTES of the class. A class whose UTC offset changes during its term (daylight
-saving) gets the pair once per offset, each in the UTC months in which the class starts at that offset; a class with a
-term gets its windows only in the months of its term. So in a month with a change, each class day is held for both
-offsets' windows (the change, an hour in most zones, longer than the class), and a day without class in a month of the
-term (a skipped day, the days before the start or after the end) is held as a class day would be. docs/classes.md says
-what that costs. A window is active from each firing of its schedule for its duration, [firing, firing + duration):
+node removed from the warm-up to ARRIVAL_MINUTES into the class. A class whose UTC offset changes during its term
+(daylight saving) gets the pair once per offset, each in the UTC months in which the class starts at that offset; a
+class with a term gets its windows only in the months of its term. So in a month with a change, each class day is held
+for both offsets' windows (the change, an hour in most zones, longer than the class), and a day without class in a month
+of the term (a skipped day, the days before the start or after the end) is held as a class day would be. docs/classes.md
+says what that costs. A window is active from each firing of its schedule for its duration, [firing, firing + duration):
 IsActive asks whether the schedule fired within the last `duration`.
 """
 
@@ -24,7 +24,12 @@ from config.class_calendar import Occurrence
 from config.fields import FieldProblem
 from config.schedule import Field, Schedule
 
-# How long after the start the class's warm nodes stay even when empty, for learners to arrive and take them.
+# How long after the start the class's warm nodes stay even when empty, for learners to arrive and take them. The Empty
+# window opens at the warm-up, not the start: while the buffer is up, Karpenter spares an empty node only if its last
+# provisioning pass put a buffer copy there (sigs.k8s.io/karpenter v1.14.1 pkg/controllers/disruption/emptiness.go,
+# HasBufferPods; state/cluster.go rebuilds bufferPodCounts wholesale after every pass), and a pass may pack the copies
+# onto fewer nodes than the warm-up launched: the rehearsal saw a warm node removed as Empty ten minutes into a
+# warm-up, and another launched in its place, which on EC2 would be booting as the class starts.
 ARRIVAL_MINUTES = 15
 # Reasons for which Karpenter would move a running learner to save money or to roll out a change (NodePool
 # disruption reasons; Empty touches only nodes without learners). Expiry, interruption and repair ignore budgets.
@@ -57,7 +62,7 @@ def windows(
 
     Raises FieldProblem at `schedule` when a window in UTC cannot be one cron schedule (a start on the 1st of a month
     that UTC puts on the day before, say)."""
-    kinds = ((MOVES_LEARNERS, warmup, warmup + duration), (EMPTY, 0, min(ARRIVAL_MINUTES, duration)))
+    kinds = ((MOVES_LEARNERS, warmup, warmup + duration), (EMPTY, warmup, warmup + min(ARRIVAL_MINUTES, duration)))
     if planned is None:
         assert offset is not None
         offsets, restrict = [offset], False

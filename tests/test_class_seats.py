@@ -256,8 +256,8 @@ def test_class_budgets_block_moving_learners_from_warmup_to_end_and_empty_remova
             assert empty == {
                 "nodes": "0",
                 "reasons": ["Empty"],
-                "schedule": str(lab_class.start),
-                "duration": durations.format_duration(min(ARRIVAL_MINUTES, duration)),
+                "schedule": str(lab_class.warm_from),
+                "duration": durations.format_duration(warmup + min(ARRIVAL_MINUTES, duration)),
             }
 
 
@@ -460,15 +460,15 @@ def test_the_summary_shows_each_class_in_utc_at_each_offset_it_has_as_its_budget
             "lab": "berlin",
             "class": "classes[0]",
             "at": "UTC+01:00",
-            "starts in UTC": "0 8 * 3,11 tue,thu",
             "no learner moved, in UTC": "40 7 * 3,11 tue,thu for 2h20m",
+            "no empty node removed, in UTC": "40 7 * 3,11 tue,thu for 35m",
         },
         {
             "lab": "berlin",
             "class": "classes[0]",
             "at": "UTC+02:00",
-            "starts in UTC": "0 7 * 4-10 tue,thu",
             "no learner moved, in UTC": "40 6 * 4-10 tue,thu for 2h20m",
+            "no empty node removed, in UTC": "40 6 * 4-10 tue,thu for 35m",
         },
     ]
     # One row per offset: Kolkata's two classes have one each, every other zone's two.
@@ -572,10 +572,11 @@ def test_release_jobs_may_start_and_run_until_half_the_class_is_over_and_warm_jo
     }
 
 
-def test_the_empty_budget_lasts_the_arrival_time_or_the_whole_of_a_shorter_class(one_lab):
+def test_the_empty_budget_lasts_from_the_warmup_to_the_arrival_time_or_the_end_of_a_shorter_class(one_lab):
     budgets = one_lab.one(NODE_POOL, "nodepool-intro").inputs["spec"]["disruption"]["budgets"]
     empty = {b["schedule"]: b["duration"] for b in budgets if b.get("reasons") == ["Empty"]}
-    assert empty == {"0 9 * * mon": "15m", "0 14 * * wed": "10m", "0 16 * * fri": "15m"}
+    # 20m warmup + 15m; 20m + the whole 10m class; 1h warmup + 15m.
+    assert empty == {"40 8 * * mon": "35m", "40 13 * * wed": "30m", "0 15 * * fri": "1h15m"}
 
 
 def test_capacity_buffers_wait_for_the_karpenter_controller_and_its_crds(run):
@@ -689,9 +690,9 @@ def test_a_berlin_term_across_both_changes_holds_winter_and_summer_in_their_own_
     term = [(b["reasons"], b["schedule"], b["duration"]) for b in budgets[1:5]]
     assert term == [
         (["Drifted", "Underutilized"], "40 7 * 3,11 tue,thu", "2h20m"),  # UTC+01:00: March to the 28th, November
-        (["Empty"], "0 8 * 3,11 tue,thu", "15m"),
+        (["Empty"], "40 7 * 3,11 tue,thu", "35m"),
         (["Drifted", "Underutilized"], "40 6 * 4-10 tue,thu", "2h20m"),  # UTC+02:00 (30 March is skipped)
-        (["Empty"], "0 7 * 4-10 tue,thu", "15m"),
+        (["Empty"], "40 6 * 4-10 tue,thu", "35m"),
     ]
 
 

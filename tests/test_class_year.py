@@ -6,7 +6,7 @@ own budget code (NodePool.GetAllowedDisruptionsByReason with a clock set to the 
 Karpenter and kube-controller-manager v1.34 call it, and each CronJob's own container command is run for each firing.
 
 - Every minute of every class, from its warm-up to its end, the lab's NodePool allows no Drifted or Underutilized
-  disruption, and for its first 15 minutes no Empty one.
+  disruption, and from its warm-up until 15 minutes into it no Empty one.
 - No window holds a day longer than config/class_budgets.py says: a class day at most its window and the change of
   offset, a day the schedule names but the term does not at most that within the term's months, any other day not at
   all. And a NodePool with the planted defect (windows at the winter offset all year) fails the first check.
@@ -80,10 +80,10 @@ def in_span(lab_class: LabClass) -> list[class_calendar.Occurrence]:
 
 
 def held(occurrences: list[class_calendar.Occurrence], reasons: tuple[str, ...]) -> list[range]:
-    """The minutes each class needs held for the reasons: warm-up to end, or its first ARRIVAL_MINUTES for Empty."""
+    """The minutes each class needs held for the reasons: warm-up to end, or to its first ARRIVAL_MINUTES for Empty."""
     arrival = datetime.timedelta(minutes=class_budgets.ARRIVAL_MINUTES)
     return [
-        range(minute(o.start), minute(min(o.start + arrival, o.end)))
+        range(minute(o.warm), minute(min(o.start + arrival, o.end)))
         if reasons == EMPTY
         else range(minute(o.warm), minute(o.end))
         for o in occurrences
@@ -234,7 +234,8 @@ def test_no_window_holds_a_day_longer_than_the_scheme_says(zones, proof):
         times = [datetime.timedelta(minutes=t) for t in lab_class.start.times_of_day()]
         class_days = {o.local(o.start).date() for o in occurrences}
         warmup, duration = (durations.duration_minutes(v) for v in (lab_class.warmup, lab_class.duration))
-        for reasons, lead, window in ((MOVES, warmup, warmup + duration), (EMPTY, 0, min(15, duration))):
+        arrival = warmup + min(class_budgets.ARRIVAL_MINUTES, duration)
+        for reasons, lead, window in ((MOVES, warmup, warmup + duration), (EMPTY, warmup, arrival)):
             ahead = datetime.timedelta(minutes=lead)
             months = {(o.offset, (o.start - ahead).month) for o in occurrences}
             held = protected_by_day(proof["budgets"][f"{name}-class-{i}"][reasons[0]]["active"], lab_class.zone)

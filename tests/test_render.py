@@ -127,12 +127,12 @@ def test_summary_shows_each_labs_ami_release_and_the_disruption_budgets_its_node
     (row,) = tables.table(lines, summary_module.NODES_LEAD_IN)
     assert row["AMI"] == "al2023@v20260714"
     # The user's budgets, then the class's two: nothing moves learners from the warmup to the end, and no empty node
-    # goes while they arrive (here only the class's 10 minutes).
+    # goes from the warm-up while they arrive (here to the end of the class's 10 minutes).
     assert budgets_shown(lines) == [
         ("10%", "all", "always", "-"),
         ("0", "Drifted", "0 8 * * mon-fri", "9h"),
         ("0", "Drifted, Underutilized", "40 8 * * mon", "30m"),
-        ("0", "Empty", "0 9 * * mon", "10m"),
+        ("0", "Empty", "40 8 * * mon", "30m"),
     ]
     # What the summary shows is what the NodePool carries.
     pool = run.one("kubernetes:karpenter.sh/v1:NodePool", "nodepool-intro").inputs

@@ -65,15 +65,15 @@ TERM_COLUMNS: tuple[Column[ClassItem], ...] = (
     Column("class", lambda item: class_key(item[1].classes, item[2])),
     Column("term", lambda item: _term(item[2])),
 )
-# Each UTC offset a class has, with the class's windows at that offset: (lab, class key, its arrival and its moves
+# Each UTC offset a class has, with the class's windows at that offset: (lab, class key, its empty-node and its moves
 # window).
 UtcItem = tuple[str, str, Window, Window]
 UTC_COLUMNS: tuple[Column[UtcItem], ...] = (
     Column("lab", lambda item: item[0]),
     Column("class", lambda item: item[1]),
     Column("at", lambda item: time_zones.utc_offset(item[2].offset)),
-    Column("starts in UTC", lambda item: str(item[2].schedule)),
     Column("no learner moved, in UTC", lambda item: f"{item[3].schedule} for {format_duration(item[3].minutes)}"),
+    Column("no empty node removed, in UTC", lambda item: f"{item[2].schedule} for {format_duration(item[2].minutes)}"),
 )
 NEXT_COLUMNS: tuple[Column[NextItem], ...] = (
     Column("lab", lambda item: item[0]),
@@ -93,9 +93,9 @@ def table(settings: Settings, day: datetime.date, labs: Collection[str] | None =
     keys = {id(c): class_key(lab.classes, c) for _, lab, c in classes}
     upcoming = [(name, keys[id(c)], o) for name, _, c in classes for o in next_classes(c, day)]
     offsets = [
-        (name, keys[id(c)], arrival, moves)
+        (name, keys[id(c)], empty, moves)
         for name, _, c in classes
-        for moves, arrival in zip(c.budget_windows[::2], c.budget_windows[1::2], strict=True)
+        for moves, empty in zip(c.budget_windows[::2], c.budget_windows[1::2], strict=True)
     ]
     return [
         f"{LEAD_IN}:",
