@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from config.instance_types import GPU_INSTANCE_TYPES
+from tests import twin_tests
 from tests.conftest import BASE
 from tests.rendered import BASE_STACK, rendered
 from tools import apply, karpenter_twin, plan, twin
@@ -32,12 +33,8 @@ START = datetime.datetime(2027, 1, 4, 9, 0, tzinfo=datetime.UTC)
 
 @pytest.fixture(scope="module")
 def binary() -> Path:
-    try:
-        twin.require_built()
-    except twin.NotBuilt as missing:
-        pytest.skip(str(missing))
-    if not plan.BINARY.exists():
-        pytest.skip(f"the planner is not built ({plan.BINARY.relative_to(plan.ROOT)}): `make planner` builds it")
+    twin_tests.require_twin()
+    twin_tests.require_planner()
     return plan.build()  # brings a built planner up to date with planner/ (seconds, the caches being warm)
 
 

@@ -20,10 +20,11 @@ import yaml
 
 from components.karpenter import class_seats_manifests as seats
 from config.versions import KUBE_SCHEDULER_VERSIONS
+from tests import twin_tests
 from tests.conftest import BASE, STACK_FILES, as_cli_config, run_config, stack_values
 from tests.rendered import BASE_STACK, rendered
 from tests.synthetic import lab
-from tools import apply, charts, plan, rehearse, render, twin
+from tools import apply, rehearse, render, twin
 
 CLASSES = "synthetic-classes"
 TODAY = datetime.date(2027, 1, 4)
@@ -31,10 +32,7 @@ TODAY = datetime.date(2027, 1, 4)
 
 @pytest.fixture(scope="module")
 def built() -> None:
-    try:
-        twin.require_built()
-    except twin.NotBuilt as missing:
-        pytest.skip(str(missing))
+    twin_tests.require_twin()
 
 
 def _go_mod() -> str:
@@ -239,16 +237,6 @@ def test_the_twins_controller_manager_and_scheduler_make_and_bind_a_deployments_
         assert [p["spec"].get("nodeName") for p in pods] == ["node-1"], pods
 
 
-def _until(what: str, check: Callable[[], Any], seconds: float = 90) -> Any:
-    """check()'s first truthy answer, polled; fails naming `what` after `seconds`."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if found := check():
-            return found
-        time.sleep(0.5)
-    pytest.fail(f"{what}: not within {seconds} s")
-
-
 def test_kwok_keeps_a_fake_node_ready_with_its_lease_and_runs_the_pods_bound_to_it(built: None) -> None:
     """A node annotated as Karpenter's kwok provider annotates its nodes gets a Ready status and a lease that KWOK
     renews (the heartbeat the node lifecycle controller reads), and a pod the scheduler binds to it is Running; a node
@@ -272,11 +260,11 @@ def test_kwok_keeps_a_fake_node_ready_with_its_lease_and_runs_the_pods_bound_to_
             conditions = admin.get(f"/api/v1/nodes/{name}").get("status", {}).get("conditions") or []
             return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
-        _until("KWOK's Ready status on fake-1", lambda: ready("fake-1"))
+        twin_tests.until("KWOK's Ready status on fake-1", lambda: ready("fake-1"))
         lease = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/fake-1"
-        first = _until("fake-1's lease", lambda: _get_or_none(admin, lease))["spec"]["renewTime"]
-        _until("fake-1's lease renewed", lambda: admin.get(lease)["spec"]["renewTime"] != first)
-        _until(
+        first = twin_tests.until("fake-1's lease", lambda: _get_or_none(admin, lease))["spec"]["renewTime"]
+        twin_tests.until("fake-1's lease renewed", lambda: admin.get(lease)["spec"]["renewTime"] != first)
+        twin_tests.until(
             "the default service account",
             lambda: _get_or_none(admin, "/api/v1/namespaces/default/serviceaccounts/default"),
         )
@@ -291,7 +279,7 @@ def test_kwok_keeps_a_fake_node_ready_with_its_lease_and_runs_the_pods_bound_to_
             },
         }
         admin.request("POST", "/api/v1/namespaces/default/pods", pod)
-        _until(
+        twin_tests.until(
             "the pod Running",
             lambda: (p := admin.get("/api/v1/namespaces/default/pods/probe"))["status"].get("phase") == "Running" and p,
         )
@@ -326,13 +314,10 @@ ONE_CLASS = stack_values(
 def test_a_class_day_on_karpenter_finds_its_warm_seats_and_leaves_no_node(built: None, tmp_path: Path) -> None:
     """The class's warm-up CronJob warms the buffer, Karpenter launches for it before the start, the warm learners
     bind there at the start; once all have left, Karpenter removes every node of the lab."""
-    if not plan.BINARY.exists():
-        pytest.skip(f"the planner is not built ({plan.BINARY.relative_to(plan.ROOT)}): `make planner` builds it")
+    twin_tests.require_planner()
     run = run_config("one-class", as_cli_config(ONE_CLASS))
     out = tmp_path / "render"
-    render.write(run, out)
-    if not_rendered := charts.write(run, out):
-        pytest.skip("; ".join(not_rendered))
+    twin_tests.render_with_charts(run, out)
     done = rehearse.rehearse(out, run.stack.settings, TODAY, run.stack.region)
     assert rehearse.problems(done) == []
     (played,) = done["labs"]["morning"]["classes"]

@@ -27,9 +27,10 @@ import yaml
 from components.labels import GPU_RESOURCE
 from config import durations
 from config.class_budgets import MOVES_LEARNERS
+from tests import twin_tests
 from tests.conftest import as_cli_config, run_config, stack_values
 from tests.synthetic import lab
-from tools import charts, harness, plan, rehearse, render, twin
+from tools import harness, rehearse
 
 LAB = "seats"
 TODAY = datetime.date(2027, 1, 4)
@@ -62,17 +63,11 @@ NEVER = (
 @pytest.fixture(scope="module")
 def unplanted(tmp_path_factory: pytest.TempPathFactory) -> tuple[harness.Run, Path]:
     """The stack's run and its render, charts included: made once, copied by each plant."""
-    try:
-        twin.require_built()
-    except twin.NotBuilt as missing:
-        pytest.skip(str(missing))
-    if not plan.BINARY.exists():
-        pytest.skip(f"the planner is not built ({plan.BINARY.relative_to(plan.ROOT)}): `make planner` builds it")
+    twin_tests.require_twin()
+    twin_tests.require_planner()
     run = run_config("plants", as_cli_config(STACK))
     out = tmp_path_factory.mktemp("plants") / "render"
-    render.write(run, out)
-    if not_rendered := charts.write(run, out):
-        pytest.skip("; ".join(not_rendered))
+    twin_tests.render_with_charts(run, out)
     return run, out
 
 

@@ -16,9 +16,10 @@ import pytest
 import yaml
 
 from components.jupyterhub.hub import RELEASE
+from tests import twin_tests
 from tests.conftest import as_cli_config, run_config, stack_values
 from tests.synthetic import HUB, NOTEBOOK_IMAGE
-from tools import apply, charts, hub_pods, rehearse, render, twin, user_scheduler
+from tools import apply, hub_pods, rehearse, twin, user_scheduler
 
 TODAY = rehearse.datetime.date(2027, 1, 4)
 LAB = "intro"
@@ -35,9 +36,7 @@ HUB_STACK = stack_values(
 def hub_render(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
     run = run_config("user-scheduler", as_cli_config(HUB_STACK))
     out = tmp_path_factory.mktemp("user-scheduler") / "render"
-    render.write(run, out)
-    if not_rendered := charts.write(run, out):
-        pytest.skip("; ".join(not_rendered))
+    twin_tests.render_with_charts(run, out)
     return out, run
 
 
@@ -67,10 +66,7 @@ def test_the_api_servers_refusals_are_read_from_klogs_quoted_errors_once_each() 
 
 @pytest.fixture(scope="module")
 def built() -> None:
-    try:
-        twin.require_built()
-    except twin.NotBuilt as missing:
-        pytest.skip(str(missing))
+    twin_tests.require_twin()
 
 
 @pytest.fixture(scope="module")
@@ -84,15 +80,6 @@ def hub_twin(built: None, hub_render) -> Iterator[tuple[twin.ControlPlane, Path,
             assert scheduler is not None
             assert scheduler.problem is None, scheduler.record()
             yield plane, out, run, scheduler
-
-
-def _until(what: str, check: Callable[[], Any], seconds: float = 90) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if found := check():
-            return found
-        time.sleep(0.5)
-    pytest.fail(f"{what}: not within {seconds} s")
 
 
 def _node_for(plane: twin.ControlPlane, name: str, pod: dict[str, Any], seats: int) -> None:
@@ -133,7 +120,7 @@ def _node_for(plane: twin.ControlPlane, name: str, pod: dict[str, Any], seats: i
             c["type"] == "Ready" and c["status"] == "True" for c in conditions
         )
 
-    _until(f"{name} Ready with its allocatable", ready)
+    twin_tests.until(f"{name} Ready with its allocatable", ready)
 
 
 def _scheduled_by(plane: twin.ControlPlane, namespace: str, pod: str) -> list[str]:
@@ -167,8 +154,10 @@ def test_a_hub_learner_pod_is_bound_by_the_user_scheduler_which_packs_learners_o
     for learner in (f"{LAB}-1", f"{LAB}-2"):
         assert learners.arrive(LAB, learner) is None
         pod = sample["metadata"]["name"].replace("sample", learner)
-        nodes.append(_until(f"{pod} bound", lambda pod=pod: bound(pod)))
-        assert _until(f"{pod}'s Scheduled event", lambda pod=pod: _scheduled_by(plane, namespace, pod)) == [name]
+        nodes.append(twin_tests.until(f"{pod} bound", lambda pod=pod: bound(pod)))
+        assert twin_tests.until(f"{pod}'s Scheduled event", lambda pod=pod: _scheduled_by(plane, namespace, pod)) == [
+            name
+        ]
         pods.append(f"{namespace}/{pod}")
     assert nodes[0] == nodes[1], nodes
     # Its own log says it made these bindings.
@@ -268,7 +257,7 @@ def test_a_user_scheduler_refused_its_bindings_has_its_learners_withdrawn_not_wa
             sample = learners._pod(LAB, "sample")
             _node_for(plane, "node-a", sample, seats=3)
             assert learners.arrive(LAB, f"{LAB}-1") is None
-            (denial,) = _until("the refused binding in its log", scheduler.denied)
+            (denial,) = twin_tests.until("the refused binding in its log", scheduler.denied)
             assert learners.arrive(LAB, f"{LAB}-2") is None
             (name,) = scheduler.spec.scheduler_names
             assert learners.not_scheduled() == [
