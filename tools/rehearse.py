@@ -4,14 +4,14 @@ the pinned modules (tools/twin.py, `make twin`).
     python -m tools.rehearse <stack name or stack file> --out <dir>
 
 Renders the stack into <dir>/render (as tools/render.py, charts included), starts the twin, applies the render as
-`pulumi up` would (tools/apply.py), plays the class day on Karpenter's controllers on a simulated clock (play_day:
-the classes' CronJobs, learners' pods made and deleted, tools/class_day.py's timeline) and writes
-<dir>/rehearsal.json. Every object the API server refuses (its schema, CEL rules, admission including Pod Security,
-on the objects and on the pods their workloads make) fails the rehearsal with the server's own message: one
-`rehearsal: refused ...` line each, exit status 1; so do an RBAC denial, a failed class Job, a class short of its warm
-seats at its start and a learner moved during a class (tools/rehearsal_report.py). A stack file with
-problems exits with status 2 and its `gpulab:` lines, as the render does; a twin not built, with status 1 and one line
-saying how to build it. docs/rehearsal.md says how to read rehearsal.json.
+`pulumi up` would (tools/apply.py), plays the class day on Karpenter's controllers on a simulated clock (play_day: the
+classes' CronJobs, learners' pods made and deleted, tools/class_day.py's timeline) and writes <dir>/rehearsal.json.
+Every object the API server refuses (its schema, CEL rules, admission including Pod Security, on the objects and on the
+pods their workloads make) fails the rehearsal with the server's own message: one `rehearsal: refused ...` line each,
+exit status 1; so does each other finding of `problems` (docs/rehearsal.md lists them: RBAC denials, failed class Jobs,
+the hub's user-scheduler, the classes' and labs' promises on the clock). A stack file with problems exits with status 2
+and its `gpulab:` lines, as the render does; a twin not built, with status 1 and one line saying how to build it.
+docs/rehearsal.md says how to read rehearsal.json.
 """
 
 from __future__ import annotations
