@@ -85,7 +85,7 @@ def test_the_vpc_cni_daemonset_is_the_manifest_of_its_version():
     assert_same(daemonsets(objects), ["aws-node"])
 
 
-def test_the_node_monitoring_agent_and_its_dcgm_server_are_its_chart_with_gpulabs_configuration():
+def test_node_monitoring_and_dcgm_are_its_chart_configured():
     values = gpulab_configuration("eks-node-monitoring-agent")
     rendered = helm_template(need(NODE_MONITORING_CHART), "eks-node-monitoring-agent", values)
     assert_same(rendered, ["eks-node-monitoring-agent", "dcgm-server"])

@@ -20,7 +20,7 @@ def a_lab(instance_types: list[str], ami: str) -> Lab:
     return Lab.model_validate(lab(instance_types, 2, max_gpus=8, ami=ami))
 
 
-def test_a_pinned_release_resolves_the_nvidia_x86_64_parameter_of_that_release():
+def test_a_pinned_release_resolves_its_nvidia_x86_64_parameter():
     assert ssm_parameters(a_lab(["g4dn.xlarge"], "al2023@v20260714"), "1.34") == {
         "amd64": "/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/nvidia/"
         "amazon-eks-node-al2023-x86_64-nvidia-1.34-v20260714/image_id"
@@ -34,14 +34,14 @@ def test_an_arm64_lab_resolves_the_arm64_parameter():
     }
 
 
-def test_latest_resolves_the_recommended_parameter_of_each_architecture():
+def test_latest_resolves_the_recommended_parameter_per_arch():
     assert ssm_parameters(a_lab(["g5g.xlarge", "g6.xlarge"], "al2023@latest"), "1.34") == {
         "amd64": "/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/nvidia/recommended/image_id",
         "arm64": "/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/arm64/nvidia/recommended/image_id",
     }
 
 
-def test_the_program_looks_up_each_architecture_of_a_mixed_lab_once():
+def test_a_mixed_lab_looks_up_each_architecture_once():
     labs = {"mixed": lab(["g4dn.xlarge", "g5g.xlarge"], 2, ami="al2023@v20260714")}
     run = run_values(stack_values(**{"gpulab:labs": labs}))
     names = [i.args["name"] for i in run.invokes if i.token == GET_PARAMETER]
@@ -71,7 +71,7 @@ def missing_release(monkeypatch):
     monkeypatch.setattr(harness._Mocks, "call", call)
 
 
-def test_a_release_that_does_not_exist_fails_the_run_naming_the_lab_and_the_release(missing_release, tmp_path, capsys):
+def test_a_missing_release_fails_the_run_naming_lab_and_release(missing_release, tmp_path, capsys):
     labs = {"good": lab(["g4dn.xlarge"], 2), "stale": lab(["g4dn.xlarge"], 2, ami="al2023@v20251117")}
     stack = tmp_path / "Pulumi.case.yaml"
     stack.write_text(__import__("yaml").safe_dump({"config": stack_values(**{"gpulab:labs": labs})}))
@@ -101,7 +101,7 @@ def test_labs_that_share_a_release_share_one_look_up(monkeypatch):
     assert looked_up == list(ssm_parameters(Lab.model_validate(labs["a"]), "1.34").values())
 
 
-def test_a_missing_release_shared_by_labs_names_every_lab_it_concerns(missing_release, tmp_path, capsys):
+def test_a_missing_release_shared_by_labs_names_each_lab(missing_release, tmp_path, capsys):
     stale = lab(["g4dn.xlarge"], 2, ami="al2023@v20251117")
     labs = {"first": stale, "good": lab(["g4dn.xlarge"], 2), "second": stale}
     stack = tmp_path / "Pulumi.case.yaml"
@@ -112,7 +112,7 @@ def test_a_missing_release_shared_by_labs_names_every_lab_it_concerns(missing_re
     assert lines[0].split(": ", 1)[1] == lines[1].split(": ", 1)[1]  # the same message for each
 
 
-def test_the_repos_stack_files_use_releases_whose_nvidia_amis_gpulab_knows():
+def test_the_repos_stacks_use_releases_with_known_nvidia_amis():
     for path in STACK_FILES:
         stack = config.from_cli(read_stack_file(path))
         assert ami_warnings(stack.settings.labs, stack.settings.cluster.kubernetes_version) == [], path.name

@@ -207,7 +207,7 @@ BAD = {
 
 
 @pytest.mark.parametrize(("text", "expected"), BAD.values(), ids=BAD.keys())
-def test_a_bad_stack_file_exits_2_with_its_line_and_writes_nothing(tmp_path, capsys, text, expected):
+def test_a_bad_stack_exits_2_with_its_line_and_writes_nothing(tmp_path, capsys, text, expected):
     status, lines, written = render_text(tmp_path, text, capsys)
     assert (status, written) == (2, []), lines
     assert any(line.startswith(expected) for line in lines), lines
@@ -240,7 +240,7 @@ def test_a_good_stack_file_renders(tmp_path, capsys, text):
     assert (tmp_path / "out" / "resources.json") in written
 
 
-def test_a_quantity_written_as_a_number_reaches_the_learners_pod_as_kubernetes_reads_it(tmp_path, capsys):
+def test_a_numeric_quantity_reaches_pods_as_kubernetes_reads_it(tmp_path, capsys):
     status, lines, _ = render_text(tmp_path, HEAD + labs("learnerPod: {cpu: 1, memory: 4e9}\n"), capsys)
     assert status == 0, lines
     outputs = json.loads((tmp_path / "out" / "outputs.json").read_text())
@@ -303,13 +303,13 @@ SEVERAL = {
 
 
 @pytest.mark.parametrize(("text", "expected"), SEVERAL.values(), ids=SEVERAL.keys())
-def test_every_problem_of_a_stack_file_is_named_in_one_run_causes_first(tmp_path, capsys, text, expected):
+def test_one_run_names_every_problem_of_a_stack_causes_first(tmp_path, capsys, text, expected):
     status, lines, written = render_text(tmp_path, text, capsys)
     assert (status, written, len(lines)) == (2, [], len(expected)), lines
     assert all(line.startswith(start) for line, start in zip(lines, expected, strict=True)), lines
 
 
-def test_a_lab_whose_user_data_passes_ec2s_16_kb_is_refused_and_one_within_it_renders(tmp_path, capsys):
+def test_user_data_over_16_kb_is_refused_and_under_it_renders(tmp_path, capsys):
     images = ", ".join(f"registry.example.com/course/image-{i}:v1.2.3" for i in range(300))
     status, lines, written = render_text(tmp_path, HEAD + labs(f"prepullImages: [{images}]\n"), capsys)
     assert (status, written) == (2, []), lines
@@ -321,7 +321,7 @@ def test_a_lab_whose_user_data_passes_ec2s_16_kb_is_refused_and_one_within_it_re
     assert status == 0, lines
 
 
-def test_a_hub_secret_its_labs_overflow_names_the_labs_and_leaves_nothing_written(tmp_path, capsys, monkeypatch):
+def test_an_overflowing_hub_secret_names_labs_writes_nothing(tmp_path, capsys, monkeypatch):
     # The staging hub's Secret holds some kilobytes of values; a limit below them stands in for the 1,500 labs that
     # overflow the real 1 MiB (tests/test_object_size.py), which would take minutes to render.
     from tools import object_size
@@ -352,9 +352,7 @@ def test_a_hub_secret_its_labs_overflow_names_the_labs_and_leaves_nothing_writte
         ),
     ],
 )
-def test_an_ami_release_gpulab_does_not_know_is_warned_about_and_left_to_the_preview(
-    tmp_path, capsys, ami, kubernetes, warning
-):
+def test_an_unknown_ami_release_is_warned_of_left_to_preview(tmp_path, capsys, ami, kubernetes, warning):
     text = HEAD.replace('"1.34"', f'"{kubernetes}"') + labs().replace("al2023@v20260714", ami)
     status, lines, _ = render_text(tmp_path, text, capsys)
     assert status == 0, lines

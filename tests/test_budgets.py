@@ -28,7 +28,7 @@ def budgets_of(run: harness.Run) -> dict[str, dict]:
     return {r.name: r.inputs for r in run.of_type(BUDGET)}
 
 
-def test_each_budget_counts_the_spend_of_the_instances_that_carry_its_labs_tag_once_that_tag_is_active():
+def test_a_budget_counts_instances_with_its_labs_active_tag():
     run = run_values(budgeted())
     (tag,) = run.of_type(TAG)
     assert tag.inputs == {"tagKey": "gpulab.dev/lab", "status": "Active"}
@@ -48,7 +48,7 @@ def test_each_budget_counts_the_spend_of_the_instances_that_carry_its_labs_tag_o
         assert f"{TAG}::{tag.name}" in run.one(BUDGET, name).dependencies
 
 
-def test_a_budget_alerts_every_address_when_the_months_spend_passes_it_and_when_aws_forecasts_it_will():
+def test_a_budget_alerts_every_address_on_actual_and_forecast():
     budgets = budgets_of(run_values(budgeted()))
     limits = {name: (b["limitAmount"], b["limitUnit"], b["timeUnit"], b["budgetType"]) for name, b in budgets.items()}
     assert limits == {
@@ -65,11 +65,11 @@ def test_a_budget_alerts_every_address_when_the_months_spend_passes_it_and_when_
             assert notification["subscriberSnsTopicArns"] == [ALERTS["snsTopicArn"]]
 
 
-def test_without_a_budget_no_lab_gets_one_and_no_tag_is_activated(base_run):
+def test_without_a_budget_no_lab_gets_one_nor_a_tag_activated(base_run):
     assert base_run.of_type(BUDGET) == [] and base_run.of_type(TAG) == []
 
 
-def test_a_lab_with_a_budget_of_its_own_is_the_only_one_budgeted_without_the_stacks():
+def test_without_a_stack_budget_only_labs_with_own_are_budgeted():
     values = budgeted()
     del values["gpulab:monthlyBudget"]
     values["gpulab:budgetAlerts"] = {"emails": ["ops@example.com"]}
@@ -123,7 +123,7 @@ def test_a_budget_key_with_a_problem_is_one_line_naming_it(change, line):
     assert problems(values) == [line]
 
 
-def test_a_budget_name_longer_than_aws_budgets_takes_is_refused_at_the_key_that_sets_the_budget():
+def test_a_budget_name_too_long_for_aws_is_refused_at_its_key():
     cluster = {**stack_values()["gpulab:cluster"], "name": "c" * 70}
     long_lab = "l" * 30
     values = budgeted(**{"gpulab:cluster": cluster, "gpulab:labs": {long_lab: lab(["g4dn.xlarge"], 3)}})

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.charts
 
 @requires_upstream
 @pytest.mark.parametrize("stack", STACKS)
-def test_every_object_passes_the_schemas_of_the_clusters_kubernetes_version(stack):
+def test_every_object_passes_the_clusters_kubernetes_schemas(stack):
     r = rendered(stack)
     checked = 0
     for file, objects in r.files().items():
@@ -47,7 +47,7 @@ def test_a_wrong_type_in_a_built_in_object_is_rejected():
 
 
 @requires_upstream
-def test_an_api_version_the_clusters_kubernetes_no_longer_serves_is_rejected():
+def test_an_api_version_the_cluster_dropped_is_rejected():
     (budget,) = [o for o in rendered(BASE_STACK).chart(KARPENTER) if o["kind"] == "PodDisruptionBudget"]
     old = {**budget, "apiVersion": "policy/v1beta1"}  # removed in Kubernetes 1.25
     assert object_problems(old, "1.34") == [

@@ -30,7 +30,7 @@ def test_a_misspelled_feature_gate_is_reported_as_unread():
     assert unread(planted, functools.partial(r.template_each, KARPENTER)) == ["settings.featureGates.nodeOverlays"]
 
 
-def test_a_key_at_the_wrong_level_is_reported_even_beside_read_keys():
+def test_a_misplaced_key_is_reported_even_beside_read_keys():
     r = rendered(BASE_STACK)
     values = r.release(DEVICE_PLUGIN).values
     # The device plugin's tolerations live at the top level, not under the (unused) daemonset key.
@@ -38,7 +38,7 @@ def test_a_key_at_the_wrong_level_is_reported_even_beside_read_keys():
     assert unread(planted, functools.partial(r.template_each, DEVICE_PLUGIN)) == ["daemonset.tolerations"]
 
 
-def test_leaves_are_scalars_lists_and_empty_maps_and_each_gets_a_different_value():
+def test_each_leaf_scalar_list_or_empty_map_gets_its_own_value():
     values = {"a": {"b": True, "c": [1], "d": {}}, "e": "x", "f": None, "g": 2}
     assert [path for path, _ in leaves(values)] == [("a", "b"), ("a", "c"), ("a", "d"), ("e",), ("f",), ("g",)]
     for _, value in leaves(values):

@@ -22,25 +22,25 @@ pytestmark = pytest.mark.charts
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_the_karpenter_controller_is_wired_to_the_stacks_cluster_queue_identity_and_system_nodes(stack):
+def test_karpenter_gets_cluster_queue_identity_and_system_nodes(stack):
     r = rendered(stack)
     assert controller_problems(r.run, r.chart(KARPENTER), r.manifests()) == []
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_the_device_plugin_gives_each_labs_nodes_the_labs_slices_and_runs_on_lab_nodes_only(stack):
+def test_device_plugin_runs_only_on_lab_nodes_with_their_slices(stack):
     r = rendered(stack)
     assert device_plugin_problems(r.run, r.chart(DEVICE_PLUGIN), r.manifests()) == []
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_the_mps_control_daemon_runs_on_the_nodes_of_mps_labs_and_on_no_other_node(stack):
+def test_the_mps_control_daemon_runs_on_mps_lab_nodes_only(stack):
     r = rendered(stack)
     assert mps_daemon_problems(r.run, r.chart(DEVICE_PLUGIN), r.manifests()) == []
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_jupyterhub_runs_on_system_nodes_packs_learners_by_gpu_and_serves_https_only(stack):
+def test_the_hub_runs_on_system_nodes_packs_by_gpu_serves_https(stack):
     r = rendered(stack)
     assert hub_problems(r.run, r.chart(JUPYTERHUB), r.manifests()) == []
 
@@ -63,7 +63,7 @@ def test_a_hub_that_may_run_anywhere_is_caught_on_lab_nodes():
     assert problems and all(p.startswith(on_lab_nodes) for p in problems)
 
 
-def test_the_charts_default_packing_which_ignores_gpus_is_caught():
+def test_the_charts_gpu_blind_default_packing_is_caught():
     r, objects = _hub_retemplated(lambda values: values["scheduling"]["userScheduler"].pop("pluginConfig"))
     (problem,) = hub_problems(r.run, objects, r.manifests())
     assert problem.startswith("the user-scheduler does not pack learners by nvidia.com/gpu")
@@ -82,7 +82,7 @@ def test_placeholders_and_a_plain_http_port_are_caught():
     ]
 
 
-def test_some_rendered_stack_has_an_mps_lab_beside_labs_that_do_not_use_mps():
+def test_some_stack_has_an_mps_lab_beside_non_mps_labs():
     # The parametrised test covers every stack; this pins that the MPS case, and the case beside it, are among them.
     strategies = {lab.sharing for s in STACKS for lab in rendered(s).run.stack.settings.labs.values()}
     assert {"mps", "timeSlicing"} <= strategies
@@ -103,7 +103,7 @@ def test_an_mps_daemon_that_ignores_the_mps_label_is_caught():
     assert {p.removeprefix(prefix).split("/")[0] for p in problems} == {"turns", "solo"}
 
 
-def test_a_stack_where_a_lab_shares_gpus_turns_node_overlays_on_and_one_where_none_does_leaves_them_off():
+def test_node_overlays_are_on_exactly_when_a_lab_shares_gpus():
     # The parametrised test covers this for every stack; this pins that both cases are among them.
     sharing = {s: any(lab.slices_per_gpu > 1 for lab in rendered(s).run.stack.settings.labs.values()) for s in STACKS}
     assert set(sharing.values()) == {True, False}
@@ -138,7 +138,7 @@ def test_a_missing_profile_is_caught():
     assert any(p.endswith("selects profile 'intro', which the ConfigMap does not have") for p in problems)
 
 
-def test_a_dropped_toleration_keeps_the_device_plugin_off_the_lab_nodes_and_is_caught():
+def test_a_toleration_dropped_from_the_device_plugin_is_caught():
     # An empty list replaces the chart's default tolerations (Helm merges maps, not lists).
     r, objects = _retemplated(DEVICE_PLUGIN, lambda values: values.update(tolerations=[]))
     problems = device_plugin_problems(r.run, objects, r.manifests())
@@ -150,7 +150,7 @@ def test_a_dropped_toleration_keeps_the_device_plugin_off_the_lab_nodes_and_is_c
     )
 
 
-def test_a_device_plugin_without_node_affinity_lands_on_system_nodes_and_is_caught():
+def test_a_device_plugin_without_node_affinity_is_caught():
     # null deletes the key, and with it the chart's default affinity.
     r, objects = _retemplated(DEVICE_PLUGIN, lambda values: values.update(affinity=None))
     problems = device_plugin_problems(r.run, objects, r.manifests())
@@ -168,7 +168,7 @@ def test_the_feature_gate_off_while_a_lab_shares_gpus_is_caught():
     ]
 
 
-def test_a_controller_running_as_another_service_account_is_caught():
+def test_a_controller_with_another_service_account_is_caught():
     r, objects = _retemplated(KARPENTER, lambda values: values["serviceAccount"].update(name="karpenter-controller"))
     association = "kube-system/karpenter"
     assert f"the controller runs as kube-system/karpenter-controller, Pod Identity gives its role to {association}" in (
@@ -176,12 +176,12 @@ def test_a_controller_running_as_another_service_account_is_caught():
     )
 
 
-def test_a_controller_without_its_node_selector_is_still_kept_off_lab_nodes_by_the_charts_affinity():
+def test_a_controller_without_node_selector_stays_off_labs():
     r, objects = _retemplated(KARPENTER, lambda values: values.pop("nodeSelector"))
     assert controller_problems(r.run, objects, r.manifests()) == []
 
 
-def test_a_controller_that_may_run_anywhere_is_caught_on_lab_nodes():
+def test_a_controller_that_may_run_anywhere_is_caught_on_labs():
     def anywhere(values):
         values.update(nodeSelector=None, affinity=None, tolerations=[{"operator": "Exists"}])
 

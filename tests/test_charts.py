@@ -22,7 +22,7 @@ NO_PLANNER = f"planner not run: it reads the charts, and charts/ is not rendered
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_charts_holds_one_file_per_release_of_the_stack_each_with_the_objects_it_installs(stack):
+def test_charts_holds_each_releases_objects_in_its_own_file(stack):
     r = rendered(stack)
     r.require_charts()
     releases = charts.releases(r.run)
@@ -33,7 +33,7 @@ def test_charts_holds_one_file_per_release_of_the_stack_each_with_the_objects_it
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_the_crd_release_defines_every_custom_resource_the_stack_creates_and_the_controller_release_none(stack):
+def test_the_crd_release_has_every_crd_the_controller_none(stack):
     r = rendered(stack)
     by_release = {release.name: r.chart(release.name) for release in charts.releases(r.run)}
     defined = {
@@ -63,7 +63,7 @@ def _base_stack_file(tmp_path):
     return str(path)
 
 
-def test_without_helm_the_render_says_so_in_one_line_and_writes_the_rest(tmp_path, monkeypatch, capsys):
+def test_without_helm_render_says_so_in_a_line_writes_the_rest(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GPULAB_HELM", str(tmp_path / "no-helm"))
     assert render.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out")]) == 0
     err = capsys.readouterr().err
@@ -76,7 +76,7 @@ def test_without_helm_the_render_says_so_in_one_line_and_writes_the_rest(tmp_pat
     assert not (tmp_path / "out" / "charts").exists()
 
 
-def test_make_plan_without_the_charts_says_why_there_is_no_plan_and_fails(tmp_path, monkeypatch, capsys):
+def test_make_plan_without_charts_fails_saying_why_no_plan(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GPULAB_HELM", str(tmp_path / "no-helm"))
     assert render.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out"), "--plan"]) == 1
     assert capsys.readouterr().err.splitlines()[-1] == NO_PLANNER
@@ -92,7 +92,7 @@ def test_no_charts_leaves_helm_out_and_writes_the_rest(tmp_path, monkeypatch, ca
     assert not (tmp_path / "out" / "charts").exists()
 
 
-def test_without_the_charts_the_render_says_why_in_one_short_line_per_cause(tmp_path, monkeypatch, capsys):
+def test_without_charts_the_render_says_why_in_a_line_per_cause(tmp_path, monkeypatch, capsys):
     rendered(BASE_STACK).require_charts()  # helm is here: the render tries the local charts, then helm pull
     monkeypatch.setenv("GPULAB_CHARTS", str(tmp_path / "empty"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -146,7 +146,7 @@ def _executable(path):
     return path
 
 
-def test_helm_is_gpulab_helm_else_beside_the_interpreter_else_on_path(monkeypatch, tmp_path):
+def test_helm_is_gpulab_helm_else_beside_python_else_on_path(monkeypatch, tmp_path):
     configured = _executable(tmp_path / "configured" / "helm")
     beside = _executable(tmp_path / "venv" / "bin" / "helm")
     on_path = _executable(tmp_path / "path" / "helm")
@@ -171,7 +171,7 @@ def _karpenter_chart(charts_folder, template):
     (chart / "templates" / "only.yaml").write_text(template)
 
 
-def test_a_chart_that_refuses_the_release_fails_the_render_with_one_gpulab_line(tmp_path, monkeypatch, capsys):
+def test_a_chart_refusing_a_release_fails_render_in_one_line(tmp_path, monkeypatch, capsys):
     rendered(BASE_STACK).require_charts()
     _karpenter_chart(tmp_path / "charts", '{{ fail "this chart refuses every install" }}\n')
     monkeypatch.setenv("GPULAB_CHARTS", str(tmp_path / "charts"))
@@ -183,7 +183,7 @@ def test_a_chart_that_refuses_the_release_fails_the_render_with_one_gpulab_line(
     assert captured.out == ""
 
 
-def test_charts_are_templated_for_the_clusters_kubernetes_version(tmp_path, monkeypatch):
+def test_charts_template_for_the_clusters_kubernetes_version(tmp_path, monkeypatch):
     rendered(BASE_STACK).require_charts()
     kube = "{{ .Capabilities.KubeVersion.Version }}"
     _karpenter_chart(

@@ -21,7 +21,7 @@ def at(text: str) -> datetime.datetime:
     return datetime.datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
-def test_a_berlin_class_starts_at_0800_utc_in_winter_and_0700_after_the_spring_change_skipping_its_holiday():
+def test_berlin_class_starts_0800_utc_then_0700_skips_holiday():
     starts = [o.start for o in class_calendar.occurrences(TUESDAY_IN_BERLIN, "Europe/Berlin", 20, 120, *SPRING_TERM)]
     # Tuesdays from 12 January to 27 April 2027, less 6 April: 15 classes; clocks go forward on Sunday 28 March.
     assert len(starts) == 15
@@ -30,7 +30,7 @@ def test_a_berlin_class_starts_at_0800_utc_in_winter_and_0700_after_the_spring_c
     assert at("2027-04-06T07:00") not in starts and starts[-1] == at("2027-04-27T07:00")
 
 
-def test_warm_up_start_and_end_are_moments_apart_by_the_warmup_and_the_duration_on_either_side_of_a_change():
+def test_warmup_start_and_end_keep_elapsed_gaps_across_a_change():
     (before, after) = [
         o
         for o in class_calendar.occurrences(TUESDAY_IN_BERLIN, "Europe/Berlin", 20, 120, *SPRING_TERM)
@@ -50,7 +50,7 @@ def test_warm_up_start_and_end_are_moments_apart_by_the_warmup_and_the_duration_
     assert after.local(after.start).strftime("%H:%M %Z") == "09:00 CEST"
 
 
-def test_a_class_over_the_change_itself_lasts_its_duration_in_elapsed_time():
+def test_a_class_over_a_change_lasts_its_elapsed_duration():
     # 01:00 to 04:00 on the wall clock of 28 March 2027 is two hours; a 3h class ends at 05:00 CEST.
     (night,) = class_calendar.occurrences(
         schedule.parse("0 1 28 3 *"), "Europe/Berlin", 20, 180, datetime.date(2027, 3, 28), datetime.date(2027, 3, 28)
@@ -112,16 +112,14 @@ def test_each_zone_puts_the_local_start_at_its_own_utc_time(zone, spec, day, utc
         ),
     ],
 )
-def test_a_start_or_warm_up_that_a_change_skips_or_repeats_on_a_class_day_is_refused_at_its_key(
-    spec, day, warmup, key, message
-):
+def test_a_start_or_warmup_a_change_skips_or_repeats_is_refused(spec, day, warmup, key, message):
     date = datetime.date.fromisoformat(day)
     with pytest.raises(FieldProblem, match=re.escape(message)) as caught:
         list(class_calendar.occurrences(schedule.parse(spec), "Europe/Berlin", warmup, 60, date, date))
     assert caught.value.key == key
 
 
-def test_the_budget_windows_of_a_term_across_a_change_hold_each_offset_in_its_own_months():
+def test_a_terms_budget_windows_keep_each_offset_to_its_months():
     planned = class_calendar.planned(TUESDAY_IN_BERLIN, "Europe/Berlin", 20, 120, SPRING_TERM)
     windows = class_budgets.windows(TUESDAY_IN_BERLIN, 20, 120, planned, None, True)
     assert [(w.reasons, str(w.schedule), w.minutes) for w in windows] == [
@@ -132,7 +130,7 @@ def test_the_budget_windows_of_a_term_across_a_change_hold_each_offset_in_its_ow
     ]
 
 
-def test_a_class_in_utc_all_year_keeps_its_two_windows_as_written():
+def test_a_utc_class_keeps_its_two_windows_as_written():
     start = schedule.parse("30 13 1-28 * *")
     windows = class_budgets.windows(start, 20, 60, None, datetime.timedelta(0), False)
     assert [(str(w.schedule), w.minutes) for w in windows] == [("10 13 1-28 * *", 80), ("10 13 1-28 * *", 35)]
@@ -145,7 +143,7 @@ def test_a_window_utc_cannot_name_is_refused_at_the_schedule():
         class_budgets.windows(first_of_month, 20, 60, planned, None, False)
 
 
-def test_a_class_without_a_term_needs_the_days_it_is_asked_about():
+def test_a_class_without_a_term_needs_the_days_asked_about():
     from tests.test_class_seats import with_classes
     from tests.test_config import parsed
 
@@ -156,7 +154,7 @@ def test_a_class_without_a_term_needs_the_days_it_is_asked_about():
     assert [o.start for o in week] == [at("2027-01-05T09:00")]
 
 
-def test_gpulab_reads_the_tz_database_of_the_pinned_tzdata_package_and_no_other():
+def test_time_zones_come_from_the_pinned_tzdata_package_only():
     pins = dict(line.split("==") for line in (ROOT / "requirements.txt").read_text().splitlines() if "==" in line)
     assert pins["tzdata"] == tzdata.__version__
     assert time_zones.VERSION == tzdata.IANA_VERSION
@@ -177,7 +175,7 @@ def test_gpulab_reads_the_tz_database_of_the_pinned_tzdata_package_and_no_other(
         ("Africa/Casablanca", None),  # changes in 2026, as the file lists
     ],
 )
-def test_a_zone_has_one_offset_over_the_horizon_exactly_when_its_clock_never_changes_there(zone, offset):
+def test_a_zone_has_one_offset_iff_its_clock_never_changes(zone, offset):
     assert class_calendar.fixed_offset(zone) == offset
     first, last = class_calendar.horizon()
     sampled = {

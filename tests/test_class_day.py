@@ -52,7 +52,7 @@ def _brief(steps: list[dict[str, Any]]) -> list[tuple[str, str, int | None, str 
     return [(s["at"][11:19], s["what"], s["class"], s["learner"]) for s in steps]
 
 
-def test_a_lab_with_two_classes_warms_fills_thins_and_empties_each_in_turn() -> None:
+def test_two_classes_warm_fill_thin_and_empty_a_lab_in_turn() -> None:
     at_nine = [("09:00:00", "arrive", 0, f"two-{n}") for n in range(1, 5)]
     at_two = [("14:00:00", "arrive", 1, f"two-{n}") for n in range(7, 13)]
     assert _brief(DAY["two"]) == [
@@ -79,7 +79,7 @@ def test_a_lab_with_two_classes_warms_fills_thins_and_empties_each_in_turn() -> 
     assert all(s["lab"] == "two" and s["at"].endswith("Z") for s in DAY["two"])
 
 
-def test_a_lab_without_classes_gets_one_learner_more_than_its_seats_who_waits_for_the_first_to_leave() -> None:
+def test_a_classless_labs_extra_learner_waits_for_the_first_out() -> None:
     assert _brief(DAY["none"]) == [
         ("00:00:00", "arrive", None, "none-1"),
         ("00:01:00", "arrive", None, "none-2"),
@@ -90,7 +90,7 @@ def test_a_lab_without_classes_gets_one_learner_more_than_its_seats_who_waits_fo
     ]
 
 
-def test_late_learners_of_a_big_lab_all_arrive_before_the_middle_of_its_class() -> None:
+def test_a_big_labs_late_learners_arrive_before_mid_class() -> None:
     big = _settings(
         stack_values(
             **{
@@ -205,7 +205,7 @@ def test_a_day_whose_learners_all_bind_on_warm_nodes() -> None:
     assert rehearsal_report.problems({"two": section}) == []
 
 
-def test_a_class_short_of_warm_seats_fails_the_rehearsal_naming_its_warm_seats() -> None:
+def test_a_class_short_of_warm_seats_fails_naming_them() -> None:
     short = [
         _launched("08:41:00", "n1"),  # one node warmed, for 3 of the 4 warm seats
         _bound("09:00:02", "two-1", "n1"),
@@ -230,7 +230,7 @@ def test_a_class_short_of_warm_seats_fails_the_rehearsal_naming_its_warm_seats()
     assert "wait p95 90 s, max 90 s" in line
 
 
-def test_a_learner_moved_mid_class_fails_the_rehearsal_and_a_never_bound_one_waits_until_they_leave() -> None:
+def test_a_learner_moved_mid_class_fails_unbound_ones_wait() -> None:
     moved = [
         *ALL_WARM[:7],  # two-6 is never bound
         _disrupted("09:40:00", "two-4", "n2"),
@@ -291,7 +291,7 @@ def _overlap(*bound: str) -> dict[str, Any]:
     return class_day.lab_section("overlap", OVERLAP.labs["overlap"], steps, observed)
 
 
-def test_a_learner_the_lab_owed_a_seat_and_never_bound_fails_the_rehearsal_one_beyond_its_seats_may_wait() -> None:
+def test_an_unbound_owed_learner_fails_an_extra_one_may_wait() -> None:
     first, second = _overlap("1", "2", "3")["classes"]
     assert first["neverSeated"] == second["neverSeated"] == []  # overlap-4 arrived as the third learner there
     assert rehearsal_report.problems({"overlap": _overlap("1", "2", "3")}) == []
@@ -320,7 +320,7 @@ def _rehearsal(labs: dict[str, Any]) -> dict[str, Any]:
     return {"kubernetes": "v1.34.12", "karpenter": "v1.14.1", "labs": labs}
 
 
-def test_the_tables_show_warm_seats_disruptions_waits_and_cost_against_the_lower_bound() -> None:
+def test_tables_show_seats_disruptions_waits_cost_and_bound() -> None:
     none = class_day.lab_section("none", SETTINGS.labs["none"], DAY["none"], [])
     lines = rehearsal_report.table(_rehearsal({"two": _section(ALL_WARM), "none": none}))
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines if line.startswith("| two")]
@@ -334,7 +334,7 @@ def test_the_tables_show_warm_seats_disruptions_waits_and_cost_against_the_lower
     assert rehearsal_report.table({"kubernetes": "v1.34.12"}) == [rehearsal_report.NOT_PLAYED]
 
 
-def test_the_report_prints_the_tables_of_a_rehearsal_json_and_one_line_for_a_file_it_cannot_read(
+def test_report_prints_tables_or_a_line_for_an_unreadable_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rehearsal = _rehearsal({"two": _section(ALL_WARM)})
@@ -381,7 +381,7 @@ KEPT_WAITING = [
 ]
 
 
-def test_a_lab_without_classes_seats_its_learners_and_keeps_the_extra_one_waiting_for_a_freed_seat() -> None:
+def test_a_classless_labs_extra_learner_waits_for_a_freed_seat() -> None:
     section = _trickle(*KEPT_WAITING)
     assert section["classes"] == []
     assert section["trickle"] == {
@@ -410,7 +410,7 @@ def test_a_lab_without_classes_seats_its_learners_and_keeps_the_extra_one_waitin
     }
 
 
-def test_an_extra_learner_seated_beyond_the_labs_seats_fails_the_rehearsal_naming_max_gpus() -> None:
+def test_an_extra_learner_beyond_seats_fails_naming_max_gpus() -> None:
     beyond = [
         *KEPT_WAITING[:3],
         _none("00:02:01", "launched", "n2"),  # a second GPU for the extra learner: past maxGpus 1
@@ -439,7 +439,7 @@ def test_an_extra_learner_seated_beyond_the_labs_seats_fails_the_rehearsal_namin
     ]
 
 
-def test_a_lab_without_classes_that_seats_fewer_at_once_than_its_seats_fails_the_rehearsal_naming_who_waited() -> None:
+def test_classless_lab_seating_too_few_fails_naming_who_waited() -> None:
     # One seat at a time: none-2 waits for the one none-1 frees, none-3 for none-2's.
     one_seat = [
         *KEPT_WAITING[:2],
@@ -455,7 +455,7 @@ def test_a_lab_without_classes_that_seats_fewer_at_once_than_its_seats_fails_the
     )
 
 
-def test_an_extra_learner_who_takes_the_last_seat_before_another_is_not_a_seat_beyond_the_labs() -> None:
+def test_an_extra_learner_in_the_last_seat_is_not_beyond_seats() -> None:
     # none-2 is not bound before none-1 leaves; the extra none-3 takes the seat left: two seated at once.
     section = _trickle(*KEPT_WAITING[:2], _none("00:02:01", "bound", "none-3", "n1"))
     t = section["trickle"]
@@ -463,7 +463,7 @@ def test_an_extra_learner_who_takes_the_last_seat_before_another_is_not_a_seat_b
     assert rehearsal_report.problems({"none": section}) == []
 
 
-def test_a_seat_a_disruption_freed_is_not_counted_against_the_extra_learner_and_one_never_bound_waits_till_leaving():
+def test_disruption_freed_seats_spare_extras_unbound_ones_wait():
     moved = _trickle(
         *KEPT_WAITING[:3],
         _none("00:01:30", "disrupted", "default/none-1", "n1"),
@@ -477,7 +477,7 @@ def test_a_seat_a_disruption_freed_is_not_counted_against_the_extra_learner_and_
     assert (row["extra bound (UTC)"], row["others seated then"]) == ("never", "n/a")
 
 
-def test_a_lab_whose_cheapest_type_has_no_list_price_has_no_lower_bound_cost() -> None:
+def test_an_unpriced_cheapest_type_leaves_no_lower_bound() -> None:
     unpriced = _settings(stack_values(**{"gpulab:labs": {"new": lab(["g7.2xlarge"], 2, max_gpus=1)}}))
     steps = class_day.timeline(unpriced, TODAY)["new"]
     section = class_day.lab_section("new", unpriced.labs["new"], steps, [])

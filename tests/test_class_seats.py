@@ -53,7 +53,7 @@ def labs_with_classes(run) -> dict:
     return {name: lab for name, lab in run.stack.settings.labs.items() if lab.classes}
 
 
-def test_each_lab_with_classes_gets_one_buffer_and_two_cron_jobs_per_class_and_others_none(run):
+def test_class_labs_get_a_buffer_and_two_jobs_per_class_only(run):
     for name, lab in run.stack.settings.labs.items():
         assert len(in_namespace(run, BUFFER, name)) == len(lab.classes)
         assert len(in_namespace(run, CRON_JOB, name)) == 2 * len(lab.classes)
@@ -74,7 +74,7 @@ def test_node_pools_with_class_budgets_pass_the_upstream_crd(run):
         assert crd_problems(r.inputs) == [], r.name
 
 
-def test_buffers_start_at_zero_seats_and_pulumi_leaves_replicas_to_the_cron_jobs(run):
+def test_buffers_start_at_zero_pulumi_leaves_replicas_to_jobs(run):
     for r in run.of_type(BUFFER):
         assert r.inputs["spec"] == {"podTemplateRef": {"name": "learner-seat"}, "replicas": 0}
         assert r.ignore_changes == ("spec.replicas",)
@@ -96,7 +96,7 @@ def test_a_seat_would_schedule_on_the_labs_nodes_and_only_there(run):
         assert all(unschedulable_because(spec, node) is not None for node in elsewhere), name
 
 
-def test_a_warm_copy_reserves_one_slice_and_the_learners_cpu_and_memory_as_karpenter_sizes_it(run):
+def test_a_warm_copy_reserves_a_learners_slice_cpu_and_memory(run):
     for name, lab in labs_with_classes(run).items():
         spec = in_namespace(run, POD_TEMPLATE, name)[0].inputs["template"]["spec"]
         # The stored template's requests, which nothing fills from limits; limits do not count.
@@ -121,7 +121,7 @@ def copies_per_node(requests: dict, instance_type: str, lab) -> int:
     return min(int(room[key] // requests[key]) for key in room if requests.get(key))
 
 
-def test_a_node_of_each_type_takes_exactly_its_slices_of_warm_copies_so_seats_warm_whole_gpus(run):
+def test_each_node_type_fits_exactly_its_slices_of_warm_copies(run):
     # With the slice unrequested, a g4dn.xlarge of a 3-slice lab would take its CPU's worth of copies, not 3, and a
     # class would get a fraction of the warm GPUs it asked for.
     for name, lab in labs_with_classes(run).items():
@@ -135,7 +135,7 @@ def cron_jobs_of(run, name: str) -> dict[str, dict]:
     return {r.inputs["metadata"]["name"]: r.inputs for r in in_namespace(run, CRON_JOB, name)}
 
 
-def test_warm_jobs_fire_the_warmup_before_each_start_and_release_jobs_at_the_start(run):
+def test_warm_jobs_fire_a_warmup_early_release_jobs_at_start(run):
     span = (datetime.datetime(2026, 1, 1), datetime.datetime(2028, 1, 1))  # a leap day, every weekday on every date
     for name, lab in labs_with_classes(run).items():
         jobs = cron_jobs_of(run, name)
@@ -148,7 +148,7 @@ def test_warm_jobs_fire_the_warmup_before_each_start_and_release_jobs_at_the_sta
             assert warm["spec"]["timeZone"] == release["spec"]["timeZone"] == lab_class.zone
 
 
-def test_a_monday_0010_class_with_20m_warmup_is_warmed_on_sunday_at_2350(run):
+def test_a_20m_warmup_warms_a_monday_0010_class_on_sunday_2350(run):
     jobs = cron_jobs_of(run, "morning")
     assert "50 23 * * sun" in {j["spec"]["schedule"] for n, j in jobs.items() if n.endswith("-warm")}
     pool = run.one(NODE_POOL, "nodepool-morning").inputs
@@ -160,7 +160,7 @@ def test_a_monday_0010_class_with_20m_warmup_is_warmed_on_sunday_at_2350(run):
     } in (pool["spec"]["disruption"]["budgets"])
 
 
-def test_cron_jobs_patch_only_their_own_buffer_to_the_warm_seats_then_to_zero(run):
+def test_jobs_patch_only_their_buffer_to_warm_seats_then_zero(run):
     for name, lab in labs_with_classes(run).items():
         jobs = cron_jobs_of(run, name)
         buffers = {r.inputs["metadata"]["name"] for r in in_namespace(run, BUFFER, name)}
@@ -177,7 +177,7 @@ def test_cron_jobs_patch_only_their_own_buffer_to_the_warm_seats_then_to_zero(ru
                 assert container["image"] == KUBECTL_IMAGE
 
 
-def test_a_warm_job_gives_up_before_the_class_starts_so_it_never_undoes_the_release(run):
+def test_a_warm_job_quits_before_start_never_undoing_release(run):
     for name, lab in labs_with_classes(run).items():
         jobs = cron_jobs_of(run, name)
         for lab_class in lab.classes:
@@ -188,7 +188,7 @@ def test_a_warm_job_gives_up_before_the_class_starts_so_it_never_undoes_the_rele
             assert late <= 60 * durations.duration_minutes(lab_class.warmup)
 
 
-def test_the_scheduler_may_only_get_and_patch_its_labs_buffers_by_name_which_is_all_its_jobs_do(run):
+def test_the_scheduler_may_only_get_and_patch_its_labs_buffers(run):
     for name in labs_with_classes(run):
         (role,) = in_namespace(run, ROLE, name)
         buffers = sorted(r.inputs["metadata"]["name"] for r in in_namespace(run, BUFFER, name))
@@ -218,7 +218,7 @@ def test_scheduler_pods_run_on_the_system_nodes(run):
             assert pod["nodeSelector"][SYSTEM_NODE_LABEL] == SYSTEM_NODE_VALUE
 
 
-def test_every_pod_spec_in_a_class_namespace_passes_the_restricted_profile_it_enforces(run):
+def test_class_namespace_pods_pass_its_restricted_profile(run):
     for name in labs_with_classes(run):
         namespace = next(
             r
@@ -235,7 +235,7 @@ def test_every_pod_spec_in_a_class_namespace_passes_the_restricted_profile_it_en
         assert {where: restricted_problems(spec) for where, spec in specs.items()} == {key: [] for key in specs}
 
 
-def test_class_budgets_block_moving_learners_from_warmup_to_end_and_empty_removal_while_they_arrive(run):
+def test_budgets_block_moves_till_end_and_emptying_at_arrival(run):
     for name, lab in labs_with_classes(run).items():
         budgets = run.one(NODE_POOL, f"nodepool-{name}").inputs["spec"]["disruption"]["budgets"]
         user = [b.model_dump(by_alias=True, exclude_none=True) for b in lab.disruption.budgets]
@@ -266,7 +266,7 @@ def test_class_budgets_block_moving_learners_from_warmup_to_end_and_empty_remova
     [({"a": [], "b": []}, False), ({"a": [], "b": [{"schedule": "0 9 * * *", "duration": "1h"}]}, True), ({}, False)],
     ids=["no-classes", "one-lab-with-classes", "no-labs"],
 )
-def test_capacity_buffer_gate_is_on_exactly_when_some_lab_has_classes(labs, gate):
+def test_the_buffer_gate_is_on_exactly_when_a_lab_has_classes(labs, gate):
     values = {
         name: {"instanceTypes": ["g4dn.xlarge"], "ami": "al2023@latest", "classes": classes}
         for name, classes in labs.items()
@@ -426,7 +426,7 @@ def test_a_lab_without_classes_changes_nothing_in_its_node_pool(base_run):
 DAY = datetime.date(2027, 3, 25)  # the summaries' reference day: the next classes count from it
 
 
-def test_the_summary_shows_each_class_on_its_clock_its_term_warm_seats_and_what_a_seat_requests(run):
+def test_summary_shows_a_class_clock_term_warm_seats_requests(run):
     rows = tables.table(summary(run, DAY), "classes:")
     assert rows == [
         {
@@ -451,7 +451,7 @@ def test_the_summary_shows_each_class_on_its_clock_its_term_warm_seats_and_what_
     assert rows[0] | {"warm seats": "24", "ahead": "20m"} == rows[0]
 
 
-def test_the_summary_shows_each_class_in_utc_at_each_offset_it_has_as_its_budgets_hold_it(zones):
+def test_summary_shows_classes_in_utc_per_offset_as_budgets_do(zones):
     rows = tables.table(summary(zones, DAY), "the classes in UTC")
     # The classes by their key: berlin's classes[0] starts 0 9 * * tue,thu Europe/Berlin (tests/synthetic.py).
     berlin = [r for r in rows if (r["lab"], r["class"]) == ("berlin", "classes[0]")]
@@ -484,7 +484,7 @@ def test_the_summary_shows_each_class_in_utc_at_each_offset_it_has_as_its_budget
     assert term["berlin"] == "2027-03-01 to 2027-11-15, not 2027-03-30, 2027-11-02"
 
 
-def test_the_summary_shows_the_next_three_classes_from_its_day_on_their_clocks_and_in_utc(zones):
+def test_summary_shows_next_three_classes_local_and_in_utc(zones):
     rows = tables.table(summary(zones, DAY), "the next 3 classes")
     berlin = [(r["starts"], r["in UTC"]) for r in rows if (r["lab"], r["class"]) == ("berlin", "classes[0]")]
     # Thursday 25 March on winter time; 30 March, the first Tuesday on summer time, is skipped.
@@ -538,7 +538,7 @@ def warm_replicas(job: dict) -> int:
     return json.loads(container["args"][-1].removeprefix("--patch="))["spec"]["replicas"]
 
 
-def test_a_class_warms_all_twelve_seats_by_default_and_exactly_the_warm_seats_it_names(one_lab):
+def test_a_class_warms_all_12_seats_or_exactly_those_named(one_lab):
     jobs = jobs_by_schedule(one_lab)
     # Warmed 20m ahead by default, 1h ahead for the Friday class; 12 seats is also the most a class may name.
     assert {when: warm_replicas(jobs[when]) for when in ("40 8 * * mon", "40 13 * * wed", "0 15 * * fri")} == {
@@ -548,7 +548,7 @@ def test_a_class_warms_all_twelve_seats_by_default_and_exactly_the_warm_seats_it
     }
 
 
-def test_warm_seats_equal_to_the_labs_twelve_seats_are_accepted_and_one_more_is_not():
+def test_warm_seats_may_equal_the_labs_12_seats_but_not_exceed():
     from tests.test_config import parsed, problems
 
     lab = parsed(with_classes({"schedule": "0 9 * * *", "duration": "1h", "warmSeats": 12})).settings.labs["intro"]
@@ -558,7 +558,7 @@ def test_warm_seats_equal_to_the_labs_twelve_seats_are_accepted_and_one_more_is_
     ]
 
 
-def test_release_jobs_may_start_and_run_until_half_the_class_is_over_and_warm_jobs_half_the_warmup(one_lab):
+def test_release_jobs_get_half_the_class_warm_jobs_half_warmup(one_lab):
     jobs = jobs_by_schedule(one_lab)
     deadlines = {
         when: (jobs[when]["startingDeadlineSeconds"], jobs[when]["jobTemplate"]["spec"]["activeDeadlineSeconds"])
@@ -572,14 +572,14 @@ def test_release_jobs_may_start_and_run_until_half_the_class_is_over_and_warm_jo
     }
 
 
-def test_the_empty_budget_lasts_from_the_warmup_to_the_arrival_time_or_the_end_of_a_shorter_class(one_lab):
+def test_empty_budget_spans_warmup_to_arrival_or_shorter_end(one_lab):
     budgets = one_lab.one(NODE_POOL, "nodepool-intro").inputs["spec"]["disruption"]["budgets"]
     empty = {b["schedule"]: b["duration"] for b in budgets if b.get("reasons") == ["Empty"]}
     # 20m warmup + 15m; 20m + the whole 10m class; 1h warmup + 15m.
     assert empty == {"40 8 * * mon": "35m", "40 13 * * wed": "30m", "0 15 * * fri": "1h15m"}
 
 
-def test_capacity_buffers_wait_for_the_karpenter_controller_and_its_crds(run):
+def test_buffers_wait_for_the_karpenter_controller_and_its_crds(run):
     # Created after the CRD and the controller, deleted before them: an unknown kind fails the first `pulumi up`,
     # and buffers outliving the CRD would be stuck.
     buffers = run.of_type(BUFFER)
@@ -603,7 +603,7 @@ def berlin_term_jobs(zones) -> dict[str, dict]:
     return {suffix: jobs[f"{class_key(term_class)}-{suffix}"] for suffix in ("warm", "release")}
 
 
-def test_every_class_cron_job_runs_on_its_classs_clock_and_a_class_without_a_zone_on_the_stacks(zones):
+def test_class_jobs_run_on_the_class_clock_else_the_stacks(zones):
     for name, lab in zones.stack.settings.labs.items():
         jobs = cron_jobs_of(zones, name)
         for lab_class in lab.classes:
@@ -614,7 +614,7 @@ def test_every_class_cron_job_runs_on_its_classs_clock_and_a_class_without_a_zon
     assert {j["spec"]["timeZone"] for j in cron_jobs_of(zones, "berlin").values()} == {"Europe/Berlin"}
 
 
-def test_the_warm_and_release_schedules_are_the_local_times_as_the_teacher_wrote_them(zones):
+def test_warm_and_release_times_are_the_teachers_local_ones(zones):
     jobs = berlin_term_jobs(zones)
     assert (jobs["warm"]["spec"]["schedule"], jobs["release"]["spec"]["schedule"]) == (
         "40 8 * * tue,thu",
@@ -627,7 +627,7 @@ def minute_of(text: str) -> int:
 
 
 @requires_sh
-def test_a_term_classs_jobs_patch_only_for_class_days_of_the_term(zones):
+def test_a_term_classs_jobs_patch_only_on_its_class_days(zones):
     jobs = berlin_term_jobs(zones)
     warm = jobs["warm"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
     name = jobs["warm"]["metadata"]["name"]
@@ -654,7 +654,7 @@ def test_a_release_job_checks_the_day_of_its_own_start(zones):
     assert set(patches(release, [f"{name}-{minute_of(t)}" for t in starts])) == {f"{name}-{minute_of(starts[0])}"}
 
 
-def test_a_term_classs_pods_copy_busybox_and_run_the_check_in_the_kubectl_image(zones):
+def test_term_class_pods_copy_busybox_check_in_kubectl_image(zones):
     spec = berlin_term_jobs(zones)["warm"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     (shell,) = spec["initContainers"]
     (kubectl,) = spec["containers"]
@@ -670,7 +670,7 @@ def test_a_term_classs_pods_copy_busybox_and_run_the_check_in_the_kubectl_image(
     assert "$$" not in script and not any(f"$({e['name']})" in script for e in kubectl["env"])
 
 
-def test_every_pod_spec_of_the_time_zone_classes_passes_the_restricted_profile(zones):
+def test_time_zone_class_pods_pass_the_restricted_profile(zones):
     for name in zones.stack.settings.labs:
         inside = [
             r.inputs for r in zones.resources if r.inputs.get("metadata", {}).get("namespace") == class_namespace(name)
@@ -680,12 +680,12 @@ def test_every_pod_spec_of_the_time_zone_classes_passes_the_restricted_profile(z
 
 
 @requires_upstream
-def test_node_pools_with_budgets_for_each_offset_pass_the_upstream_crd(zones):
+def test_pools_with_per_offset_budgets_pass_the_upstream_crd(zones):
     for r in zones.of_type(NODE_POOL):
         assert crd_problems(r.inputs) == [], r.name
 
 
-def test_a_berlin_term_across_both_changes_holds_winter_and_summer_in_their_own_months(zones):
+def test_a_berlin_term_keeps_winter_and_summer_in_their_months(zones):
     budgets = zones.one(NODE_POOL, "nodepool-berlin").inputs["spec"]["disruption"]["budgets"]
     term = [(b["reasons"], b["schedule"], b["duration"]) for b in budgets[1:5]]
     assert term == [
@@ -696,7 +696,7 @@ def test_a_berlin_term_across_both_changes_holds_winter_and_summer_in_their_own_
     ]
 
 
-def test_an_unquoted_term_date_reaches_the_program_as_the_text_written(tmp_path):
+def test_an_unquoted_term_date_reaches_the_program_as_written(tmp_path):
     # As the Pulumi CLI passes it (gopkg.in/yaml.v2 keeps a date-like scalar's text), not as PyYAML's date object.
     path = tmp_path / "Pulumi.dates.yaml"
     path.write_text("config:\n  gpulab:labs:\n    intro:\n      classes:\n        - term: {start: 2027-01-11}\n")
