@@ -181,7 +181,7 @@ def test_the_proof_covers_each_zone_and_every_day_of_the_year(zones):
     assert FROM.date() < datetime.date(YEAR, 1, 1) and datetime.date(YEAR, 12, 31) < TO.date()
 
 
-def test_every_minute_of_every_class_is_held_by_the_budgets_karpenter_reads(zones, proof):
+def test_karpenters_budgets_hold_every_minute_of_every_class(zones, proof):
     for name, lab in zones.stack.settings.labs.items():
         every = [o for c in lab.classes for o in in_span(c)]
         for reason in REASONS:
@@ -192,14 +192,14 @@ def test_every_minute_of_every_class_is_held_by_the_budgets_karpenter_reads(zone
             assert answer["allowed"] and set(answer["allowed"]) == {0}, (name, reason)
 
 
-def test_the_windows_karpenter_reads_are_the_ones_robfig_fires_to_the_minute(zones, proof):
+def test_karpenters_windows_are_robfigs_firings_to_the_minute(zones, proof):
     # At both edges of every window, Karpenter's own answer agrees with the windows read from robfig's firings.
     assert {
         pool: {r: a["edgeMismatches"] for r, a in answers.items()} for pool, answers in proof["budgets"].items()
     } == {pool: {r: [] for r in answers} for pool, answers in proof["budgets"].items()}
 
 
-def test_windows_at_the_winter_offset_all_year_leave_summer_classes_unheld(zones, proof):
+def test_winter_offset_windows_all_year_leave_summer_unheld(zones, proof):
     # The planted defect: every zone with daylight saving has class minutes Karpenter would disrupt.
     missed: dict[str, int] = {}
     for name, i, lab_class in classes(zones):
@@ -252,7 +252,7 @@ def test_no_window_holds_a_day_longer_than_the_scheme_says(zones, proof):
 
 
 @requires_sh
-def test_warm_jobs_patch_exactly_the_warmup_before_each_start_and_release_jobs_at_each_start(zones, proof):
+def test_warm_jobs_patch_the_warmup_early_release_jobs_at_start(zones, proof):
     jobs = {r.inputs["metadata"]["name"]: r.inputs for r in zones.of_type(CRON_JOB)}
     for name, _, lab_class in classes(zones):
         for suffix, expected in (
@@ -286,7 +286,7 @@ def python_changes(zone: str) -> list[list[int]]:
     return changes
 
 
-def test_the_tz_data_robfig_read_go_embeds_and_python_reads_agree_change_for_change(proof):
+def test_robfig_go_and_python_tz_data_agree_change_for_change(proof):
     for zone in ZONES:
         changes = {source: [[c["at"], c["offset"]] for c in found] for source, found in proof["zones"][zone].items()}
         assert changes == {"loaded": python_changes(zone), "go": python_changes(zone)}, zone

@@ -17,7 +17,7 @@ from tests.conftest import BASE, STACK_FILES, run_stack_file
 SUBNETS = BASE["gpulab:cluster"]["privateSubnetIds"]
 
 
-def test_eks_cluster_uses_access_entries_the_given_vpc_and_no_default_node_group(base_run):
+def test_cluster_has_access_entries_its_vpc_no_default_group(base_run):
     eks = base_run.one("eks:index:Cluster", "cluster-eks").inputs
     assert eks["authenticationMode"] == "API"
     assert eks["skipDefaultNodeGroup"] is True
@@ -28,7 +28,7 @@ def test_eks_cluster_uses_access_entries_the_given_vpc_and_no_default_node_group
     assert set(eks["enabledClusterLogTypes"]) == {"api", "audit", "authenticator", "controllerManager", "scheduler"}
 
 
-def test_kubernetes_secrets_are_encrypted_with_a_rotating_kms_key(base_run):
+def test_secrets_are_encrypted_with_a_rotating_kms_key(base_run):
     key = base_run.one("aws:kms/key:Key", "cluster-secrets").inputs
     eks = base_run.one("eks:index:Cluster", "cluster-eks").inputs
     assert key["enableKeyRotation"] is True
@@ -48,7 +48,7 @@ EKS_ADDON_VERSION = re.compile(r"v(\d+)\.(\d+)\.\d+-eksbuild\.\d+")
 
 
 @pytest.mark.parametrize("stack", STACK_FILES, ids=lambda p: p.name)
-def test_every_eks_addon_the_stack_installs_runs_a_pinned_version(stack):
+def test_every_eks_addon_installed_runs_a_pinned_version(stack):
     # Unpinned, EKS and pulumi-eks pick a version on the day of `pulumi up`, and with it the DaemonSets on every node.
     run = run_stack_file(stack)
     eks = run.one("eks:index:Cluster", "cluster-eks").inputs
@@ -71,7 +71,7 @@ def test_every_eks_addon_the_stack_installs_runs_a_pinned_version(stack):
     assert f"{major}.{minor}" == eks["version"]
 
 
-def test_system_node_group_spans_the_subnets_with_two_labelled_nodes(base_run):
+def test_system_nodes_span_the_subnets_two_of_them_labelled(base_run):
     group = base_run.one("aws:eks/nodeGroup:NodeGroup", "cluster-system").inputs
     assert group["subnetIds"] == SUBNETS
     assert group["scalingConfig"]["minSize"] == 2
@@ -80,7 +80,7 @@ def test_system_node_group_spans_the_subnets_with_two_labelled_nodes(base_run):
     assert group["nodeRoleArn"].startswith("arn:aws:iam::123456789012:role/cluster-system-nodes-role-")
 
 
-def test_node_role_is_trusted_by_ec2_and_has_the_four_node_policies_keyed_by_name(base_run):
+def test_node_role_trusts_ec2_with_four_node_policies_by_name(base_run):
     role = base_run.one("aws:iam/role:Role", "karpenter-nodes-role").inputs
     trust = json.loads(role["assumeRolePolicy"])
     assert trust["Statement"] == [
@@ -99,19 +99,19 @@ def test_node_role_is_trusted_by_ec2_and_has_the_four_node_policies_keyed_by_nam
     }
 
 
-def test_karpenter_node_role_joins_through_an_ec2_linux_access_entry(base_run):
+def test_karpenter_nodes_join_through_an_ec2_linux_access_entry(base_run):
     entry = base_run.one("aws:eks/accessEntry:AccessEntry", "karpenter-nodes-access").inputs
     assert entry["type"] == "EC2_LINUX"
     assert entry["clusterName"] == "lab-test"
     assert entry["principalArn"] == base_run.outputs["nodeRoleArn"]
 
 
-def test_system_node_role_gets_no_access_entry_because_eks_makes_one_for_managed_groups(base_run):
+def test_system_node_role_gets_no_access_entry_eks_makes_one(base_run):
     entries = base_run.of_type("aws:eks/accessEntry:AccessEntry")
     assert [e.name for e in entries] == ["karpenter-nodes-access"]
 
 
-def test_discovery_tag_is_on_every_private_subnet_and_the_cluster_security_group(base_run):
+def test_discovery_tag_is_on_private_subnets_and_cluster_sg(base_run):
     tags = {r.name: r.inputs for r in base_run.of_type("aws:ec2/tag:Tag")}
     targets = {name: tag.pop("resourceId") for name, tag in tags.items()}
     assert targets == {f"discovery-{s}": s for s in SUBNETS} | {"discovery-cluster-sg": targets["discovery-cluster-sg"]}
@@ -133,14 +133,14 @@ def test_kubernetes_provider_gets_the_kubeconfig_as_a_secret(base_run):
     assert base_run.one("pulumi:providers:kubernetes", "cluster-k8s").inputs["kubeconfig"] == "[secret]"
 
 
-def test_stack_exports_cluster_name_secret_kubeconfig_and_node_role(base_run):
+def test_stack_exports_name_secret_kubeconfig_and_node_role(base_run):
     outputs = base_run.outputs
     assert outputs["clusterName"] == "lab-test"
     assert outputs["kubeconfig"] == "[secret]"
     assert outputs["nodeRoleArn"] == f"arn:aws:iam::123456789012:role/{outputs['nodeRoleName']}"
 
 
-def test_every_kubernetes_object_uses_the_clusters_provider_never_an_ambient_kubeconfig(base_run):
+def test_objects_use_the_clusters_provider_not_ambient_config(base_run):
     kubernetes = [r for r in base_run.resources if r.type.startswith("kubernetes:")]
     assert len(kubernetes) >= 6
     assert {r.provider for r in kubernetes} == {"pulumi:providers:kubernetes::cluster-k8s"}

@@ -19,7 +19,7 @@ def with_admins(arns: list[str]) -> dict:
     return stack_values(**{"gpulab:cluster": {**BASE["gpulab:cluster"], "adminRoleArns": arns}})
 
 
-def test_each_admin_role_gets_an_access_entry_with_cluster_admin_at_cluster_scope():
+def test_each_admin_role_gets_cluster_admin_at_cluster_scope():
     run = run_values(with_admins([OPERATORS, DEPLOYER]))
     entries = {r.name: r.inputs for r in run.of_type("aws:eks/accessEntry:AccessEntry") if "admin" in r.name}
     assert entries == {
@@ -62,7 +62,7 @@ def test_admin_roles_must_be_distinct_role_arns(arns, message):
     assert caught.value.lines[0].startswith(message)
 
 
-def test_node_monitoring_agent_reports_gpu_health_on_the_tainted_gpu_nodes(base_run):
+def test_node_monitoring_reports_gpu_health_on_tainted_nodes(base_run):
     addon = base_run.one("aws:eks/addon:Addon", "cluster-node-monitoring-agent").inputs
     assert addon["addonName"] == "eks-node-monitoring-agent"
     tolerations = json.loads(addon["configurationValues"])["dcgmAgent"]["tolerations"]
@@ -76,7 +76,7 @@ def test_karpenter_repairs_nodes(base_run):
     assert values["settings"]["featureGates"]["nodeRepair"] is True
 
 
-def test_a_karpenter_namespace_of_its_own_is_created_before_its_releases():
+def test_karpenters_own_namespace_is_created_before_releases():
     run = run_values(stack_values(**{"gpulab:karpenter": {"namespace": "karpenter"}}))
     namespace = run.one("kubernetes:core/v1:Namespace", "karpenter-namespace")
     assert namespace.inputs["metadata"] == {"name": "karpenter"}
@@ -93,7 +93,7 @@ def test_built_in_namespaces_are_used_as_they_are(base_run):
     assert names == ["nvidia-device-plugin"]  # Karpenter's default kube-system exists in every cluster
 
 
-def test_mixed_architectures_a_whole_four_gpu_node_and_an_own_namespace_render_and_two_gpus_are_refused():
+def test_mixed_arch_4_gpu_own_namespace_render_2_gpus_refused():
     run = run_values(SYNTHETIC["own-namespace"])
     spec = run.one("kubernetes:karpenter.sh/v1:NodePool", "nodepool-mixed-arch").inputs["spec"]["template"]["spec"]
     assert {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64", "arm64"]} in spec["requirements"]
@@ -107,7 +107,7 @@ def test_mixed_architectures_a_whole_four_gpu_node_and_an_own_namespace_render_a
         config.load()
 
 
-def test_karpenter_and_the_device_plugin_cannot_share_a_namespace_that_both_would_create():
+def test_karpenter_and_plugin_cannot_both_create_a_namespace():
     values = stack_values(
         **{"gpulab:karpenter": {"namespace": "gpu"}, "gpulab:nvidiaDevicePlugin": {"namespace": "gpu"}}
     )

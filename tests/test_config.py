@@ -55,7 +55,7 @@ def test_an_environment_without_labs_is_valid():
     assert parsed(values).settings.labs == {}
 
 
-def test_lab_defaults_reproduce_the_origin_node_settings_but_the_disks():
+def test_lab_defaults_are_the_origin_node_settings_but_disks():
     lab = parsed(stack_values()).settings.labs["intro"]
     # A g4dn.xlarge has 125 GB of NVMe, which takes the images (tests/test_disks.py): the root volume keeps the OS only.
     volume = lab.disk.root
@@ -66,7 +66,7 @@ def test_lab_defaults_reproduce_the_origin_node_settings_but_the_disks():
     assert lab.node_pool_cpu_limit == 16
 
 
-def test_default_disruption_never_evicts_a_running_learner_and_takes_one_node_at_a_time():
+def test_default_disruption_spares_learners_one_node_at_a_time():
     disruption = parsed(stack_values()).settings.labs["intro"].disruption
     assert disruption.consolidation_policy == "WhenEmpty"
     assert [budget.nodes for budget in disruption.budgets] == ["1"]
@@ -77,7 +77,7 @@ def test_prepull_images_are_stored_fully_qualified():
     assert lab.prepull_images == ["docker.io/tensorflow/tensorflow:2.12.0-gpu"]
 
 
-def test_karpenter_defaults_are_the_pinned_chart_in_kube_system_with_one_cpu_and_one_gib():
+def test_karpenter_defaults_pinned_chart_kube_system_1cpu_1gib():
     karpenter = parsed(stack_values()).settings.karpenter
     assert (karpenter.chart_version, karpenter.namespace) == ("1.14.1", "kube-system")
     assert (karpenter.controller_resources.cpu, karpenter.controller_resources.memory) == ("1", "1Gi")
@@ -262,14 +262,14 @@ def test_every_problem_is_reported_at_once_one_line_each():
     assert all(line.startswith("gpulab:") and "\n" not in line for line in lines)
 
 
-def test_pulumi_up_with_a_bad_stack_stops_with_the_problems_and_no_traceback():
+def test_pulumi_up_on_a_bad_stack_stops_with_problems_no_trace():
     # RunError is the exception the Pulumi language host prints as a plain message, without a stack trace.
     pulumi.runtime.set_all_config(as_cli_config(with_lab(slicesPerGpu=0)))
     with pytest.raises(pulumi.RunError, match=r"gpulab:labs\.intro\.slicesPerGpu: must be between 1 and 48, got 0"):
         program.main()
 
 
-def test_a_field_error_and_a_cross_field_error_in_one_lab_are_both_reported():
+def test_a_labs_field_and_cross_field_errors_are_both_reported():
     # Pydantic skips a model's cross-field validators once one of its fields fails; gpulab's run anyway.
     lines = problems(with_lab(maxPods=1000, capacityTypes=["reserved"]))
     assert lines == [
@@ -299,17 +299,17 @@ def test_a_field_error_and_a_cross_field_error_in_one_lab_are_both_reported():
         ),
     ],
 )
-def test_cross_field_checks_run_beside_field_errors_of_the_same_block(changes, expected):
+def test_cross_field_checks_run_beside_the_blocks_field_errors(changes, expected):
     assert problems(with_lab(**changes)) == expected
 
 
-def test_a_cross_field_check_on_a_key_left_out_names_the_key_as_the_stack_file_spells_it():
+def test_a_cross_check_names_an_absent_key_as_spelled():
     assert problems(with_lab(capacityTypes=["spot", "reserved"])) == [
         "gpulab:labs.intro.capacityReservationIds: required with capacity type 'reserved', and only then"
     ]
 
 
-def test_an_unknown_key_in_a_budget_is_named_with_the_keys_a_budget_allows():
+def test_an_unknown_budget_key_is_named_with_the_allowed_keys():
     assert problems(with_lab(disruption={"budgets": [{"nodes": "1", "node": "2"}]})) == [
         "gpulab:labs.intro.disruption.budgets[0].node: unknown key; did you mean nodes? allowed keys: duration, "
         "nodes, reasons, schedule"
@@ -335,7 +335,7 @@ def test_an_unknown_key_in_a_budget_is_named_with_the_keys_a_budget_allows():
         ("Labs", "Labs: no namespace; Pulumi keys are <namespace>:<name>; did you mean gpulab:labs?"),
     ],
 )
-def test_a_key_no_one_would_read_is_refused_naming_the_key_gpulab_reads(key, expected):
+def test_an_unread_key_is_refused_naming_the_key_gpulab_reads(key, expected):
     values = stack_values(**{key: {"intro": BASE["gpulab:labs"]["intro"]}})
     assert problems(values) == [expected]
 
@@ -347,7 +347,7 @@ def test_keys_of_pulumi_and_of_provider_namespaces_pass(key):
     assert parsed(stack_values(**{key: "value"})).settings.labs.keys() == {"intro"}
 
 
-def test_pulumi_up_refuses_a_near_miss_namespace_passed_through_the_environment(monkeypatch):
+def test_pulumi_up_refuses_a_near_miss_namespace_from_the_env(monkeypatch):
     # The Pulumi CLI hands `pulumi up` its configuration in PULUMI_CONFIG, which load() reads as well.
     pulumi.runtime.set_all_config({})
     environment = {**as_cli_config(stack_values()), "gpulb:labs": "{}"}

@@ -22,7 +22,7 @@ LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
 # --- what a stack file may say -----------------------------------------------------------------------------------
 
 
-def test_defaults_keep_the_api_reachable_by_ci_keep_logs_a_year_and_follow_standard_support():
+def test_defaults_open_api_to_ci_keep_logs_a_year_std_support():
     cluster = parsed(with_cluster()).settings.cluster
     assert cluster.public_access_cidrs == ["0.0.0.0/0"]
     assert cluster.private_endpoint is True
@@ -40,7 +40,7 @@ def test_public_access_cidrs_eks_accepts_are_valid(cidrs):
     assert parsed(with_cluster(publicAccessCidrs=cidrs)).settings.cluster.public_access_cidrs == cidrs
 
 
-def test_retention_values_are_those_the_pinned_aws_provider_documents_except_never_expire():
+def test_retentions_are_the_pinned_providers_but_never_expire():
     source = inspect.getsource(pulumi_aws.cloudwatch.LogGroupArgs.__init__)
     documented = re.search(r"retention_in_days: .*?Possible values are: ([0-9, and]+)\.", source, re.S)
     assert documented, "pulumi-aws no longer documents the retention values where this test looks"
@@ -115,7 +115,7 @@ def test_a_bad_hardening_key_is_reported_on_one_line_naming_it(changes, expected
     assert [line for line in lines if line.startswith(expected)], lines
 
 
-def test_retention_outside_the_list_names_the_nearest_allowed_values():
+def test_a_retention_off_the_list_names_the_nearest_allowed():
     assert problems(with_cluster(logRetentionDays=0))[0].endswith("got 0; the nearest is 1")
     assert problems(with_cluster(logRetentionDays=4000))[0].endswith("got 4000; the nearest is 3653")
 
@@ -124,7 +124,7 @@ def test_retention_outside_the_list_names_the_nearest_allowed_values():
 
 
 @pytest.mark.parametrize("cluster_name", ["a", "learninglab-prod", "a" * 80])
-def test_secrets_key_alias_is_a_kms_alias_name_for_any_valid_cluster_name(cluster_name):
+def test_secrets_key_alias_is_valid_for_any_valid_cluster_name(cluster_name):
     assert parsed(with_cluster(name=cluster_name)).settings.cluster.name == cluster_name
     alias = secrets_key_alias(cluster_name)
     # AWS KMS: 1-256 characters of letters, digits, '/', '_' and '-', starting alias/, never alias/aws/.
@@ -140,7 +140,7 @@ def test_control_plane_log_group_is_the_one_eks_writes_to():
 # --- what reaches pulumi-eks and AWS ------------------------------------------------------------------------------
 
 
-def test_control_plane_log_group_exists_before_the_cluster_with_the_configured_retention(base_run):
+def test_the_log_group_precedes_the_cluster_with_its_retention(base_run):
     group = base_run.one(LOG_GROUP, "cluster-control-plane-logs")
     assert group.inputs == {"name": "/aws/eks/lab-test/cluster", "retentionInDays": 365}
     eks = base_run.one(EKS, "cluster-eks")
@@ -160,7 +160,7 @@ def test_secrets_key_has_an_alias_named_after_the_cluster(base_run):
     assert base_run.one(EKS, "cluster-eks").inputs["encryptionConfigKeyArn"].endswith(f":key/{alias['targetKeyId']}")
 
 
-def test_default_endpoint_is_public_and_private_and_protection_and_support_are_explicit(base_run):
+def test_default_endpoint_is_public_private_settings_explicit(base_run):
     eks = base_run.one(EKS, "cluster-eks").inputs
     assert (eks["endpointPublicAccess"], eks["publicAccessCidrs"], eks["endpointPrivateAccess"]) == (
         True,
@@ -171,19 +171,19 @@ def test_default_endpoint_is_public_and_private_and_protection_and_support_are_e
     assert eks["upgradePolicy"] == {"supportType": "STANDARD"}
 
 
-def test_restricted_public_endpoint_passes_exactly_the_configured_blocks():
+def test_a_restricted_endpoint_passes_exactly_its_blocks():
     eks = run_values(with_cluster(publicAccessCidrs=["1.2.3.4/32", "52.0.0.0/8"])).one(EKS, "cluster-eks").inputs
     assert (eks["endpointPublicAccess"], eks["publicAccessCidrs"]) == (True, ["1.2.3.4/32", "52.0.0.0/8"])
 
 
-def test_private_only_endpoint_turns_public_access_off_and_sends_no_blocks():
+def test_a_private_endpoint_turns_public_off_sends_no_blocks():
     # pulumi-eks refuses publicAccessCidrs when endpointPublicAccess is false.
     eks = run_values(with_cluster(publicAccessCidrs=[])).one(EKS, "cluster-eks").inputs
     assert (eks["endpointPublicAccess"], eks["endpointPrivateAccess"]) == (False, True)
     assert "publicAccessCidrs" not in eks
 
 
-def test_deletion_protection_and_extended_support_reach_the_cluster():
+def test_deletion_protection_and_support_reach_the_cluster():
     eks = run_values(with_cluster(deletionProtection=True, supportType="EXTENDED")).one(EKS, "cluster-eks").inputs
     assert eks["deletionProtection"] is True
     assert eks["upgradePolicy"] == {"supportType": "EXTENDED"}
@@ -207,7 +207,7 @@ def test_deletion_protection_and_extended_support_reach_the_cluster():
     ],
     ids=["defaults", "private-only", "public-only"],
 )
-def test_render_summary_says_who_reaches_the_api_and_how_the_control_plane_is_kept(changes, expected):
+def test_summary_says_who_reaches_the_api_and_how_it_is_kept(changes, expected):
     rows = tables.cluster(summary(run_values(with_cluster(**changes))))
     assert tuple(rows[label] for label in ("API endpoint", "control plane logs", "deletion protection", "support")) == (
         expected

@@ -20,7 +20,7 @@ DISK_SOURCE = re.escape(DISK_PRICE_SOURCE)
 # --- the arithmetic, against figures worked out by hand from the upstream prices ------------------------------------
 
 
-def test_g4dn_xlarge_shared_by_three_costs_0_1753_per_seat_hour_and_four_gpus_at_most_2_104_per_hour():
+def test_g4dn_xlarge_by_3_is_0_1753_a_seat_hour_4_gpus_2_104():
     # 0.526 / (1 GPU x 3 slices) = 0.17533..; 4 GPUs x 0.526 = 2.104
     cost = lab_cost(["g4dn.xlarge"], slices_per_gpu=3, max_gpus=4)
     assert (cost.seat_hour, cost.ceiling_per_hour, cost.unpriced) == ((0.1753, 0.1753), 2.104, ())
@@ -36,14 +36,14 @@ def test_multi_gpu_types_are_priced_per_gpu():
     assert lab_cost(["p4d.24xlarge"], 4, 3).ceiling_per_hour == 8.2342
 
 
-def test_seat_hour_range_spans_the_labs_types_and_the_ceiling_takes_the_dearest_gpu():
+def test_seat_hours_span_the_types_and_the_ceiling_the_dearest():
     # g4dn.xlarge 0.526 per GPU-hour, g5.12xlarge 5.672 / 4 = 1.418: seats 0.263 to 0.709 with 2 slices; 4 x 1.418
     cost = lab_cost(["g4dn.xlarge", "g5.12xlarge"], 2, 4)
     assert (cost.seat_hour, cost.ceiling_per_hour) == ((0.263, 0.709), 5.672)
     assert cost.ceiling_basis == "maxGpus 4 x 1.418 USD per GPU-hour of g5.12xlarge"
 
 
-def test_a_lab_with_no_priced_type_has_no_figures_and_says_which_types():
+def test_a_lab_with_no_priced_type_has_no_figures_says_which():
     cost = lab_cost(["g7.2xlarge", "p5e.48xlarge"], 2, 4)
     assert (cost.seat_hour, cost.ceiling_per_hour) == (None, None)
     assert cost.as_output() == {
@@ -60,7 +60,7 @@ def test_a_lab_with_no_priced_type_has_no_figures_and_says_which_types():
 # --- what warming a class's seats costs ------------------------------------------------------------------------------
 
 
-def test_warming_twelve_seats_of_g4dn_xlarge_in_three_slices_for_20m_costs_four_nodes_for_a_third_hour():
+def test_warming_12_g4dn_xlarge_thirds_20m_costs_4_nodes_20m():
     # 12 seats / 3 per node = 4 nodes x 0.526 x 20/60 = 0.70133..
     assert warmup_cost(["g4dn.xlarge"], 3, 12, "20m") == (0.7013, 0.7013)
 
@@ -70,7 +70,7 @@ def test_a_part_filled_node_is_billed_whole():
     assert warmup_cost(["g4dn.xlarge"], 3, 4, "20m") == (0.3507, 0.3507)
 
 
-def test_warming_spans_the_cheapest_and_the_dearest_type_and_leaves_unpriced_ones_out():
+def test_warming_spans_cheapest_to_dearest_leaving_unpriced_out():
     # g4dn.xlarge: 4 nodes x 0.526 x 1.5 h = 3.156; g4dn.12xlarge seats 12: 1 node x 3.912 x 1.5 = 5.868
     assert warmup_cost(["g4dn.12xlarge", "g7.2xlarge", "g4dn.xlarge"], 3, 12, "1h30m") == (3.156, 5.868)
     assert warmup_cost(["g7.2xlarge"], 3, 12, "20m") is None
@@ -90,13 +90,13 @@ def test_stack_output_carries_each_classs_warm_up_cost():
     ]
 
 
-def test_a_lab_mixing_priced_and_unpriced_types_has_figures_for_the_priced_ones():
+def test_a_partly_priced_lab_has_figures_for_priced_types():
     cost = lab_cost(["g7.2xlarge", "g4dn.xlarge"], 3, 4)
     assert (cost.seat_hour, cost.ceiling_per_hour, cost.unpriced) == ((0.1753, 0.1753), 2.104, ("g7.2xlarge",))
 
 
 @pytest.mark.parametrize("name", sorted(SYNTHETIC), ids=str)
-def test_ceiling_bounds_what_the_nodepool_limit_lets_karpenter_run_of_any_one_type(name):
+def test_the_ceiling_bounds_any_one_type_the_limit_lets_run(name):
     # The NodePool's nvidia.com/gpu limit counts what a node advertises: slices x GPUs with the lab's NodeOverlays.
     for lab_name, lab_config in config.parse(_labs_only(SYNTHETIC[name]), "eu-west-1").settings.labs.items():
         limit = int(node_pool(lab_name, lab_config)["spec"]["limits"][GPU_RESOURCE])
@@ -137,7 +137,7 @@ def with_cap(cap, instance_types=("g4dn.xlarge",)):
     return stack_values(**{"gpulab:labs": {"intro": lab(list(instance_types), 3, max_gpus=4, maxHourlyCost=cap)}})
 
 
-def test_a_lab_whose_ceiling_exceeds_its_cap_is_refused_naming_the_ceiling_and_the_price_sources():
+def test_a_ceiling_over_the_cap_is_refused_naming_it_and_prices():
     with pytest.raises(config.ConfigError, match=r"^gpulab:labs\.intro\.maxHourlyCost: ") as refused:
         run_values(with_cap(2))
     # 0.526 + 20 GiB x 0.08 / 730 for the root volume = 0.5281918 per GPU-hour, shown rounded up to 6 decimals
@@ -149,12 +149,12 @@ def test_a_lab_whose_ceiling_exceeds_its_cap_is_refused_naming_the_ceiling_and_t
 
 
 @pytest.mark.parametrize("cap", [2.1128, 3, 100.5])
-def test_a_cap_at_or_above_the_ceiling_is_accepted_and_reaches_the_output(cap):
+def test_a_cap_at_or_above_the_ceiling_is_accepted_and_output(cap):
     run = run_values(with_cap(cap))
     assert run.outputs["labs"]["intro"]["cost"]["maxHourlyCost"] == cap
 
 
-def test_a_cap_cannot_be_checked_for_a_type_without_a_price_so_it_is_refused():
+def test_a_cap_over_an_unpriced_type_is_refused_unchecked():
     with pytest.raises(config.ConfigError, match=r"^gpulab:labs\.intro\.maxHourlyCost: cannot be checked: "):
         run_values(with_cap(1000, ["g4dn.xlarge", "g7.2xlarge"]))
     with pytest.raises(config.ConfigError, match=rf"g7\.2xlarge has no price \({SOURCE}\)"):
@@ -198,7 +198,7 @@ def test_stack_output_carries_the_cost_of_each_lab(base_run):
     }
 
 
-def test_stack_output_of_a_lab_without_a_priced_type_has_null_figures():
+def test_an_unpriced_labs_stack_output_has_null_figures():
     run = run_values(stack_values(**{"gpulab:labs": {"new": lab(["g7.2xlarge"], 2)}}))
     cost = run.outputs["labs"]["new"]["cost"]
     assert (cost["seatHour"], cost["ceilingPerHour"], cost["unpriced"]) == (None, None, ["g7.2xlarge"])
@@ -212,12 +212,12 @@ def nodepool_annotations(run, lab_name):
     return {k: v for k, v in pool["metadata"].get("annotations", {}).items() if k in cost_keys}
 
 
-def test_nodepool_carries_the_ceiling_and_the_cap_that_a_preview_shows():
+def test_the_nodepool_carries_the_ceiling_and_cap_for_previews():
     annotations = nodepool_annotations(run_values(with_cap(3)), "intro")
     assert annotations == {COST_CEILING_ANNOTATION: "2.1128", MAX_HOURLY_COST_ANNOTATION: "3.0000"}
 
 
-def test_nodepool_of_a_lab_without_a_priced_type_or_cap_carries_no_cost_annotation():
+def test_an_unpriced_uncapped_nodepool_has_no_cost_annotation():
     run = run_values(stack_values(**{"gpulab:labs": {"new": lab(["g7.2xlarge"], 2)}}))
     assert nodepool_annotations(run, "new") == {}
 

@@ -35,7 +35,7 @@ def rows(lines: list[str]) -> dict[str, list[str]]:
     return {row["lab"]: list(row.values())[1:] for row in tables.table(lines, "cost of the labs' GPU nodes")}
 
 
-def test_summary_shows_each_labs_seat_hour_price_ceiling_and_cap_and_the_total_of_the_stack():
+def test_summary_shows_seat_hour_ceiling_cap_and_stack_total():
     lines = summary(run_values(TWO_LABS))
     assert rows(lines) == {
         "a": ["4", "0.4035", "1.6140", "0.0022", "-"],
@@ -52,7 +52,7 @@ def test_summary_labels_the_figures_with_the_price_sources():
     assert "list prices of one region (stack in eu-west-1; `pulumi preview` prices eu-west-1), not a bill" in title
 
 
-def test_a_lab_without_prices_says_so_and_the_total_covers_priced_types_only():
+def test_a_lab_without_prices_says_so_the_total_skips_it():
     values = stack_values(
         **{"gpulab:labs": {"new": lab(["g7.2xlarge"], 2), "mixed": lab(["g4dn.xlarge", "p5e.48xlarge"], 3, 8)}}
     )
@@ -77,12 +77,12 @@ def test_a_range_of_seat_hour_prices_is_shown_cheapest_first():
     assert rows(cost_report.table(run_values(values).outputs["labs"]))["mix"][1] == "0.2641 to 0.7093"
 
 
-def test_a_stack_without_labs_has_an_empty_table_with_a_zero_total():
+def test_a_stack_without_labs_has_an_empty_table_zero_total():
     assert rows(summary(run_values(stack_values(**{"gpulab:labs": {}})))) == {"all labs": ["0", "", "0.0000", "", ""]}
 
 
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
-def test_render_writes_the_stack_outputs_sorted_with_secrets_hidden(path: Path, tmp_path: Path):
+def test_render_writes_outputs_sorted_with_secrets_hidden(path: Path, tmp_path: Path):
     assert render.main([str(path), "--out", str(tmp_path)]) == 0
     text = (tmp_path / "outputs.json").read_text()
     outputs = json.loads(text)
@@ -92,7 +92,7 @@ def test_render_writes_the_stack_outputs_sorted_with_secrets_hidden(path: Path, 
     assert outputs == harness.run(name, render.read_stack_file(stack_file)).outputs
 
 
-def test_an_export_is_read_with_every_output_in_it_and_hidden_whole_when_any_is_secret(monkeypatch):
+def test_an_export_is_read_whole_and_hidden_if_any_is_secret(monkeypatch):
     def build(stack, live_prices=False):
         pulumi.export("plain", {"name": pulumi.Output.from_input("a"), "list": [1, pulumi.Output.from_input("b")]})
         pulumi.export("nested", {"open": "x", "deep": [{"key": pulumi.Output.secret("s")}]})
@@ -103,7 +103,7 @@ def test_an_export_is_read_with_every_output_in_it_and_hidden_whole_when_any_is_
     assert outputs == {"plain": {"name": "a", "list": [1, "b"]}, "nested": harness.SECRET, "apply": {"c": "cc"}}
 
 
-def test_the_table_shows_what_warming_each_class_costs_beside_the_labs_figures():
+def test_the_table_shows_each_class_warming_cost_by_its_lab():
     classes = [
         {"schedule": "0 9 * * mon", "duration": "1h"},
         {"schedule": "0 14 * * fri", "duration": "2h", "warmSeats": 4, "warmup": "1h"},

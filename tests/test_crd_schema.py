@@ -408,13 +408,13 @@ def test_kubernetes_cel_string_extensions_match_cel_go(rule: str) -> None:
     assert schema_problems(_string_rule(rule), "abc 123") == []
 
 
-def test_rule_calling_an_unsupported_function_is_reported_as_a_validator_gap() -> None:
+def test_a_rule_with_an_unsupported_function_is_a_validator_gap() -> None:
     assert schema_problems(_string_rule("self.isQuantity()"), "1Gi") == [
         "spec: CEL rule 'self.isQuantity()' cannot be checked (validator gap: unsupported function(s) isQuantity)"
     ]
 
 
-def test_rule_that_does_not_parse_is_reported_as_a_validator_gap() -> None:
+def test_a_rule_that_does_not_parse_is_a_validator_gap() -> None:
     (problem,) = schema_problems(_string_rule("self ==="), "x")
     assert re.fullmatch(
         r"spec: CEL rule 'self ===' cannot be checked \(validator gap: parse error: .*\)", problem, re.S
@@ -431,7 +431,7 @@ def test_rules_run_only_where_their_node_is_present() -> None:
     assert schema_problems(schema, {"a": "x"}) == ["spec.a: rule is false"]
 
 
-def test_objects_with_properties_are_closed_but_preserve_unknown_fields_is_open() -> None:
+def test_objects_with_properties_are_closed_unless_preserved() -> None:
     closed = {"type": "object", "properties": {"a": {"type": "string"}}}
     assert schema_problems(closed, {"b": "x"}) == ["spec.b: unknown field"]
     assert schema_problems({**closed, "x-kubernetes-preserve-unknown-fields": True}, {"b": "x"}) == []

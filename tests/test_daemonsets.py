@@ -54,14 +54,14 @@ def check_every_lab_node(run, files) -> None:
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_each_labs_share_counts_exactly_the_daemonsets_that_land_on_its_nodes_with_their_rendered_requests(stack):
+def test_a_labs_share_counts_exactly_its_nodes_daemonsets(stack):
     # The device plugin and the MPS control daemon as `helm template` of the pinned chart renders them for the stack,
     # any other DaemonSet the stack installs, and the EKS add-ons; placed by the scheduler's node-level rules.
     r = rendered(stack)
     check_every_lab_node(r.run, r.files())
 
 
-def test_the_share_follows_the_device_plugin_resources_the_stack_sets(tmp_path):
+def test_the_share_follows_the_stacks_device_plugin_resources(tmp_path):
     # Not the defaults: the chart gets these, the seat share counts these (an init container's too, on MPS nodes).
     values = stack_values(
         **{
@@ -80,7 +80,7 @@ def test_the_share_follows_the_device_plugin_resources_the_stack_sets(tmp_path):
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_every_eks_addon_daemonset_lands_on_a_labs_node_exactly_where_the_share_counts_it(stack):
+def test_addon_daemonsets_land_on_lab_nodes_as_the_share_counts(stack):
     r = rendered(stack)
     specs = addons.pod_specs(r.run)
     for nodes in lab_nodes(r.manifests()).values():
@@ -90,7 +90,7 @@ def test_every_eks_addon_daemonset_lands_on_a_labs_node_exactly_where_the_share_
                 assert lands is addon.lands_on(node.labels[INSTANCE_TYPE]), (addon.name, node.name)
 
 
-def test_a_daemonset_that_does_not_tolerate_the_gpu_taint_is_not_counted():
+def test_a_daemonset_intolerant_of_the_gpu_taint_is_not_counted():
     # Without gpulab's configuration the dcgm-server tolerates nothing, and the tainted lab nodes never run it.
     r = rendered("synthetic-mixed")
     untolerated = {addon.name: dict(addon.pod_spec) for addon in EKS_ADDON_DAEMONSETS}
@@ -100,7 +100,7 @@ def test_a_daemonset_that_does_not_tolerate_the_gpu_taint_is_not_counted():
     assert all("dcgm-server" in landing(addons.pod_specs(r.run), n) for n in amd64)
 
 
-def test_the_planted_defect_of_a_daemonset_the_share_forgets_is_caught():
+def test_a_daemonset_the_share_forgets_is_caught():
     r = rendered("base")
     files = r.files()
     extra = {
@@ -158,12 +158,12 @@ def test_the_planted_defect_of_a_daemonset_the_share_forgets_is_caught():
         ),
     ],
 )
-def test_a_pods_requests_are_counted_as_kubernetes_and_karpenter_count_them(spec, cpu, memory):
+def test_pod_requests_count_as_kubernetes_and_karpenter_count(spec, cpu, memory):
     assert pod_requests(spec) == (quantity(cpu), quantity(memory))
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_slices_per_gpu_learners_and_the_daemonsets_fit_every_node_of_every_lab(stack):
+def test_a_gpus_learners_and_the_daemonsets_fit_every_lab_node(stack):
     for name, lab_settings in rendered(stack).run.stack.settings.labs.items():
         requests = lab_settings.learner_requests
         for node in lab_settings.node_shares:
@@ -179,7 +179,7 @@ def test_slices_per_gpu_learners_and_the_daemonsets_fit_every_node_of_every_lab(
             assert node.seats + len(node.daemonsets) <= pods, (name, node.instance_type)
 
 
-def test_some_stack_has_an_mps_lab_a_time_slicing_lab_and_an_arm64_lab():
+def test_some_stack_has_mps_time_slicing_and_arm64_labs():
     # The parametrised tests cover every stack; this pins that these cases are among them.
     labs = [lab for s in STACKS for lab in rendered(s).run.stack.settings.labs.values()]
     assert {lab.sharing for lab in labs} == {"mps", "timeSlicing"}
@@ -239,11 +239,11 @@ def with_intro(**changes) -> dict:
         ),
     ],
 )
-def test_a_lab_whose_learners_would_not_fit_is_refused_naming_every_figure(values, expected):
+def test_a_lab_whose_learners_dont_fit_is_refused_with_figures(values, expected):
     assert any(line.startswith(expected) for line in problems(values)), problems(values)
 
 
-def test_an_invalid_device_plugin_setting_is_reported_once_and_the_labs_are_not_judged_by_it():
+def test_a_bad_plugin_setting_is_reported_once_judging_no_lab():
     values = stack_values(
         **{"gpulab:labs": {"intro": INTRO}, "gpulab:nvidiaDevicePlugin": {"resources": {"cpu": "lots"}}}
     )
@@ -251,7 +251,7 @@ def test_an_invalid_device_plugin_setting_is_reported_once_and_the_labs_are_not_
     assert [line.split(":")[1] for line in lines] == ["nvidiaDevicePlugin.resources.cpu"], lines
 
 
-def test_the_default_learner_gets_the_share_the_stacks_device_plugin_leaves_and_one_millicore_more_is_refused():
+def test_default_learner_gets_what_the_plugin_leaves_no_more():
     plugin = {"gpulab:nvidiaDevicePlugin": {"resources": {"cpu": "150m", "memory": "128Mi"}}}
     run = run_values(stack_values(**{"gpulab:labs": {"intro": INTRO}}, **plugin))
     # g4dn.xlarge: 3920m less 150m for the plugin and 160m for the add-ons, over 3 seats.

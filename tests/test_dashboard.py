@@ -34,7 +34,7 @@ def test_a_query_prometheus_cannot_parse_fails_that_check():
     assert done.returncode != 0 and "parse error" in done.stderr, done.stderr
 
 
-def test_every_panel_reads_a_series_the_rules_record_for_the_chosen_labs():
+def test_every_panel_reads_a_recorded_series_of_the_chosen_labs():
     recorded = {r["record"] for r in rules.rule_groups({}, Metrics())["groups"][0]["rules"] if "record" in r}
     for panel in PANELS:
         name = panel.query.split("{", 1)[0]
@@ -42,7 +42,7 @@ def test_every_panel_reads_a_series_the_rules_record_for_the_chosen_labs():
         assert panel.query.endswith('{lab=~"$lab"}'), panel.title
 
 
-def test_the_rendered_dashboard_shows_every_panel_with_its_query_and_the_stacks_idle_threshold():
+def test_dashboard_shows_each_panels_query_and_idle_threshold():
     r = rendered("synthetic-metrics")
     model = json.loads((r.out / render.DASHBOARD).read_text())
     assert [(p["title"], p["targets"][0]["expr"]) for p in model["panels"]] == [(p.title, p.query) for p in PANELS]

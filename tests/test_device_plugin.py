@@ -30,7 +30,7 @@ def test_release_is_the_pinned_chart_in_its_own_namespace(base_run):
     )
 
 
-def test_each_lab_has_a_profile_sharing_its_gpus_and_the_default_shares_nothing(base_run):
+def test_each_lab_has_a_sharing_profile_the_default_shares_none(base_run):
     config = plugin_values(base_run)["config"]
     assert config["default"] == "default"
     profiles = {name: yaml.safe_load(text) for name, text in config["map"].items()}
@@ -42,14 +42,14 @@ def test_each_lab_has_a_profile_sharing_its_gpus_and_the_default_shares_nothing(
     }
 
 
-def test_a_lab_that_does_not_share_gets_a_profile_without_time_slicing():
+def test_an_unshared_lab_gets_a_profile_without_time_slicing():
     lab = {**BASE["gpulab:labs"]["intro"], "slicesPerGpu": 1}
     run = run_values(stack_values(**{"gpulab:labs": {"solo": lab}}))
     profile = yaml.safe_load(plugin_values(run)["config"]["map"]["solo"])
     assert "sharing" not in profile
 
 
-def test_plugin_runs_only_on_gpu_pool_nodes_and_tolerates_their_taint(base_run):
+def test_plugin_runs_only_on_gpu_nodes_tolerating_their_taint(base_run):
     values = plugin_values(base_run)
     terms = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms == [{"matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]}]}]
@@ -118,7 +118,7 @@ def test_device_plugin_config_mistakes_are_reported(values, expected):
         run_values(values)
 
 
-def test_stack_exports_each_labs_node_pool_slices_seats_and_learner_share(base_run):
+def test_stack_exports_each_labs_pool_slices_seats_and_share(base_run):
     labs = base_run.outputs["labs"]
     assert list(labs) == ["intro"]
     expected = {

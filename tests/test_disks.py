@@ -42,20 +42,20 @@ def refusal(instance_types, **keys) -> list[str]:
 # --- the plan -----------------------------------------------------------------------------------------------------
 
 
-def test_a_lab_on_nvme_types_keeps_images_on_the_instance_store_and_only_the_os_on_a_baseline_root_volume():
+def test_nvme_labs_keep_images_on_instance_store_os_on_root():
     disk = parse_lab(NVME).disk
     assert (disk.raid0, disk.root, disk.fast_image_pull) == (True, Volume(20, 3000, 125, True), True)
     assert disk.image_disk == {"g6.xlarge": "instance store (250 GB NVMe)"}
 
 
-def test_a_lab_on_ebs_only_types_keeps_the_seed_root_volume_and_pulls_one_layer_at_a_time():
+def test_ebs_only_labs_keep_the_seed_root_and_pull_serially():
     disk = parse_lab(EBS_ONLY).disk
     # 125 MiB/s is below the 600 nodeadm recommends for parallel pull: it could only be slower.
     assert (disk.raid0, disk.root, disk.fast_image_pull) == (False, Volume(100, 10000, 125, True), False)
     assert disk.image_disk == {"g5g.xlarge": "root volume"}
 
 
-def test_a_mixed_lab_gets_raid0_for_its_nvme_types_and_the_full_root_volume_for_its_ebs_only_ones():
+def test_a_mixed_lab_gets_raid0_on_nvme_and_full_root_on_ebs():
     # RAID0 is a no-op without instance store (setup-local-disks exits 0), so one EC2NodeClass serves both kinds.
     disk = parse_lab(MIXED).disk
     assert (disk.raid0, disk.root, disk.fast_image_pull) == (True, Volume(100, 10000, 125, True), False)
@@ -65,17 +65,17 @@ def test_a_mixed_lab_gets_raid0_for_its_nvme_types_and_the_full_root_volume_for_
     }
 
 
-def test_a_root_volume_fast_enough_turns_parallel_pull_on_for_ebs_only_types():
+def test_a_fast_enough_root_turns_parallel_pull_on_for_ebs_only():
     disk = parse_lab(EBS_ONLY, rootVolume={"iops": 3000, "throughputMibps": 600}).disk
     assert (disk.root, disk.fast_image_pull) == (Volume(100, 3000, 600, True), True)
 
 
-def test_disk_strategy_root_volume_keeps_nvme_types_on_the_seed_root_volume():
+def test_strategy_root_volume_keeps_nvme_on_the_seed_root():
     disk = parse_lab(NVME, diskStrategy="rootVolume").disk
     assert (disk.raid0, disk.root, disk.fast_image_pull) == (False, Volume(100, 10000, 125, True), False)
 
 
-def test_keys_a_lab_sets_override_the_strategys_defaults_one_by_one():
+def test_a_labs_keys_override_the_strategy_defaults_one_by_one():
     disk = parse_lab(NVME, rootVolume={"sizeGib": 40, "encrypted": False}).disk
     assert disk.root == Volume(40, 3000, 125, False)
 
@@ -85,7 +85,7 @@ def test_fast_image_pull_is_a_lab_setting_either_way(instance_types, setting):
     assert parse_lab(instance_types, fastImagePull=setting).disk.fast_image_pull is setting
 
 
-def test_fast_image_pull_is_off_by_default_on_a_release_before_the_gate_and_refused_when_asked_for():
+def test_fast_pull_before_the_gate_is_off_and_refused_if_asked():
     assert parse_lab(NVME, ami="al2023@v20250819").disk.fast_image_pull is False
     assert refusal(NVME, ami="al2023@v20250819", fastImagePull=True) == [
         "gpulab:labs.x.fastImagePull: the nodeadm of AMI release al2023@v20250819 has no FastImagePull feature gate "
@@ -94,11 +94,11 @@ def test_fast_image_pull_is_off_by_default_on_a_release_before_the_gate_and_refu
 
 
 @pytest.mark.parametrize("ami", ["al2023@v20250821", "al2023@latest"])
-def test_fast_image_pull_is_accepted_from_the_release_that_has_the_gate(ami):
+def test_fast_pull_is_accepted_from_the_gates_release_on(ami):
     assert parse_lab(NVME, ami=ami, fastImagePull=True).disk.fast_image_pull is True
 
 
-def test_instance_store_is_refused_for_a_lab_with_an_ebs_only_type_naming_it():
+def test_instance_store_is_refused_naming_an_ebs_only_type():
     assert refusal(MIXED, diskStrategy="instanceStore") == [
         "gpulab:labs.x.diskStrategy: instanceStore needs NVMe instance storage on every instance type, and "
         "g5g.xlarge has none (EBS only); leave diskStrategy out to keep images on the NVMe where a type has it and on "
@@ -106,21 +106,21 @@ def test_instance_store_is_refused_for_a_lab_with_an_ebs_only_type_naming_it():
     ]
 
 
-def test_a_throughput_the_defaults_iops_cannot_carry_is_refused_saying_which_iops():
+def test_a_throughput_over_the_default_iops_is_refused_with_it():
     assert refusal(NVME, rootVolume={"throughputMibps": 1000}) == [
         "gpulab:labs.x.rootVolume.throughputMibps: must be at most iops / 4, so 750 for the 3000 IOPS this lab's "
         "root volume gets; set iops too"
     ]
 
 
-def test_iops_the_defaults_size_cannot_carry_are_refused_saying_which_size():
+def test_iops_over_the_default_size_are_refused_with_the_size():
     assert refusal(NVME, rootVolume={"iops": 16000}) == [
         "gpulab:labs.x.rootVolume.iops: must be at most 500 per GiB, so 10000 for the 20 GiB this lab's root volume "
         "gets; set sizeGib too"
     ]
 
 
-def test_every_known_type_clears_nodeadms_threshold_so_the_gate_decides_the_cri_snapshotter():
+def test_every_type_clears_nodeadms_threshold_the_gate_decides():
     # nodeadm applies FastImagePull only from 4 vCPUs and 7 GiB (UseSOCISnapshotter); below, the CRI would stay on
     # overlayfs while the pre-pull went to soci. No type gpulab knows is below, with a GiB of margin for the memory the
     # kernel does not show online.
@@ -130,7 +130,7 @@ def test_every_known_type_clears_nodeadms_threshold_so_the_gate_decides_the_cri_
     )
 
 
-def test_the_render_summary_says_where_each_type_of_a_mixed_lab_keeps_its_images():
+def test_summary_says_where_each_mixed_lab_type_keeps_images():
     run = run_values(stack_values(**{"gpulab:labs": {"x": lab(MIXED, 2)}}))
     lines = summary(run)
     assert {r["instance type"]: r["images on"] for r in tables.table(lines, TYPES_LEAD_IN) if r["lab"] == "x"} == {
@@ -181,11 +181,11 @@ def test_the_node_class_and_user_data_carry_the_labs_disks(instance_types, raid0
 
 @requires_upstream
 @pytest.mark.parametrize("instance_types", [NVME, EBS_ONLY, MIXED], ids=["nvme", "ebs-only", "mixed"])
-def test_the_node_class_of_each_disk_kind_passes_the_upstream_crd(instance_types):
+def test_each_disk_kinds_node_class_passes_the_upstream_crd(instance_types):
     assert crd_problems(rendered_node_class(instance_types)) == []
 
 
-def test_a_change_of_disk_strategy_changes_the_node_class_spec_and_so_drifts_the_labs_nodes():
+def test_a_new_disk_strategy_changes_the_spec_and_drifts_nodes():
     # Karpenter's EC2NodeClass drift hash covers instanceStorePolicy, blockDeviceMappings and userData
     # (aws/karpenter-provider-aws v1.14.1 pkg/apis/v1/ec2nodeclass.go, EC2NodeClass.Hash): each change below replaces
     # the lab's nodes within its drift budget.
@@ -198,7 +198,7 @@ def test_a_change_of_disk_strategy_changes_the_node_class_spec_and_so_drifts_the
 # --- what the disk costs, worked by hand from the EBS prices (config/prices.py) -------------------------------------
 
 
-def test_the_seeds_root_volume_costs_0_0589_per_node_hour_and_the_new_default_0_0022():
+def test_seed_root_costs_0_0589_a_node_hour_default_0_0022():
     # Seed: 100 GB x 0.08 = 8.00, (10000 - 3000) IOPS x 0.005 = 35.00: 43.00 a month / 730 hours = 0.058904
     assert root_volume_per_hour(Volume(100, 10000, 125, True)) == Decimal("43.00") / 730
     # Instance store beside: 20 GB x 0.08 = 1.60 a month, no IOPS or throughput above gp3's included: 0.002192
@@ -210,7 +210,7 @@ def test_throughput_above_125_mibps_is_billed_per_mibps():
     assert root_volume_per_hour(Volume(100, 3000, 600, True)) == Decimal("27.00") / 730
 
 
-def test_the_seed_volume_adds_a_third_of_its_node_hour_to_each_of_three_seats_and_maxgpus_of_it_to_the_ceiling():
+def test_seed_volume_adds_a_third_per_seat_max_gpus_to_ceiling():
     # g4dn.xlarge 0.526 + 43.00 / 730 = 0.58490411 per node-hour: / 3 slices = 0.19496804 -> 0.1950 per seat-hour;
     # 4 GPUs x 0.58490411 = 2.33961644, rounded up 2.3397
     cost = lab_cost(["g4dn.xlarge"], 3, 4, root=Volume(100, 10000, 125, True))

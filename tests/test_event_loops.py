@@ -16,5 +16,5 @@ def test_a_run_closes_every_event_loop_it_made():
     assert open_event_loops() == []
 
 
-def test_a_second_run_in_the_same_process_gets_a_working_event_loop():
+def test_a_second_run_in_one_process_gets_a_working_event_loop():
     assert run_values(BASE).outputs["clusterName"] == run_values(BASE).outputs["clusterName"] == "lab-test"

@@ -23,7 +23,7 @@ def fake_go(tmp_path: Path, last: str) -> str:
     return str(go)
 
 
-def test_a_build_says_what_it_builds_and_how_long_a_first_one_takes_then_its_progress(tmp_path, monkeypatch):
+def test_a_build_says_what_and_how_long_then_its_progress(tmp_path, monkeypatch):
     monkeypatch.setattr(go_build, "EVERY", 0)
     lines: list[str] = []
     assert go_build.build("planner", fake_go(tmp_path, "exit 0"), lines.append) == ""
@@ -49,9 +49,7 @@ def test_every_helper_the_makefile_builds_is_one_go_build_knows():
     assert all((go_build.ROOT / h.module / "go.mod").is_file() for h in go_build.HELPERS.values())
 
 
-def test_the_twin_is_built_in_one_go_build_stamped_with_its_kubernetes_version_and_etcd_named_etcd(
-    tmp_path, monkeypatch
-):
+def test_twin_builds_in_one_go_build_stamped_etcd_named_etcd(tmp_path, monkeypatch):
     """The API server and kubectl report the k8s.io/kubernetes version of the twin's go.mod (a go.mod moved to another
     release moves the stamp with it), and etcd's command, which go build names "server", is bin/etcd."""
     module = tmp_path / go_build.HELPERS["twin"].module

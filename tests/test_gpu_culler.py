@@ -196,7 +196,7 @@ def one_round(hub: Hub, workspace: Workspace) -> list[gpu_culler.Idle]:
     return asyncio.run(run())
 
 
-def test_the_culler_stops_the_idle_learners_server_and_only_that_one(hub, caplog):
+def test_the_culler_stops_only_the_idle_learners_server(hub, caplog):
     workspace = Workspace()
     # ada idle in alpha, which culls; alan idle in beta, which does not; grace busy, so not in the series; a learner
     # the hub does not know.
