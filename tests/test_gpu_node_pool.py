@@ -28,7 +28,7 @@ def with_intro(**changes):
     return stack_values(**{"gpulab:labs": {"intro": {**BASE["gpulab:labs"]["intro"], **changes}}})
 
 
-def test_node_class_with_the_defaults_reproduces_the_origin_node_but_puts_images_on_the_nvme(base_run):
+def test_default_node_class_is_the_origin_node_images_on_nvme(base_run):
     node_class = spec(base_run, NODE_CLASS, "ec2nodeclass-intro")
     assert node_class["amiSelectorTerms"] == [{"alias": "al2023@v20260714"}]
     assert node_class["role"] == base_run.outputs["nodeRoleName"]
@@ -56,7 +56,7 @@ def test_node_class_with_the_defaults_reproduces_the_origin_node_but_puts_images
     assert node_class["tags"] == {"gpulab.dev/lab": "intro"}
 
 
-def test_user_data_sets_the_pod_pid_limit_and_prepulls_the_labs_images():
+def test_user_data_sets_the_pid_limit_and_prepulls_lab_images():
     run = run_values(with_intro(prepullImages=["tensorflow/tensorflow:2.12.0-gpu"]))
     parts = mime_parts(spec(run, NODE_CLASS, "ec2nodeclass-intro")["userData"])
     node_config = yaml.safe_load(parts[0].get_payload())
@@ -64,7 +64,7 @@ def test_user_data_sets_the_pod_pid_limit_and_prepulls_the_labs_images():
     assert "docker.io/tensorflow/tensorflow:2.12.0-gpu" in parts[1].get_payload()
 
 
-def test_node_pool_labels_select_the_device_plugin_profile_and_name_the_lab(base_run):
+def test_pool_labels_pick_the_plugin_profile_and_name_the_lab(base_run):
     labels = spec(base_run, NODE_POOL, "nodepool-intro")["template"]["metadata"]["labels"]
     assert labels == {
         "nvidia.com/gpu.present": "true",
@@ -73,14 +73,14 @@ def test_node_pool_labels_select_the_device_plugin_profile_and_name_the_lab(base
     }
 
 
-def test_node_pool_taints_gpu_nodes_and_refers_to_its_node_class_by_group_kind_name(base_run):
+def test_pool_taints_gpu_nodes_names_its_class_by_group_kind(base_run):
     template = spec(base_run, NODE_POOL, "nodepool-intro")["template"]["spec"]
     assert template["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
     assert template["nodeClassRef"] == {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "intro"}
     assert base_run.one(NODE_CLASS, "ec2nodeclass-intro").inputs["metadata"]["name"] == "intro"
 
 
-def test_node_pool_requires_the_labs_instance_and_capacity_types_linux_and_nvidia(base_run):
+def test_pool_requires_the_labs_types_capacity_linux_and_nvidia(base_run):
     pool = spec(base_run, NODE_POOL, "nodepool-intro")
     assert requirement(pool, "node.kubernetes.io/instance-type")["values"] == ["g4dn.xlarge"]
     assert requirement(pool, "karpenter.sh/capacity-type")["values"] == ["on-demand"]
@@ -147,7 +147,7 @@ def test_reserved_capacity_selects_the_labs_reservations():
     assert requirement(spec(run, NODE_POOL, "nodepool-big"), "karpenter.sh/capacity-type")["values"] == ["reserved"]
 
 
-def test_custom_resources_use_the_clusters_provider_and_wait_for_the_crds(base_run):
+def test_custom_resources_use_the_clusters_provider_after_crds(base_run):
     objects = [r for r in base_run.resources if r.type in KARPENTER_KINDS]
     assert len(objects) == 3
     for r in objects:
@@ -162,7 +162,7 @@ def all_runs():
 
 
 @requires_upstream
-def test_every_karpenter_object_any_stack_renders_passes_the_upstream_crds():
+def test_every_rendered_karpenter_object_passes_upstream_crds():
     checked = 0
     for stack, run in all_runs():
         for r in run.resources:
@@ -180,7 +180,7 @@ def test_every_karpenter_object_any_stack_renders_passes_the_upstream_crds():
         (("spec", "template", "spec", "nodeClassRef", "apiVersion"), "karpenter.k8s.aws/v1", "unknown field"),
     ],
 )
-def test_the_crd_check_catches_v1beta1_mistakes_in_a_rendered_node_pool(base_run, path, value, problem):
+def test_the_crd_check_catches_v1beta1_mistakes_in_a_pool(base_run, path, value, problem):
     manifest = yaml.safe_load(yaml.safe_dump(base_run.one(NODE_POOL, "nodepool-intro").inputs))
     target = manifest
     for key in path[:-1]:

@@ -42,7 +42,7 @@ def _template(helm, chart, values="x: 1"):
     return helm_cache.template(helm, helm_cache.Call(chart, ["template", "r", str(chart), "--values", "-"], values))
 
 
-def test_the_same_inputs_are_answered_from_the_cache_with_helms_own_result(setup):
+def test_the_same_inputs_get_helms_own_result_from_the_cache(setup):
     helm, chart, _ = setup
     first = _template(helm, chart)
     assert first == (0, f"template r {chart} --values -\nx: 1", "")
@@ -120,7 +120,7 @@ def _batch_runs(batch):
     return len(runs.read_text().splitlines()) if runs.exists() else 0
 
 
-def test_with_helm_batch_the_calls_the_cache_lacks_run_in_two_batch_processes_and_read_as_helms_text(setup, batch):
+def test_helm_batch_runs_cache_misses_in_two_processes_as_helm(setup, batch):
     helm, chart, _ = setup
     _template(helm, chart, "x: 0")
     assert _batch_runs(batch) == 1
@@ -134,7 +134,7 @@ def test_with_helm_batch_the_calls_the_cache_lacks_run_in_two_batch_processes_an
     assert _batch_runs(batch) == 3
 
 
-def test_helm_batch_results_are_kept_apart_from_the_helm_binarys(setup, batch, monkeypatch):
+def test_helm_batch_results_are_kept_apart_from_helms(setup, batch, monkeypatch):
     helm, chart, _ = setup
     _template(helm, chart)
     monkeypatch.delenv("GPULAB_HELM_BATCH")

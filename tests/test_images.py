@@ -40,6 +40,6 @@ def test_qualify_image_applies_docker_hub_short_name_rules(reference, expected):
         ("bad_host.example.com/app:1", "malformed registry"),
     ],
 )
-def test_qualify_image_rejects_references_ctr_could_not_pull_reliably(reference, message):
+def test_qualify_image_rejects_what_ctr_could_not_pull_reliably(reference, message):
     with pytest.raises(ValueError, match=message):
         qualify_image(reference)

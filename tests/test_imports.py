@@ -97,7 +97,7 @@ def test_a_floor_never_imports_the_floors_above_it(floor):
     assert upward == []
 
 
-def test_the_circle_finder_finds_a_planted_circle_and_the_graph_sees_type_checking_imports():
+def test_a_planted_circle_is_found_type_checking_imports_too():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from config.model import Lab\n"
     (node,) = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom) and n.module == "config.model"]

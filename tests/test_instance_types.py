@@ -3,7 +3,7 @@ import pytest
 from config.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 
 
-def test_g4dn_xlarge_is_one_t4_with_16384_mib_4_intel_vcpus_at_2500_mhz_16_gib_29_pods_and_125_gb_of_nvme_on_amd64():
+def test_g4dn_xlarge_has_one_t4_4_vcpus_16_gib_125_gb_nvme():
     assert GPU_INSTANCE_TYPES["g4dn.xlarge"] == GpuInstanceType(
         1,
         "t4",
@@ -18,12 +18,12 @@ def test_g4dn_xlarge_is_one_t4_with_16384_mib_4_intel_vcpus_at_2500_mhz_16_gib_2
     )
 
 
-def test_graviton_cpus_are_aws_and_every_cpu_maker_is_one_karpenter_labels():
+def test_graviton_is_aws_and_every_cpu_maker_a_karpenter_label():
     assert {GPU_INSTANCE_TYPES[t].cpu_manufacturer for t in GPU_INSTANCE_TYPES if t.startswith("g5g.")} == {"aws"}
     assert {t.cpu_manufacturer for t in GPU_INSTANCE_TYPES.values()} <= {"aws", "intel", "amd"}
 
 
-def test_graviton_g5g_types_are_ebs_only_and_the_eight_gpu_hopper_types_carry_30400_gb_of_nvme():
+def test_g5g_is_ebs_only_and_8_gpu_hoppers_carry_30400_gb_nvme():
     assert {GPU_INSTANCE_TYPES[t].local_nvme_gb for t in GPU_INSTANCE_TYPES if t.startswith("g5g.")} == {0}
     assert {GPU_INSTANCE_TYPES[t].local_nvme_gb for t in ("p5.48xlarge", "p5en.48xlarge")} == {30400}
 

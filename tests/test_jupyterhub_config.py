@@ -41,7 +41,7 @@ def with_secret(values: dict, secret: str = "s3cr3t-0f-the-oauth-app") -> dict:
     return {**values, SECRET_KEY: secret}
 
 
-def test_a_stack_without_jupyterhub_installs_none_and_a_github_hub_with_its_secret_loads():
+def test_no_hub_means_none_and_a_github_hub_with_secret_loads():
     assert load(stack_values()).settings.jupyterhub is None
     stack = load(with_secret(hub_stack()))
     assert (stack.settings.jupyterhub.auth.type, stack.jupyterhub_client_secret) == (
@@ -177,7 +177,7 @@ def test_culling_takes_a_minute_at_the_shortest():
     assert (settings.idle_timeout, settings.every, settings.max_age) == ("1m", "60s", "1m")
 
 
-def test_a_bad_jupyterhub_setting_makes_the_render_exit_2_with_one_line_per_problem(tmp_path, capsys):
+def test_a_bad_hub_setting_exits_2_with_a_line_per_problem(tmp_path, capsys):
     stack = tmp_path / "Pulumi.case.yaml"
     stack.write_text(yaml.safe_dump({"config": hub_stack({"host": "Hub_1", "homes": "shared"})}))
     assert render.main([str(stack), "--out", str(tmp_path / "out")]) == 2
@@ -186,7 +186,7 @@ def test_a_bad_jupyterhub_setting_makes_the_render_exit_2_with_one_line_per_prob
     assert not (tmp_path / "out").exists()
 
 
-def test_the_client_secret_is_required_for_oauth_and_must_be_a_pulumi_secret():
+def test_oauth_needs_a_client_secret_that_is_a_pulumi_secret():
     assert problems(hub_stack()) == [
         f"{SECRET_KEY}: required with gpulab:jupyterhub.auth.type github: the OAuth app's client secret; set it "
         f"with `pulumi config set --secret {SECRET_KEY} <secret>`"
@@ -200,7 +200,7 @@ def test_a_client_secret_without_an_oauth_sign_in_is_refused():
     assert problems(values) == [f"{SECRET_KEY}: only used with gpulab:jupyterhub.auth.type github or oidc; remove it"]
 
 
-def test_the_client_secret_never_reaches_resources_manifests_helm_values_or_charts(tmp_path):
+def test_the_client_secret_reaches_no_resource_value_or_chart(tmp_path):
     secret = "pl41n-t3xt-cl13nt-s3cr3t"
     run = harness.run("test", as_cli_config(with_secret(hub_stack(), secret)), secrets=[SECRET_KEY])
     render.write(run, tmp_path)
@@ -220,13 +220,13 @@ def test_the_client_secret_never_reaches_resources_manifests_helm_values_or_char
 
 
 @pytest.mark.parametrize("text", ["4656Mi", "4Gi", "4G", "1.5Gi", "3000M", "1Ti", "123456789", "1.25Ki"])
-def test_memory_in_kubespawner_units_is_the_same_number_of_bytes(text):
+def test_memory_in_kubespawner_units_is_the_same_bytes(text):
     written = kubespawner_memory(text)
     assert ByteSpecification().validate(None, written) == math.ceil(quantity(text))
     assert not re.search(r"[KMGT]i$", str(written))  # KubeSpawner refuses Kubernetes' binary suffixes
 
 
-def test_an_mps_profile_pins_the_learners_uid_and_says_what_a_learner_gets_of_the_gpu():
+def test_an_mps_profile_pins_the_uid_and_says_the_gpu_share():
     settings = load(
         with_secret(hub_stack(isolated=lab(["g4dn.xlarge"], 4, sharing="mps", notebookImage=NOTEBOOK_IMAGE)))
     ).settings
@@ -235,7 +235,7 @@ def test_an_mps_profile_pins_the_learners_uid_and_says_what_a_learner_gets_of_th
     assert entry["description"].startswith("NVIDIA T4 GPU, MPS, at most 4 GiB of GPU memory and 25% of the GPU compute")
 
 
-def test_a_time_sliced_profile_says_the_memory_is_shared_and_leaves_the_uid_to_the_chart():
+def test_a_time_sliced_profile_says_memory_is_shared_uid_chart():
     settings = load(with_secret(hub_stack())).settings
     entry = profile("intro", settings.labs["intro"])
     assert "uid" not in entry["kubespawner_override"]
@@ -261,7 +261,7 @@ def test_labs_off_the_spawn_page_get_no_profile():
         (NOTEBOOK_IMAGE, False),
     ],
 )
-def test_images_known_not_to_start_a_server_are_refused_by_repository_whatever_the_tag(image, refused):
+def test_images_known_not_to_serve_are_refused_whatever_the_tag(image, refused):
     values = with_secret(hub_stack(intro=lab(["g4dn.xlarge"], 3, notebookImage=image)))
     if refused:
         (line,) = problems(values)
@@ -270,7 +270,7 @@ def test_images_known_not_to_start_a_server_are_refused_by_repository_whatever_t
         assert load(values).settings.labs["intro"].notebook_image.endswith(image.split("/", 1)[-1])
 
 
-def test_the_hubs_notebook_image_serves_every_lab_on_the_spawn_page_that_names_none_and_a_lab_may_name_its_own():
+def test_labs_get_the_hubs_notebook_image_unless_they_name_one():
     own = "registry.example.edu/labs/notebook:2026-09"
     labs = {
         "plain": lab(["g4dn.xlarge"], 3),
@@ -284,7 +284,7 @@ def test_the_hubs_notebook_image_serves_every_lab_on_the_spawn_page_that_names_n
     assert pods == {"plain": NOTEBOOK_IMAGE, "own": own}
 
 
-def test_a_labs_nodes_pull_its_learners_image_before_its_other_images():
+def test_a_labs_nodes_pull_its_learners_image_first():
     intro = lab(["g4dn.xlarge"], 3, prepullImages=["ubuntu:24.04", NOTEBOOK_IMAGE])
     labs = load(with_secret(hub_stack({"notebookImage": NOTEBOOK_IMAGE}, intro=intro))).settings.labs
     assert labs["intro"].node_images == [NOTEBOOK_IMAGE, "docker.io/library/ubuntu:24.04"]

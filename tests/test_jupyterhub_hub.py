@@ -26,7 +26,7 @@ def _resources(stack: str) -> dict:
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_the_release_waits_for_the_cluster_the_ebs_csi_driver_and_the_storage_class(stack):
+def test_the_release_waits_for_cluster_csi_driver_and_class(stack):
     resources = _resources(stack)
     needs = set(resources[RELEASE].dependencies)
     assert {ADDON, STORAGE_CLASS, NAMESPACE, "eks:index:Cluster::cluster-eks"} <= needs
@@ -38,13 +38,13 @@ def test_the_release_waits_for_the_cluster_the_ebs_csi_driver_and_the_storage_cl
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_the_namespace_with_learners_volumes_goes_before_the_driver_that_deletes_them(stack):
+def test_the_learners_namespace_goes_before_the_volume_driver(stack):
     # Pulumi deletes in reverse dependency order: the namespace, and the PVCs KubeSpawner made in it, go first.
     assert {ADDON, STORAGE_CLASS} <= set(_resources(stack)[NAMESPACE].dependencies)
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_the_ebs_csi_driver_gets_its_role_through_pod_identity_for_its_controller_only(stack):
+def test_only_the_csi_controller_gets_its_role_by_pod_identity(stack):
     resources = _resources(stack)
     association = resources["aws:eks/podIdentityAssociation:PodIdentityAssociation::jupyterhub-ebs-csi"].inputs
     assert (association["namespace"], association["serviceAccount"]) == (EBS_CSI_NAMESPACE, EBS_CSI_SERVICE_ACCOUNT)
@@ -61,7 +61,7 @@ def test_the_ebs_csi_driver_gets_its_role_through_pod_identity_for_its_controlle
     )
 
 
-def test_a_stack_without_jupyterhub_installs_and_exports_none_of_it_even_after_a_run_that_has_it():
+def test_a_hubless_run_after_a_hub_run_has_none_of_it():
     rendered("synthetic-jupyterhub")  # runs in this process first (cached), as in a test session
     run = harness.run("test", as_cli_config(BASE))  # a run of its own, not the cached one made before any hub run
     assert not [r.name for r in run.resources if "jupyterhub" in f"{r.type}::{r.name}"]
@@ -79,20 +79,20 @@ def _load_balancer_annotations(stack: str) -> dict[str, str]:
     return service["metadata"]["annotations"]
 
 
-def test_the_stacks_with_jupyterhub_have_an_internal_and_an_internet_facing_load_balancer():
+def test_the_hub_stacks_have_internal_and_public_load_balancers():
     schemes = {rendered(s).run.stack.settings.jupyterhub.load_balancer.scheme for s in HUB_STACKS}
     assert schemes == {"internal", "internet-facing"}
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_the_load_balancer_is_internal_exactly_when_the_stack_says_so(stack):
+def test_the_load_balancer_is_internal_iff_the_stack_says_so(stack):
     # cloud-provider-aws makes an internet-facing Classic Load Balancer unless this annotation is set (aws.go).
     scheme = rendered(stack).run.stack.settings.jupyterhub.load_balancer.scheme
     assert (_load_balancer_annotations(stack).get(f"{LB}internal") == "true") == (scheme == "internal")
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_the_load_balancer_keeps_a_quiet_kernels_connection_for_an_hour_and_offers_tls_1_2_only(stack):
+def test_load_balancer_idles_an_hour_and_offers_tls_1_2_only(stack):
     annotations = _load_balancer_annotations(stack)
     # The Classic Load Balancer's default of 60 s would cut a kernel's websocket after a minute of quiet.
     timeout = int(annotations[f"{LB}connection-idle-timeout"])
@@ -106,7 +106,7 @@ def test_the_load_balancer_keeps_a_quiet_kernels_connection_for_an_hour_and_offe
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_an_oauth_hub_reads_its_client_secret_from_the_secret_the_stack_creates(stack, monkeypatch):
+def test_an_oauth_hub_reads_its_secret_from_the_stacks_secret(stack, monkeypatch):
     r = rendered(stack)
     if r.run.stack.settings.jupyterhub.auth.type not in NEEDS_CLIENT_SECRET:
         assert OAUTH_SECRET not in _resources(stack)

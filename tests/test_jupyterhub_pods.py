@@ -36,13 +36,13 @@ def _requests(pod: dict, key: str, which: str = "requests") -> list:
     return [c["resources"].get(which, {}).get(key) for c in pod["spec"]["containers"]]
 
 
-def test_the_stacks_with_jupyterhub_have_an_mps_lab_and_a_time_slicing_lab_among_them():
+def test_the_hub_stacks_have_an_mps_and_a_time_slicing_lab():
     sharing = {lab.sharing for s in HUB_STACKS for lab in rendered(s).run.stack.settings.labs.values()}
     assert {"mps", "timeSlicing"} <= sharing
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_the_hub_offers_one_profile_per_lab_on_the_spawn_page_and_none_other(stack):
+def test_the_spawn_page_offers_one_profile_per_lab_only(stack):
     labs = rendered(stack).run.stack.settings.labs
     assert [p["slug"] for p in _config(stack).KubeSpawner.profile_list] == [
         n for n, lab in labs.items() if lab.on_spawn_page
@@ -51,7 +51,7 @@ def test_the_hub_offers_one_profile_per_lab_on_the_spawn_page_and_none_other(sta
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_each_learner_pod_requests_and_limits_exactly_one_gpu_slice(stack):
+def test_a_learner_pod_requests_and_limits_one_gpu_slice(stack):
     for lab_name, pod in _pods(stack).items():
         asked = [quantity(str(q)) for q in _requests(pod, GPU_RESOURCE) if q is not None]
         limited = [quantity(str(q)) for q in _requests(pod, GPU_RESOURCE, "limits") if q is not None]
@@ -60,7 +60,7 @@ def test_each_learner_pod_requests_and_limits_exactly_one_gpu_slice(stack):
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_each_learner_pod_tolerates_the_gpu_taint_and_lands_on_its_labs_nodes_and_no_other(stack):
+def test_a_learner_pod_lands_tolerated_on_its_labs_nodes_only(stack):
     r = rendered(stack)
     pools = lab_nodes(r.manifests())
     for lab_name, pod in _pods(stack).items():
@@ -73,7 +73,7 @@ def test_each_learner_pod_tolerates_the_gpu_taint_and_lands_on_its_labs_nodes_an
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_each_learner_pod_asks_for_the_labs_learner_requests_which_fit_a_seat(stack):
+def test_a_learner_pod_asks_the_labs_requests_which_fit_a_seat(stack):
     labs = rendered(stack).run.stack.settings.labs
     for lab_name, pod in _pods(stack).items():
         lab = labs[lab_name]
@@ -88,7 +88,7 @@ def test_each_learner_pod_asks_for_the_labs_learner_requests_which_fit_a_seat(st
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_every_learner_of_an_mps_lab_runs_as_the_one_uid_its_mps_daemon_serves(stack):
+def test_mps_learners_run_as_the_one_uid_their_daemon_serves(stack):
     labs = rendered(stack).run.stack.settings.labs
     mps = [name for name in _pods(stack) if labs[name].sharing == "mps" and labs[name].slices_per_gpu > 1]
     for lab_name in mps:
@@ -97,7 +97,7 @@ def test_every_learner_of_an_mps_lab_runs_as_the_one_uid_its_mps_daemon_serves(s
             assert container["securityContext"]["runAsUser"] == MPS_LEARNER_UID, (lab_name, user)
 
 
-def test_an_mps_labs_uid_is_the_profiles_own_not_the_hubs_default():
+def test_an_mps_labs_uid_is_its_profiles_not_the_hubs_default():
     # The chart's singleuser.uid is 1000 too, so the test above alone would pass without the profile's override: give
     # the hub another default, as a stack's chart values could, and the MPS learners must still share the lab's UID.
     stack = next(
@@ -133,7 +133,7 @@ def test_the_authenticator_knows_every_setting_the_hub_gives_it(stack):
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_the_idle_culler_runs_with_the_stacks_timeout_interval_and_maximum_age(stack):
+def test_the_idle_culler_runs_with_the_stacks_timeout_and_ages(stack):
     culling = rendered(stack).run.stack.settings.jupyterhub.culling
     (service,) = [s for s in _config(stack).JupyterHub.services if s["name"] == "jupyterhub-idle-culler"]
     arguments = dict(a.removeprefix("--").split("=", 1) for a in service["command"] if a.startswith("--") and "=" in a)
@@ -143,7 +143,7 @@ def test_the_idle_culler_runs_with_the_stacks_timeout_interval_and_maximum_age(s
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_the_outputs_name_the_hubs_address_its_profiles_and_what_each_learner_pod_asks_for(stack):
+def test_outputs_name_hub_address_profiles_and_pod_requests(stack):
     r = rendered(stack)
     hub = r.run.stack.settings.jupyterhub
     assert r.run.outputs["jupyterhub"]["address"] == f"https://{hub.host}/"
@@ -155,7 +155,7 @@ def test_the_outputs_name_the_hubs_address_its_profiles_and_what_each_learner_po
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_the_hub_waits_for_a_new_gpu_node_as_long_as_a_class_warms_one_up(stack):
+def test_the_hub_waits_for_a_new_node_as_long_as_a_warmup(stack):
     # JupyterHub's Spawner gives up after 60 s by default and the chart after 300 s: less than a cold GPU node takes.
     assert _config(stack).KubeSpawner.start_timeout >= seconds(DEFAULT_WARMUP)
 
@@ -169,7 +169,7 @@ def _scheduling(spec: dict) -> tuple:
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_the_hubs_learner_pods_are_the_learners_the_planner_schedules(stack):
+def test_the_hubs_learner_pods_are_the_planners_learners(stack):
     # The planner (planner/) places labs.<lab>.learnerPodSpec; the hub must start pods it would place the same way.
     labs = rendered(stack).run.outputs["labs"]
     for lab_name, pod in _pods(stack).items():
@@ -189,7 +189,7 @@ def _prepulled(stack: str) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_a_learners_image_is_the_first_image_the_labs_nodes_pull(stack):
+def test_a_learners_image_is_the_first_its_labs_nodes_pull(stack):
     # A learner on a node that is still pulling waits for that one pull, not for the lab's other prepullImages.
     pulled = _prepulled(stack)
     for lab_name, pod in _pods(stack).items():

@@ -58,12 +58,12 @@ def lti13_sign_in(stack: str) -> tuple[Response, Response]:
     )
 
 
-def test_the_stacks_with_jupyterhub_sign_in_every_way_that_redirects():
+def test_the_hub_stacks_sign_in_every_way_that_redirects():
     assert all(_signing_in(t) for t in REDIRECTING)
 
 
 @pytest.mark.parametrize("stack", _signing_in("lti13"))
-def test_an_lti13_launch_gives_the_platform_https_uris_and_sets_secure_cookies(stack):
+def test_an_lti13_launch_gives_https_uris_and_secure_cookies(stack):
     hub = _hub(stack)
     login, tool = lti13_sign_in(stack)
     assert _redirect_uri(login) == f"https://{hub.host}/hub/lti13/oauth_callback"
@@ -78,7 +78,7 @@ def test_an_lti13_launch_gives_the_platform_https_uris_and_sets_secure_cookies(s
 
 
 @pytest.mark.parametrize("stack", _signing_in("github", "oidc"))
-def test_an_oauth_sign_in_gives_the_provider_the_https_callback_and_sets_secure_cookies(stack):
+def test_oauth_sign_in_gives_https_callback_and_secure_cookies(stack):
     hub = _hub(stack)
     (login,) = hub_responses(stack_hub_config(stack), hub.host, [("GET", "/hub/oauth_login", None)])
     assert _redirect_uri(login) == f"https://{hub.host}/hub/oauth_callback"
@@ -87,12 +87,12 @@ def test_an_oauth_sign_in_gives_the_provider_the_https_callback_and_sets_secure_
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_the_hub_knows_its_public_https_address_whatever_the_request_says(stack):
+def test_the_hub_knows_its_https_address_whatever_the_request(stack):
     # Without it JupyterHub takes scheme and host from the request for its cookies and redirects (handlers/base.py).
     assert stack_hub_config(stack).JupyterHub.public_url == _hub(stack).address
 
 
-def test_the_uris_docs_give_for_the_staging_stack_are_the_ones_its_hub_sends():
+def test_the_uris_the_docs_give_are_the_staging_hubs_own():
     if "staging" not in _signing_in("lti13"):
         pytest.skip("the staging stack signs in without LTI 1.3: docs/jupyterhub.md names its LTI 1.3 URIs")
     login, tool = lti13_sign_in("staging")

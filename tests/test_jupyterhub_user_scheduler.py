@@ -72,13 +72,13 @@ def _minor(tag: str) -> str:
     return ".".join(tag.removeprefix("v").split(".")[:2])
 
 
-def test_every_kubernetes_version_gpulab_takes_has_a_kube_scheduler_of_its_own_minor_version():
+def test_each_kubernetes_minor_has_a_kube_scheduler_of_its_own():
     assert set(KUBE_SCHEDULER_VERSIONS) == set(KUBE_PROXY_ADDON_VERSIONS)
     assert all(_minor(tag) == minor for minor, tag in KUBE_SCHEDULER_VERSIONS.items())
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_the_user_scheduler_runs_kube_scheduler_at_the_clusters_minor_version(stack):
+def test_user_scheduler_runs_the_clusters_minor_kube_scheduler(stack):
     # Kubernetes' version skew policy: kube-scheduler no newer than the API server, and at most one minor older.
     (container,) = _scheduler(stack)["spec"]["template"]["spec"]["containers"]
     image, _, tag = container["image"].rpartition(":")
@@ -112,7 +112,7 @@ def _user_scheduler_rules(stack: str) -> list[dict]:
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_the_user_schedulers_service_account_may_do_what_kube_scheduler_of_its_version_does(stack):
+def test_the_user_scheduler_may_do_what_its_kube_scheduler_does(stack):
     minor = rendered(stack).kubernetes_version
     assert minor in SCHEDULER_ROLES, f"compare kube-scheduler {minor}'s system:kube-scheduler role with SCHEDULER_ROLES"
     rules = _user_scheduler_rules(stack)

@@ -18,7 +18,7 @@ def test_controller_role_is_assumed_through_pod_identity_only(base_run):
 
 
 @pytest.mark.parametrize("namespace", ["kube-system", "karpenter"])
-def test_controller_role_trusts_only_the_associated_service_account_of_this_cluster(namespace):
+def test_the_role_trusts_only_this_clusters_associated_account(namespace):
     run = run_values(stack_values(**{"gpulab:karpenter": {"namespace": namespace}}))
     trust = json.loads(run.one("aws:iam/role:Role", "karpenter-controller").inputs["assumeRolePolicy"])
     (statement,) = trust["Statement"]
@@ -37,7 +37,7 @@ def test_controller_role_trusts_only_the_associated_service_account_of_this_clus
     assert association["disableSessionTags"] is False
 
 
-def test_pod_identity_binds_the_role_to_the_charts_service_account(base_run):
+def test_pod_identity_binds_the_role_to_the_charts_account(base_run):
     association = base_run.one("aws:eks/podIdentityAssociation:PodIdentityAssociation", "karpenter-pod-identity")
     values = base_run.one("kubernetes:helm.sh/v3:Release", "karpenter").inputs["values"]
     assert association.inputs["serviceAccount"] == values["serviceAccount"]["name"] == "karpenter"
@@ -46,7 +46,7 @@ def test_pod_identity_binds_the_role_to_the_charts_service_account(base_run):
     assert association.inputs["roleArn"].startswith("arn:aws:iam::123456789012:role/karpenter-controller-")
 
 
-def test_the_six_policies_are_the_upstream_documents_for_this_cluster_queue_and_node_role(base_run):
+def test_six_policies_are_upstreams_for_cluster_queue_node_role(base_run):
     expected = controller_policies(
         Scope(
             partition="aws",
@@ -64,7 +64,7 @@ def test_the_six_policies_are_the_upstream_documents_for_this_cluster_queue_and_
     assert recorded == expected
 
 
-def test_every_controller_policy_is_attached_to_the_controller_role(base_run):
+def test_every_controller_policy_is_on_the_controller_role(base_run):
     attachments = {
         r.name
         for r in base_run.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
@@ -84,12 +84,12 @@ def test_pass_role_is_granted_for_the_node_role_alone(base_run):
     assert [s["Resource"] for s in passing] == [base_run.outputs["nodeRoleArn"]]
 
 
-def test_interruption_queue_is_encrypted_keeps_messages_300s_and_is_named_after_the_cluster(base_run):
+def test_queue_is_encrypted_keeps_300s_named_for_the_cluster(base_run):
     queue = base_run.one("aws:sqs/queue:Queue", "karpenter-interruption").inputs
     assert queue == {"name": "lab-test", "messageRetentionSeconds": 300, "sqsManagedSseEnabled": True}
 
 
-def test_queue_policy_lets_eventbridge_send_and_denies_plain_http(base_run):
+def test_the_queue_lets_eventbridge_send_and_denies_plain_http(base_run):
     document = json.loads(base_run.one("aws:sqs/queuePolicy:QueuePolicy", "karpenter-interruption").inputs["policy"])
     send, deny = document["Statement"]
     assert send["Principal"]["Service"] == ["events.amazonaws.com", "sqs.amazonaws.com"]
@@ -118,7 +118,7 @@ def test_five_eventbridge_rules_each_target_the_queue(base_run):
     assert {t.inputs["targetId"] for t in targets} == {"KarpenterInterruptionQueueTarget"}
 
 
-def test_crd_chart_comes_first_and_the_controller_chart_skips_its_crds(base_run):
+def test_the_crd_chart_comes_first_the_controller_skips_crds(base_run):
     crds = base_run.one("kubernetes:helm.sh/v3:Release", "karpenter-crd")
     controller = base_run.one("kubernetes:helm.sh/v3:Release", "karpenter")
     assert crds.inputs["chart"] == "oci://public.ecr.aws/karpenter/karpenter-crd"
@@ -133,13 +133,13 @@ def test_crd_chart_comes_first_and_the_controller_chart_skips_its_crds(base_run)
     assert "kubernetes:helm.sh/v3:Release::karpenter-crd" in controller.dependencies
 
 
-def test_releases_wait_for_the_system_node_group_and_the_pod_identity_association(base_run):
+def test_releases_wait_for_system_nodes_and_pod_identity(base_run):
     controller = base_run.one("kubernetes:helm.sh/v3:Release", "karpenter")
     assert "aws:eks/nodeGroup:NodeGroup::cluster-system" in controller.dependencies
     assert "aws:eks/podIdentityAssociation:PodIdentityAssociation::karpenter-pod-identity" in controller.dependencies
 
 
-def test_controller_values_name_cluster_and_queue_and_pin_it_to_system_nodes(base_run):
+def test_controller_values_name_cluster_queue_pin_system_nodes(base_run):
     values = base_run.one("kubernetes:helm.sh/v3:Release", "karpenter").inputs["values"]
     assert values["settings"]["clusterName"] == "lab-test"
     assert values["settings"]["interruptionQueue"] == "lab-test"
@@ -172,7 +172,7 @@ def test_controller_resources_and_chart_come_from_config():
     [({"a": 1, "b": 1}, False), ({"a": 1, "b": 3}, True), ({}, False)],
     ids=["no-lab-shares", "one-lab-shares", "no-labs"],
 )
-def test_node_overlay_gate_is_on_exactly_when_some_lab_shares_gpus(slices, gate):
+def test_the_overlay_gate_is_on_iff_some_lab_shares_gpus(slices, gate):
     labs = {
         name: {"instanceTypes": ["g4dn.xlarge"], "slicesPerGpu": n, "ami": "al2023@latest"}
         for name, n in slices.items()

@@ -155,7 +155,7 @@ def _statement(document: dict, sid: str) -> dict:
 
 
 @requires_upstream
-def test_upstream_template_has_exactly_the_six_mirrored_controller_policies(upstream_resources):
+def test_upstream_has_exactly_the_six_mirrored_policies(upstream_resources):
     managed = {name for name, resource in upstream_resources.items() if resource["Type"] == "AWS::IAM::ManagedPolicy"}
     assert managed == set(UPSTREAM_POLICIES)
     assert set(controller_policies(SCOPE)) == set(UPSTREAM_POLICIES.values())
@@ -235,12 +235,12 @@ def test_interruption_event_patterns_equal_upstream_rules(upstream_resources):
 # --- tests that stand on their own ---
 
 
-def test_every_document_uses_the_current_policy_language_version():
+def test_every_document_uses_the_current_policy_language():
     documents = [*controller_policies(SCOPE).values(), queue_policy(SCOPE.queue_arn), _trust_policy()]
     assert {document["Version"] for document in documents} == {"2012-10-17"}
 
 
-def test_pass_role_is_granted_only_for_the_node_role_and_only_to_ec2():
+def test_pass_role_is_only_for_the_node_role_and_only_to_ec2():
     pass_role = [
         statement
         for document in controller_policies(SCOPE).values()
@@ -255,7 +255,7 @@ def test_pass_role_is_granted_only_for_the_node_role_and_only_to_ec2():
     }
 
 
-def test_no_controller_statement_allows_a_whole_service_or_everything():
+def test_no_statement_allows_a_whole_service_or_everything():
     actions = {
         action
         for document in controller_policies(SCOPE).values()
@@ -283,7 +283,7 @@ def _trust_policy() -> dict:
     return controller_trust_policy(CLUSTER_ARN, "kube-system", "karpenter")
 
 
-def test_trust_policy_lets_eks_pod_identity_assume_and_tag_only_for_one_service_account_of_one_cluster():
+def test_pod_identity_may_assume_and_tag_for_one_account_only():
     (statement,) = _trust_policy()["Statement"]
     assert statement["Effect"] == "Allow"
     assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}

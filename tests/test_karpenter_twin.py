@@ -100,7 +100,7 @@ def _events(answer: dict[str, Any], what: str) -> list[dict[str, Any]]:
     return [e for e in answer["events"] if e["what"] == what]
 
 
-def test_a_learner_gets_a_node_karpenter_launched_with_the_labs_labels_taints_and_slices(karpenter) -> None:
+def test_a_learner_gets_a_node_with_its_labs_taints_and_slices(karpenter) -> None:
     plane, out, k = karpenter
     answer = k.at(START, lambda: _arrive(plane, out, "learner-1"))
     assert "unsettled" not in answer, answer

@@ -125,7 +125,7 @@ def test_every_object_name_and_label_fits_kubernetes_limits(make_run):
     assert problems(make_run()) == []
 
 
-def test_the_longest_lab_name_reaches_names_and_labels_that_the_checks_see():
+def test_the_longest_lab_name_reaches_the_checked_names():
     run = run_values(LONGEST)
     names = [r.inputs.get("metadata", {}).get("name", "") for r in run.resources if r.type.startswith("kubernetes:")]
     assert f"{LONGEST_LAB}-smoke" in names
@@ -146,7 +146,7 @@ def test_the_label_check_refuses_what_the_api_server_refuses(pair, expected):
     assert any(expected in p for p in found), found
 
 
-def test_the_name_check_holds_dns_labels_and_karpenter_names_to_63():
+def test_the_check_holds_dns_labels_and_karpenter_names_to_63():
     assert name_problem("Namespace", "n" * 64)
     assert name_problem("NodePool", "n" * 64)
     assert name_problem("Deployment", "n" * 64) is None

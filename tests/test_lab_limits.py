@@ -58,7 +58,7 @@ def problems(labs: dict) -> list[str]:
         "max-pods-over-eni-limit",
     ],
 )
-def test_a_lab_with_an_instance_type_that_could_never_launch_is_refused(bad_lab, message):
+def test_a_lab_with_a_type_that_could_never_launch_is_refused(bad_lab, message):
     assert len(problems({"x": bad_lab})) == 1
     assert problems({"x": bad_lab})[0].startswith(message)
 
@@ -73,7 +73,7 @@ def test_a_multi_gpu_lab_whose_limit_holds_a_whole_node_renders():
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 
 
-def test_a_cpu_limit_that_would_stop_a_lab_short_of_its_max_gpus_is_refused_naming_both():
+def test_a_cpu_limit_short_of_max_gpus_is_refused_naming_both():
     # The old default: 1,000 vCPUs are 250 g4dn.xlarge nodes, and the lab's maxGpus asks for 256.
     (line,) = problems({"x": lab(["g4dn.xlarge"], 3, max_gpus=256, cpuLimit=1000)})
     assert line == (
@@ -83,7 +83,7 @@ def test_a_cpu_limit_that_would_stop_a_lab_short_of_its_max_gpus_is_refused_nami
     )
 
 
-def test_the_cpu_limit_a_lab_needs_is_set_by_its_type_of_most_vcpus_per_gpu_not_its_largest():
+def test_the_cpu_limit_follows_most_vcpus_per_gpu_not_size():
     # g5.48xlarge has the most vCPUs (192 for 8 GPUs), g5.16xlarge the most per GPU (64): Karpenter may fill maxGpus 8
     # with eight g5.16xlarge, 512 vCPUs.
     types = ["g5.xlarge", "g5.16xlarge", "g5.48xlarge"]
@@ -97,7 +97,7 @@ def test_the_cpu_limit_a_lab_needs_is_set_by_its_type_of_most_vcpus_per_gpu_not_
     assert run.one(NODE_POOL, "nodepool-x").inputs["spec"]["limits"]["cpu"] == "512"
 
 
-def test_without_a_cpu_limit_the_nodepool_holds_every_gpu_of_max_gpus():
+def test_without_a_cpu_limit_the_pool_holds_all_max_gpus():
     labs = {"big": lab(["g4dn.xlarge"], 3, max_gpus=256), "roomy": lab(["g4dn.xlarge"], 3, max_gpus=4, cpuLimit=64)}
     run = run_values(stack_values(**{"gpulab:labs": labs}))
     limits = {name: run.one(NODE_POOL, f"nodepool-{name}").inputs["spec"]["limits"] for name in labs}
@@ -108,7 +108,7 @@ def test_without_a_cpu_limit_the_nodepool_holds_every_gpu_of_max_gpus():
     }
 
 
-def test_max_pods_unset_leaves_pods_to_karpenters_eni_limits_and_set_reaches_the_kubelet():
+def test_max_pods_unset_is_karpenters_and_set_reaches_kubelet():
     labs = {"eni": lab(["g4dn.xlarge"], 3), "capped": lab(["g4dn.xlarge"], 3, maxPods=20)}
     run = run_values(stack_values(**{"gpulab:labs": labs}))
     eni = run.one("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass", "ec2nodeclass-eni").inputs["spec"]
@@ -117,7 +117,7 @@ def test_max_pods_unset_leaves_pods_to_karpenters_eni_limits_and_set_reaches_the
     assert capped["kubelet"] == {"maxPods": 20}
 
 
-def test_limit_checks_are_reported_beside_field_errors_in_one_pass():
+def test_limit_checks_report_beside_field_errors_in_one_pass():
     bad = lab(["g6.12xlarge"], 3, max_gpus=2, rootVolume={"iops": 1}, learnerPod={"cpu": "64"})
     assert [line.split(":")[1] for line in problems({"x": bad})] == [
         "labs.x.maxGpus",

@@ -44,7 +44,7 @@ def must_outlive_the_labs(run) -> set[str]:
     return {"kubernetes:helm.sh/v3:Release::karpenter", *controller_parts, *node_role_parts}
 
 
-def test_every_lab_object_is_deleted_before_the_controller_its_permissions_and_the_node_access(run):
+def test_lab_objects_are_deleted_before_controller_and_access(run):
     required = must_outlive_the_labs(run)
     assert len(required) == 1 + 6 + 1 + 4 + 1  # release, six policies, association, four node policies, entry
     for registration in run.resources:
@@ -53,7 +53,7 @@ def test_every_lab_object_is_deleted_before_the_controller_its_permissions_and_t
             assert not missing, f"{registration.name} does not wait for {sorted(missing)}"
 
 
-def test_the_controller_release_depends_on_its_permissions_and_identity(run):
+def test_the_controller_depends_on_its_permissions_and_identity(run):
     release = run.one("kubernetes:helm.sh/v3:Release", "karpenter")
     attachments = {
         r.token for r in run.of_type(POLICY_ATTACHMENT) if r.parent == "gpulab:karpenter:Controller::karpenter"
@@ -68,7 +68,7 @@ def test_a_node_pool_is_deleted_before_its_node_class(run):
         assert f"kubernetes:karpenter.k8s.aws/v1:EC2NodeClass::ec2nodeclass-{lab_name}" in pool.dependencies
 
 
-def test_pulumi_up_waits_for_each_node_class_node_pool_and_node_overlay_to_be_ready(run):
+def test_pulumi_up_waits_for_each_class_pool_and_overlay(run):
     lab_objects = [r for r in run.resources if r.type in KARPENTER_OBJECTS]
     assert len(lab_objects) >= 2 * len(run.stack.settings.labs)
     for registration in lab_objects:
@@ -77,7 +77,7 @@ def test_pulumi_up_waits_for_each_node_class_node_pool_and_node_overlay_to_be_re
         )
 
 
-def test_node_pools_bound_how_long_a_draining_node_waits_and_deletes_wait_that_long_plus_margin():
+def test_pools_bound_draining_and_deletes_wait_that_plus_margin():
     labs = {"quick": lab(["g4dn.xlarge"], 3), "slow": lab(["g4dn.xlarge"], 3, terminationGracePeriod="8h30m")}
     run = run_values(stack_values(**{"gpulab:labs": labs}))
     for name, grace, delete_timeout in (("quick", "1h", "75m"), ("slow", "8h30m", "525m")):

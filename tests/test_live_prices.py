@@ -80,7 +80,7 @@ def live(values: dict) -> harness.Run:
     return harness.run("test", as_cli_config(values), live_prices=True)
 
 
-def test_a_eu_west_1_stack_is_priced_from_eu_west_1_through_a_us_east_1_pricing_provider(market):
+def test_eu_west_1_is_priced_as_itself_via_us_east_1_pricing(market):
     run = live(BASE)
     (provider,) = [r for r in run.resources if r.type == "pulumi:providers:aws"]
     assert provider.inputs["region"] == "us-east-1"
@@ -105,7 +105,7 @@ def test_a_eu_west_1_stack_is_priced_from_eu_west_1_through_a_us_east_1_pricing_
     assert (intro["region"], intro["unpriced"]) == ("eu-west-1", [])
 
 
-def test_spot_prices_are_ecs_current_ones_in_each_zone_of_the_stacks_subnets(market):
+def test_spot_prices_are_ec2s_current_ones_per_subnet_zone(market):
     values = stack_values(**{"gpulab:labs": {"vision": lab(["g5.xlarge"], 2, capacityTypes=["spot", "on-demand"])}})
     run = live(values)
     zones = {i.args["availabilityZone"] for i in run.invokes if i.token == GET_SPOT_PRICE}
@@ -113,7 +113,7 @@ def test_spot_prices_are_ecs_current_ones_in_each_zone_of_the_stacks_subnets(mar
     assert run.outputs["labs"]["vision"]["cost"]["spotPerHour"] == {"g5.xlarge": {z: 0.4 for z in zones}}
 
 
-def test_a_type_without_a_price_in_the_region_is_named_and_not_priced_from_another(market):
+def test_a_type_unpriced_in_the_region_is_named_not_borrowed(market):
     values = stack_values(**{"gpulab:labs": {"big": lab(["g6.xlarge"], 2)}})  # us-east-1's list has g6.xlarge
     run = live(values)
     cost = run.outputs["labs"]["big"]["cost"]
@@ -122,7 +122,7 @@ def test_a_type_without_a_price_in_the_region_is_named_and_not_priced_from_anoth
     assert run.outputs["cost"]["perHour"]["total"] is None
 
 
-def test_a_lab_with_a_cap_and_a_type_without_a_price_in_the_region_is_refused(market):
+def test_a_capped_lab_with_an_unpriced_type_is_refused(market):
     values = stack_values(**{"gpulab:labs": {"big": lab(["g6.xlarge"], 2, maxHourlyCost=100)}})
     refused = (
         r"gpulab:labs\.big\.maxHourlyCost: cannot be checked: g6\.xlarge has no price \(eu-west-1 .*"

@@ -101,7 +101,7 @@ def test_a_stack_without_the_meter_installs_none_of_it():
         assert dcgm_exporter.NAME not in [d.name for d in share.daemonsets]
 
 
-def test_the_render_writes_the_dashboard_only_for_a_stack_with_the_meter(tmp_path):
+def test_the_render_writes_a_dashboard_only_with_the_meter(tmp_path):
     render.write(run_values(BASE), tmp_path / "without")
     assert not (tmp_path / "without" / render.DASHBOARD).exists()
     r = rendered(METERED)
@@ -109,7 +109,7 @@ def test_the_render_writes_the_dashboard_only_for_a_stack_with_the_meter(tmp_pat
     assert dashboard["uid"] == f"gpulab-{r.run.stack.settings.cluster.name}"
 
 
-def test_the_workspace_scraper_and_rules_are_the_builders_for_the_stacks_cluster():
+def test_workspace_scraper_and_rules_are_built_for_the_cluster():
     r = rendered(METERED)
     settings = r.run.stack.settings
     scraper = _one(r.run, "aws:amp/scraper:Scraper::metrics-scraper").inputs
@@ -131,7 +131,7 @@ def test_the_workspace_scraper_and_rules_are_the_builders_for_the_stacks_cluster
     assert "kmsKeyArn" not in workspace.inputs
 
 
-def test_dcgm_exporter_reads_the_nodes_host_engine_and_attributes_gpu_use_per_pod():
+def test_dcgm_exporter_reads_the_host_engine_gpu_use_per_pod():
     (daemonset,) = [o for o in rendered(METERED).manifests() if o["kind"] == "DaemonSet"]
     spec = daemonset["spec"]["template"]["spec"]
     (exporter,) = spec["containers"]
@@ -151,7 +151,7 @@ def test_dcgm_exporter_reads_the_nodes_host_engine_and_attributes_gpu_use_per_po
     assert {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"} <= set(counters)
 
 
-def test_kube_state_metrics_reports_the_pods_lab_and_learner_and_reads_pods_only():
+def test_kube_state_metrics_reads_pods_only_labs_and_learners():
     objects = {(o["kind"], o["metadata"]["name"]): o for o in rendered(METERED).manifests()}
     deployment = objects[("Deployment", kube_state_metrics.NAME)]
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
@@ -162,7 +162,7 @@ def test_kube_state_metrics_reports_the_pods_lab_and_learner_and_reads_pods_only
     ]
 
 
-def test_the_hub_runs_the_culler_for_the_labs_with_a_timeout_with_a_role_that_only_queries_the_workspace():
+def test_culler_runs_for_timed_labs_with_a_query_only_role():
     r = rendered(METERED)
     values = r.release("jupyterhub").values["hub"]
     command = values["services"][culling.SERVICE]["command"]
@@ -183,7 +183,7 @@ def test_the_hub_runs_the_culler_for_the_labs_with_a_timeout_with_a_role_that_on
     )
 
 
-def test_the_chart_runs_the_culler_and_its_proxy_in_the_hubs_pod_as_the_account_pod_identity_names():
+def test_culler_and_proxy_run_in_hub_pod_as_identity_account():
     r = rendered(METERED)
     objects = {(o["kind"], o["metadata"]["name"]): o for o in r.chart("jupyterhub")}
     assert ("ServiceAccount", HUB_SERVICE_ACCOUNT) in objects

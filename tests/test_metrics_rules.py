@@ -169,7 +169,7 @@ def test_every_rule_passes_promtool_check_rules(tmp_path):
     assert re.search(rf"SUCCESS: {len(rule_file()['groups'][0]['rules'])} rules found", done.stdout), done.stdout
 
 
-def test_the_rules_find_the_idle_seat_and_only_it_and_count_each_lab_apart(tmp_path):
+def test_the_rules_find_only_the_idle_seat_counting_labs_apart(tmp_path):
     status, output = run_unit_tests(tmp_path, rule_file())
     assert status == 0 and "SUCCESS" in output, output
 
@@ -205,12 +205,12 @@ def planted(file: dict[str, Any], record: str, old: str, new: str) -> dict[str, 
     ],
     ids=["idle-threshold-reversed", "seats-summed-across-labs", "young-pods-idle"],
 )
-def test_a_planted_defect_in_the_rules_fails_promtools_unit_tests(tmp_path, record, old, new, caught):
+def test_a_planted_rule_defect_fails_promtools_unit_tests(tmp_path, record, old, new, caught):
     status, output = run_unit_tests(tmp_path, planted(rule_file(), record, old, new))
     assert status == 1 and f"expr: {caught!r}" in output.replace('"', "'"), output
 
 
-def test_the_scrapers_configuration_passes_promtool_check_config(tmp_path):
+def test_the_scraper_config_passes_promtool_check_config(tmp_path):
     s = settings()
     (tmp_path / "scrape.yaml").write_text(
         yaml.safe_dump(scrape_configuration(s.metrics.namespace, s.karpenter.namespace), sort_keys=False)
