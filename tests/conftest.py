@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import allowed_skips
 from tools import charts, go_build, harness, render
 
 # jsonschema registers the "iri" formats when it can import rfc3987_syntax (jsonschema/_format.py), which builds 38
@@ -74,6 +75,9 @@ SHARED_RUNS = "GPULAB_SHARED_RUNS"
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # CI's check that no test skips unless .ci/allowed-skips lists it (GPULAB_ALLOWED_SKIPS, set by .ci/run).
+    if not config.pluginmanager.is_registered(allowed_skips):
+        config.pluginmanager.register(allowed_skips, "gpulab-allowed-skips")
     if not hasattr(config, "workerinput") and config.getoption("numprocesses", None):
         folder = tempfile.mkdtemp(prefix="gpulab-runs-")
         os.environ[SHARED_RUNS] = folder
