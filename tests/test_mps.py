@@ -28,11 +28,11 @@ def test_every_gpu_model_has_a_compute_capability_entry():
 
 
 @pytest.mark.parametrize(("gpu_model", "limit"), [("t4", 48), ("l40s", 48), ("b300", 48), ("v100", 16), ("a10g", 16)])
-def test_mps_client_limit_is_48_from_compute_capability_7_5_and_16_below_or_unconfirmed(gpu_model, limit):
+def test_mps_clients_are_48_from_cc_7_5_else_16_or_unconfirmed(gpu_model, limit):
     assert mps_max_clients(gpu_model) == limit
 
 
-def test_an_mps_lab_gets_an_mps_profile_with_its_slices_and_nothing_else(mixed_run):
+def test_an_mps_lab_gets_an_mps_profile_of_its_slices_only(mixed_run):
     profiles = mixed_run.one(RELEASE, "nvidia-device-plugin").inputs["values"]["config"]["map"]
     assert yaml.safe_load(profiles["isolated"])["sharing"] == {
         "mps": {
@@ -75,7 +75,7 @@ def test_mps_accepts_as_many_slices_as_the_daemon_serves(instance_type, slices):
 
 
 @pytest.mark.parametrize("slices", [2, 3, 7, 16])
-def test_mps_memory_cap_never_overstates_the_gpus_share_and_compute_is_the_daemons_percentage(slices):
+def test_mps_cap_never_overstates_the_share_compute_is_daemons(slices):
     for instance_type, gpu in GPU_INSTANCE_TYPES.items():
         share = learner_share("mps", slices, [instance_type])
         assert share.memory_cap_gib is not None
@@ -92,7 +92,7 @@ def test_mps_compute_share_is_floored_as_the_daemon_floors_it(slices, percent):
     assert learner_share("mps", slices, ["g4dn.xlarge"]).compute_percent == percent
 
 
-def test_a_lab_mixing_gpu_models_reports_the_range_of_caps_and_exports_the_smallest(mixed_run):
+def test_a_mixed_gpu_lab_reports_its_caps_and_exports_the_least(mixed_run):
     lab = mixed_run.stack.settings.labs["isolated"]
     caps = [GPU_INSTANCE_TYPES[t].gpu_memory_gib / lab.slices_per_gpu for t in lab.instance_types]
     assert lab.learner_share.memory_cap_gib == (min(caps), max(caps))
@@ -108,7 +108,7 @@ def test_a_lab_mixing_gpu_models_reports_the_range_of_caps_and_exports_the_small
     assert mixed_run.outputs["labs"]["isolated"].items() >= expected.items()
 
 
-def test_outputs_say_time_sliced_and_unshared_memory_is_not_capped(mixed_run):
+def test_outputs_say_time_sliced_or_unshared_memory_is_uncapped(mixed_run):
     labs = mixed_run.outputs["labs"]
     assert [(labs[n]["sharing"], labs[n]["gpuMemoryCapGib"], labs[n]["computePercent"]) for n in ("turns", "solo")] == [
         ("timeSlicing", None, None),
@@ -153,7 +153,7 @@ def smoke_command(lab):
     return container["command"]
 
 
-def test_mps_smoke_workload_prints_the_expected_cap_and_asks_the_daemon_for_the_real_one():
+def test_mps_smoke_prints_the_cap_expected_and_asks_the_real():
     shell, flag, script = smoke_command({"sharing": "mps"})
     assert (shell, flag) == ("sh", "-c")
     assert script.startswith("nvidia-smi -L && nvidia-smi && ")
@@ -163,5 +163,5 @@ def test_mps_smoke_workload_prints_the_expected_cap_and_asks_the_daemon_for_the_
     assert script.endswith(" && sleep infinity")
 
 
-def test_time_slicing_smoke_workload_does_not_ask_for_an_mps_daemon():
+def test_time_slicing_smoke_asks_no_mps_daemon():
     assert smoke_command({})[2] == "nvidia-smi -L && nvidia-smi && sleep infinity"

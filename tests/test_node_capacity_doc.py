@@ -17,13 +17,13 @@ def test_the_pages_tables_are_what_the_code_computes():
     assert text[start:end].splitlines() == tables(), "run `python -m tools.node_capacity` and paste its output"
 
 
-def test_the_pages_example_refusal_is_the_message_the_config_check_gives():
+def test_the_pages_example_refusal_is_the_config_checks_message():
     example = re.search(r"e\.g\.:\n\n```\n(.*?)\n```", PAGE.read_text(), re.S)
     assert example is not None
     assert " ".join(example.group(1).split()) in problems(with_intro(learnerPod={"cpu": "1237m"}))
 
 
-def test_the_configuration_references_example_learner_pod_is_the_default_of_its_example_lab(base_run):
+def test_the_references_example_pod_is_its_example_labs_default(base_run):
     # docs/configuration.md shows intro's defaults: 3 learners on a g4dn.xlarge, as BASE's intro lab.
     requests = base_run.stack.settings.labs["intro"].learner_requests
     example = f"learnerPod: {{cpu: {requests['cpu']}, memory: {requests['memory']}}}"

@@ -39,7 +39,7 @@ def config_map(data: int, binary_data: int) -> dict:
     }
 
 
-def test_a_secret_of_exactly_one_mib_of_values_fits_and_one_byte_more_does_not():
+def test_a_secret_of_1_mib_fits_and_one_byte_more_does_not():
     assert object_size.oversized("jupyterhub", manifest(secret({"a": MAX_DATA_BYTES - 10, "b": 10}))) == []
     (line,) = object_size.oversized("jupyterhub", manifest(secret({"a": MAX_DATA_BYTES - 10, "b": 11})))
     assert line.startswith(
@@ -49,12 +49,12 @@ def test_a_secret_of_exactly_one_mib_of_values_fits_and_one_byte_more_does_not()
     )
 
 
-def test_a_secrets_string_data_counts_and_replaces_the_data_of_its_key():
+def test_string_data_counts_and_replaces_its_keys_data():
     assert object_size.oversized("r", manifest(secret({"a": MAX_DATA_BYTES}, {"a": 1}))) == []
     assert object_size.oversized("r", manifest(secret({"a": MAX_DATA_BYTES}, {"b": 1})))
 
 
-def test_a_config_maps_data_and_binary_data_count_together_in_bytes():
+def test_a_config_maps_data_and_binary_data_count_together():
     half = MAX_DATA_BYTES // 2
     assert object_size.oversized("r", manifest(config_map(half, half))) == []
     (line,) = object_size.oversized("r", manifest(config_map(half + 2, half)))
@@ -68,7 +68,7 @@ def test_other_kinds_have_no_such_limit():
 
 
 @pytest.mark.charts
-def test_a_spawn_page_too_large_for_the_hubs_secret_fails_the_template_naming_it():
+def test_a_spawn_page_too_big_for_the_secret_fails_naming_it():
     """The jupyterhub chart keeps all its values in the hub's Secret: a few thousand labs' profiles overflow it."""
     r = rendered("synthetic-jupyterhub")
     values = copy.deepcopy(dict(r.release(JUPYTERHUB).values))

@@ -86,7 +86,7 @@ placed = plan.placed
 
 
 @pytest.mark.parametrize("stack", ALL)
-def test_karpenter_decides_every_pod_asked_placed_or_refused_and_none_is_left_undecided(stack, binary):
+def test_karpenter_places_or_refuses_every_pod_asked(stack, binary):
     for name, _, _, scenarios in planned_labs(stack, binary):
         for s in scenarios.values():
             asked = s["learners"] or s["bufferSeats"]
@@ -94,7 +94,7 @@ def test_karpenter_decides_every_pod_asked_placed_or_refused_and_none_is_left_un
 
 
 @pytest.mark.parametrize("stack", ALL)
-def test_a_single_type_lab_needs_one_node_per_seats_per_node_learners(stack, binary):
+def test_one_type_labs_need_a_node_per_seats_per_node_learners(stack, binary):
     """Its smoke workload's pods, while it runs, take their slices first (smokePods)."""
     for name, settings, _, scenarios in planned_labs(stack, binary):
         if len(settings.instance_types) != 1:
@@ -108,9 +108,7 @@ def test_a_single_type_lab_needs_one_node_per_seats_per_node_learners(stack, bin
 
 
 @pytest.mark.parametrize("stack", ALL)
-def test_every_seat_of_a_full_lab_is_used_burst_or_trickle_and_the_next_learner_is_refused_by_the_nodepool_limit(
-    stack, binary
-):
+def test_full_labs_use_every_seat_burst_or_trickle_then_refuse(stack, binary):
     for name, _, out, scenarios in planned_labs(stack, binary):
         full, trickle, over = scenarios["full"], scenarios["full-trickle"], scenarios["over"]
         seats = out["learnerSeats"] - full["smokePods"]
@@ -123,7 +121,7 @@ def test_every_seat_of_a_full_lab_is_used_burst_or_trickle_and_the_next_learner_
 
 
 @pytest.mark.parametrize("stack", ALL)
-def test_each_labs_cluster_holds_exactly_the_objects_of_its_own_components(stack, binary):
+def test_each_labs_cluster_holds_exactly_its_components_objects(stack, binary):
     """planner/render/render.go ForLab: a lab's objects recognised as no lab's would sit in every lab's cluster."""
     run, _, result = _planned(stack, binary)
     for name in run.stack.settings.labs:
@@ -144,14 +142,14 @@ def _planned_among_all_labs(binary: Path) -> dict[str, Any]:
     return result
 
 
-def test_among_every_lab_no_learner_or_warm_seat_lands_on_another_labs_nodes(binary):
+def test_no_learner_or_warm_seat_lands_on_another_labs_nodes(binary):
     outputs = _planned(PLANNER, binary)[1]
     for name, lab_plan in _planned_among_all_labs(binary)["labs"].items():
         pools = {claim["nodePool"] for s in lab_plan["scenarios"] for claim in s["nodeClaims"]}
         assert pools == {outputs[name]["nodePool"]}, name
 
 
-def test_the_planner_knows_a_labs_objects_by_the_type_tokens_of_the_programs_lab_components():
+def test_the_planner_knows_lab_objects_by_component_type_tokens():
     """planner/render/render.go cannot import them: a component renamed on one side alone would put its objects in every
     lab's cluster again."""
     source = (plan.MODULE / "render" / "render.go").read_text()
@@ -178,7 +176,7 @@ def test_a_lab_planned_alone_gets_what_it_gets_among_every_lab(binary):
 
 
 @pytest.mark.parametrize("stack", ALL)
-def test_a_class_buffer_warms_exactly_its_seats_and_its_learners_need_no_new_node(stack, binary):
+def test_a_buffer_warms_its_seats_and_learners_need_no_new_node(stack, binary):
     for name, settings, out, scenarios in planned_labs(stack, binary):
         for i, lab_class in enumerate(out["classes"]):
             buffer, arrival = scenarios[f"class-{i}-buffer"], scenarios[f"class-{i}-arrival"]
@@ -193,7 +191,7 @@ def test_a_class_buffer_warms_exactly_its_seats_and_its_learners_need_no_new_nod
 
 
 @pytest.mark.parametrize("stack", ALL)
-def test_the_plans_cost_is_gpulabs_reference_price_of_its_nodes_within_the_labs_cost_figures(stack, binary):
+def test_the_plans_cost_is_gpulabs_within_the_labs_figures(stack, binary):
     """Karpenter prices instances only; gpulab's figures add each node's root volume (rootVolumePerNodeHour)."""
     for name, settings, out, scenarios in planned_labs(stack, binary):
         cost = out["cost"]
@@ -226,7 +224,7 @@ def test_a_node_is_spot_exactly_when_the_lab_allows_spot(stack, binary):
         assert {c["capacityType"] for s in scenarios.values() for c in s["nodeClaims"]} <= {expected}, name
 
 
-def test_the_planner_stack_launches_what_its_labs_promise_in_exact_numbers(binary):
+def test_planner_stack_launches_exactly_what_labs_promise(binary):
     scenarios = {name: s for name, _, _, s in planned_labs(PLANNER, binary)}
 
     def shape(lab_name: str, scenario: str) -> tuple[int, int, list[str]]:
@@ -258,7 +256,7 @@ def test_the_planner_stack_launches_what_its_labs_promise_in_exact_numbers(binar
     assert [c["new"] for c in scenarios["smoke"]["one"]["nodeClaims"]] == [False, False]
 
 
-def test_the_render_summary_and_the_pr_comment_show_the_full_lab_and_each_class_start(binary, tmp_path, monkeypatch):
+def test_summary_and_comment_show_full_lab_and_class_starts(binary, tmp_path, monkeypatch):
     monkeypatch.setenv("GPULAB_PLANNER", str(binary))
     stack_file = tmp_path / "Pulumi.classy.yaml"
     classy = stack_values(**{"gpulab:labs": {"classy": PLANNER_STACK["gpulab:labs"]["classy"]}})
@@ -348,7 +346,7 @@ def _node_pool(resources: list[dict[str, Any]], lab: str) -> dict[str, Any]:
     return next(r for r in resources if r["type"].endswith(":NodePool") and r["inputs"]["metadata"]["name"] == lab)
 
 
-def test_a_price_overlay_changes_which_type_karpenter_prefers_never_the_price_the_plan_bills(binary, tmp_path):
+def test_a_price_overlay_steers_karpenter_never_the_plans_bill(binary, tmp_path):
     """Karpenter launches by an overlay's price (the fleet's priorities), but AWS bills its own: the plan's cost is the
     provider's offering price, not the decorator's."""
     _planned(PLANNER, binary)
@@ -374,9 +372,7 @@ def test_a_price_overlay_changes_which_type_karpenter_prefers_never_the_price_th
     assert one["costPerHour"] == pytest.approx(ON_DEMAND_USD_PER_HOUR["g4dn.12xlarge"])
 
 
-def test_karpenter_reaches_max_gpus_at_the_cpu_limit_gpulab_requires_and_stops_a_node_short_one_vcpu_below(
-    binary, tmp_path
-):
+def test_the_required_cpu_limit_is_exactly_enough_for_max_gpus(binary, tmp_path):
     """config/limits.py cpu_needed, which refuses a lower cpuLimit and is the NodePool's by default, is Karpenter's
     own bound: single's 4 g4dn.xlarge of 4 vCPUs need 16, and at 15 Karpenter launches 3 nodes."""
     run, _, result = _planned(PLANNER, binary)
@@ -418,7 +414,7 @@ def test_the_plan_names_its_prices_region_beside_the_stacks(binary):
     assert f"USD at Karpenter's {expected} list prices, for a stack in {run.stack.region};" in lead
 
 
-def test_the_planner_stacks_labs_keep_every_promise_karpenter_checks(binary):
+def test_planner_stack_labs_keep_every_promise_karpenter_checks(binary):
     run, _, result = _planned(PLANNER, binary)
     assert gate.problems(run.stack.settings.labs, result) == ([], [])
 
@@ -432,7 +428,7 @@ def _broken(binary: Path, change) -> list[str]:
 
 
 @pytest.mark.parametrize(("scenario_name", "how"), [("full", "all at once"), ("full-trickle", "one by one")])
-def test_a_full_lab_karpenter_seats_fewer_learners_in_fails_the_render_naming_maxgpus(binary, scenario_name, how):
+def test_a_full_lab_seated_short_fails_naming_maxgpus(binary, scenario_name, how):
     def one_node_short(scenario):
         scenario("single", scenario_name)["nodeClaims"].pop()
 
@@ -442,7 +438,7 @@ def test_a_full_lab_karpenter_seats_fewer_learners_in_fails_the_render_naming_ma
     ]
 
 
-def test_a_gpu_whose_learners_need_two_nodes_and_a_placed_over_learner_fail_the_render(binary):
+def test_a_gpu_split_over_nodes_or_a_placed_extra_fails(binary):
     def spread(scenario):
         one_gpu = scenario("single", "one-gpu")
         one_gpu["nodeClaims"] = [{**one_gpu["nodeClaims"][0], "pods": 1}] * 3
@@ -456,7 +452,7 @@ def test_a_gpu_whose_learners_need_two_nodes_and_a_placed_over_learner_fail_the_
     ]
 
 
-def test_a_class_karpenter_warms_too_few_seats_for_fails_the_render_naming_its_warm_seats(binary):
+def test_a_class_warmed_short_fails_naming_warm_seats(binary):
     def cold(scenario):
         scenario("classy", "class-0-buffer")["nodeClaims"].pop()
         scenario("classy", "class-0-arrival")["nodeClaims"][0]["new"] = True
@@ -468,9 +464,7 @@ def test_a_class_karpenter_warms_too_few_seats_for_fails_the_render_naming_its_w
     ]
 
 
-def test_the_render_prints_karpenters_seats_and_the_dearer_of_burst_and_trickle_as_the_ceiling(
-    binary, tmp_path, monkeypatch
-):
+def test_render_prints_seats_and_the_dearest_scenario_ceiling(binary, tmp_path, monkeypatch):
     """two-types: 2 x g4dn.12xlarge all at once, 8 x g4dn.xlarge one by one; the ceiling is the dearer, disks in."""
     monkeypatch.setenv("GPULAB_PLANNER", str(binary))
     stack_file = tmp_path / "Pulumi.two.yaml"
@@ -491,7 +485,7 @@ def test_the_render_prints_karpenters_seats_and_the_dearer_of_burst_and_trickle_
     assert row["learner seats"] == str(min(placed(burst), placed(trickle)))
 
 
-def test_learners_bigger_than_gpulab_sized_them_are_placed_or_refused_one_by_one_and_fail_the_render(binary, tmp_path):
+def test_learners_bigger_than_sized_fail_the_render_one_by_one(binary, tmp_path):
     """gpulab's share of a node larger than Karpenter's (as kube-reserved from maxPods made it): 2 of 3 learners fit a
     node. One by one, the learners the slices have room for arrive together and Karpenter puts only some of them on
     the nodes there (it orders like pods by UID: learner-10 before learner-8); the trickle still ends with each learner
@@ -527,7 +521,7 @@ def _unfinished(binary: Path):
     return run, outputs, edited
 
 
-def test_a_scenario_the_planner_or_karpenter_did_not_finish_is_said_so_and_gates_nothing(binary):
+def test_an_unfinished_scenario_is_said_so_and_gates_nothing(binary):
     run, _, edited = _unfinished(binary)
     broken, unchecked = gate.problems(run.stack.settings.labs, edited)
     assert broken == []
@@ -545,7 +539,7 @@ def test_a_scenario_the_planner_or_karpenter_did_not_finish_is_said_so_and_gates
     assert "single full-trickle: the planner stopped after 6 of 12 learners: ... (-trickle-budget)" in lines
 
 
-def test_the_seats_and_ceiling_printed_are_never_those_of_a_scenario_that_did_not_finish(binary):
+def test_no_unfinished_scenarios_seats_or_ceiling_is_printed(binary):
     """A partial trickle or an undecided burst seated some learners only: the summary keeps gpulab's own figures."""
     _, outputs, edited = _unfinished(binary)
     single = plan.with_plan(outputs, edited)["single"]

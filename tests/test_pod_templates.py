@@ -7,14 +7,14 @@ from tests.rendered import STACKS, rendered
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_every_pod_template_the_stack_writes_requests_each_resource_it_limits(stack):
+def test_the_stacks_pod_templates_request_what_they_limit(stack):
     r = rendered(stack)
     specs = dict(pod_specs(r.manifests()))
     assert {where: limits_without_requests(spec) for where, spec in specs.items()} == {key: [] for key in specs}
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_every_pod_template_the_charts_install_requests_each_resource_it_limits(stack):
+def test_the_charts_pod_templates_request_what_they_limit(stack):
     r = rendered(stack)
     for file, objects in r.files().items():
         if not file.startswith("charts/"):

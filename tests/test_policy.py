@@ -83,7 +83,7 @@ def test_every_resource_of_every_stack_file_passes_every_rule(stack_file_run: tu
     assert failing == {}
 
 
-def test_the_base_stack_registers_a_resource_of_a_type_each_rule_judges(base_run: Run) -> None:
+def test_the_base_stack_has_a_resource_for_each_rule_to_judge(base_run: Run) -> None:
     # Otherwise the check above would pass for a rule whose type token matches nothing the program registers.
     recorded = {r.type for r in base_run.resources}
     judged = {
@@ -153,7 +153,7 @@ def cpu_node_pool(run: Run) -> dict[str, Any]:
     return props
 
 
-def test_nodepool_that_asks_for_no_gpu_is_not_judged_as_a_gpu_nodepool(base_run: Run) -> None:
+def test_a_nodepool_asking_no_gpu_is_not_judged_as_a_gpu_one(base_run: Run) -> None:
     assert violations((rules.NODE_POOL, cpu_node_pool(base_run))) == {}
 
 
@@ -167,9 +167,7 @@ def test_nodepool_that_asks_for_no_gpu_is_not_judged_as_a_gpu_nodepool(base_run:
     ],
     ids=lambda r: r["key"].rsplit("/", 1)[-1],
 )
-def test_nodepool_selecting_gpu_instances_by_any_requirement_must_be_isolated(
-    base_run: Run, requirement: dict[str, Any]
-) -> None:
+def test_a_nodepool_selecting_gpus_any_way_must_be_isolated(base_run: Run, requirement: dict[str, Any]) -> None:
     props = cpu_node_pool(base_run)
     props["spec"]["template"]["spec"]["requirements"].append(requirement)
     messages = violations((rules.NODE_POOL, props))["gpu-nodepool-isolation"]
@@ -216,7 +214,7 @@ NOT_ENCRYPTED = r"^spec\.blockDeviceMappings\[0\]\.ebs\.encrypted is not true$"
     ],
     ids=["unencrypted-volume", "encrypted-as-a-string", "imdsv1-allowed", "hop-limit-2"],
 )
-def test_ec2nodeclass_with_weak_volume_or_metadata_settings_fires(
+def test_ec2nodeclass_with_weak_volume_or_metadata_fires(
     base_run: Run, path: tuple[Any, ...], value: Any, expected: str
 ) -> None:
     props = mutated(base_run, rules.EC2_NODE_CLASS, NODE_CLASS_NAME)
@@ -228,7 +226,7 @@ def test_ec2nodeclass_with_weak_volume_or_metadata_settings_fires(
     assert re.search(expected, message)
 
 
-def test_ec2nodeclass_that_leaves_metadata_options_to_karpenter_defaults_fires(base_run: Run) -> None:
+def test_ec2nodeclass_with_default_metadata_options_fires(base_run: Run) -> None:
     props = mutated(base_run, rules.EC2_NODE_CLASS, NODE_CLASS_NAME)
     del props["spec"]["metadataOptions"]
     messages = violations((rules.EC2_NODE_CLASS, props))["ec2nodeclass-hardening"]
@@ -291,7 +289,7 @@ def test_queue_policy_without_a_tls_only_deny_fires(base_run: Run, breakage: Any
     assert re.search(r'^policy has no statement with Effect "Deny".*aws:SecureTransport', message)
 
 
-def test_queue_policy_written_with_a_single_statement_and_lowercase_condition_key_passes(base_run: Run) -> None:
+def test_a_single_statement_lowercase_key_queue_policy_passes(base_run: Run) -> None:
     deny = queue_policy(base_run)["Statement"][1]
     deny["Condition"] = {"Bool": {"aws:securetransport": False}}
     document = {"Version": "2012-10-17", "Statement": deny}
@@ -321,7 +319,7 @@ def judge_statement(run: Run, statement: dict[str, Any], type_token: str = rules
     return violations((type_token, props))
 
 
-def test_terminate_instances_on_every_resource_without_condition_fires(base_run: Run) -> None:
+def test_terminate_instances_anywhere_without_condition_fires(base_run: Run) -> None:
     statement = iam_statement(base_run, LIFECYCLE, "AllowScopedDeletion")
     statement.update(Action=["ec2:TerminateInstances"], Resource="*")
     del statement["Condition"]
@@ -332,14 +330,14 @@ def test_terminate_instances_on_every_resource_without_condition_fires(base_run:
     assert re.search(expected, message)
 
 
-def test_terminate_instances_on_every_resource_with_a_condition_passes(base_run: Run) -> None:
+def test_terminate_instances_anywhere_with_a_condition_passes(base_run: Run) -> None:
     statement = iam_statement(base_run, LIFECYCLE, "AllowScopedDeletion")
     statement.update(Action=["ec2:TerminateInstances"], Resource="*")
     assert statement["Condition"]
     assert judge_statement(base_run, statement) == {}
 
 
-def test_describe_instances_on_every_resource_without_condition_passes(base_run: Run) -> None:
+def test_describe_instances_anywhere_without_condition_passes(base_run: Run) -> None:
     statement = iam_statement(base_run, DISCOVERY, "AllowRegionalReadActions")
     assert "ec2:DescribeInstances" in statement["Action"] and statement["Resource"] == "*"
     del statement["Condition"]
@@ -356,9 +354,7 @@ def test_describe_instances_on_every_resource_without_condition_passes(base_run:
         ("ec2:CreateTags", ["arn:aws:ec2:*:*:instance/*", "*"]),
     ],
 )
-def test_any_mutating_ec2_pattern_on_every_resource_without_condition_fires(
-    base_run: Run, action: str, resource: Any
-) -> None:
+def test_any_mutating_ec2_anywhere_without_a_condition_fires(base_run: Run, action: str, resource: Any) -> None:
     statement = {"Sid": "TooBroad", "Effect": "Allow", "Action": action, "Resource": resource}
     message = only(judge_statement(base_run, statement), "no-unconditioned-ec2-mutation")
     assert re.search(rf"^Statement\[0\] \(TooBroad\) allows {re.escape(action)} on Resource", message)
@@ -378,7 +374,7 @@ def test_read_only_denied_scoped_or_non_ec2_statements_pass(base_run: Run, state
     assert judge_statement(base_run, {"Resource": "*"} | statement) == {}
 
 
-def test_not_action_that_leaves_ec2_allowed_on_every_resource_fires(base_run: Run) -> None:
+def test_not_action_leaving_ec2_allowed_anywhere_fires(base_run: Run) -> None:
     statement = {"Effect": "Allow", "NotAction": "iam:*", "Resource": "*"}
     message = only(judge_statement(base_run, statement), "no-unconditioned-ec2-mutation")
     assert re.search(r"^Statement\[0\] allows every action but \['iam:\*'\]", message)
@@ -426,7 +422,7 @@ def eks_cluster(run: Run) -> dict[str, Any]:
     }
 
 
-def test_eks_cluster_encrypting_secrets_with_a_key_passes_as_an_object_or_a_list(base_run: Run) -> None:
+def test_secrets_encrypted_with_a_key_pass_as_object_or_list(base_run: Run) -> None:
     props = eks_cluster(base_run)
     assert violations((rules.EKS_CLUSTER, props)) == {}
     props["encryptionConfig"] = [props["encryptionConfig"]]
@@ -457,7 +453,7 @@ def test_eks_cluster_without_kms_encryption_of_secrets_fires(base_run: Run, brea
 # --- the pack is self-contained, and its copies of the project's constants are the project's ---------------------
 
 
-def test_pack_modules_import_only_the_standard_library_pulumi_policy_and_each_other() -> None:
+def test_the_pack_imports_only_stdlib_pulumi_policy_and_itself() -> None:
     allowed = set(sys.stdlib_module_names) | {"pulumi_policy", "rules"}
     for path in sorted(POLICY_DIR.glob("*.py")):
         imported = set()
@@ -480,7 +476,7 @@ def test_pack_label_and_taint_constants_equal_the_projects() -> None:
     assert manifests.GPU_COUNT_LABEL.startswith(rules.GPU_REQUIREMENT_PREFIX)
 
 
-def test_pack_type_tokens_are_those_the_program_and_the_aws_sdk_register() -> None:
+def test_pack_type_tokens_are_the_programs_and_the_aws_sdks() -> None:
     assert f"kubernetes:{manifests.NODE_POOL_API}:NodePool" == rules.NODE_POOL
     assert f"kubernetes:{manifests.NODE_CLASS_API}:{manifests.NODE_CLASS_KIND}" == rules.EC2_NODE_CLASS
     # Not registered by any stack under mocks: checked against the SDK classes that would register them.
@@ -496,7 +492,7 @@ def test_pack_type_tokens_are_those_the_program_and_the_aws_sdk_register() -> No
         assert f"'{token}'" in inspect.getsource(sdk_class), f"{sdk_class.__name__} does not register {token}"
 
 
-def test_pack_endpoint_and_pod_identity_constants_equal_the_projects() -> None:
+def test_pack_endpoint_and_identity_constants_are_the_projects() -> None:
     assert rules.EVERYWHERE == endpoint.EVERYWHERE
     assert rules.POD_IDENTITY_PRINCIPAL == iam_policies.POD_IDENTITY_PRINCIPAL
     assert rules.POD_IDENTITY_SCOPE_TAGS == (
@@ -506,12 +502,12 @@ def test_pack_endpoint_and_pod_identity_constants_equal_the_projects() -> None:
     )
 
 
-def test_every_gpu_family_the_project_offers_marks_a_nodepool_as_a_gpu_nodepool() -> None:
+def test_every_offered_gpu_family_marks_a_gpu_nodepool() -> None:
     families = {instance_type.split(".")[0] for instance_type in GPU_INSTANCE_TYPES}
     assert families <= rules.NVIDIA_GPU_FAMILIES
 
 
-def test_pack_requirements_pin_pulumi_policy_and_the_projects_pulumi() -> None:
+def test_pack_requirements_pin_policy_and_the_projects_pulumi() -> None:
     def pins(path: Path) -> dict[str, str]:
         lines = [line.split("#")[0].strip() for line in path.read_text().splitlines()]
         return dict(line.split("==") for line in lines if line)
@@ -529,7 +525,7 @@ def pack() -> ModuleType:
     return load_pack_module()
 
 
-def test_pack_builds_one_mandatory_resource_policy_per_rule_without_starting_a_server(pack: ModuleType) -> None:
+def test_the_pack_builds_a_mandatory_policy_per_rule_no_server(pack: ModuleType) -> None:
     policies = pack.policies()
     assert [p.name for p in policies] == list(rules.RULES)
     assert all(isinstance(p, ResourceValidationPolicy) for p in policies)
@@ -554,7 +550,7 @@ def run_policy(pack: ModuleType, name: str, resource_type: str, props: dict[str,
     return reported
 
 
-def test_policy_reads_the_stack_from_the_environment_the_cli_sets(
+def test_policy_reads_the_stack_from_the_clis_environment(
     pack: ModuleType, base_run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     props = mutated(base_run, rules.EC2_NODE_CLASS, NODE_CLASS_NAME)
@@ -569,7 +565,7 @@ def test_policy_reads_the_stack_from_the_environment_the_cli_sets(
     assert run_policy(pack, "no-latest-ami-in-production", rules.EC2_NODE_CLASS, props) != []
 
 
-def test_policies_run_on_every_recorded_resource_behind_the_proxy_without_violations(
+def test_policies_pass_every_recorded_resource_behind_the_proxy(
     pack: ModuleType, base_run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PULUMI_STACK", "staging")
@@ -578,7 +574,7 @@ def test_policies_run_on_every_recorded_resource_behind_the_proxy_without_violat
             assert run_policy(pack, name, resource.type, copy.deepcopy(resource.inputs)) == [], (resource.name, name)
 
 
-def test_a_value_unknown_during_preview_reaches_pulumi_policy_as_unknown(pack: ModuleType, base_run: Run) -> None:
+def test_a_preview_unknown_reaches_pulumi_policy_as_unknown(pack: ModuleType, base_run: Run) -> None:
     # pulumi-policy reports UnknownValueError as an advisory "can't run policy during preview"; the rule runs for real
     # during `pulumi up`, once the queue's ARN in the document is known.
     props = mutated(base_run, rules.SQS_QUEUE_POLICY, QUEUE_NAME)
@@ -638,7 +634,7 @@ def test_analyzer_serves_the_pack_with_every_policy_mandatory(analyzer: analyzer
     assert {p.enforcementLevel for p in info.policies} == {proto.MANDATORY}
 
 
-def test_analyzer_blocks_latest_ami_in_the_prod_stack_named_by_the_cli(
+def test_the_analyzer_blocks_latest_ami_in_the_clis_prod_stack(
     analyzer: analyzer_pb2_grpc.AnalyzerStub, base_run: Run
 ) -> None:
     props = mutated(base_run, rules.EC2_NODE_CLASS, NODE_CLASS_NAME)
@@ -649,9 +645,7 @@ def test_analyzer_blocks_latest_ami_in_the_prod_stack_named_by_the_cli(
     assert re.search(r"in production stack 'prod'", diagnostic.message)
 
 
-def test_analyzer_reports_an_unknown_policy_document_as_advisory(
-    analyzer: analyzer_pb2_grpc.AnalyzerStub, base_run: Run
-) -> None:
+def test_an_unknown_policy_document_is_only_advisory(analyzer: analyzer_pb2_grpc.AnalyzerStub, base_run: Run) -> None:
     props = mutated(base_run, rules.IAM_POLICY, LIFECYCLE)
     props["policy"] = UNKNOWN_STRING_VALUE
     (diagnostic,) = analyze(analyzer, rules.IAM_POLICY, props)
@@ -659,7 +653,7 @@ def test_analyzer_reports_an_unknown_policy_document_as_advisory(
     assert re.search(r"can't run policy 'no-unconditioned-ec2-mutation' .* during preview", diagnostic.message)
 
 
-def test_analyzer_blocks_an_unprotected_cluster_in_the_prod_stack(
+def test_the_analyzer_blocks_an_unprotected_prod_cluster(
     analyzer: analyzer_pb2_grpc.AnalyzerStub, base_run: Run
 ) -> None:
     props = mutated(base_run, rules.EKS_COMPONENT, CLUSTER_NAME)

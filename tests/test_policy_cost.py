@@ -30,7 +30,7 @@ def capped_pool(run: Run) -> dict[str, Any]:
     return copy.deepcopy(run.one(rules.NODE_POOL, "nodepool-intro").inputs)
 
 
-def test_every_resource_of_a_stack_with_a_capped_lab_passes_every_rule(capped_run: Run) -> None:
+def test_every_resource_of_a_capped_lab_stack_passes_every_rule(capped_run: Run) -> None:
     assert capped_pool(capped_run)["metadata"]["annotations"].items() >= {CEILING: "2.1128", CAP: "3.0000"}.items()
     failing = {f"{r.type}::{r.name}": found for r in capped_run.resources if (found := violations(r))}
     assert failing == {}
@@ -43,7 +43,7 @@ def test_nodepool_whose_ceiling_exceeds_its_cap_fires(capped_run: Run) -> None:
     assert re.search(r"^the NodePool may cost up to 2\.1128 USD per hour .*, more than its cap of 2\.0000", message)
 
 
-def test_nodepool_built_for_a_lab_over_its_cap_is_refused_by_the_pack_as_by_the_configuration() -> None:
+def test_the_pack_refuses_an_over_cap_nodepool_as_config_does() -> None:
     # What a program change that skipped the configuration's check would register.
     over = Lab.model_construct(instance_types=["g5.12xlarge"], slices_per_gpu=2, max_gpus=8, ami="al2023@latest")
     over = over.model_copy(update={"max_hourly_cost": 10.0})
@@ -53,7 +53,7 @@ def test_nodepool_built_for_a_lab_over_its_cap_is_refused_by_the_pack_as_by_the_
     assert re.search(r"may cost up to 11\.3484 USD per hour .*cap of 10\.0000", message)
 
 
-def test_a_cap_exactly_at_the_ceiling_passes_the_pack_as_it_passes_the_configuration() -> None:
+def test_a_cap_at_the_ceiling_passes_the_pack_as_config() -> None:
     # g4dn.xlarge, maxGpus 4, its 20 GiB root volume included: a ceiling of exactly 2.1128 USD per hour.
     run = run_values(stack_values(**{"gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3, 4, maxHourlyCost=2.1128)}}))
     props = capped_pool(run)
@@ -76,13 +76,13 @@ def test_nodepool_with_an_unreadable_cap_fires(capped_run: Run, cap: Any) -> Non
     assert re.search(rf"^metadata\.annotations\[{re.escape(CAP)}\] is {re.escape(repr(cap))}, not a positive", message)
 
 
-def test_nodepool_without_a_cap_is_not_judged_however_high_its_ceiling(capped_run: Run) -> None:
+def test_an_uncapped_nodepool_is_not_judged_by_its_ceiling(capped_run: Run) -> None:
     props = capped_pool(capped_run)
     props["metadata"]["annotations"] = {CEILING: "1000000.0000"}
     assert violations((rules.NODE_POOL, props)) == {}
 
 
-def test_rule_runs_behind_pulumi_policys_proxy_as_crossguard_calls_it(capped_run: Run) -> None:
+def test_the_rule_runs_behind_the_proxy_as_crossguard_calls_it(capped_run: Run) -> None:
     pack = load_pack_module()
     props = capped_pool(capped_run)
     assert run_policy(pack, POLICY, rules.NODE_POOL, copy.deepcopy(props)) == []

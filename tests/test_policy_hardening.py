@@ -42,7 +42,7 @@ OPEN_WITHOUT_PRIVATE = {
 }
 
 
-def test_endpoint_open_to_everyone_without_private_access_fires_in_production_only(base_run: Run) -> None:
+def test_a_public_only_endpoint_open_to_all_fires_in_prod_only(base_run: Run) -> None:
     props = component(base_run, deletionProtection=True, **OPEN_WITHOUT_PRIVATE)
     message = only(violations((rules.EKS_COMPONENT, props), stack="prod"), ENDPOINT)
     assert re.search(
@@ -60,14 +60,12 @@ def test_endpoint_open_to_everyone_without_private_access_fires_in_production_on
     ],
     ids=["private-endpoint-too", "restricted-public", "private-only"],
 )
-def test_endpoint_with_private_access_or_restricted_blocks_passes_in_production(
-    base_run: Run, endpoint: dict[str, Any]
-) -> None:
+def test_a_private_or_restricted_endpoint_passes_in_prod(base_run: Run, endpoint: dict[str, Any]) -> None:
     props = component(base_run, deletionProtection=True, **(OPEN_WITHOUT_PRIVATE | endpoint))
     assert violations((rules.EKS_COMPONENT, props), stack="prod") == {}
 
 
-def test_eks_cluster_that_leaves_the_endpoint_to_eks_defaults_fires_in_production(base_run: Run) -> None:
+def test_a_cluster_with_eks_default_endpoint_fires_in_prod(base_run: Run) -> None:
     # EKS's defaults: public access on, from 0.0.0.0/0, no private endpoint.
     props = eks_cluster(base_run) | {
         "vpcConfig": {"subnetIds": ["subnet-1", "subnet-2"]},
@@ -77,7 +75,7 @@ def test_eks_cluster_that_leaves_the_endpoint_to_eks_defaults_fires_in_productio
     assert re.search(r"public to 0\.0\.0\.0/0 with no private endpoint", message)
 
 
-def test_eks_cluster_with_gpulabs_default_endpoint_passes_in_production(base_run: Run) -> None:
+def test_a_cluster_with_gpulabs_default_endpoint_passes_in_prod(base_run: Run) -> None:
     # The base stack leaves every endpoint key to gpulab's defaults: public to 0.0.0.0/0, and the private endpoint.
     props = eks_cluster(base_run) | {"deletionProtection": True}
     assert violations((rules.EKS_CLUSTER, props), stack="prod") == {}
@@ -94,7 +92,7 @@ def test_production_cluster_without_deletion_protection_fires(base_run: Run, val
     assert violations((rules.EKS_COMPONENT, props), stack="staging") == {}
 
 
-def test_production_eks_cluster_without_deletion_protection_fires(base_run: Run) -> None:
+def test_a_prod_cluster_without_deletion_protection_fires(base_run: Run) -> None:
     props = eks_cluster(base_run)
     props.pop("deletionProtection", None)
     message = only(violations((rules.EKS_CLUSTER, props), stack="prod"), DELETION)
@@ -103,7 +101,7 @@ def test_production_eks_cluster_without_deletion_protection_fires(base_run: Run)
     assert violations((rules.EKS_CLUSTER, props), stack="prod") == {}
 
 
-def test_eks_component_without_inputs_is_not_judged_in_production() -> None:
+def test_an_eks_component_without_inputs_is_not_judged_in_prod() -> None:
     assert violations((rules.EKS_COMPONENT, {}), stack="prod") == {}
 
 
@@ -160,7 +158,7 @@ def test_pod_identity_trust_missing_one_scope_fires_naming_it(base_run: Run, tag
     assert re.search(rf"no condition fixing aws:RequestTag/{tag}: ", message)
 
 
-def test_pod_identity_trust_matching_a_wildcard_fires_and_an_exact_string_like_passes(base_run: Run) -> None:
+def test_a_wildcard_trust_fires_an_exact_string_like_passes(base_run: Run) -> None:
     document = trust(base_run)
     condition = document["Statement"][0]["Condition"]
     condition["StringLike"] = condition.pop("StringEquals")
@@ -170,7 +168,7 @@ def test_pod_identity_trust_matching_a_wildcard_fires_and_an_exact_string_like_p
     assert re.search(r"no condition fixing aws:RequestTag/kubernetes-service-account: ", message)
 
 
-def test_pod_identity_trust_with_lowercase_condition_keys_passes(base_run: Run) -> None:
+def test_a_trust_with_lowercase_condition_keys_passes(base_run: Run) -> None:
     document = trust(base_run)
     equals = document["Statement"][0]["Condition"]["StringEquals"]
     document["Statement"][0]["Condition"]["StringEquals"] = {key.lower(): value for key, value in equals.items()}

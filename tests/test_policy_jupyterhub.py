@@ -39,7 +39,7 @@ def test_a_hub_without_real_sign_in_fires_in_production_only(dummy_run: Run) -> 
     assert violations((rules.HELM_RELEASE, props), stack="staging") == {}
 
 
-def test_a_hub_that_names_no_authenticator_gets_the_charts_dummy_default_and_fires(dummy_run: Run) -> None:
+def test_a_hub_naming_no_authenticator_gets_dummy_and_fires(dummy_run: Run) -> None:
     props = _release(dummy_run)
     del props["values"]["hub"]["config"]["JupyterHub"]["authenticator_class"]
     assert "is 'dummy'" in only(violations((rules.HELM_RELEASE, props), stack="prod"), POLICY)
