@@ -36,7 +36,7 @@ def staging_labs(staging_render: Path) -> dict:
     return json.loads((staging_render / "outputs.json").read_text())["labs"]
 
 
-def test_comment_starts_with_the_stacks_marker_then_shows_the_cost_table_before_the_preview(staging_render):
+def test_the_comment_is_marker_then_cost_table_then_preview(staging_render):
     body = preview_comment.comment("staging", staging_labs(staging_render), PREVIEW)
     lines = body.splitlines()
     assert lines[:2] == ["<!-- gpulab-preview:staging -->", "#### `pulumi preview` of staging"]
@@ -47,21 +47,21 @@ def test_comment_starts_with_the_stacks_marker_then_shows_the_cost_table_before_
     assert [row["lab"] for row in tables.table(lines)] == ["intro", "all labs"]
 
 
-def test_preview_is_shown_without_terminal_colours_and_escaped_for_html(staging_render):
+def test_the_preview_is_shown_uncoloured_and_html_escaped(staging_render):
     body = preview_comment.comment("staging", staging_labs(staging_render), PREVIEW + "<b>not bold</b>\n")
     assert "\x1b" not in body
     assert "+ kubernetes:karpenter.sh/v1:NodePool nodepool-intro create" in body
     assert "&lt;b&gt;not bold&lt;/b&gt;" in body
 
 
-def test_a_long_preview_keeps_its_end_and_the_comment_stays_within_githubs_limit(staging_render):
+def test_a_long_preview_keeps_its_end_within_githubs_limit(staging_render):
     long = "x" * 100 + "\n" + "y" * 70_000 + "\nResources: 3 to create"
     body = preview_comment.comment("staging", staging_labs(staging_render), long)
     assert len(body) < 65_536
     assert body.count("Resources: 3 to create") == 1 and "the start is cut" in body
 
 
-def test_a_preview_that_escaping_lengthens_and_a_large_cost_table_still_fit_githubs_limit(staging_render):
+def test_escaping_and_a_big_cost_table_still_fit_githubs_limit(staging_render):
     (lab,) = staging_labs(staging_render).values()
     labs = {f"lab-{i}": lab for i in range(150)}
     preview = '<"&>\n' * 40_000 + "Resources: 3 to create"  # each line escapes to 19 characters
@@ -71,7 +71,7 @@ def test_a_preview_that_escaping_lengthens_and_a_large_cost_table_still_fit_gith
     assert "&lt;&quot;&amp;&gt;\nResources: 3 to create" in body
 
 
-def test_one_long_line_that_escaping_makes_four_times_longer_is_cut_as_escaped(staging_render):
+def test_a_line_escaping_makes_4_times_longer_is_cut_escaped(staging_render):
     labs = staging_labs(staging_render)
     # Fits the room as written (under 64 KiB), not once each < becomes &lt;: 80,000 characters.
     line = "<" * 20_000
@@ -81,7 +81,7 @@ def test_one_long_line_that_escaping_makes_four_times_longer_is_cut_as_escaped(s
     assert preview_lines == [preview_comment.CUT_NOTE, "Resources: 3 to create"]
 
 
-def test_a_stack_of_many_labs_shows_the_first_labs_rows_the_total_of_all_and_the_previews_end(staging_render):
+def test_many_labs_show_first_rows_total_of_all_previews_end(staging_render):
     (lab,) = staging_labs(staging_render).values()
     labs = {f"lab-{i:04d}": lab for i in range(1000)}
     full = {"name": "full", "learners": 12, "bufferSeats": 0, "nodeClaims": [], "unschedulable": 0, "undecided": 0}
@@ -115,7 +115,7 @@ def test_a_stack_of_many_labs_shows_the_first_labs_rows_the_total_of_all_and_the
     assert preview_lines[-1] == "Resources: 1 to update"
 
 
-def test_a_failed_preview_still_gets_the_cost_table_and_a_link_to_the_run(staging_render):
+def test_a_failed_preview_still_gets_the_cost_table_and_a_link(staging_render):
     body = preview_comment.comment("staging", staging_labs(staging_render), "", "https://github.com/o/r/actions/runs/7")
     assert "The preview did not finish; its log is in the workflow run: https://github.com/o/r/actions/runs/7" in body
     assert "<pre>" not in body and [row["lab"] for row in tables.table(body.splitlines())] == ["intro", "all labs"]
@@ -177,7 +177,7 @@ def test_first_preview_of_a_stack_posts_a_new_comment(tmp_path, staging_render):
 
 
 @needs_jq
-def test_next_preview_updates_the_stacks_comment_and_ignores_a_look_alike_by_someone_else(tmp_path, staging_render):
+def test_the_next_preview_updates_its_comment_not_a_look_alike(tmp_path, staging_render):
     marker = "<!-- gpulab-preview:staging -->"
     comments = [bot(5, f"{marker}\nold"), bot(6, f"{marker}\nnot ours", login="mallory"), bot(7, "other")]
     calls = post(tmp_path, staging_render, comments)
@@ -186,7 +186,7 @@ def test_next_preview_updates_the_stacks_comment_and_ignores_a_look_alike_by_som
 
 
 @needs_jq
-def test_a_preview_larger_than_linux_allows_an_environment_variable_still_gets_its_comment(tmp_path, staging_render):
+def test_a_preview_too_big_for_an_env_var_still_gets_comment(tmp_path, staging_render):
     # 300 KiB: passed through an environment variable, it would exceed Linux's 128 KiB for one (MAX_ARG_STRLEN).
     large = "~ kubernetes:core/v1:ConfigMap update\n" * 8_000 + "Resources: 1 to update"
     assert len(large.encode()) > 128 * 1024
@@ -196,13 +196,13 @@ def test_a_preview_larger_than_linux_allows_an_environment_variable_still_gets_i
 
 
 @needs_jq
-def test_a_preview_that_never_ran_gets_the_cost_table_and_a_link_to_the_run(tmp_path, staging_render):
+def test_an_unrun_preview_gets_the_cost_table_and_a_link(tmp_path, staging_render):
     (call,) = post(tmp_path, staging_render, [], preview=None)
     assert "The preview did not finish; its log is in the workflow run" in call["body"]
     assert [row["lab"] for row in tables.table(call["body"].splitlines())] == ["intro", "all labs"]
 
 
-def test_the_workflow_hands_the_preview_to_the_comment_by_file_never_through_the_environment():
+def test_the_workflow_hands_the_preview_over_by_file_not_env():
     workflow = yaml.safe_load((ROOT / ".github/workflows/pull-request.yml").read_text())
     steps = workflow["jobs"]["preview"]["steps"]
     for step in steps:
@@ -238,7 +238,7 @@ def comment_of(tmp_path: Path, zones_render: Path, values: dict, capsys: pytest.
     return status, out, err
 
 
-def test_the_comment_shows_each_class_on_its_clock_in_utc_its_term_and_its_next_classes(tmp_path, zones_render, capsys):
+def test_the_comment_shows_each_class_clock_utc_term_and_next(tmp_path, zones_render, capsys):
     status, out, _ = comment_of(tmp_path, zones_render, TIME_ZONE_STACK, capsys)
     lines = out.splitlines()
     assert status == 0
@@ -257,7 +257,7 @@ def test_the_comment_shows_each_class_on_its_clock_in_utc_its_term_and_its_next_
     assert lines.index("<details><summary>Pulumi preview</summary>") > lines.index(f"{class_table.LEAD_IN}:")
 
 
-def test_a_stack_file_the_comment_cannot_read_is_one_line_naming_its_key(tmp_path, zones_render, capsys):
+def test_an_unreadable_stack_file_is_one_line_naming_its_key(tmp_path, zones_render, capsys):
     status, out, err = comment_of(
         tmp_path, zones_render, {**TIME_ZONE_STACK, "gpulab:timeZone": "Europe/Berln"}, capsys
     )
@@ -282,7 +282,7 @@ def diff_rows(body: str) -> dict[str, dict[str, str]]:
     return {row["lab"]: row for row in tables.table(body.splitlines(), cost_diff.LEAD_IN)}
 
 
-def test_the_comment_shows_an_added_lab_a_removed_lab_and_a_changed_max_gpus_against_the_base():
+def test_the_comment_diffs_added_removed_labs_and_max_gpus():
     base, head = labs_of(BASE_LABS), labs_of(HEAD_LABS)
     body = preview_comment.comment("staging", head, PREVIEW, base=base)
     rows = diff_rows(body)
@@ -334,7 +334,7 @@ def a_class(duration: str) -> dict:
     return {"schedule": "0 9 * * mon", "duration": duration, "term": TERM}
 
 
-def test_a_changed_class_changes_the_labs_term_cost_and_not_its_ceiling():
+def test_a_changed_class_changes_term_cost_not_the_ceiling():
     base = labs_of({"intro": lab(["g4dn.xlarge"], 3, 4, classes=[a_class("1h")])})
     head = labs_of({"intro": lab(["g4dn.xlarge"], 3, 4, classes=[a_class("2h")])})
     body = preview_comment.comment("staging", head, PREVIEW, base=base)
@@ -351,7 +351,7 @@ def test_a_changed_class_changes_the_labs_term_cost_and_not_its_ceiling():
     ]
 
 
-def test_a_base_rendered_before_the_term_cost_is_diffed_without_it_and_says_so():
+def test_a_base_without_term_cost_is_diffed_saying_so():
     base, head = labs_of(BASE_LABS), labs_of(HEAD_LABS)
     old = {name: {**lab, "cost": {k: v for k, v in lab["cost"].items() if k != "term"}} for name, lab in base.items()}
     body = preview_comment.comment("staging", head, PREVIEW, base=old)
@@ -376,7 +376,7 @@ def test_a_lab_the_change_leaves_alone_has_no_row_in_the_diff():
     ("threshold", "flagged"),
     [(None, False), (1, True), (1000, False), ("10%", True), ("1000%", False)],
 )
-def test_a_rise_of_the_ceiling_above_the_stacks_threshold_is_flagged_at_the_top(threshold, flagged):
+def test_a_ceiling_rise_over_the_threshold_is_flagged_on_top(threshold, flagged):
     base, head = labs_of(BASE_LABS), labs_of(HEAD_LABS)
     body = preview_comment.comment("staging", head, PREVIEW, base=base, threshold=threshold)
     lines = body.splitlines()
@@ -389,7 +389,7 @@ def test_a_rise_of_the_ceiling_above_the_stacks_threshold_is_flagged_at_the_top(
     assert "[!WARNING]" not in preview_comment.comment("staging", base, PREVIEW, base=head, threshold=threshold)
 
 
-def test_a_cut_comment_diffs_the_ceiling_of_every_lab_in_its_total(staging_render):
+def test_a_cut_comment_diffs_every_labs_ceiling_in_its_total(staging_render):
     (one,) = staging_labs(staging_render).values()
     dearer = {**one, "cost": {**one["cost"], "ceilingPerHour": one["cost"]["ceilingPerHour"] * 2}}
     base = {f"lab-{i:04d}": one for i in range(1000)}
@@ -403,7 +403,7 @@ def test_a_cut_comment_diffs_the_ceiling_of_every_lab_in_its_total(staging_rende
     )
 
 
-def test_the_comment_reads_the_threshold_from_the_stack_file_and_the_base_from_its_render(tmp_path, capsys):
+def test_comment_reads_threshold_from_stack_base_from_render(tmp_path, capsys):
     base_values = stack_values(**{"gpulab:labs": BASE_LABS})
     head_values = stack_values(**{"gpulab:labs": HEAD_LABS, "gpulab:costAlertThreshold": "10%"})
     for name, values in (("base", base_values), ("head", head_values)):
@@ -432,7 +432,7 @@ def test_the_comment_reads_the_threshold_from_the_stack_file_and_the_base_from_i
     assert f"USD per hour: {usd(totals[0])} → {usd(totals[1])} (+{usd(totals[1] - totals[0])})" in whole
 
 
-def test_the_workflow_renders_the_base_commit_and_hands_its_outputs_to_the_comment():
+def test_the_workflow_renders_the_base_and_hands_its_outputs_on():
     workflow = yaml.safe_load((ROOT / ".github/workflows/pull-request.yml").read_text())
     steps = workflow["jobs"]["preview"]["steps"]
     (base,) = [s for s in steps if s.get("with", {}).get("ref") == "${{ github.event.pull_request.base.sha }}"]
@@ -444,7 +444,7 @@ def test_the_workflow_renders_the_base_commit_and_hands_its_outputs_to_the_comme
 
 
 @needs_jq
-def test_the_posted_comment_has_the_diff_when_the_base_render_has_outputs(tmp_path, staging_render):
+def test_the_posted_comment_diffs_when_the_base_has_outputs(tmp_path, staging_render):
     base = tmp_path / "base-render"
     base.mkdir()
     outputs = json.loads((staging_render / "outputs.json").read_text())
@@ -454,7 +454,7 @@ def test_the_posted_comment_has_the_diff_when_the_base_render_has_outputs(tmp_pa
 
 
 @pytest.mark.parametrize("threshold", ["ten%", "0%", "-5%", 0, -1.5, True, [1]])
-def test_a_cost_alert_threshold_of_neither_usd_nor_a_percentage_is_one_line_naming_it(threshold):
+def test_a_threshold_not_usd_or_percent_is_a_line_naming_it(threshold):
     values = stack_values(**{"gpulab:costAlertThreshold": threshold})
     with pytest.raises(config.ConfigError, match=r"^gpulab:costAlertThreshold: must be ") as caught:
         config.from_cli(as_cli_config(values))
@@ -477,7 +477,7 @@ def rehearsed(lab_name: str = "intro") -> dict:
     return {"kubernetes": "v1.34.12", "karpenter": "v1.14.1", "labs": {lab_name: day}}
 
 
-def test_the_comment_shows_each_class_of_the_rehearsal_and_the_days_cost_against_its_lower_bound(staging_render):
+def test_the_comment_shows_rehearsed_classes_and_cost_vs_bound(staging_render):
     body = preview_comment.comment("staging", staging_labs(staging_render), PREVIEW, rehearsed=rehearsed())
     lines = body.splitlines()
     assert tables.table(lines, CLASS_DAY)[0] == {
@@ -496,7 +496,7 @@ def test_the_comment_shows_each_class_of_the_rehearsal_and_the_days_cost_against
     assert lines.index(rehearsal_report.table(rehearsed())[0]) < lines.index("<pre>")
 
 
-def test_without_a_rehearsal_the_comment_says_in_one_line_that_it_did_not_run(staging_render):
+def test_without_a_rehearsal_the_comment_says_so_in_a_line(staging_render):
     lines = preview_comment.comment("staging", staging_labs(staging_render), PREVIEW).splitlines()
     assert lines.count(rehearsal_report.NOT_RUN) == 1
     assert not any(line.startswith(CLASS_DAY) for line in lines)
@@ -518,7 +518,7 @@ def preview_steps() -> list[dict]:
     return yaml.safe_load((ROOT / ".github/workflows/pull-request.yml").read_text())["jobs"]["preview"]["steps"]
 
 
-def test_the_preview_job_builds_the_twin_rehearses_the_stack_and_hands_rehearsal_json_to_the_comment():
+def test_the_preview_job_rehearses_on_the_twin_for_the_comment():
     steps = preview_steps()
     (render_step,) = [s for s in steps if s.get("id") == "render"]
     (build,) = [s for s in steps if s.get("run", "").startswith("make ")]
@@ -544,7 +544,7 @@ def test_the_preview_job_builds_the_twin_rehearses_the_stack_and_hands_rehearsal
     assert "continue-on-error" not in rehearse  # a failed rehearsal fails the job, as in CI
 
 
-def test_both_jobs_key_the_go_cache_on_every_go_sum_the_builds_read():
+def test_both_jobs_key_the_go_cache_on_every_go_sum_read():
     workflow = yaml.safe_load((ROOT / ".github/workflows/pull-request.yml").read_text())
     keys = [
         step["with"]["cache-dependency-path"].split()
@@ -558,7 +558,7 @@ def test_both_jobs_key_the_go_cache_on_every_go_sum_the_builds_read():
     assert Path("rehearsal/controlplane/go.sum") in sums and sums == matched
 
 
-def test_a_rehearsal_that_fails_or_cannot_run_fails_the_step_and_says_why_in_the_job_summary(tmp_path):
+def test_a_failed_or_unrun_rehearsal_fails_the_step_saying_why(tmp_path):
     stack_file = tmp_path / "Pulumi.bad.yaml"
     stack_file.write_text(yaml.safe_dump({"config": stack_values(**{"gpulab:labs": {"intro": {"maxGpus": 4}}})}))
     render_dir = tmp_path / "render"
@@ -606,9 +606,7 @@ def trickled_rehearsal() -> dict:
 
 
 @needs_jq
-def test_the_posted_comment_shows_a_lab_without_classes_seated_and_its_cost_against_the_lower_bound_in_usd(
-    tmp_path, staging_render
-):
+def test_comment_shows_classless_seating_and_usd_cost_vs_bound(tmp_path, staging_render):
     rehearsal = trickled_rehearsal()
     render_dir = tmp_path / "render"
     shutil.copytree(staging_render, render_dir)

@@ -24,11 +24,11 @@ def test_every_price_is_a_positive_finite_hourly_amount():
     assert all(isinstance(p, float) and math.isfinite(p) and p > 0 for p in ON_DEMAND_USD_PER_HOUR.values())
 
 
-def test_g4dn_xlarge_costs_0_526_per_hour_on_demand_in_us_east_1():
+def test_g4dn_xlarge_is_0_526_an_hour_on_demand_in_us_east_1():
     assert ON_DEMAND_USD_PER_HOUR["g4dn.xlarge"] == 0.526
 
 
-def test_prices_come_from_the_karpenter_release_the_stack_deploys():
+def test_prices_come_from_the_deployed_karpenter_release():
     # Bumping Karpenter without refreshing the prices would label old prices with the new release.
     assert f"v{KARPENTER_CHART_VERSION}" == prices.SOURCE_TAG
     assert prices.PRICE_SOURCE == "us-east-1 on-demand list prices of 2026-07-06, Karpenter 1.14.1"
@@ -57,7 +57,7 @@ def test_generation_time_and_region_are_the_upstream_files(upstream_prices):
     assert generated == f"{prices.GENERATED_AT} {prices.REGION}"
 
 
-def test_every_price_is_upstreams_number_and_no_upstream_price_is_left_out(upstream_prices):
+def test_every_price_is_upstreams_and_none_is_left_out(upstream_prices):
     _, upstream = upstream_prices
     assert {t: float(upstream[t]) for t in GPU_INSTANCE_TYPES if t in upstream} == dict(ON_DEMAND_USD_PER_HOUR)
 

@@ -32,7 +32,7 @@ from tests.test_config import parsed, problems
         ("16Ei", Fraction(2**63 - 1)),
     ],
 )
-def test_every_form_kubernetes_reads_has_the_value_kubernetes_gives_it(text, value):
+def test_every_quantity_form_has_the_value_kubernetes_gives_it(text, value):
     assert quantity(text) == value
 
 
@@ -75,6 +75,6 @@ def test_learner_pod_accepts_every_form_up_to_a_seats_share(learner_pod):
         ({"memory": "4 Gi"}, "gpulab:labs.intro.learnerPod.memory: must be a Kubernetes quantity such as 1, 0.5"),
     ],
 )
-def test_learner_pod_refuses_more_than_a_seats_share_and_what_kubernetes_refuses(learner_pod, expected):
+def test_learner_pod_refuses_over_a_seat_and_what_k8s_refuses(learner_pod, expected):
     lines = problems(with_learner_pod(**learner_pod))
     assert len(lines) == 1 and lines[0].startswith(expected), lines

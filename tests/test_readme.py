@@ -8,7 +8,7 @@ from tests.conftest import ROOT
 from tools import render
 
 
-def test_the_readmes_example_lab_added_to_the_staging_stack_renders(tmp_path, capsys):
+def test_the_readmes_example_lab_renders_in_the_staging_stack(tmp_path, capsys):
     readme = (ROOT / "README.md").read_text()
     (example,) = [b for b in re.findall(r"```yaml\n(.*?)```", readme, re.DOTALL) if "ami:" in b]
     labs = yaml.safe_load(example)

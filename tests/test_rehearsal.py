@@ -39,7 +39,7 @@ def _go_mod() -> str:
     return (twin.MODULE / "go.mod").read_text()
 
 
-def test_the_twin_runs_the_kubernetes_release_of_every_stack_file() -> None:
+def test_the_twin_runs_every_stack_files_kubernetes_release() -> None:
     """The control plane is the release gpulab's own user-scheduler runs on the stack's minor version, its staging
     modules at the same release: a stack on another minor version needs the twin moved with it."""
     pinned = re.search(r"^\tk8s\.io/kubernetes (v\S+)( // indirect)?$", _go_mod(), re.M)
@@ -54,7 +54,7 @@ def test_the_twin_runs_the_kubernetes_release_of_every_stack_file() -> None:
 
 
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
-def test_every_object_of_each_stack_file_is_accepted_by_the_api_server(built: None, path: Path) -> None:
+def test_the_api_server_accepts_every_object_of_each_stack(built: None, path: Path) -> None:
     r = rendered(path.name.split(".")[1])
     r.require_charts()
     done = rehearse.rehearse(r.out, r.run.stack.settings, TODAY, r.run.stack.region, day=False)
@@ -107,7 +107,7 @@ def _a_budget_window_without_its_duration(disruption: dict[str, Any]) -> None:
     ],
     ids=["pattern", "cel"],
 )
-def test_an_object_its_crds_schema_refuses_fails_the_rehearsal_with_the_servers_message(
+def test_a_crd_refused_object_fails_with_the_servers_message(
     built: None, tmp_path: Path, plant: Callable[[dict[str, Any]], None], message: str
 ) -> None:
     def planted(r: dict[str, Any]) -> None:
@@ -126,7 +126,7 @@ def test_an_object_its_crds_schema_refuses_fails_the_rehearsal_with_the_servers_
         assert message in line, line
 
 
-def test_pods_pod_security_refuses_fail_the_rehearsal_with_the_servers_message(built: None, tmp_path: Path) -> None:
+def test_pod_security_refusals_fail_with_the_servers_message(built: None, tmp_path: Path) -> None:
     """The device plugin's namespace planted to enforce the baseline profile: each of its DaemonSets' pods (host paths,
     privileged or SYS_ADMIN containers) is refused by Pod Security admission, on the pods and not on the DaemonSet."""
     namespace = "nvidia-device-plugin"
@@ -160,7 +160,7 @@ def test_a_render_is_applied_after_what_it_depends_on() -> None:
             assert namespaces[scope[0]] < i, k
 
 
-def test_each_class_cron_job_runs_as_its_service_account_and_sets_the_buffer(built: None) -> None:
+def test_class_jobs_run_as_their_account_and_set_the_buffer(built: None) -> None:
     r = rendered(CLASSES)
     r.require_charts()
     labs = r.run.stack.settings.labs
@@ -174,7 +174,7 @@ def test_each_class_cron_job_runs_as_its_service_account_and_sets_the_buffer(bui
         assert job["bufferReplicas"] == job["wantReplicas"], job
 
 
-def test_a_class_role_without_patch_fails_the_rehearsal_as_an_rbac_denial(built: None, tmp_path: Path) -> None:
+def test_a_class_role_without_patch_fails_as_an_rbac_denial(built: None, tmp_path: Path) -> None:
     r = rendered(CLASSES)
     out = _planted(tmp_path, {}, CLASSES)
     resources = json.loads((out / "resources.json").read_text())
@@ -196,7 +196,7 @@ def test_a_class_role_without_patch_fails_the_rehearsal_as_an_rbac_denial(built:
         assert job["bufferReplicas"] == 0, job
 
 
-def test_the_twins_controller_manager_and_scheduler_make_and_bind_a_deployments_pod(built: None) -> None:
+def test_the_twins_controllers_make_and_bind_a_deployments_pod(built: None) -> None:
     """The controllers run under their own service accounts and the scheduler as system:kube-scheduler: a Deployment
     gets its ReplicaSet and pod from the controller manager, and the scheduler binds the pod to the one Ready node. A
     missing permission of either (the bootstrap roles of the release) leaves the pod unmade or unbound."""
@@ -237,7 +237,7 @@ def test_the_twins_controller_manager_and_scheduler_make_and_bind_a_deployments_
         assert [p["spec"].get("nodeName") for p in pods] == ["node-1"], pods
 
 
-def test_kwok_keeps_a_fake_node_ready_with_its_lease_and_runs_the_pods_bound_to_it(built: None) -> None:
+def test_kwok_keeps_a_fake_node_ready_and_runs_its_bound_pods(built: None) -> None:
     """A node annotated as Karpenter's kwok provider annotates its nodes gets a Ready status and a lease that KWOK
     renews (the heartbeat the node lifecycle controller reads), and a pod the scheduler binds to it is Running; a node
     without the annotation is left alone, as a real node without a kubelet would be."""
@@ -311,7 +311,7 @@ ONE_CLASS = stack_values(
 )
 
 
-def test_a_class_day_on_karpenter_finds_its_warm_seats_and_leaves_no_node(built: None, tmp_path: Path) -> None:
+def test_a_karpenter_class_day_finds_warm_seats_leaves_no_node(built: None, tmp_path: Path) -> None:
     """The class's warm-up CronJob warms the buffer, Karpenter launches for it before the start, the warm learners
     bind there at the start; once all have left, Karpenter removes every node of the lab."""
     twin_tests.require_planner()

@@ -44,7 +44,7 @@ def _objects(out: Path) -> list[dict[str, Any]]:
     return [o for o in yaml.safe_load_all((out / "charts" / f"{RELEASE}.yaml").read_text()) if o]
 
 
-def test_the_learner_pods_name_a_scheduler_the_user_schedulers_configuration_runs(hub_render) -> None:
+def test_learner_pods_name_the_scheduler_its_config_runs(hub_render) -> None:
     """KubeSpawner's pods and the user-scheduler's rendered configuration agree on its name: were they to differ, no
     scheduler would bind a learner."""
     out, run = hub_render
@@ -53,7 +53,7 @@ def test_the_learner_pods_name_a_scheduler_the_user_schedulers_configuration_run
     assert pod["spec"]["schedulerName"] in user_scheduler.rendered(objects).scheduler_names
 
 
-def test_the_api_servers_refusals_are_read_from_klogs_quoted_errors_once_each() -> None:
+def test_api_refusals_are_read_from_klogs_quoted_errors_once() -> None:
     account = "system:serviceaccount:jupyterhub:user-scheduler"
     message = (
         f'nodes is forbidden: User \\"{account}\\" cannot list resource \\"nodes\\" in API group \\"\\" at the '
@@ -132,7 +132,7 @@ def _scheduled_by(plane: twin.ControlPlane, namespace: str, pod: str) -> list[st
     return [e.get("reportingController") for e in events if e.get("reason") == "Scheduled"]
 
 
-def test_a_hub_learner_pod_is_bound_by_the_user_scheduler_which_packs_learners_onto_the_fuller_node(
+def test_the_user_scheduler_binds_learners_onto_the_fuller_node(
     hub_twin,
 ) -> None:
     """Two equal nodes with room for the lab's seats: the first learner goes to either, the second to the same node,
@@ -166,7 +166,7 @@ def test_a_hub_learner_pod_is_bound_by_the_user_scheduler_which_packs_learners_o
     assert learners.not_scheduled() == []
 
 
-def test_a_learner_pod_naming_a_scheduler_the_twin_does_not_run_is_not_made_and_is_a_finding(hub_twin) -> None:
+def test_a_pod_of_an_absent_scheduler_is_unmade_and_a_finding(hub_twin) -> None:
     plane, out, run, scheduler = hub_twin
     learners = rehearse.Learners(plane, out, run.stack.settings, lambda: [twin.DEFAULT_SCHEDULER])
     assert learners.arrive(LAB, f"{LAB}-9") is None
@@ -189,9 +189,7 @@ def _planted(hub_render, change: Callable[[dict[str, Any]], None], tmp_path: Pat
     return out
 
 
-def test_a_user_scheduler_role_that_may_not_list_nodes_is_an_rbac_denial_not_a_hang(
-    built: None, hub_render, tmp_path: Path
-) -> None:
+def test_no_list_on_nodes_is_an_rbac_denial_not_a_hang(built: None, hub_render, tmp_path: Path) -> None:
     """Without `list` on nodes its node informer never syncs and it never schedules: the rehearsal says so in the
     API server's words, within seconds, instead of waiting on learners no scheduler binds."""
 
@@ -217,9 +215,7 @@ def test_a_user_scheduler_role_that_may_not_list_nodes_is_an_rbac_denial_not_a_h
     assert done["substitutions"] == []
 
 
-def test_a_configuration_the_user_scheduler_refuses_fails_the_rehearsal_with_its_message(
-    built: None, hub_render, tmp_path: Path
-) -> None:
+def test_a_config_the_scheduler_refuses_fails_with_its_message(built: None, hub_render, tmp_path: Path) -> None:
     def packed(o: dict[str, Any]) -> None:
         if o["kind"] == "ConfigMap" and o["metadata"]["name"] == user_scheduler.DEPLOYMENT:
             o["data"]["config.yaml"] = o["data"]["config.yaml"].replace("type: MostAllocated", "type: Packed")
@@ -232,9 +228,7 @@ def test_a_configuration_the_user_scheduler_refuses_fails_the_rehearsal_with_its
     assert 'Unsupported value: "Packed"' in line, line
 
 
-def test_a_user_scheduler_refused_its_bindings_has_its_learners_withdrawn_not_waited_on(
-    built: None, hub_render, tmp_path: Path
-) -> None:
+def test_refused_bindings_withdraw_learners_not_wait_on_them(built: None, hub_render, tmp_path: Path) -> None:
     """Without `create` on pods/binding it starts and chooses a node, but the API server refuses the binding: its log
     says so, and the learners' pods are withdrawn (the pending one deleted, the next not made) instead of left for
     the class day to wait on."""

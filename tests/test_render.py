@@ -41,7 +41,7 @@ def staging_config() -> dict:
     return yaml.safe_load((ROOT / "Pulumi.staging.yaml").read_text())["config"]
 
 
-def test_staging_render_lists_cluster_node_role_attachments_access_entry_and_discovery_tags(staging):
+def test_staging_lists_cluster_role_policies_entry_and_tags(staging):
     resources = json.loads((staging / "resources.json").read_text())
     by_type: dict[str, list[str]] = {}
     for r in resources:
@@ -57,7 +57,7 @@ def test_staging_render_lists_cluster_node_role_attachments_access_entry_and_dis
     assert sorted(by_type["aws:ec2/tag:Tag"]) == sorted(["discovery-cluster-sg"] + [f"discovery-{s}" for s in subnets])
 
 
-def test_staging_render_writes_each_labs_karpenter_objects_and_both_karpenter_releases(staging):
+def test_staging_writes_labs_karpenter_objects_and_releases(staging):
     manifests = {p.name for p in (staging / "manifests").iterdir()}
     for lab in staging_config().get("gpulab:labs", {}):
         assert {f"ec2nodeclass-{lab}.yaml", f"nodepool-{lab}.yaml"} <= manifests
@@ -71,7 +71,7 @@ def test_staging_render_writes_each_labs_karpenter_objects_and_both_karpenter_re
     assert release["values"]["settings"]["clusterName"] == staging_config()["gpulab:cluster"]["name"]
 
 
-def test_resources_json_is_sorted_by_type_then_name_with_parent_and_inputs(staging):
+def test_resources_json_is_sorted_by_type_then_name_with_inputs(staging):
     resources = json.loads((staging / "resources.json").read_text())
     assert [list(r) for r in resources] == [["type", "name", "parent", "dependsOn", "inputs"]] * len(resources)
     assert resources == sorted(resources, key=lambda r: (r["type"], r["name"]))
@@ -92,7 +92,7 @@ def test_every_stack_renders_byte_identically_twice(path, tmp_path, monkeypatch)
     assert render_files(tmp_path / "a") == render_files(tmp_path / "b")
 
 
-def test_rendering_again_into_the_same_directory_leaves_no_stale_files(tmp_path):
+def test_rendering_again_into_a_directory_leaves_no_stale_files(tmp_path):
     out = tmp_path / "out"
     (out / "manifests").mkdir(parents=True)
     (out / "manifests" / "nodepool-gone.yaml").write_text("stale")
@@ -100,7 +100,7 @@ def test_rendering_again_into_the_same_directory_leaves_no_stale_files(tmp_path)
     assert not (out / "manifests" / "nodepool-gone.yaml").exists()
 
 
-def test_summary_names_the_cluster_and_each_labs_types_capacity_and_seats(capsys, tmp_path):
+def test_summary_names_cluster_and_labs_types_capacity_seats(capsys, tmp_path):
     spot = {**BASE["gpulab:labs"]["intro"], "instanceTypes": ["g5.xlarge"], "capacityTypes": ["spot", "on-demand"]}
     values = stack_values(**{"gpulab:labs": {"intro": BASE["gpulab:labs"]["intro"], "spot": spot}})
     assert render.main([str(write_stack(tmp_path, values)), "--out", str(tmp_path / "out")]) == 0
@@ -116,7 +116,7 @@ def test_summary_names_the_cluster_and_each_labs_types_capacity_and_seats(capsys
     ]
 
 
-def test_summary_shows_each_labs_ami_release_and_the_disruption_budgets_its_node_pool_carries():
+def test_summary_shows_each_labs_ami_and_disruption_budgets():
     budgets = [
         {"nodes": "10%"},
         {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 8 * * mon-fri", "duration": "9h"},
@@ -215,7 +215,7 @@ BAD_STACKS = {
 
 
 @pytest.mark.parametrize(("values", "expected"), BAD_STACKS.values(), ids=BAD_STACKS.keys())
-def test_a_bad_stack_file_exits_2_names_the_key_and_writes_nothing(values, expected, tmp_path, capsys):
+def test_a_bad_stack_exits_2_naming_the_key_writing_nothing(values, expected, tmp_path, capsys):
     out = tmp_path / "out"
     assert render.main([str(write_stack(tmp_path, values)), "--out", str(out)]) == 2
     captured = capsys.readouterr()
@@ -257,7 +257,7 @@ config:
 """
 
 
-def test_a_lab_built_with_a_yaml_merge_key_renders_with_the_merged_values(tmp_path, capsys):
+def test_a_yaml_merge_key_lab_renders_with_the_merged_values(tmp_path, capsys):
     out = tmp_path / "out"
     assert render.main([str(write_stack(tmp_path, MERGED)), "--out", str(out)]) == 0
     (vision,) = [row for row in tables.table(capsys.readouterr().out.splitlines(), "labs:") if row["lab"] == "vision"]
@@ -269,7 +269,7 @@ def test_a_lab_built_with_a_yaml_merge_key_renders_with_the_merged_values(tmp_pa
     assert node_class["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20260714"}]
 
 
-def test_a_failed_render_removes_the_previous_render_and_keeps_other_files(tmp_path, capsys):
+def test_a_failed_render_removes_the_last_and_keeps_other_files(tmp_path, capsys):
     out = tmp_path / "out"
     assert render.main(["staging", "--out", str(out)]) == 0
     (out / "notes.txt").write_text("mine")
@@ -292,7 +292,7 @@ def test_an_unknown_stack_name_lists_the_stacks_there_are(tmp_path, capsys):
     )
 
 
-def test_render_without_the_projects_requirements_says_how_to_run_it(tmp_path):
+def test_render_without_requirements_says_how_to_run_it(tmp_path):
     # As `python3 -m tools.render` does outside the virtualenv: PyYAML cannot be imported.
     block_yaml = "import runpy, sys; sys.modules['yaml'] = None; runpy.run_module('tools.render', run_name='__main__')"
     done = subprocess.run(
@@ -308,7 +308,7 @@ def test_render_without_the_projects_requirements_says_how_to_run_it(tmp_path):
     assert "Traceback" not in done.stderr
 
 
-def test_a_render_says_in_one_line_that_no_class_day_was_played_and_drops_an_earlier_rehearsal(tmp_path, capsys):
+def test_a_render_says_no_day_was_played_drops_old_rehearsal(tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
     # A rehearsal of an earlier render, copied beside it (.ci/run): it no longer describes what is rendered.
