@@ -6,7 +6,7 @@ from tests import conftest
 from tools import harness
 
 
-def test_a_worker_reads_the_run_another_worker_made_and_no_partial_file_is_left(tmp_path, monkeypatch):
+def test_a_worker_reads_anothers_run_leaving_no_partial_file(tmp_path, monkeypatch):
     made = []
     real = harness.run
     monkeypatch.setattr(harness, "run", lambda stack, config: made.append(stack) or real(stack, config))

@@ -70,7 +70,7 @@ def test_schedules_robfig_accepts_parse_to_the_same_firings(spec, canonical):
         ("", r"needs exactly 5 fields"),
     ],
 )
-def test_schedules_robfig_refuses_are_refused_saying_which_field_is_wrong(spec, message):
+def test_schedules_robfig_refuses_are_refused_naming_the_field(spec, message):
     with pytest.raises(ScheduleError, match=message):
         parse(spec)
 
@@ -121,7 +121,7 @@ def shifted_firings(text: str, minutes: int, start: datetime.datetime, days: int
         ("0 9 * * tue", 0, "0 9 * * tue"),
     ],
 )
-def test_a_shifted_schedule_fires_exactly_that_much_later_or_earlier_than_every_start(spec, minutes, shifted):
+def test_a_shifted_schedule_fires_exactly_that_far_from_starts(spec, minutes, shifted):
     assert str(shift(parse(spec), minutes)) == shifted
     # Over eight years (two leap days, every weekday on every date), firing for firing.
     expected, actual = shifted_firings(spec, minutes, datetime.datetime(2025, 1, 1), 8 * 366)
@@ -142,12 +142,12 @@ def test_a_shifted_schedule_fires_exactly_that_much_later_or_earlier_than_every_
         ("0 20,23 * * mon", 120, r"2h later moves its starts at 23:00 to the day after but not those at 20:00"),
     ],
 )
-def test_a_schedule_no_cron_can_shift_exactly_is_refused_saying_why(spec, minutes, message):
+def test_an_unshiftable_schedule_is_refused_saying_why(spec, minutes, message):
     with pytest.raises(ScheduleError, match=message):
         shift(parse(spec), minutes)
 
 
-def test_shortest_gap_is_the_closest_two_starts_come_across_midnight_too():
+def test_shortest_gap_is_the_closest_starts_across_midnight_too():
     assert shortest_gap(parse("0,30 9 * * *")) == 30
     assert shortest_gap(parse("0 1,23 * * *")) == 120  # 23:00 to 01:00 the next day
     assert shortest_gap(parse("0 1,23 * * mon")) == 22 * 60  # Mondays only: no next-day pair

@@ -23,7 +23,7 @@ def expression(key, operator, *values):
     return {"key": key, "operator": operator, **({"values": list(values)} if values else {})}
 
 
-def test_a_pod_with_no_rules_cannot_land_on_a_tainted_node_but_can_on_an_untainted_one():
+def test_a_pod_without_rules_lands_only_on_an_untainted_node():
     assert unschedulable_because({}, NODE) == "untolerated taint nvidia.com/gpu=true:NoSchedule"
     assert unschedulable_because({}, Node("plain", {})) is None
 
@@ -86,11 +86,11 @@ def test_an_empty_term_list_or_an_empty_term_matches_no_node():
         ({"operator": "Exists"}, True),
     ],
 )
-def test_a_toleration_matches_a_taint_by_key_operator_value_and_effect(toleration, tolerated):
+def test_a_toleration_matches_by_key_operator_value_and_effect(toleration, tolerated):
     assert tolerates(toleration, GPU_TAINT) == tolerated
 
 
-def test_no_execute_taints_repel_but_prefer_no_schedule_only_steers():
+def test_noexecute_taints_repel_prefernoschedule_only_steers():
     assert unschedulable_because({}, Node("evicting", {}, [{"key": "k", "value": "v", "effect": "NoExecute"}]))
     assert (
         unschedulable_because({}, Node("preferring", {}, [{"key": "k", "value": "v", "effect": "PreferNoSchedule"}]))

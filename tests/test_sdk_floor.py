@@ -5,7 +5,7 @@ from pulumi.runtime import rpc
 from tools import harness, sdk_floor
 
 
-def test_a_lab_is_its_component_then_its_children_each_after_those_it_waits_for(base_run):
+def test_a_lab_is_its_component_then_children_in_wait_order(base_run):
     lab, *children = sdk_floor.lab_resources(base_run)
     assert (lab.type, lab.name) == (sdk_floor.LAB_TYPE, "intro")
     assert {r.parent for r in children} == {lab.token}
@@ -16,7 +16,7 @@ def test_a_lab_is_its_component_then_its_children_each_after_those_it_waits_for(
     assert waits and all(before < after for before, after in waits)  # the NodePool waits for its EC2NodeClass
 
 
-def test_each_copy_has_the_labs_types_inputs_parent_provider_dependencies_and_delete_timeouts(base_run):
+def test_each_copy_has_the_labs_types_inputs_and_options(base_run):
     lab, *children = sdk_floor.lab_resources(base_run)
     seconds, monitor = sdk_floor.replay([lab, *children], 2)
     assert seconds > 0

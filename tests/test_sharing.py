@@ -62,7 +62,7 @@ def test_every_lab_agrees_with_its_slices_per_gpu(run):
         assert unschedulable_because(plugin, Node(name, labels, pool["template"]["spec"]["taints"])) is None, name
 
 
-def test_synthetic_stacks_cover_one_four_and_eight_gpus_both_architectures_and_no_sharing():
+def test_synthetics_cover_1_4_8_gpus_both_archs_and_no_sharing():
     labs = [lab for values in SYNTHETIC.values() for lab in values["gpulab:labs"].values()]
     types = [GPU_INSTANCE_TYPES[t] for lab in labs for t in lab["instanceTypes"]]
     assert {1, 4, 8} <= {t.gpus for t in types}
@@ -70,7 +70,7 @@ def test_synthetic_stacks_cover_one_four_and_eight_gpus_both_architectures_and_n
     assert {lab["slicesPerGpu"] == 1 for lab in labs} == {True, False}
 
 
-def test_a_synthetic_stack_puts_an_mps_lab_beside_time_slicing_and_unshared_labs():
+def test_a_synthetic_stack_mixes_mps_sliced_and_unshared_labs():
     labs = SYNTHETIC["mps-beside-time-slicing"]["gpulab:labs"].values()
     assert {(lab.get("sharing", "timeSlicing"), lab["slicesPerGpu"] > 1) for lab in labs} == {
         ("mps", True),

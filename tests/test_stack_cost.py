@@ -18,7 +18,7 @@ def cost(values: dict) -> dict:
     return run_values(values).outputs["cost"]
 
 
-def test_cost_output_has_each_part_per_hour_and_per_730_hour_month_and_names_both_regions():
+def test_cost_output_has_each_part_hourly_monthly_and_regions():
     assert cost(BASE) == {
         "region": "eu-west-1",
         "pricesFrom": "us-east-1 list",
@@ -28,7 +28,7 @@ def test_cost_output_has_each_part_per_hour_and_per_730_hour_month_and_names_bot
     }
 
 
-def test_the_hub_adds_its_classic_load_balancer_and_database_volume():
+def test_the_hub_adds_its_load_balancer_and_database_volume():
     values = stack_values(
         **{
             "gpulab:jupyterhub": {**HUB, "notebookImage": NOTEBOOK_IMAGE},
@@ -47,12 +47,12 @@ def test_the_hub_adds_its_classic_load_balancer_and_database_volume():
         ("1.31", "STANDARD", 0.1),  # EKS upgraded it at the end of standard support
     ],
 )
-def test_the_control_plane_costs_what_eks_charges_its_version_and_support_type(version, support, per_hour):
+def test_control_plane_costs_eks_price_for_version_and_support(version, support, per_hour):
     cluster = {**BASE["gpulab:cluster"], "kubernetesVersion": version, "supportType": support}
     assert cost(stack_values(**{"gpulab:cluster": cluster}))["perHour"]["controlPlane"] == per_hour
 
 
-def test_a_system_node_type_without_a_price_leaves_the_total_unknown_and_the_summary_says_why():
+def test_unpriced_system_nodes_leave_an_unknown_total_explained():
     cluster = {**BASE["gpulab:cluster"], "systemNodes": {"instanceTypes": ["m8i.large", "m7i.large"]}}
     values = stack_values(**{"gpulab:cluster": cluster})
     figures = cost(values)
@@ -68,7 +68,7 @@ def whole_stack_rows(lines: list[str]) -> dict[str, list[str]]:
     return {row["the whole stack"]: list(row.values())[1:] for row in tables.table(lines, "the whole stack in")}
 
 
-def test_summary_shows_the_whole_stack_with_the_regions_of_its_prices_and_the_month_without_a_term():
+def test_summary_shows_stack_price_regions_and_termless_month():
     lines = summary(run_values(BASE))
     (title,) = tables.lead_ins(lines, ("the whole stack in eu-west-1",))
     assert "us-east-1 on-demand list prices" in title and "stack in eu-west-1" in title
@@ -77,7 +77,7 @@ def test_summary_shows_the_whole_stack_with_the_regions_of_its_prices_and_the_mo
     assert "no class has a term: a 730-hour month at the ceiling is 1765.7240 USD" in lines
 
 
-def test_the_term_costs_its_warm_ups_and_classes_at_the_full_labs_cost_beside_the_always_on_part():
+def test_a_term_costs_warmups_and_classes_at_full_lab_plus_base():
     term = {"start": "2027-01-11", "end": "2027-01-24"}  # two Mondays, 14 days
     values = stack_values(
         **{
@@ -101,7 +101,7 @@ def test_the_term_costs_its_warm_ups_and_classes_at_the_full_labs_cost_beside_th
     )
 
 
-def test_each_lab_without_a_term_costs_a_730_hour_month_at_its_ceiling():
+def test_a_termless_lab_costs_a_730_hour_month_at_its_ceiling():
     term = run_values(stack_values()).outputs["labs"]["intro"]["cost"]["term"]
     # 730 x 2.1128 = 1542.344.
     assert term == {"counts": "month", "first": None, "last": None, "hours": 730, "usd": 1542.344}
@@ -149,7 +149,7 @@ def test_the_labs_term_costs_add_up_to_the_stacks_term():
 
 
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
-def test_every_figure_of_a_stack_says_the_region_of_its_prices_and_the_stacks_own(path):
+def test_every_figure_names_its_price_region_and_the_stacks(path):
     """The render prices every stack from the us-east-1 list: a stack elsewhere (staging: eu-west-1) must never read
     as priced in its own region."""
     run = run_stack_file(path)

@@ -94,7 +94,7 @@ def _documents() -> list[dict]:
     return [*files, *({"config": v} for v in (*SYNTHETIC.values(), PLANNER_STACK, TIME_ZONE_STACK))]
 
 
-def test_a_mutated_stack_file_is_taken_or_refused_with_gpulab_lines_and_never_raises(tmp_path):
+def test_mutated_stacks_are_taken_or_refused_never_raising(tmp_path):
     rng = random.Random(SEED)
     documents = _documents()
     taken, refused, runs = 0, 0, 0

@@ -98,7 +98,7 @@ def fits(labs: int) -> bool:
     )
 
 
-def test_max_labs_is_the_most_labs_whose_device_plugin_config_map_fits():
+def test_max_labs_is_the_most_whose_plugin_config_map_fits():
     assert fits(MAX_LABS)
     assert not fits(MAX_LABS + 1), "more labs fit now: set MAX_LABS to the largest count that fits"
 
@@ -118,7 +118,7 @@ def test_the_largest_stack_fits_helms_release_secret():
     assert len(secret) <= MAX_DATA_BYTES
 
 
-def test_a_stack_with_one_lab_more_than_fits_is_refused_naming_the_limit():
+def test_one_lab_more_than_fits_is_refused_naming_the_limit():
     lab = BASE["gpulab:labs"]["intro"]
     values = stack_values(**{"gpulab:labs": {f"lab-{i}": lab for i in range(MAX_LABS + 1)}})
     with pytest.raises(config.ConfigError, match=rf"^gpulab:labs: at most {MAX_LABS} labs fit in one stack, got "):

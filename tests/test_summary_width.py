@@ -46,7 +46,7 @@ def test_every_line_of_the_summary_fits_120_columns(name):
 
 
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
-def test_the_stack_files_summaries_fit_120_columns_while_their_labs_names_are_short(path):
+def test_summaries_fit_120_columns_while_lab_names_are_short(path):
     """Any valid content of the stack files: the labs' names and instance types are the cells that grow with a user's
     stack, and the summary fits while they stay as short as the examples'."""
     name, stack_file = render.stack_file(str(path))

@@ -26,7 +26,7 @@ def said(line: str, clone: Path) -> str:
     return line
 
 
-def test_a_clone_with_nothing_beside_it_is_told_to_run_make_upstream(clone: Path):
+def test_a_lone_clone_is_told_to_run_make_upstream(clone: Path):
     line = said(charts.upstream_absent("karpenter-1.14.1/crds"), clone)
     assert line == (
         "no karpenter-1.14.1/crds: no upstream reference data here (`make upstream` fetches it into .upstream/)"

@@ -31,7 +31,7 @@ def _unit_section(script: str) -> list[str]:
     return script[start : script.index("[Service]", start)].splitlines()
 
 
-def test_user_data_starts_with_a_header_karpenter_recognises_as_mime():
+def test_user_data_starts_with_a_mime_header_karpenter_knows():
     # Karpenter only keeps the parts of user data that starts with MIME-Version: or Content-Type:; anything else it
     # wraps whole as a single NodeConfig or shell-script part.
     assert node_user_data(pod_pids_limit=4096, prepull_images=[], fast_image_pull=False).startswith(
@@ -84,7 +84,7 @@ def cri_snapshotter(node_config: dict) -> str:
 
 
 @pytest.mark.parametrize("fast_image_pull", [False, True])
-def test_the_prepull_lands_the_image_in_the_namespace_and_snapshotter_the_cri_unpacks_into(fast_image_pull):
+def test_the_prepull_lands_where_the_cri_unpacks_images(fast_image_pull):
     node_config_part, script_part = mime_parts(
         node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=fast_image_pull)
     )
@@ -190,7 +190,7 @@ def _run_prepull(tmp_path, images: list[str]) -> list[str]:
     return log.read_text().splitlines()
 
 
-def test_the_prepull_logs_in_to_ecr_with_the_kubelets_credentials_and_pulls_other_images_anonymously(tmp_path):
+def test_the_prepull_uses_kubelet_ecr_login_else_anonymous(tmp_path):
     log = _run_prepull(tmp_path, [ECR_IMAGE, UBUNTU])
     registry = ECR_IMAGE.split("/")[0]
     provider, login, ecr_pull, ubuntu_pull = log

@@ -70,7 +70,7 @@ def test_shellcheck_is_clean_on_every_user_data_script(stack):
                     assert shellcheck(script) == [], f"{node_class}:\n{script}"
 
 
-def test_some_stack_has_a_user_data_script_with_an_embedded_script_for_shellcheck_to_read():
+def test_some_stack_has_user_data_with_an_embedded_script():
     bodies = [
         part.get_payload()
         for stack in STACKS
@@ -81,7 +81,7 @@ def test_some_stack_has_a_user_data_script_with_an_embedded_script_for_shellchec
     assert any(len(scripts(body)) > 1 for body in bodies)
 
 
-def test_shellcheck_reports_an_unquoted_expansion_in_a_script_written_through_a_heredoc():
+def test_shellcheck_finds_an_unquoted_expansion_in_a_heredoc():
     body = "#!/bin/bash\ncat > /usr/local/sbin/x <<'EOF'\n#!/bin/bash\nrm -rf $1/cache\nEOF\n"
     outer, inner = scripts(body)
     assert shellcheck(outer) == []
