@@ -71,7 +71,7 @@ def test_every_eks_addon_installed_runs_a_pinned_version(stack):
     assert f"{major}.{minor}" == eks["version"]
 
 
-def test_system_nodes_span_the_subnets_two_of_them_labelled(base_run):
+def test_system_group_spans_subnets_with_two_labelled_nodes(base_run):
     group = base_run.one("aws:eks/nodeGroup:NodeGroup", "cluster-system").inputs
     assert group["subnetIds"] == SUBNETS
     assert group["scalingConfig"]["minSize"] == 2

@@ -36,7 +36,7 @@ def test_multi_gpu_types_are_priced_per_gpu():
     assert lab_cost(["p4d.24xlarge"], 4, 3).ceiling_per_hour == 8.2342
 
 
-def test_seat_hours_span_the_types_and_the_ceiling_the_dearest():
+def test_seat_hours_span_the_types_the_ceiling_is_the_dearest():
     # g4dn.xlarge 0.526 per GPU-hour, g5.12xlarge 5.672 / 4 = 1.418: seats 0.263 to 0.709 with 2 slices; 4 x 1.418
     cost = lab_cost(["g4dn.xlarge", "g5.12xlarge"], 2, 4)
     assert (cost.seat_hour, cost.ceiling_per_hour) == ((0.263, 0.709), 5.672)
@@ -60,7 +60,7 @@ def test_a_lab_with_no_priced_type_has_no_figures_says_which():
 # --- what warming a class's seats costs ------------------------------------------------------------------------------
 
 
-def test_warming_12_g4dn_xlarge_thirds_20m_costs_4_nodes_20m():
+def test_warming_12_g4dn_thirds_20m_costs_4_nodes_a_third_hour():
     # 12 seats / 3 per node = 4 nodes x 0.526 x 20/60 = 0.70133..
     assert warmup_cost(["g4dn.xlarge"], 3, 12, "20m") == (0.7013, 0.7013)
 
@@ -154,7 +154,7 @@ def test_a_cap_at_or_above_the_ceiling_is_accepted_and_output(cap):
     assert run.outputs["labs"]["intro"]["cost"]["maxHourlyCost"] == cap
 
 
-def test_a_cap_over_an_unpriced_type_is_refused_unchecked():
+def test_a_cap_is_refused_when_a_type_has_no_price_to_check():
     with pytest.raises(config.ConfigError, match=r"^gpulab:labs\.intro\.maxHourlyCost: cannot be checked: "):
         run_values(with_cap(1000, ["g4dn.xlarge", "g7.2xlarge"]))
     with pytest.raises(config.ConfigError, match=rf"g7\.2xlarge has no price \({SOURCE}\)"):

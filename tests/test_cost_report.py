@@ -52,7 +52,7 @@ def test_summary_labels_the_figures_with_the_price_sources():
     assert "list prices of one region (stack in eu-west-1; `pulumi preview` prices eu-west-1), not a bill" in title
 
 
-def test_a_lab_without_prices_says_so_the_total_skips_it():
+def test_an_unpriced_lab_says_so_the_total_counts_priced_only():
     values = stack_values(
         **{"gpulab:labs": {"new": lab(["g7.2xlarge"], 2), "mixed": lab(["g4dn.xlarge", "p5e.48xlarge"], 3, 8)}}
     )

@@ -235,7 +235,7 @@ def test_an_mps_profile_pins_the_uid_and_says_the_gpu_share():
     assert entry["description"].startswith("NVIDIA T4 GPU, MPS, at most 4 GiB of GPU memory and 25% of the GPU compute")
 
 
-def test_a_time_sliced_profile_says_memory_is_shared_uid_chart():
+def test_sliced_profiles_say_memory_is_shared_uid_is_the_charts():
     settings = load(with_secret(hub_stack())).settings
     entry = profile("intro", settings.labs["intro"])
     assert "uid" not in entry["kubespawner_override"]

@@ -26,7 +26,7 @@ def _resources(stack: str) -> dict:
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_the_release_waits_for_cluster_csi_driver_and_class(stack):
+def test_the_release_waits_for_cluster_csi_driver_storage_class(stack):
     resources = _resources(stack)
     needs = set(resources[RELEASE].dependencies)
     assert {ADDON, STORAGE_CLASS, NAMESPACE, "eks:index:Cluster::cluster-eks"} <= needs

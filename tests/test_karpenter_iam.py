@@ -283,7 +283,7 @@ def _trust_policy() -> dict:
     return controller_trust_policy(CLUSTER_ARN, "kube-system", "karpenter")
 
 
-def test_pod_identity_may_assume_and_tag_for_one_account_only():
+def test_identity_may_assume_and_tag_for_one_clusters_account():
     (statement,) = _trust_policy()["Statement"]
     assert statement["Effect"] == "Allow"
     assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}

@@ -151,7 +151,7 @@ def test_dcgm_exporter_reads_the_host_engine_gpu_use_per_pod():
     assert {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"} <= set(counters)
 
 
-def test_kube_state_metrics_reads_pods_only_labs_and_learners():
+def test_kube_state_metrics_labels_lab_learner_reads_pods_only():
     objects = {(o["kind"], o["metadata"]["name"]): o for o in rendered(METERED).manifests()}
     deployment = objects[("Deployment", kube_state_metrics.NAME)]
     (container,) = deployment["spec"]["template"]["spec"]["containers"]

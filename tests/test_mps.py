@@ -153,7 +153,7 @@ def smoke_command(lab):
     return container["command"]
 
 
-def test_mps_smoke_prints_the_cap_expected_and_asks_the_real():
+def test_mps_smoke_prints_expected_cap_asks_daemon_for_real_one():
     shell, flag, script = smoke_command({"sharing": "mps"})
     assert (shell, flag) == ("sh", "-c")
     assert script.startswith("nvidia-smi -L && nvidia-smi && ")

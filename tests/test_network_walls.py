@@ -29,7 +29,7 @@ pytestmark = pytest.mark.charts
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
-def test_learners_reach_hub_dns_web_only_hub_and_proxy_them(stack):
+def test_learners_reach_hub_dns_web_only_hub_proxy_reach_them(stack):
     assert breaches(cluster(stack), table(stack)) == []
 
 

@@ -191,7 +191,7 @@ def test_a_buffer_warms_its_seats_and_learners_need_no_new_node(stack, binary):
 
 
 @pytest.mark.parametrize("stack", ALL)
-def test_the_plans_cost_is_gpulabs_within_the_labs_figures(stack, binary):
+def test_the_plans_cost_is_its_nodes_price_within_lab_figures(stack, binary):
     """Karpenter prices instances only; gpulab's figures add each node's root volume (rootVolumePerNodeHour)."""
     for name, settings, out, scenarios in planned_labs(stack, binary):
         cost = out["cost"]

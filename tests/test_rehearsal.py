@@ -196,7 +196,7 @@ def test_a_class_role_without_patch_fails_as_an_rbac_denial(built: None, tmp_pat
         assert job["bufferReplicas"] == 0, job
 
 
-def test_the_twins_controllers_make_and_bind_a_deployments_pod(built: None) -> None:
+def test_twin_controllers_and_scheduler_make_and_bind_a_pod(built: None) -> None:
     """The controllers run under their own service accounts and the scheduler as system:kube-scheduler: a Deployment
     gets its ReplicaSet and pod from the controller manager, and the scheduler binds the pod to the one Ready node. A
     missing permission of either (the bootstrap roles of the release) leaves the pod unmade or unbound."""

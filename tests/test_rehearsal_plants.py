@@ -191,7 +191,7 @@ def _class_budget_an_hour_short(out: Path) -> None:
     _resources(out, "kubernetes:karpenter.sh/v1:NodePool", plant)
 
 
-def test_an_hour_short_budget_lets_a_learner_move_in_it(unplanted, tmp_path: Path) -> None:
+def test_a_window_an_hour_short_lets_karpenter_move_a_learner(unplanted, tmp_path: Path) -> None:
     """After the 10:00 leavers, once consolidateAfter (10m) has passed since, Karpenter's consolidation moves the
     learners of one node onto the others' free seats, which only the class's window forbade."""
     done = _rehearsed(unplanted, tmp_path, _class_budget_an_hour_short)

@@ -44,7 +44,7 @@ def _objects(out: Path) -> list[dict[str, Any]]:
     return [o for o in yaml.safe_load_all((out / "charts" / f"{RELEASE}.yaml").read_text()) if o]
 
 
-def test_learner_pods_name_the_scheduler_its_config_runs(hub_render) -> None:
+def test_learner_pods_name_the_user_schedulers_configured_name(hub_render) -> None:
     """KubeSpawner's pods and the user-scheduler's rendered configuration agree on its name: were they to differ, no
     scheduler would bind a learner."""
     out, run = hub_render

@@ -269,7 +269,7 @@ def test_a_yaml_merge_key_lab_renders_with_the_merged_values(tmp_path, capsys):
     assert node_class["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20260714"}]
 
 
-def test_a_failed_render_removes_the_last_and_keeps_other_files(tmp_path, capsys):
+def test_a_failed_render_removes_the_previous_keeps_other_files(tmp_path, capsys):
     out = tmp_path / "out"
     assert render.main(["staging", "--out", str(out)]) == 0
     (out / "notes.txt").write_text("mine")
