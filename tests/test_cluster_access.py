@@ -40,7 +40,7 @@ def test_each_admin_role_gets_cluster_admin_at_cluster_scope():
         assert f"aws:eks/accessEntry:AccessEntry::{name}" in association.dependencies
 
 
-def test_no_admin_roles_by_default(base_run):
+def test_by_default_no_role_is_an_admin(base_run):
     assert base_run.of_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation") == []
 
 

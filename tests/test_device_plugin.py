@@ -76,7 +76,7 @@ def test_plugin_settings_come_from_config():
     }
 
 
-def test_no_smoke_workload_unless_asked(base_run):
+def test_there_is_no_smoke_workload_unless_asked(base_run):
     assert base_run.of_type("kubernetes:apps/v1:Deployment") == []
 
 

@@ -6,7 +6,7 @@ from config.durations import duration_minutes, format_duration, seconds
 
 
 @pytest.mark.parametrize(("text", "expected"), [("90s", 90), ("1h", 3600), ("1h30m", 5400), ("720h", 2_592_000)])
-def test_seconds_of_a_karpenter_duration(text, expected):
+def test_a_karpenter_duration_reads_as_its_seconds(text, expected):
     assert seconds(text) == expected
 
 

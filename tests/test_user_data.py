@@ -48,7 +48,7 @@ def test_nodeconfig_part_carries_pod_pids_limit():
     assert config["spec"]["kubelet"]["config"]["podPidsLimit"] == 4096
 
 
-def test_no_script_part_without_images():
+def test_without_images_user_data_has_no_script_part():
     types = [
         part.get_content_type()
         for part in mime_parts(node_user_data(pod_pids_limit=1024, prepull_images=(), fast_image_pull=False))
