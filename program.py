@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import pulumi
 
-import config
+import domain.stack
 from components.budgets import LabBudgets
 from components.cluster import Cluster
 from components.discovery_tags import DiscoveryTags
@@ -29,9 +29,9 @@ from components.metrics.store import Store
 from components.node_role import NodeRole
 from components.nvidia.device_plugin import DevicePlugin
 from components.prices import Prices
-from config.ami_releases import ami_warnings
-from config.price_book import LIST, PriceBook
-from config.stack_cost import full_cost, lab_term, labs_ceilings, stack_cost, term_days
+from domain.cost.price_book import LIST, PriceBook
+from domain.cost.stack_cost import full_cost, lab_term, labs_ceilings, stack_cost, term_days
+from domain.upstream.ami_releases import ami_warnings
 
 # Python's cyclic garbage collector makes a young collection every 700 net allocations by default (gc.get_threshold),
 # and enough of them make a full one, over every object alive. A run of the program builds a graph of resources,
@@ -47,19 +47,21 @@ def collect_rarely() -> None:
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
 
 
-def problems(stack: config.StackConfig) -> list[str]:
+def problems(stack: domain.stack.StackConfig) -> list[str]:
     """The stack's problems that only the objects it builds show, one `gpulab:<key>` line each; checked before
     anything is registered, as the configuration is."""
     return user_data_problems(stack.settings.labs)
 
 
-def build(stack: config.StackConfig, live_prices: bool = False) -> None:
+def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
     """The stack's resources and outputs; its cost figures at the prices of the stack's region read from AWS with
     `live_prices` (pulumi preview and up: components/prices.py), else at the us-east-1 list (the render, the tests)."""
     settings = stack.settings
     book: PriceBook | pulumi.Output[PriceBook] = LIST
     if live_prices:
-        system_type = settings.cluster.system_nodes.instance_types[0]  # the type EKS launches (config/stack_cost.py)
+        system_type = settings.cluster.system_nodes.instance_types[
+            0
+        ]  # the type EKS launches (domain/cost/stack_cost.py)
         book = Prices(
             "prices",
             stack.region,
@@ -111,7 +113,7 @@ def build(stack: config.StackConfig, live_prices: bool = False) -> None:
         if lab.classes:
             ClassSeats(lab_name, lab, karpenter=karpenter.release, provider=cluster.provider)
 
-    # Validation gives every stack with a budget its alerts (config/budgets.py alerts_fit).
+    # Validation gives every stack with a budget its alerts (domain/stack/budgets.py alerts_fit).
     if (budgets := settings.budgets) and settings.budget_alerts:
         LabBudgets("budgets", settings.cluster.name, budgets, settings.budget_alerts)
 
@@ -160,11 +162,12 @@ def _at(book: PriceBook | pulumi.Output[PriceBook], figure: Callable[[PriceBook]
 
 
 def _lab_cost(
-    name: str, lab: config.Lab, region: str, days: tuple[datetime.date, datetime.date] | None, book: PriceBook
+    name: str, lab: domain.stack.Lab, region: str, days: tuple[datetime.date, datetime.date] | None, book: PriceBook
 ) -> dict[str, Any]:
     """The `labs.<lab>.cost` output, the region of its prices beside the stack's, and the lab's term figure over the
-    stack's term `days` (config/stack_cost.py lab_term, which the summary's term adds up). At a preview's prices a
-    lab whose cap fails there is refused, as the list's is at validation (config/cost.py within_max_hourly_cost)."""
+    stack's term `days` (domain/cost/stack_cost.py lab_term, which the summary's term adds up). At a preview's prices a
+    lab whose cap fails there is refused, as the list's is at validation (domain/cost/lab_cost.py
+    within_max_hourly_cost)."""
     cost = lab.cost_at(book)
     if book.live and (problem := cost.cap_problem):
         raise pulumi.RunError(f"gpulab:labs.{name}.maxHourlyCost: {problem}")
@@ -176,8 +179,8 @@ def _lab_cost(
 def main() -> None:
     collect_rarely()  # for the whole run: Pulumi registers the resources after build() returns
     try:
-        stack = config.load()
-    except config.ConfigError as error:
+        stack = domain.stack.load()
+    except domain.stack.ConfigError as error:
         # RunError ends the program with its message and no traceback.
         raise pulumi.RunError(f"the stack configuration has problems:\n{error}") from None
     if lines := problems(stack):

@@ -13,7 +13,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.labels import LAB_LABEL
-from config.budgets import BudgetAlerts, budget_name, limit_amount
+from domain.stack.budgets import BudgetAlerts, budget_name, limit_amount
 
 TYPE = "gpulab:billing:LabBudgets"
 # AWS Budgets' cost filter of one tag's value: "user:<tag key>$<tag value>" (the TagKeyValue example of pulumi-aws

@@ -10,8 +10,8 @@ import pulumi_kubernetes as k8s
 from components.control_plane import cluster_args, log_group_name, secrets_key_alias
 from components.labels import GPU_TOLERATION, SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
 from components.node_role import NodeRole
-from config.model import Cluster as ClusterConfig
-from config.versions import (
+from domain.stack.model import Cluster as ClusterConfig
+from domain.upstream.versions import (
     KUBE_PROXY_ADDON_VERSIONS,
     NODE_MONITORING_AGENT_ADDON_VERSION,
     POD_IDENTITY_AGENT_ADDON_VERSION,
@@ -120,9 +120,9 @@ class Cluster(pulumi.ComponentResource):
         # Karpenter would replace healthy nodes every 10 minutes (aws/eks-node-monitoring-agent v1.6.1,
         # charts/eks-node-monitoring-agent/values.yaml: nodeAgent.tolerations, dcgmAgent.tolerations; the add-on
         # accepts dcgmAgent.tolerations from v1.6.0 on, charts/configuration.schema.json). Its dcgm-server affinity
-        # at the pinned version lists the amd64 types of config/instance_types.py but the g7 and g7e families, so
-        # those nodes run no DCGM server and meet the same fate until a later pinned version lists them (v1.6.2 does;
-        # config/versions.py says why it is not pinned); on arm64 the agent does not monitor NVIDIA GPUs.
+        # at the pinned version lists the amd64 types of domain/capacity/instance_types.py but the g7 and g7e families,
+        # so those nodes run no DCGM server and meet the same fate until a later pinned version lists them (v1.6.2 does;
+        # domain/upstream/versions.py says why it is not pinned); on arm64 the agent does not monitor NVIDIA GPUs.
         aws.eks.Addon(
             f"{name}-node-monitoring-agent",
             cluster_name=self.cluster_name,

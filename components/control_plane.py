@@ -6,7 +6,7 @@ from typing import Any
 
 import pulumi_aws as aws
 
-from config.model import Cluster as ClusterConfig
+from domain.stack.model import Cluster as ClusterConfig
 
 
 def log_group_name(cluster_name: str) -> str:

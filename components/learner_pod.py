@@ -5,7 +5,7 @@ who spawns learners' pods."""
 from typing import Any
 
 from components.labels import GPU_RESOURCE, GPU_TOLERATION, LAB_LABEL
-from config.model import Lab
+from domain.stack.model import Lab
 
 # Where no real image matters (the seat template's pods exist only in Karpenter's memory, the planner never pulls one),
 # any resolvable image does: the Kubernetes pause image, the version kubeadm 1.32 defaults to (kubernetes/kubernetes

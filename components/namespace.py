@@ -3,7 +3,7 @@
 import pulumi
 import pulumi_kubernetes as k8s
 
-from config.fields import BUILT_IN_NAMESPACES
+from domain.stack.fields import BUILT_IN_NAMESPACES
 
 
 def namespace_dependencies(resource_name: str, namespace: str, opts: pulumi.ResourceOptions) -> list[pulumi.Resource]:

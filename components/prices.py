@@ -5,10 +5,10 @@ in us-east-1 whatever the stack's region: the look-ups go through a provider of 
 the stack's region (`regionCode`). Spot prices are EC2's current ones (`aws.ec2.get_spot_price`) for each spot lab's
 types in each zone of the stack's private subnets. A type the Price List API has no price for in the region, or
 whose look-up fails (permissions, throttling), is named with the provider's words and never priced; the figures then
-say so (config/cost.py), and a lab with a cap is refused (program.py).
+say so (domain/cost/lab_cost.py), and a lab with a cap is refused (program.py).
 
-The render and the tests run offline and price from config/prices.py's us-east-1 list instead
-(config/price_book.py LIST); tests/test_live_prices.py answers these look-ups with mocks.
+The render and the tests run offline and price from domain/cost/prices.py's us-east-1 list instead
+(domain/cost/price_book.py LIST); tests/test_live_prices.py answers these look-ups with mocks.
 """
 
 import datetime
@@ -21,7 +21,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from config.price_book import PriceBook
+from domain.cost.price_book import PriceBook
 
 # The Price List API's endpoint (AWS Price List API, "Endpoints": us-east-1, eu-central-1 and ap-south-1; the
 # pulumi-aws docs of aws.pricing.get_product: "only available in a us-east-1 or ap-south-1 provider").

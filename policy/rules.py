@@ -50,8 +50,8 @@ MAX_HOURLY_COST_ANNOTATION = "gpulab.dev/max-hourly-cost-usd"
 # A NodePool that selects on any of these well-known Karpenter labels (instance-gpu-count, -name, -manufacturer,
 # -memory) asks for GPU instances.
 GPU_REQUIREMENT_PREFIX = "karpenter.k8s.aws/instance-gpu-"
-# EC2 families with NVIDIA GPUs: a superset of config/instance_types.py, which leaves out families Karpenter does
-# not count GPUs for or EC2 no longer offers; a NodePool naming any of them is still a GPU NodePool.
+# EC2 families with NVIDIA GPUs: a superset of domain/capacity/instance_types.py, which leaves out families Karpenter
+# does not count GPUs for or EC2 no longer offers; a NodePool naming any of them is still a GPU NodePool.
 NVIDIA_GPU_FAMILIES = frozenset(
     {
         "g3", "g3s", "g4dn", "g5", "g5g", "g6", "g6e", "g6f", "g7", "g7e", "gr6", "gr6f",
@@ -61,7 +61,7 @@ NVIDIA_GPU_FAMILIES = frozenset(
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 INSTANCE_FAMILY_LABEL = "karpenter.k8s.aws/instance-family"
 
-# Mirror of config/endpoint.py: the block EKS uses when publicAccessCidrs is not set.
+# Mirror of domain/stack/endpoint.py: the block EKS uses when publicAccessCidrs is not set.
 EVERYWHERE = "0.0.0.0/0"
 
 # Mirrors of components/karpenter/iam_policies.py: the principal EKS Pod Identity assumes roles as, and the session

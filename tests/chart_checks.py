@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from components.labels import DEVICE_PLUGIN_CONFIG_LABEL, GPU_RESOURCE
-from config.sharing import DEFAULT_PROFILE
+from domain.capacity.sharing import DEFAULT_PROFILE
 from tests.nodes import lab_nodes, system_nodes
 from tests.scheduling import Node, unschedulable_because
 from tools import harness

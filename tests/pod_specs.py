@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from fractions import Fraction
 from typing import Any
 
-from config.quantity import quantity
+from domain.capacity.quantity import quantity
 
 # Where each kind that stores a pod spec keeps it.
 _POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {

@@ -1,10 +1,10 @@
-"""The EKS add-on DaemonSets of config/daemonsets.py against their published sources at the pinned versions.
+"""The EKS add-on DaemonSets of domain/capacity/daemonsets.py against their published sources at the pinned versions.
 
 The sources are in the upstream reference data as tools/upstream.py fetches them (each test skips, naming the file
 it needs, when they are not): the VPC CNI's manifest and the node monitoring agent's and Pod Identity agent's charts
-at the versions config/daemonsets.py cites, and the kube-proxy DaemonSet eksctl captured from an EKS cluster. A chart
-is rendered with `helm template` and the configuration the program gives its add-on. Each DaemonSet must request what
-gpulab counts and land on exactly the same GPU nodes, for every instance type gpulab knows.
+at the versions domain/capacity/daemonsets.py cites, and the kube-proxy DaemonSet eksctl captured from an EKS cluster. A
+chart is rendered with `helm template` and the configuration the program gives its add-on. Each DaemonSet must request
+what gpulab counts and land on exactly the same GPU nodes, for every instance type gpulab knows.
 """
 
 import json
@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from components.labels import GPU_PRESENT_LABEL, GPU_TAINT
-from config.daemonsets import EKS_ADDON_DAEMONSETS, pod_requests
-from config.instance_types import GPU_INSTANCE_TYPES
+from domain.capacity.daemonsets import EKS_ADDON_DAEMONSETS, pod_requests
+from domain.capacity.instance_types import GPU_INSTANCE_TYPES
 from tests import upstream as upstream_data
 from tests.scheduling import Node, unschedulable_because
 from tests.upstream import UPSTREAM

@@ -3,10 +3,10 @@
 import grpc
 import pytest
 
-import config
+import domain.stack
 from components.karpenter.ami import ssm_parameters
-from config.ami_releases import NVIDIA_AMIS, ami_warnings
-from config.model import Lab
+from domain.stack.model import Lab
+from domain.upstream.ami_releases import NVIDIA_AMIS, ami_warnings
 from tests.conftest import STACK_FILES, as_cli_config, run_values, stack_values
 from tests.synthetic import lab
 from tools import harness
@@ -114,7 +114,7 @@ def test_a_missing_release_shared_by_labs_names_each_lab(missing_release, tmp_pa
 
 def test_the_repos_stacks_use_releases_with_known_nvidia_amis():
     for path in STACK_FILES:
-        stack = config.from_cli(read_stack_file(path))
+        stack = domain.stack.from_cli(read_stack_file(path))
         assert ami_warnings(stack.settings.labs, stack.settings.cluster.kubernetes_version) == [], path.name
 
 

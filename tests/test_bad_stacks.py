@@ -114,7 +114,7 @@ BAD = {
     "a misspelt instance type": (
         HEAD + labs().replace("g4dn.xlarge", "g4dn.xlarg"),
         "gpulab:labs.intro.instanceTypes[0]: 'g4dn.xlarg' is not an NVIDIA GPU instance type that gpulab knows "
-        "(the list is in config/instance_types.py); did you mean g4dn.xlarge?",
+        "(the list is in domain/capacity/instance_types.py); did you mean g4dn.xlarge?",
     ),
     "an AMI release without its v": (
         HEAD + labs().replace("@v20260714", "@20260714"),
@@ -342,8 +342,8 @@ def test_an_overflowing_hub_secret_names_labs_writes_nothing(tmp_path, capsys, m
         (
             "al2023@v20990101",
             "1.34",
-            "gpulab:labs.intro.ami: warning: release v20990101 is not one gpulab knows (config/ami_releases.py lists "
-            "amazon-eks-ami's releases to v2",
+            "gpulab:labs.intro.ami: warning: release v20990101 is not one gpulab knows "
+            "(domain/upstream/ami_releases.py lists amazon-eks-ami's releases to v2",
         ),
         (
             "al2023@v20260714",

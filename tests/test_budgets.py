@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-import config
+import domain.stack
 from tests.conftest import as_cli_config, run_values, stack_values
 from tests.synthetic import lab
 from tools import harness
@@ -79,8 +79,8 @@ def test_without_a_stack_budget_only_labs_with_own_are_budgeted():
 
 
 def problems(values: dict) -> list[str]:
-    with pytest.raises(config.ConfigError, match=r"^gpulab:") as caught:
-        config.from_cli(as_cli_config(values))
+    with pytest.raises(domain.stack.ConfigError, match=r"^gpulab:") as caught:
+        domain.stack.from_cli(as_cli_config(values))
     return caught.value.lines
 
 

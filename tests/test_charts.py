@@ -7,7 +7,7 @@ import yaml
 
 from components.karpenter.controller import RELEASE as KARPENTER
 from components.nvidia.device_plugin import RELEASE as DEVICE_PLUGIN
-from config.versions import KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
+from domain.upstream.versions import KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
 from tests.conftest import BASE, stack_values
 from tests.k8s_schema import is_built_in
 from tests.rendered import BASE_STACK, STACKS, load_objects, rendered

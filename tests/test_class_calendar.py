@@ -1,5 +1,6 @@
 """A class's calendar in its own time zone: its occurrences over a term, its budget windows in UTC, and the tz
-database it is read with (config/class_calendar.py, config/class_budgets.py, config/time_zones.py), without mocks."""
+database it is read with (domain/time/class_calendar.py, domain/time/budget_windows.py, domain/time/zones.py), without
+mocks."""
 
 import datetime
 import re
@@ -8,12 +9,12 @@ from pathlib import Path
 import pytest
 import tzdata
 
-from config import class_budgets, class_calendar, durations, schedule, time_zones
-from config.fields import FieldProblem
+from domain.problems import FieldProblem
+from domain.time import budget_windows, class_calendar, cron, durations, zones
 
 ROOT = Path(__file__).resolve().parent.parent
 UTC = datetime.UTC
-TUESDAY_IN_BERLIN = schedule.parse("0 9 * * tue")
+TUESDAY_IN_BERLIN = cron.parse("0 9 * * tue")
 SPRING_TERM = (datetime.date(2027, 1, 11), datetime.date(2027, 4, 30), (datetime.date(2027, 4, 6),))
 
 
@@ -53,7 +54,7 @@ def test_warmup_start_and_end_keep_elapsed_gaps_across_a_change():
 def test_a_class_over_a_change_lasts_its_elapsed_duration():
     # 01:00 to 04:00 on the wall clock of 28 March 2027 is two hours; a 3h class ends at 05:00 CEST.
     (night,) = class_calendar.occurrences(
-        schedule.parse("0 1 28 3 *"), "Europe/Berlin", 20, 180, datetime.date(2027, 3, 28), datetime.date(2027, 3, 28)
+        cron.parse("0 1 28 3 *"), "Europe/Berlin", 20, 180, datetime.date(2027, 3, 28), datetime.date(2027, 3, 28)
     )
     assert (night.start, night.end) == (at("2027-03-28T00:00"), at("2027-03-28T03:00"))
     assert night.local(night.end).strftime("%H:%M") == "05:00"
@@ -73,7 +74,7 @@ def test_a_class_over_a_change_lasts_its_elapsed_duration():
 )
 def test_each_zone_puts_the_local_start_at_its_own_utc_time(zone, spec, day, utc):
     date = datetime.date.fromisoformat(day)
-    (occurrence,) = class_calendar.occurrences(schedule.parse(spec), zone, 20, 60, date, date)
+    (occurrence,) = class_calendar.occurrences(cron.parse(spec), zone, 20, 60, date, date)
     assert occurrence.start == at(utc)
 
 
@@ -115,13 +116,13 @@ def test_each_zone_puts_the_local_start_at_its_own_utc_time(zone, spec, day, utc
 def test_a_start_or_warmup_a_change_skips_or_repeats_is_refused(spec, day, warmup, key, message):
     date = datetime.date.fromisoformat(day)
     with pytest.raises(FieldProblem, match=re.escape(message)) as caught:
-        list(class_calendar.occurrences(schedule.parse(spec), "Europe/Berlin", warmup, 60, date, date))
+        list(class_calendar.occurrences(cron.parse(spec), "Europe/Berlin", warmup, 60, date, date))
     assert caught.value.key == key
 
 
 def test_a_terms_budget_windows_keep_each_offset_to_its_months():
     planned = class_calendar.planned(TUESDAY_IN_BERLIN, "Europe/Berlin", 20, 120, SPRING_TERM)
-    windows = class_budgets.windows(TUESDAY_IN_BERLIN, 20, 120, planned, None, True)
+    windows = budget_windows.windows(TUESDAY_IN_BERLIN, 20, 120, planned, None, True)
     assert [(w.reasons, str(w.schedule), w.minutes) for w in windows] == [
         (("Drifted", "Underutilized"), "40 7 * 1-3 tue", 140),  # UTC+01:00, January to March
         (("Empty",), "40 7 * 1-3 tue", 35),
@@ -131,16 +132,16 @@ def test_a_terms_budget_windows_keep_each_offset_to_its_months():
 
 
 def test_a_utc_class_keeps_its_two_windows_as_written():
-    start = schedule.parse("30 13 1-28 * *")
-    windows = class_budgets.windows(start, 20, 60, None, datetime.timedelta(0), False)
+    start = cron.parse("30 13 1-28 * *")
+    windows = budget_windows.windows(start, 20, 60, None, datetime.timedelta(0), False)
     assert [(str(w.schedule), w.minutes) for w in windows] == [("10 13 1-28 * *", 80), ("10 13 1-28 * *", 35)]
 
 
 def test_a_window_utc_cannot_name_is_refused_at_the_schedule():
-    first_of_month = schedule.parse("0 9 1 * *")  # Sydney's 09:00 on the 1st is the last day of the month before
+    first_of_month = cron.parse("0 9 1 * *")  # Sydney's 09:00 on the 1st is the last day of the month before
     planned = class_calendar.planned(first_of_month, "Australia/Sydney", 20, 60, None)
     with pytest.raises(FieldProblem, match=r"its budget windows at UTC\+11:00 cannot be one cron schedule in UTC"):
-        class_budgets.windows(first_of_month, 20, 60, planned, None, False)
+        budget_windows.windows(first_of_month, 20, 60, planned, None, False)
 
 
 def test_a_class_without_a_term_needs_the_days_asked_about():
@@ -157,8 +158,8 @@ def test_a_class_without_a_term_needs_the_days_asked_about():
 def test_time_zones_come_from_the_pinned_tzdata_package_only():
     pins = dict(line.split("==") for line in (ROOT / "requirements.txt").read_text().splitlines() if "==" in line)
     assert pins["tzdata"] == tzdata.__version__
-    assert time_zones.VERSION == tzdata.IANA_VERSION
-    berlin = time_zones.zone("Europe/Berlin")
+    assert zones.VERSION == tzdata.IANA_VERSION
+    berlin = zones.zone("Europe/Berlin")
     assert berlin.key == "Europe/Berlin" and berlin.utcoffset(datetime.datetime(2027, 7, 1)) == datetime.timedelta(
         hours=2
     )
@@ -179,7 +180,7 @@ def test_a_zone_has_one_offset_iff_its_clock_never_changes(zone, offset):
     assert class_calendar.fixed_offset(zone) == offset
     first, last = class_calendar.horizon()
     sampled = {
-        datetime.datetime(year, month, day, tzinfo=UTC).astimezone(time_zones.zone(zone)).utcoffset()
+        datetime.datetime(year, month, day, tzinfo=UTC).astimezone(zones.zone(zone)).utcoffset()
         for year in range(first.year, last.year + 1)
         for month in range(1, 13)
         for day in (1, 8, 15, 22)
@@ -192,8 +193,8 @@ def test_the_example_of_classes_md_holds_what_the_page_says():
     assert planned is not None
     needed = sum((o.end - o.warm for o in planned), datetime.timedelta())
     held = set()
-    for window in class_budgets.windows(TUESDAY_IN_BERLIN, 20, 120, planned, None, True):
-        if window.reasons == class_budgets.MOVES_LEARNERS:  # Karpenter's reading: [firing, firing + duration)
+    for window in budget_windows.windows(TUESDAY_IN_BERLIN, 20, 120, planned, None, True):
+        if window.reasons == budget_windows.MOVES_LEARNERS:  # Karpenter's reading: [firing, firing + duration)
             for fire in window.schedule.fires(datetime.datetime(2027, 1, 1), datetime.datetime(2028, 1, 1)):
                 held |= {fire + datetime.timedelta(minutes=m) for m in range(window.minutes)}
     page = " ".join((ROOT / "docs" / "classes.md").read_text().split())

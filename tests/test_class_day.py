@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from kubespawner.slugs import safe_slug  # type: ignore[import-untyped]
 
-import config
-from config.cost import usd
-from config.price_book import LIST
+import domain.stack
+from domain.cost.lab_cost import usd
+from domain.cost.price_book import LIST
 from tests import tables
 from tests.conftest import as_cli_config, stack_values
 from tests.synthetic import lab
@@ -41,7 +41,7 @@ STACK = stack_values(
 
 
 def _settings(values: dict[str, Any]) -> Any:
-    return config.from_cli(as_cli_config(values)).settings
+    return domain.stack.from_cli(as_cli_config(values)).settings
 
 
 SETTINGS = _settings(STACK)
@@ -196,7 +196,7 @@ def test_a_day_whose_learners_all_bind_on_warm_nodes() -> None:
     assert section["nodeHours"] == 8.3167
     assert section["cost"] == round(8.316667 * 0.526, 4)
     # two g4dn.xlarge (3 seats) from 09:00 to 10:00 and from 14:00 to 16:00, at the price the day's nodes were
-    # billed at: the stand-in's, Karpenter's generated list (config/prices.py copies it)
+    # billed at: the stand-in's, Karpenter's generated list (domain/cost/prices.py copies it)
     assert section["lowerBoundNodeHours"] == 6.0
     assert LIST.on_demand["g4dn.xlarge"] == 0.526
     assert section["lowerBoundCost"] == round(6.0 * 0.526, 4) < section["cost"]

@@ -14,11 +14,12 @@ from components.karpenter.class_seats_manifests import (
 )
 from components.karpenter.manifests import node_pool
 from components.labels import GPU_RESOURCE, SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
-from config import durations, schedule, time_zones
-from config.class_budgets import ARRIVAL_MINUTES
-from config.namespaces import class_namespace
-from config.node_capacity import seats_per_node
-from config.quantity import quantity
+from domain.capacity.node_capacity import seats_per_node
+from domain.capacity.quantity import quantity
+from domain.stack.namespaces import class_namespace
+from domain.time import cron, durations
+from domain.time import zones as time_zones
+from domain.time.budget_windows import ARRIVAL_MINUTES
 from tests import tables
 from tests.class_jobs import patches, requires_sh
 from tests.conftest import BASE, run_values, stack_values
@@ -142,9 +143,9 @@ def test_warm_jobs_fire_a_warmup_early_release_jobs_at_start(run):
         for lab_class in lab.classes:
             warm, release = jobs[f"{class_key(lab_class)}-warm"], jobs[f"{class_key(lab_class)}-release"]
             warmup = datetime.timedelta(minutes=durations.duration_minutes(lab_class.warmup))
-            starts = list(schedule.parse(lab_class.schedule).fires(span[0] + warmup, span[1] + warmup))
-            assert list(schedule.parse(warm["spec"]["schedule"]).fires(*span)) == [s - warmup for s in starts]
-            assert schedule.parse(release["spec"]["schedule"]) == lab_class.start
+            starts = list(cron.parse(lab_class.schedule).fires(span[0] + warmup, span[1] + warmup))
+            assert list(cron.parse(warm["spec"]["schedule"]).fires(*span)) == [s - warmup for s in starts]
+            assert cron.parse(release["spec"]["schedule"]) == lab_class.start
             assert warm["spec"]["timeZone"] == release["spec"]["timeZone"] == lab_class.zone
 
 

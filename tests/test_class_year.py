@@ -1,13 +1,13 @@
 """The year-long proof: on every day of 2027, in Europe/Berlin, America/New_York, Australia/Sydney (southern
 hemisphere), Asia/Kolkata (half an hour off UTC, no daylight saving) and Australia/Lord_Howe (a half-hour change), the
 rendered CronJobs and NodePool budgets of tests/synthetic.py TIME_ZONE_STACK do what each class's calendar says
-(config/class_calendar.py), read by the code the cluster runs: planner/classyear (Go) answers with Karpenter 1.14.1's
-own budget code (NodePool.GetAllowedDisruptionsByReason with a clock set to the minute) and robfig/cron v3 as
+(domain/time/class_calendar.py), read by the code the cluster runs: planner/classyear (Go) answers with Karpenter
+1.14.1's own budget code (NodePool.GetAllowedDisruptionsByReason with a clock set to the minute) and robfig/cron v3 as
 Karpenter and kube-controller-manager v1.34 call it, and each CronJob's own container command is run for each firing.
 
 - Every minute of every class, from its warm-up to its end, the lab's NodePool allows no Drifted or Underutilized
   disruption, and from its warm-up until 15 minutes into it no Empty one.
-- No window holds a day longer than config/class_budgets.py says: a class day at most its window and the change of
+- No window holds a day longer than domain/time/budget_windows.py says: a class day at most its window and the change of
   offset, a day the schedule names but the term does not at most that within the term's months, any other day not at
   all. And a NodePool with the planted defect (windows at the winter offset all year) fails the first check.
 - Each warm CronJob calls kubectl exactly `warmup` before each start of the class and at no other time, each release
@@ -31,8 +31,9 @@ import pytest
 import tzdata
 
 from components.karpenter.class_seats_manifests import budget, class_key
-from config import class_budgets, class_calendar, durations, time_zones
-from config.model import LabClass
+from domain.stack.model import LabClass
+from domain.time import budget_windows, class_calendar, durations
+from domain.time import zones as time_zones
 from tests.class_jobs import patches, requires_sh
 from tests.conftest import run_values
 from tests.synthetic import TIME_ZONE_STACK
@@ -46,7 +47,7 @@ FROM, TO = datetime.datetime(2026, 12, 30, tzinfo=UTC), datetime.datetime(2028, 
 ZONES = ["Europe/Berlin", "America/New_York", "Australia/Sydney", "Asia/Kolkata", "Australia/Lord_Howe"]
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 CRON_JOB = "kubernetes:batch/v1:CronJob"
-MOVES, EMPTY = class_budgets.MOVES_LEARNERS, class_budgets.EMPTY
+MOVES, EMPTY = budget_windows.MOVES_LEARNERS, budget_windows.EMPTY
 
 
 @pytest.fixture(scope="session")
@@ -81,7 +82,7 @@ def in_span(lab_class: LabClass) -> list[class_calendar.Occurrence]:
 
 def held(occurrences: list[class_calendar.Occurrence], reasons: tuple[str, ...]) -> list[range]:
     """The minutes each class needs held for the reasons: warm-up to end, or to its first ARRIVAL_MINUTES for Empty."""
-    arrival = datetime.timedelta(minutes=class_budgets.ARRIVAL_MINUTES)
+    arrival = datetime.timedelta(minutes=budget_windows.ARRIVAL_MINUTES)
     return [
         range(minute(o.warm), minute(min(o.start + arrival, o.end)))
         if reasons == EMPTY
@@ -119,7 +120,7 @@ def winter_all_year(lab_class: LabClass) -> list[dict[str, Any]]:
     """The planted defect: the class's windows at its winter (standard, lesser) offset, in every month."""
     winter = min(o.offset for o in in_span(lab_class))
     minutes = durations.duration_minutes(lab_class.warmup), durations.duration_minutes(lab_class.duration)
-    return [budget(w) for w in class_budgets.windows(lab_class.start, *minutes, None, winter, False)]
+    return [budget(w) for w in budget_windows.windows(lab_class.start, *minutes, None, winter, False)]
 
 
 @pytest.fixture(scope="module")
@@ -223,8 +224,8 @@ def protected_by_day(windows: list[list[int]], zone: str) -> dict[datetime.date,
 
 
 def test_no_window_holds_a_day_longer_than_the_scheme_says(zones, proof):
-    """config/class_budgets.py: each offset's windows fire on the days the schedule names, in the UTC months in which
-    the class has a window at that offset; so a class day is held for its window and at most the change of offset,
+    """domain/time/budget_windows.py: each offset's windows fire on the days the schedule names, in the UTC months in
+    which the class has a window at that offset; so a class day is held for its window and at most the change of offset,
     a day the schedule names without class for as long where a window falls in such a month, any other day not at
     all."""
     for name, i, lab_class in classes(zones):
@@ -234,7 +235,7 @@ def test_no_window_holds_a_day_longer_than_the_scheme_says(zones, proof):
         times = [datetime.timedelta(minutes=t) for t in lab_class.start.times_of_day()]
         class_days = {o.local(o.start).date() for o in occurrences}
         warmup, duration = (durations.duration_minutes(v) for v in (lab_class.warmup, lab_class.duration))
-        arrival = warmup + min(class_budgets.ARRIVAL_MINUTES, duration)
+        arrival = warmup + min(budget_windows.ARRIVAL_MINUTES, duration)
         for reasons, lead, window in ((MOVES, warmup, warmup + duration), (EMPTY, warmup, arrival)):
             ahead = datetime.timedelta(minutes=lead)
             months = {(o.offset, (o.start - ahead).month) for o in occurrences}

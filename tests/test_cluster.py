@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from config.versions import (
+from domain.upstream.versions import (
     EBS_CSI_DRIVER_ADDON_VERSION,
     KUBE_PROXY_ADDON_VERSIONS,
     NODE_MONITORING_AGENT_ADDON_VERSION,

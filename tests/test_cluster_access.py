@@ -6,7 +6,7 @@ import json
 import pulumi
 import pytest
 
-import config
+import domain.stack
 from tests.conftest import BASE, as_cli_config, run_values, stack_values
 from tests.scheduling import tolerates
 from tests.synthetic import SYNTHETIC
@@ -57,8 +57,8 @@ def test_by_default_no_role_is_an_admin(base_run):
 )
 def test_admin_roles_must_be_distinct_role_arns(arns, message):
     pulumi.runtime.set_all_config(as_cli_config(with_admins(arns)))
-    with pytest.raises(config.ConfigError, match="adminRoleArns") as caught:
-        config.load()
+    with pytest.raises(domain.stack.ConfigError, match="adminRoleArns") as caught:
+        domain.stack.load()
     assert caught.value.lines[0].startswith(message)
 
 
@@ -103,8 +103,8 @@ def test_mixed_arch_4_gpu_own_namespace_render_2_gpus_refused():
     values = copy.deepcopy(SYNTHETIC["own-namespace"])
     values["gpulab:labs"]["four-gpu"]["maxGpus"] = 2
     pulumi.runtime.set_all_config(as_cli_config(values))
-    with pytest.raises(config.ConfigError, match=r"gpulab:labs\.four-gpu\.maxGpus: must be at least 4"):
-        config.load()
+    with pytest.raises(domain.stack.ConfigError, match=r"gpulab:labs\.four-gpu\.maxGpus: must be at least 4"):
+        domain.stack.load()
 
 
 def test_karpenter_and_plugin_cannot_both_create_a_namespace():
@@ -113,7 +113,7 @@ def test_karpenter_and_plugin_cannot_both_create_a_namespace():
     )
     pulumi.runtime.set_all_config(as_cli_config(values))
     with pytest.raises(
-        config.ConfigError,
+        domain.stack.ConfigError,
         match=r"gpulab:nvidiaDevicePlugin\.namespace: must be a namespace of its own, not 'gpu', which gpulab:karp",
     ):
-        config.load()
+        domain.stack.load()

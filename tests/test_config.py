@@ -5,20 +5,20 @@ import json
 import pulumi
 import pytest
 
-import config
+import domain.stack
 import program
 from tests.conftest import BASE, STACK_FILES, as_cli_config, stack_values
 from tools import render
 
 
-def parsed(values: dict) -> config.StackConfig:
+def parsed(values: dict) -> domain.stack.StackConfig:
     """Loads the values the way the program does: from the Pulumi runtime's configuration."""
     pulumi.runtime.set_all_config(as_cli_config(values))
-    return config.load()
+    return domain.stack.load()
 
 
 def problems(values: dict) -> list[str]:
-    with pytest.raises(config.ConfigError) as caught:
+    with pytest.raises(domain.stack.ConfigError) as caught:
         parsed(values)
     return caught.value.lines
 
@@ -35,7 +35,7 @@ def with_lab(**changes) -> dict:
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
 def test_every_stack_file_in_the_repo_validates(path):
     pulumi.runtime.set_all_config(render.read_stack_file(path))
-    assert config.load().settings.cluster.name
+    assert domain.stack.load().settings.cluster.name
 
 
 def test_lab_defaults_are_no_sharing_one_gpu_and_on_demand():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from config import Lab, Settings
+from domain.stack import Lab, Settings
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 ROW = re.compile(r"^\|\s*`(gpulab:[^`]+)`\s*\|\s*([^|]*?)\s*\|", re.MULTILINE)
@@ -110,7 +110,8 @@ def test_the_walk_reaches_every_kind_of_key():
 
 
 def test_an_undocumented_field_fails():
-    # A lab model with one more field, as a change to config/ would add it (camelCase alias from the model's config).
+    # A lab model with one more field, as a change to domain/stack/ would add it (camelCase alias from the model's
+    # config).
     class LabWithWarmPool(Lab):
         warm_pool: int = Field(default=0, description="A key nobody documented.")
 

@@ -9,8 +9,8 @@ import pulumi_aws
 import pytest
 
 from components.control_plane import log_group_name, secrets_key_alias
-from config.endpoint import MAX_PUBLIC_ACCESS_CIDRS
-from config.log_retention import LOG_RETENTION_DAYS
+from domain.stack.endpoint import MAX_PUBLIC_ACCESS_CIDRS
+from domain.stack.log_retention import LOG_RETENTION_DAYS
 from tests import tables
 from tests.conftest import run_values
 from tests.test_config import parsed, problems, with_cluster

@@ -5,12 +5,12 @@ import re
 
 import pytest
 
-import config
+import domain.stack
 from components.karpenter.manifests import node_overlays, node_pool
 from components.labels import COST_CEILING_ANNOTATION, GPU_RESOURCE, MAX_HOURLY_COST_ANNOTATION
-from config.cost import lab_cost, root_volume_per_hour, warmup_cost
-from config.instance_types import GPU_INSTANCE_TYPES
-from config.prices import DISK_PRICE_SOURCE, ON_DEMAND_USD_PER_HOUR, PRICE_SOURCE
+from domain.capacity.instance_types import GPU_INSTANCE_TYPES
+from domain.cost.lab_cost import lab_cost, root_volume_per_hour, warmup_cost
+from domain.cost.prices import DISK_PRICE_SOURCE, ON_DEMAND_USD_PER_HOUR, PRICE_SOURCE
 from tests.conftest import STACK_FILES, run_stack_file, run_values, stack_values
 from tests.synthetic import SYNTHETIC, lab
 
@@ -98,7 +98,7 @@ def test_a_partly_priced_lab_has_figures_for_priced_types():
 @pytest.mark.parametrize("name", sorted(SYNTHETIC), ids=str)
 def test_the_ceiling_bounds_any_one_type_the_limit_lets_run(name):
     # The NodePool's nvidia.com/gpu limit counts what a node advertises: slices x GPUs with the lab's NodeOverlays.
-    for lab_name, lab_config in config.parse(_labs_only(SYNTHETIC[name]), "eu-west-1").settings.labs.items():
+    for lab_name, lab_config in domain.stack.parse(_labs_only(SYNTHETIC[name]), "eu-west-1").settings.labs.items():
         limit = int(node_pool(lab_name, lab_config)["spec"]["limits"][GPU_RESOURCE])
         overlays = {o["spec"]["requirements"][1]["values"][0]: o for o in node_overlays(lab_name, lab_config)}
         ceiling = lab_config.cost.ceiling_per_hour
@@ -138,7 +138,7 @@ def with_cap(cap, instance_types=("g4dn.xlarge",)):
 
 
 def test_a_ceiling_over_the_cap_is_refused_naming_it_and_prices():
-    with pytest.raises(config.ConfigError, match=r"^gpulab:labs\.intro\.maxHourlyCost: ") as refused:
+    with pytest.raises(domain.stack.ConfigError, match=r"^gpulab:labs\.intro\.maxHourlyCost: ") as refused:
         run_values(with_cap(2))
     # 0.526 + 20 GiB x 0.08 / 730 for the root volume = 0.5281918 per GPU-hour, shown rounded up to 6 decimals
     expected = (
@@ -155,9 +155,9 @@ def test_a_cap_at_or_above_the_ceiling_is_accepted_and_output(cap):
 
 
 def test_a_cap_is_refused_when_a_type_has_no_price_to_check():
-    with pytest.raises(config.ConfigError, match=r"^gpulab:labs\.intro\.maxHourlyCost: cannot be checked: "):
+    with pytest.raises(domain.stack.ConfigError, match=r"^gpulab:labs\.intro\.maxHourlyCost: cannot be checked: "):
         run_values(with_cap(1000, ["g4dn.xlarge", "g7.2xlarge"]))
-    with pytest.raises(config.ConfigError, match=rf"g7\.2xlarge has no price \({SOURCE}\)"):
+    with pytest.raises(domain.stack.ConfigError, match=rf"g7\.2xlarge has no price \({SOURCE}\)"):
         run_values(with_cap(1000, ["g4dn.xlarge", "g7.2xlarge"]))
 
 
@@ -172,7 +172,7 @@ def test_a_cap_is_refused_when_a_type_has_no_price_to_check():
     ],
 )
 def test_a_cap_that_is_not_a_positive_amount_is_refused(cap, expected):
-    with pytest.raises(config.ConfigError, match=rf"^gpulab:labs\.intro\.maxHourlyCost: {expected}$"):
+    with pytest.raises(domain.stack.ConfigError, match=rf"^gpulab:labs\.intro\.maxHourlyCost: {expected}$"):
         run_values(with_cap(cap))
 
 

@@ -7,7 +7,7 @@ import pulumi
 import pytest
 
 import program
-from config.prices import DISK_PRICE_SOURCE, PRICE_SOURCE
+from domain.cost.prices import DISK_PRICE_SOURCE, PRICE_SOURCE
 from tests import tables
 from tests.conftest import BASE, STACK_FILES, as_cli_config, run_values, stack_values
 from tests.synthetic import lab

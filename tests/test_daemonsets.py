@@ -5,9 +5,9 @@ from fractions import Fraction
 
 import pytest
 
-from config.daemonsets import EKS_ADDON_DAEMONSETS, MPS_CONTROL_DAEMON, pod_requests
-from config.instance_types import GPU_INSTANCE_TYPES
-from config.quantity import quantity
+from domain.capacity.daemonsets import EKS_ADDON_DAEMONSETS, MPS_CONTROL_DAEMON, pod_requests
+from domain.capacity.instance_types import GPU_INSTANCE_TYPES
+from domain.capacity.quantity import quantity
 from tests.conftest import BASE, run_values, stack_values
 from tests.nodes import lab_nodes
 from tests.rendered import STACKS, Rendered, rendered

@@ -10,7 +10,7 @@ import pytest
 
 from components.metrics import rules
 from components.metrics.dashboard import PANELS, SAMPLE_LAB, uid
-from config.metrics import Metrics
+from domain.stack.metrics import Metrics
 from tests.promtool import promtool
 from tests.rendered import rendered
 from tools import render

@@ -5,7 +5,7 @@ gpulab's."""
 import pytest
 
 from components.metrics import dcgm_exporter
-from config.versions import DCGM_EXPORTER_IMAGE
+from domain.upstream.versions import DCGM_EXPORTER_IMAGE
 from tests.rendered import load_objects
 from tests.upstream import UPSTREAM, absent
 from tools import charts

@@ -3,7 +3,7 @@
 import pytest
 import yaml
 
-import config
+import domain.stack
 from tests.conftest import BASE, run_values, stack_values
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -114,7 +114,7 @@ def test_smoke_workload_asks_for_one_more_slice_than_a_gpu_has():
     ],
 )
 def test_device_plugin_config_mistakes_are_reported(values, expected):
-    with pytest.raises(config.ConfigError, match=expected):
+    with pytest.raises(domain.stack.ConfigError, match=expected):
         run_values(values)
 
 

@@ -7,11 +7,11 @@ from decimal import Decimal
 import pytest
 import yaml
 
-import config
+import domain.stack
 from components.karpenter.user_data import NODECONFIG_CONTENT_TYPE
-from config.cost import lab_cost, root_volume_per_hour, warmup_cost
-from config.disks import FAST_PULL_MIN_MEMORY_MIB, FAST_PULL_MIN_VCPUS, Volume
-from config.instance_types import GPU_INSTANCE_TYPES
+from domain.capacity.disks import FAST_PULL_MIN_MEMORY_MIB, FAST_PULL_MIN_VCPUS, Volume
+from domain.capacity.instance_types import GPU_INSTANCE_TYPES
+from domain.cost.lab_cost import lab_cost, root_volume_per_hour, warmup_cost
 from tests import tables
 from tests.conftest import BASE, run_values, stack_values
 from tests.crd_schema import crd_problems, requires_upstream
@@ -22,19 +22,20 @@ from tools.summary import NODES_LEAD_IN, TYPES_LEAD_IN, summary
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 TENSORFLOW = "tensorflow/tensorflow:2.12.0-gpu"
 
-# g6.xlarge has 250 GB of NVMe, g5g.xlarge none (config/instance_types.py); both clear nodeadm's 4 vCPU / 7 GiB.
+# g6.xlarge has 250 GB of NVMe, g5g.xlarge none (domain/capacity/instance_types.py); both clear nodeadm's 4 vCPU / 7
+# GiB.
 NVME, EBS_ONLY, MIXED = ["g6.xlarge"], ["g5g.xlarge"], ["g4dn.xlarge", "g5g.xlarge"]
 
 
 def parse_lab(instance_types, **keys):
-    settings = config.parse(
+    settings = domain.stack.parse(
         {"cluster": BASE["gpulab:cluster"], "labs": {"x": lab(instance_types, 2, **keys)}}, "eu-west-1"
     )
     return settings.settings.labs["x"]
 
 
 def refusal(instance_types, **keys) -> list[str]:
-    with pytest.raises(config.ConfigError, match=r"^gpulab:labs\.x\.") as refused:
+    with pytest.raises(domain.stack.ConfigError, match=r"^gpulab:labs\.x\.") as refused:
         parse_lab(instance_types, **keys)
     return refused.value.lines
 
@@ -195,7 +196,7 @@ def test_a_new_disk_strategy_changes_the_spec_and_drifts_nodes():
     assert changed == {"instanceStorePolicy", "blockDeviceMappings", "userData"}
 
 
-# --- what the disk costs, worked by hand from the EBS prices (config/prices.py) -------------------------------------
+# --- what the disk costs, worked by hand from the EBS prices (domain/cost/prices.py) ----------------------------------
 
 
 def test_seed_root_costs_0_0589_a_node_hour_default_0_0022():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from config.durations import duration_minutes, format_duration, seconds
+from domain.time.durations import duration_minutes, format_duration, seconds
 
 
 @pytest.mark.parametrize(("text", "expected"), [("90s", 90), ("1h", 3600), ("1h30m", 5400), ("720h", 2_592_000)])

@@ -2,7 +2,7 @@
 
 import pytest
 
-from config.images import qualify_image
+from domain.stack.images import qualify_image
 
 TENSORFLOW = "tensorflow/tensorflow:2.12.0-gpu"
 TENSORFLOW_QUALIFIED = "docker.io/tensorflow/tensorflow:2.12.0-gpu"

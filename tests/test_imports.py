@@ -1,4 +1,4 @@
-"""The product's imports run downward: no module reaches back to one that imports it (an import circle), and config/
+"""The product's imports run downward: no module reaches back to one that imports it (an import circle), and domain/
 never imports components/ or tools/, nor components/ tools/. Every import statement counts, those under
 TYPE_CHECKING and inside functions too: each is a dependency a reader has to follow."""
 
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("config", "components", "tools", "policy")
+PACKAGES = ("domain", "components", "tools", "policy")
 # What each floor may not import: the floors above it.
-ABOVE = {"config": ("components", "tools"), "components": ("tools",)}
+ABOVE = {"domain": ("components", "tools"), "components": ("tools",)}
 
 
 def _module(path: Path) -> str:
@@ -99,7 +99,9 @@ def test_a_floor_never_imports_the_floors_above_it(floor):
 
 def test_a_planted_circle_is_found_type_checking_imports_too():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from config.model import Lab\n"
-    (node,) = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom) and n.module == "config.model"]
-    assert _imported("config.classes", node) == {"config.model"}
-    assert "config.node_capacity" in GRAPH["config.limits"]  # the graph holds the real imports
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from domain.stack.model import Lab\n"
+    (node,) = [
+        n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom) and n.module == "domain.stack.model"
+    ]
+    assert _imported("domain.stack.classes", node) == {"domain.stack.model"}
+    assert "domain.capacity.node_capacity" in GRAPH["domain.stack.limits"]  # the graph holds the real imports

@@ -1,6 +1,6 @@
 import pytest
 
-from config.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
+from domain.capacity.instance_types import GPU_INSTANCE_TYPES, GpuInstanceType
 
 
 def test_g4dn_xlarge_has_one_t4_4_vcpus_16_gib_125_gb_nvme():

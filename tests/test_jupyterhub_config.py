@@ -9,10 +9,10 @@ import pytest
 import yaml
 from jupyterhub.traitlets import ByteSpecification
 
-import config
+import domain.stack
 from components.jupyterhub.profiles import MPS_LEARNER_UID, description, kubespawner_memory, profile, profile_list
-from config.jupyterhub import CLIENT_SECRET_KEY
-from config.quantity import quantity
+from domain.capacity.quantity import quantity
+from domain.stack.jupyterhub import CLIENT_SECRET_KEY
 from tests.conftest import as_cli_config, stack_values
 from tests.synthetic import HUB, NOTEBOOK_IMAGE, lab
 from tools import charts, harness, render
@@ -25,14 +25,14 @@ def hub_stack(hub: dict | None = None, **labs: dict) -> dict:
     return stack_values(**{"gpulab:labs": labs, "gpulab:jupyterhub": {**HUB, **(hub or {})}})
 
 
-def load(values: dict, secrets: tuple[str, ...] = (SECRET_KEY,)) -> config.StackConfig:
+def load(values: dict, secrets: tuple[str, ...] = (SECRET_KEY,)) -> domain.stack.StackConfig:
     """Loads the values as the program does, with `secrets` marked secret as `pulumi config set --secret` marks them."""
     pulumi.runtime.set_all_config(as_cli_config(values), [k for k in secrets if k in values])
-    return config.load()
+    return domain.stack.load()
 
 
 def problems(values: dict, secrets: tuple[str, ...] = (SECRET_KEY,)) -> list[str]:
-    with pytest.raises(config.ConfigError, match=r"^gpulab:") as caught:
+    with pytest.raises(domain.stack.ConfigError, match=r"^gpulab:") as caught:
         load(values, secrets)
     return caught.value.lines
 

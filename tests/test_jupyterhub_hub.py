@@ -7,7 +7,7 @@ import pytest
 from components.jupyterhub.hub import EBS_CSI_NAMESPACE, EBS_CSI_SERVICE_ACCOUNT
 from components.jupyterhub.hub import RELEASE as HELM_RELEASE
 from components.jupyterhub.values import LB_IDLE_TIMEOUT_SECONDS
-from config.jupyterhub import NEEDS_CLIENT_SECRET
+from domain.stack.jupyterhub import NEEDS_CLIENT_SECRET
 from tests.chart_checks import one
 from tests.conftest import BASE, as_cli_config
 from tests.hub_pods import authenticator_class, stack_hub_config

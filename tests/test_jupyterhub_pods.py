@@ -12,10 +12,10 @@ import pytest
 from components.jupyterhub.hub import RELEASE
 from components.jupyterhub.profiles import MPS_LEARNER_UID
 from components.labels import GPU_RESOURCE, GPU_TAINT
-from config.classes import DEFAULT_WARMUP
-from config.durations import seconds
-from config.limits import seat_share
-from config.quantity import quantity
+from domain.capacity.quantity import quantity
+from domain.stack.classes import DEFAULT_WARMUP
+from domain.stack.limits import seat_share
+from domain.time.durations import seconds
 from tests.hub_pods import authenticator_class, stack_hub_config
 from tests.nodes import lab_nodes, system_nodes
 from tests.rendered import HUB_STACKS, rendered

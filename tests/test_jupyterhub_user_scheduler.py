@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from components.jupyterhub.hub import RELEASE
-from config.versions import KUBE_PROXY_ADDON_VERSIONS, KUBE_SCHEDULER_VERSIONS
+from domain.upstream.versions import KUBE_PROXY_ADDON_VERSIONS, KUBE_SCHEDULER_VERSIONS
 from tests.chart_checks import one
 from tests.rendered import HUB_STACKS, rendered
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from config.instance_types import GPU_INSTANCE_TYPES
+from domain.capacity.instance_types import GPU_INSTANCE_TYPES
 from tests import twin_tests
 from tests.conftest import BASE
 from tests.rendered import BASE_STACK, rendered

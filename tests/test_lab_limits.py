@@ -3,15 +3,15 @@
 import pulumi
 import pytest
 
-import config
+import domain.stack
 from tests.conftest import as_cli_config, run_values, stack_values
 from tests.synthetic import lab
 
 
 def problems(labs: dict) -> list[str]:
     pulumi.runtime.set_all_config(as_cli_config(stack_values(**{"gpulab:labs": labs})))
-    with pytest.raises(config.ConfigError) as caught:
-        config.load()
+    with pytest.raises(domain.stack.ConfigError) as caught:
+        domain.stack.load()
     return caught.value.lines
 
 

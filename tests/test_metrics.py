@@ -12,8 +12,8 @@ from components.jupyterhub.hub import HUB_SERVICE_ACCOUNT
 from components.metrics import dcgm_exporter, kube_state_metrics
 from components.metrics.rules import rule_groups
 from components.metrics.scrape import scrape_configuration
-from config.daemonsets import DCGM_SERVER
-from config.versions import DCGM_EXPORTER_IMAGE, KUBE_STATE_METRICS_IMAGE
+from domain.capacity.daemonsets import DCGM_SERVER
+from domain.upstream.versions import DCGM_EXPORTER_IMAGE, KUBE_STATE_METRICS_IMAGE
 from tests.conftest import BASE, as_cli_config, run_values, stack_values
 from tests.rendered import rendered
 from tests.synthetic import HUB, NOTEBOOK_IMAGE, SYNTHETIC, lab

@@ -13,7 +13,7 @@ import yaml
 
 from components.metrics import rules
 from components.metrics.scrape import scrape_configuration
-from config.load import parse
+from domain.stack.load import parse
 from tests.conftest import stack_values
 from tests.promtool import promtool
 from tests.synthetic import HUB, NOTEBOOK_IMAGE, lab

@@ -3,9 +3,9 @@
 import pytest
 import yaml
 
-import config
-from config.instance_types import COMPUTE_CAPABILITIES, GPU_INSTANCE_TYPES
-from config.sharing import learner_share, mps_max_clients
+import domain.stack
+from domain.capacity.instance_types import COMPUTE_CAPABILITIES, GPU_INSTANCE_TYPES
+from domain.capacity.sharing import learner_share, mps_max_clients
 from tests import tables
 from tests.conftest import BASE, run_values, stack_values
 from tests.synthetic import SYNTHETIC
@@ -64,7 +64,7 @@ def test_an_mps_lab_gets_an_mps_profile_of_its_slices_only(mixed_run):
     ],
 )
 def test_mps_settings_the_daemon_would_refuse_are_reported(lab, expected):
-    with pytest.raises(config.ConfigError, match=expected):
+    with pytest.raises(domain.stack.ConfigError, match=expected):
         run_values(with_lab(**lab))
 
 

@@ -7,7 +7,7 @@ import dataclasses
 import pulumi
 import pytest
 
-import config
+import domain.stack
 from components.jupyterhub.walls import NOT_INTERNET, internet_exceptions
 from tests.conftest import BASE, ROOT, as_cli_config, stack_values
 from tests.reachability import (
@@ -94,8 +94,8 @@ def test_the_vpcs_own_public_blocks_are_not_the_internet():
 
 def _problems(values: dict) -> list[str]:
     pulumi.runtime.set_all_config(as_cli_config(values))
-    with pytest.raises(config.ConfigError) as caught:
-        config.load()
+    with pytest.raises(domain.stack.ConfigError) as caught:
+        domain.stack.load()
     return caught.value.lines
 
 

@@ -1,9 +1,9 @@
-"""config/node_capacity.py: a node's allocatable CPU and memory as Karpenter computes it before launch."""
+"""domain/capacity/node_capacity.py: a node's allocatable CPU and memory as Karpenter computes it before launch."""
 
 import pytest
 
-from config.instance_types import GPU_INSTANCE_TYPES
-from config.node_capacity import allocatable
+from domain.capacity.instance_types import GPU_INSTANCE_TYPES
+from domain.capacity.node_capacity import allocatable
 
 
 @pytest.mark.parametrize(

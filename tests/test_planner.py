@@ -23,10 +23,10 @@ import yaml
 
 from components.karpenter import class_seats, gpu_node_pool
 from components.labels import LAB_LABEL
-from config.node_capacity import seats_per_node
-from config.prices import ON_DEMAND_USD_PER_HOUR
-from config.quantity import quantity
-from config.versions import KARPENTER_CHART_VERSION
+from domain.capacity.node_capacity import seats_per_node
+from domain.capacity.quantity import quantity
+from domain.cost.prices import ON_DEMAND_USD_PER_HOUR
+from domain.upstream.versions import KARPENTER_CHART_VERSION
 from tests import tables
 from tests.conftest import STACK_FILES, as_cli_config, run_config, stack_values
 from tests.rendered import rendered
@@ -310,8 +310,8 @@ def test_render_plan_writes_plan_json_and_prints_every_scenario(binary, tmp_path
         pytest.skip("no charts rendered here (no helm or charts), so no plan")
     assert status == 0
     written = json.loads((tmp_path / "out" / plan.PLAN).read_text())
-    # The planner's Karpenter (planner/go.mod) is the one the stack deploys (config/versions.py): a bump of one alone
-    # would have the plan judge a controller the cluster does not run.
+    # The planner's Karpenter (planner/go.mod) is the one the stack deploys (domain/upstream/versions.py): a bump of one
+    # alone would have the plan judge a controller the cluster does not run.
     assert written["karpenter"] == f"v{KARPENTER_CHART_VERSION}"
     assert [s["name"] for s in written["labs"]["single"]["scenarios"]] == [
         "one",
@@ -373,8 +373,8 @@ def test_a_price_overlay_steers_karpenter_never_the_plans_bill(binary, tmp_path)
 
 
 def test_the_required_cpu_limit_is_exactly_enough_for_max_gpus(binary, tmp_path):
-    """config/limits.py cpu_needed, which refuses a lower cpuLimit and is the NodePool's by default, is Karpenter's
-    own bound: single's 4 g4dn.xlarge of 4 vCPUs need 16, and at 15 Karpenter launches 3 nodes."""
+    """domain/stack/limits.py cpu_needed, which refuses a lower cpuLimit and is the NodePool's by default, is
+    Karpenter's own bound: single's 4 g4dn.xlarge of 4 vCPUs need 16, and at 15 Karpenter launches 3 nodes."""
     run, _, result = _planned(PLANNER, binary)
     lab = run.stack.settings.labs["single"]
     assert lab.node_pool_cpu_limit == 16
@@ -390,7 +390,8 @@ def test_the_required_cpu_limit_is_exactly_enough_for_max_gpus(binary, tmp_path)
 
 @pytest.mark.parametrize(("maker", "launches"), [("intel", True), ("amd", False)])
 def test_karpenter_sees_the_cpu_maker_and_clock_of_each_type(binary, tmp_path, maker, launches):
-    """g4dn is Intel at 2500 MHz (config/instance_types.py): a NodePool asking for that launches, another does not."""
+    """g4dn is Intel at 2500 MHz (domain/capacity/instance_types.py): a NodePool asking for that launches, another does
+    not."""
     _planned(PLANNER, binary)
 
     def require(resources):

@@ -27,8 +27,8 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown
 
 from components import labels
 from components.karpenter import iam_policies, manifests
-from config import endpoint
-from config.instance_types import GPU_INSTANCE_TYPES
+from domain.capacity.instance_types import GPU_INSTANCE_TYPES
+from domain.stack import endpoint
 from tests.conftest import ROOT, STACK_FILES, run_stack_file
 from tools.harness import Registration, Run
 

@@ -8,7 +8,7 @@ import pytest
 
 from components import labels
 from components.karpenter.manifests import node_pool
-from config.model import Lab
+from domain.stack.model import Lab
 from tests.conftest import run_values, stack_values
 from tests.synthetic import lab
 from tests.test_policy import load_pack_module, only, rules, run_policy, violations

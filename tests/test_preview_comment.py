@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-import config
-from config.cost import usd
-from config.price_book import LIST
+import domain.stack
+from domain.cost.lab_cost import usd
+from domain.cost.price_book import LIST
 from tests import tables
 from tests.conftest import BASE, ROOT, as_cli_config, run_values, stack_values
 from tests.synthetic import TIME_ZONE_STACK, lab
@@ -456,8 +456,8 @@ def test_the_posted_comment_diffs_when_the_base_has_outputs(tmp_path, staging_re
 @pytest.mark.parametrize("threshold", ["ten%", "0%", "-5%", 0, -1.5, True, [1]])
 def test_a_threshold_not_usd_or_percent_is_a_line_naming_it(threshold):
     values = stack_values(**{"gpulab:costAlertThreshold": threshold})
-    with pytest.raises(config.ConfigError, match=r"^gpulab:costAlertThreshold: must be ") as caught:
-        config.from_cli(as_cli_config(values))
+    with pytest.raises(domain.stack.ConfigError, match=r"^gpulab:costAlertThreshold: must be ") as caught:
+        domain.stack.from_cli(as_cli_config(values))
     assert len(caught.value.lines) == 1
 
 
@@ -586,7 +586,7 @@ def trickled_rehearsal() -> dict:
     """rehearsal.json of the BASE stack's intro (no classes; 12 seats of g4dn.xlarge, 3 a node) made by
     tools/class_day.py from a synthetic log of its day: a node launched for every third learner as they arrive, each
     bound as they arrive, the 13th as the first leaves."""
-    settings = config.from_cli(as_cli_config(BASE)).settings
+    settings = domain.stack.from_cli(as_cli_config(BASE)).settings
     intro = settings.labs["intro"]
     steps = class_day.timeline(settings, datetime.date(2027, 1, 4))["intro"]
     arrivals = [s for s in steps if s["what"] == "arrive"]

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from config import prices
-from config.instance_types import GPU_INSTANCE_TYPES
-from config.prices import ON_DEMAND_USD_PER_HOUR, SYSTEM_NODE_USD_PER_HOUR
-from config.versions import KARPENTER_CHART_VERSION
+from domain.capacity.instance_types import GPU_INSTANCE_TYPES
+from domain.cost import prices
+from domain.cost.prices import ON_DEMAND_USD_PER_HOUR, SYSTEM_NODE_USD_PER_HOUR
+from domain.upstream.versions import KARPENTER_CHART_VERSION
 from tests.upstream import KARPENTER, absent
 
 # In the upstream reference data (tests/upstream.py); the pull-request workflow fetches it in CI (`make upstream`).

@@ -4,7 +4,7 @@ from fractions import Fraction
 
 import pytest
 
-from config.quantity import quantity
+from domain.capacity.quantity import quantity
 from tests.conftest import BASE, stack_values
 from tests.test_config import parsed, problems
 

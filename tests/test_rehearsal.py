@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from components.karpenter import class_seats_manifests as seats
-from config.versions import KUBE_SCHEDULER_VERSIONS
+from domain.upstream.versions import KUBE_SCHEDULER_VERSIONS
 from tests import twin_tests
 from tests.conftest import BASE, STACK_FILES, as_cli_config, run_config, stack_values
 from tests.rendered import BASE_STACK, rendered

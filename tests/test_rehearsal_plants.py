@@ -25,8 +25,8 @@ import pytest
 import yaml
 
 from components.labels import GPU_RESOURCE
-from config import durations
-from config.class_budgets import MOVES_LEARNERS
+from domain.time import durations
+from domain.time.budget_windows import MOVES_LEARNERS
 from tests import twin_tests
 from tests.conftest import as_cli_config, run_config, stack_values
 from tests.synthetic import lab

@@ -4,7 +4,7 @@ import datetime
 
 import pytest
 
-from config.schedule import ScheduleError, never_fires, parse, shift, shortest_gap
+from domain.time.cron import ScheduleError, never_fires, parse, shift, shortest_gap
 
 MONDAY = datetime.datetime(2026, 1, 5)  # a Monday, so that weekdays in the tests below are easy to read
 

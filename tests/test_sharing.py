@@ -3,7 +3,7 @@
 import pytest
 import yaml
 
-from config.instance_types import GPU_INSTANCE_TYPES
+from domain.capacity.instance_types import GPU_INSTANCE_TYPES
 from tests.conftest import STACK_FILES, run_stack_file, run_values
 from tests.scheduling import Node, unschedulable_because
 from tests.synthetic import SYNTHETIC

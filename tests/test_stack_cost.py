@@ -1,4 +1,5 @@
-"""The whole stack's cost: the `cost` stack output, the summary's table of it, and the term (config/stack_cost.py)."""
+"""The whole stack's cost: the `cost` stack output, the summary's table of it, and the term
+(domain/cost/stack_cost.py)."""
 
 import pytest
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-import config
+import domain.stack
 import program
 from tests.conftest import STACK_FILES
 from tests.synthetic import PLANNER_STACK, SYNTHETIC, TIME_ZONE_STACK
@@ -104,10 +104,10 @@ def test_mutated_stacks_are_taken_or_refused_never_raising(tmp_path):
         path = tmp_path / "Pulumi.fuzz.yaml"
         path.write_text(text, encoding="utf-8")
         try:
-            stack = config.from_cli(render.read_stack_file(path))
+            stack = domain.stack.from_cli(render.read_stack_file(path))
             if problems := program.problems(stack):
-                raise config.ConfigError(problems)
-        except config.ConfigError as error:
+                raise domain.stack.ConfigError(problems)
+        except domain.stack.ConfigError as error:
             refused += 1
             assert error.lines, text
             # One line per problem, each `<key>: <message>` (a gpulab key, or a top-level key YAML read as no string).
@@ -120,7 +120,7 @@ def test_mutated_stacks_are_taken_or_refused_never_raising(tmp_path):
             runs += 1
             try:
                 harness.run("fuzz", render.read_stack_file(path))
-            except config.ConfigError as error:
+            except domain.stack.ConfigError as error:
                 assert all(line.startswith("gpulab") for line in error.lines), (error.lines, text)
     # Both outcomes are exercised: most mutants are refused, some still valid.
     assert refused > MUTANTS // 2 and taken > 0, (taken, refused)

@@ -19,11 +19,11 @@ import string
 import pytest
 import yaml
 
-import config
+import domain.stack
 from components.nvidia.device_plugin import RELEASE, helm_values
-from config.limits import MAX_LABS
-from config.model import Lab, NvidiaDevicePlugin
-from config.versions import NVIDIA_DEVICE_PLUGIN_CHART_VERSION
+from domain.stack.limits import MAX_LABS
+from domain.stack.model import Lab, NvidiaDevicePlugin
+from domain.upstream.versions import NVIDIA_DEVICE_PLUGIN_CHART_VERSION
 from tests import upstream
 from tests.conftest import BASE, ROOT, run_values, stack_values
 from tools.object_size import MAX_DATA_BYTES, data_bytes
@@ -121,7 +121,9 @@ def test_the_largest_stack_fits_helms_release_secret():
 def test_one_lab_more_than_fits_is_refused_naming_the_limit():
     lab = BASE["gpulab:labs"]["intro"]
     values = stack_values(**{"gpulab:labs": {f"lab-{i}": lab for i in range(MAX_LABS + 1)}})
-    with pytest.raises(config.ConfigError, match=rf"^gpulab:labs: at most {MAX_LABS} labs fit in one stack, got "):
+    with pytest.raises(
+        domain.stack.ConfigError, match=rf"^gpulab:labs: at most {MAX_LABS} labs fit in one stack, got "
+    ):
         run_values(values)
 
 

@@ -11,7 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from config.versions import JUPYTERHUB_CHART_VERSION, KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
+from domain.upstream.versions import (
+    JUPYTERHUB_CHART_VERSION,
+    KARPENTER_CHART_VERSION,
+    NVIDIA_DEVICE_PLUGIN_CHART_VERSION,
+)
 from tools import upstream
 
 CRDS = ("karpenter.sh_nodepools.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml")

@@ -1,5 +1,5 @@
-"""The DaemonSets the stack's EKS add-ons run on its nodes, as Kubernetes objects: what config/daemonsets.py records of
-each add-on's source, with the configuration the program gives the add-on.
+"""The DaemonSets the stack's EKS add-ons run on its nodes, as Kubernetes objects: what domain/capacity/daemonsets.py
+records of each add-on's source, with the configuration the program gives the add-on.
 
 The add-ons are not Helm releases of the stack, so `charts/` does not hold them; the render writes them to
 `eks-addons.json`, so that the planner's Karpenter reserves their room on a lab's node as it does for the charts'
@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from components.jupyterhub.hub import EBS_CSI_ADDON
-from config.daemonsets import EBS_CSI_NODE, EKS_ADDON_DAEMONSETS
+from domain.capacity.daemonsets import EBS_CSI_NODE, EKS_ADDON_DAEMONSETS
 from tools import harness
 
 ADDON = "aws:eks/addon:Addon"

@@ -32,12 +32,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from config import durations
-from config.cost import DECIMALS
-from config.instance_types import GPU_INSTANCE_TYPES
-from config.model import Lab, Settings
-from config.node_capacity import seats_per_node
-from config.price_book import LIST
+from domain.capacity.instance_types import GPU_INSTANCE_TYPES
+from domain.capacity.node_capacity import seats_per_node
+from domain.cost.lab_cost import DECIMALS
+from domain.cost.price_book import LIST
+from domain.stack.model import Lab, Settings
+from domain.time import durations
 from tools import cron_jobs
 
 Step = dict[str, Any]
@@ -318,7 +318,8 @@ def trickle_metrics(lab: Lab, steps: Sequence[Step], events: Sequence[Event]) ->
     - `othersSeatedThen`: at the extra learner's binding, the lab's other learners bound and not yet left, less the
       lab's pods disrupted before it (each may have freed a seat): learnerSeats or more, and the extra learner's seat
       was one beyond the lab's.
-    - `mostGpusAtOnce`: the most GPUs (config/instance_types.py) of the lab's nodes up at one moment, beside `maxGpus`.
+    - `mostGpusAtOnce`: the most GPUs (domain/capacity/instance_types.py) of the lab's nodes up at one moment, beside
+    `maxGpus`.
     """
     arrived = [(moment(s["at"]), s["learner"]) for s in steps if s["what"] == "arrive"]
     left = {s["learner"]: moment(s["at"]) for s in steps if s["what"] == "leave"}
@@ -368,8 +369,8 @@ def trickle_metrics(lab: Lab, steps: Sequence[Step], events: Sequence[Event]) ->
 
 
 def cheapest_type(lab: Lab) -> str:
-    """The lab's instance type of the cheapest seat-hour (its on-demand list price, config/prices.py, over its seats
-    per node); of the most seats per node among equals, and when no type has a price."""
+    """The lab's instance type of the cheapest seat-hour (its on-demand list price, domain/cost/prices.py, over its
+    seats per node); of the most seats per node among equals, and when no type has a price."""
 
     def key(t: str) -> tuple[float, int]:
         seats = seats_per_node(t, lab.slices_per_gpu)
@@ -380,8 +381,8 @@ def cheapest_type(lab: Lab) -> str:
 
 def _lower_bound_hours(lab: Lab, steps: Sequence[Step], end: datetime.datetime) -> float:
     """The least node-hours that hold the day's learners: at each moment, ceil(learners there / seats per node) of
-    the lab's cheapest type (cheapest_type; seats per node from config/node_capacity.py), learners counted from their
-    arrival to their leaving whether seated or not, at most the lab's learnerSeats (one more waits or is refused).
+    the lab's cheapest type (cheapest_type; seats per node from domain/capacity/node_capacity.py), learners counted from
+    their arrival to their leaving whether seated or not, at most the lab's learnerSeats (one more waits or is refused).
     Unrounded: the hours and their cost are each rounded once, from it."""
     seats = seats_per_node(cheapest_type(lab), lab.slices_per_gpu)
     changes = sorted((moment(s["at"]), 1 if s["what"] == "arrive" else -1) for s in steps if s["learner"])
@@ -395,7 +396,7 @@ def _lower_bound_hours(lab: Lab, steps: Sequence[Step], end: datetime.datetime) 
 
 def lower_bound_price(lab: Lab) -> float | None:
     """USD an hour of a node of the lab's cheapest type (cheapest_type), the price its lower bound is costed at: the
-    list price config/prices.py copies from the file the AWS provider's pricing starts from
+    list price domain/cost/prices.py copies from the file the AWS provider's pricing starts from
     (zz_generated.pricing_aws.go), which is also where the planner's stand-in prices each node the day launches
     (planner/standin/aws.go; spot as on-demand, offline). None when the type has no list price."""
     return LIST.on_demand.get(cheapest_type(lab))

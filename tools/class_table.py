@@ -9,11 +9,11 @@ import datetime
 import itertools
 from collections.abc import Collection
 
-from config import time_zones
-from config.class_budgets import Window
-from config.class_calendar import Occurrence
-from config.durations import format_duration
-from config.model import Lab, LabClass, Settings
+from domain.stack.model import Lab, LabClass, Settings
+from domain.time import zones
+from domain.time.budget_windows import Window
+from domain.time.class_calendar import Occurrence
+from domain.time.durations import format_duration
 from tools.table import Column, markdown
 
 # Each class of a lab, with the lab and its name.
@@ -71,7 +71,7 @@ UtcItem = tuple[str, str, Window, Window]
 UTC_COLUMNS: tuple[Column[UtcItem], ...] = (
     Column("lab", lambda item: item[0]),
     Column("class", lambda item: item[1]),
-    Column("at", lambda item: time_zones.utc_offset(item[2].offset)),
+    Column("at", lambda item: zones.utc_offset(item[2].offset)),
     Column("no learner moved, in UTC", lambda item: f"{item[3].schedule} for {format_duration(item[3].minutes)}"),
     Column("no empty node removed, in UTC", lambda item: f"{item[2].schedule} for {format_duration(item[2].minutes)}"),
 )

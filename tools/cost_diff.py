@@ -4,7 +4,7 @@ cost) and the changes of its ceiling and term cost, then the ceiling and term co
 whether the rise is more than gpulab:costAlertThreshold.
 
 Both sides are the renders' `labs` outputs (outputs.json): gpulab's own figures at the reference prices, never the
-planner's, which only the head's render may have. A lab's term cost is its `cost.term` (config/stack_cost.py
+planner's, which only the head's render may have. A lab's term cost is its `cost.term` (domain/cost/stack_cost.py
 lab_term), which a base rendered before that output existed lacks: the diff then says so and compares the rest.
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from config.cost import DECIMALS, raise_alerts, usd
-from config.prices import HOURS_PER_MONTH
+from domain.cost.lab_cost import DECIMALS, raise_alerts, usd
+from domain.cost.prices import HOURS_PER_MONTH
 from tools.table import Column, lead_in, markdown
 
 LEAD_IN = "what this change does to the labs' cost per hour and per term against the base branch's render"
@@ -123,7 +123,7 @@ def total_term(labs: Mapping[str, Any]) -> float | None:
 
 
 def term_period(labs: Mapping[str, Any]) -> str | None:
-    """What a render's term costs cover (config/stack_cost.py LabTerm: every lab of a stack has the same period);
+    """What a render's term costs cover (domain/cost/stack_cost.py LabTerm: every lab of a stack has the same period);
     None without labs, or for a base that predates the term output."""
     terms = [_term(lab) for lab in labs.values()]
     if not terms or None in terms:

@@ -3,11 +3,11 @@
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from config import StackConfig
-from config.cost import DECIMALS, usd
-from config.price_book import LIST
-from config.prices import DISK_PRICE_SOURCE, HOURS_PER_MONTH, PRICE_SOURCE
-from config.stack_cost import StackCost, labs_ceilings, stack_cost, term
+from domain.cost.lab_cost import DECIMALS, usd
+from domain.cost.price_book import LIST
+from domain.cost.prices import DISK_PRICE_SOURCE, HOURS_PER_MONTH, PRICE_SOURCE
+from domain.cost.stack_cost import StackCost, labs_ceilings, stack_cost, term
+from domain.stack import StackConfig
 from tools.table import Column, lead_in, markdown
 
 NONE = "-"
@@ -66,8 +66,8 @@ def _elsewhere(labs: Mapping[str, Any]) -> str:
 def table(labs: Mapping[str, Any], shown: Collection[str] | None = None) -> list[str]:
     """Per lab: seat-hour price range, ceiling per hour, each node's root volume, cap; then the ceiling of all labs
     together; then the instance types without a price and what warming each class costs, where there are any.
-    Seat-hours, ceilings and warm-ups include each node's root volume (config/cost.py). `shown` keeps the rows of those
-    labs only (the pull-request comment's room); the last row still adds up every lab."""
+    Seat-hours, ceilings and warm-ups include each node's root volume (domain/cost/lab_cost.py). `shown` keeps the rows
+    of those labs only (the pull-request comment's room); the last row still adds up every lab."""
     ceilings = [lab["cost"]["ceilingPerHour"] for lab in labs.values()]
     total = usd(round(sum(c for c in ceilings if c is not None), DECIMALS))
     seats = sum(lab["learnerSeats"] for lab in labs.values())

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from components.karpenter import class_seats_manifests as seats
-from config.model import Lab, LabClass
-from config.namespaces import class_namespace
+from domain.stack.model import Lab, LabClass
+from domain.stack.namespaces import class_namespace
 from tools import twin
 
 # The Job controller makes a Job's pod within a second or two; under heavy load, later.

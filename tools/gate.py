@@ -8,7 +8,7 @@ with Karpenter's figure beside gpulab's.
 from collections.abc import Mapping
 from typing import Any
 
-from config.model import Lab
+from domain.stack.model import Lab
 from tools import plan
 
 

@@ -21,7 +21,7 @@ from pulumi.runtime import rpc
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.sync_await import _ensure_event_loop
 
-import config
+import domain.stack
 import program
 from tools.event_loops import owned_event_loops
 
@@ -78,7 +78,7 @@ class Invoke:
 class Run:
     """What one run of the program registered, looked up and exported."""
 
-    stack: config.StackConfig
+    stack: domain.stack.StackConfig
     resources: list[Registration] = field(default_factory=list)
     invokes: list[Invoke] = field(default_factory=list)  # deduplicated, sorted
     outputs: dict[str, Any] = field(default_factory=dict)
@@ -345,7 +345,8 @@ def _is_secure(value: Any) -> bool:
 def run(
     stack_name: str, stack_config: Mapping[str, str], secrets: Sequence[str] = (), live_prices: bool = False
 ) -> Run:
-    """Validates the configuration, then runs the program under mocks; raises config.ConfigError before registering.
+    """Validates the configuration, then runs the program under mocks; raises domain.stack.ConfigError before
+    registering.
 
     `secrets` are keys the CLI would mark secret (`pulumi config set --secret`), besides the stack file's own.
     `live_prices` looks prices up as `pulumi preview` does (components/prices.py), for a test whose mocks answer; the
@@ -364,9 +365,9 @@ def run(
 def _run(stack_name: str, stack_config: Mapping[str, str], secrets: Sequence[str], live_prices: bool) -> Run:
     secret_keys = [*secrets, *(key for key, value in stack_config.items() if _holds_secret(value))]
     pulumi.runtime.set_all_config(dict(stack_config), secret_keys)
-    stack = config.load()
+    stack = domain.stack.load()
     if lines := program.problems(stack):
-        raise config.ConfigError(lines)
+        raise domain.stack.ConfigError(lines)
     mocks = _Mocks(stack.region)
     monitor = _Monitor(mocks)
     mocks.monitor = monitor

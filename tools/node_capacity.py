@@ -5,7 +5,7 @@ tests/test_node_capacity_doc.py checks that the page holds exactly this output, 
 
 from fractions import Fraction
 
-from config.daemonsets import (
+from domain.capacity.daemonsets import (
     DEVICE_PLUGIN,
     DEVICE_PLUGIN_DEFAULTS,
     EKS_ADDON_DAEMONSETS,
@@ -16,9 +16,9 @@ from config.daemonsets import (
     node_daemonsets,
     pod_requests,
 )
-from config.instance_types import GPU_INSTANCE_TYPES
-from config.node_capacity import allocatable
-from config.versions import (
+from domain.capacity.instance_types import GPU_INSTANCE_TYPES
+from domain.capacity.node_capacity import allocatable
+from domain.upstream.versions import (
     KUBE_PROXY_ADDON_VERSIONS,
     NODE_MONITORING_AGENT_ADDON_VERSION,
     POD_IDENTITY_AGENT_ADDON_VERSION,

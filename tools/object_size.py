@@ -2,9 +2,9 @@
 
 A Secret's or a ConfigMap's values may total at most 1 MiB, keys not counted (ValidateSecret, ValidateConfigMap:
 kubernetes pkg/apis/core/validation/validation.go, core.MaxSecretSize). The labs grow two such objects: the device
-plugin's ConfigMap holds each lab's profile (config/limits.py MAX_LABS keeps it within the limit) and the JupyterHub
-chart's `hub` Secret holds all of the chart's values, each lab's spawn-page profile among them. Past the limit,
-`pulumi up` fails on the object halfway through the release; the render says so first.
+plugin's ConfigMap holds each lab's profile (domain/stack/limits.py MAX_LABS keeps it within the limit) and the
+JupyterHub chart's `hub` Secret holds all of the chart's values, each lab's spawn-page profile among them. Past the
+limit, `pulumi up` fails on the object halfway through the release; the render says so first.
 """
 
 import base64

@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from config.cost import DECIMALS, usd
-from config.durations import duration_minutes
-from config.instance_types import GPU_INSTANCE_TYPES
+from domain.capacity.instance_types import GPU_INSTANCE_TYPES
+from domain.cost.lab_cost import DECIMALS, usd
+from domain.time.durations import duration_minutes
 from tools import go_build
 from tools.table import Column, lead_in, markdown
 
@@ -74,8 +74,8 @@ def build() -> Path:
 
 
 def write_instance_types(out: Path) -> None:
-    """config/instance_types.py as the planner reads it: per type its CPUs (count, maker, clock), memory, architecture,
-    NVMe and GPUs."""
+    """domain/capacity/instance_types.py as the planner reads it: per type its CPUs (count, maker, clock), memory,
+    architecture, NVMe and GPUs."""
     rows = {
         name: {
             "architecture": t.architecture,
@@ -127,8 +127,8 @@ def seats(planned: Mapping[str, Any], lab: str) -> int | None:
 
 def ceiling(planned: Mapping[str, Any], lab: str, disk: float) -> float | None:
     """USD an hour of the full lab, all at once or one by one, whichever launches the dearer nodes, each with its
-    root volume (`disk` per node-hour); rounded up, as gpulab's own ceiling (config/cost.py). None when either did not
-    finish: its nodes so far bound nothing."""
+    root volume (`disk` per node-hour); rounded up, as gpulab's own ceiling (domain/cost/lab_cost.py). None when either
+    did not finish: its nodes so far bound nothing."""
     full = _full(planned, lab)
     if not all(finished(s) for s in full):
         return None

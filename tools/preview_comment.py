@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
 
-import config
+import domain.stack
 from tools import class_table, cost_diff, cost_report, plan, rehearsal_report, render
 
 # GitHub refuses comments over 65536 characters.
@@ -156,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     base_outputs = json.loads(args.base_outputs.read_text()) if args.base_outputs else {}
     base = base_outputs.get("labs") if args.base_outputs else None
     try:  # the stack file the render read: the classes' calendars are settings, not outputs
-        stack = config.from_cli(render.read_stack_file(render.stack_file(args.stack)[1]))
-    except config.ConfigError as error:
+        stack = domain.stack.from_cli(render.read_stack_file(render.stack_file(args.stack)[1]))
+    except domain.stack.ConfigError as error:
         print("\n".join(error.lines), file=sys.stderr)
         return 2
     day = args.today or class_table.today()

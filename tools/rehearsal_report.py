@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from config.cost import usd
+from domain.cost.lab_cost import usd
 from tools.table import Column, lead_in, markdown
 
 REHEARSAL = "rehearsal.json"

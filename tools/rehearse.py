@@ -33,11 +33,11 @@ try:
     import yaml
     from traitlets.config import Config
 
-    import config
+    import domain.stack
     import program
     from components.jupyterhub.hub import RELEASE as HUB_RELEASE
-    from config.jupyterhub import JupyterHub
-    from config.model import Settings
+    from domain.stack.jupyterhub import JupyterHub
+    from domain.stack.model import Settings
     from tools import (
         apply,
         charts,
@@ -64,7 +64,8 @@ class Unavailable(Exception):
 
 
 def render_stack(stack: str, out: Path) -> harness.Run:
-    """The stack rendered into `out` with its charts; raises config.ConfigError or pulumi.RunError for bad input."""
+    """The stack rendered into `out` with its charts; raises domain.stack.ConfigError or pulumi.RunError for bad
+    input."""
     render.clean(out)
     name, path = render.stack_file(stack)
     run = harness.run(name, render.read_stack_file(path))
@@ -407,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         run = render_stack(args.stack, args.out / RENDER)
         today = datetime.datetime.now(datetime.UTC).date()
         rehearsal = rehearse(args.out / RENDER, run.stack.settings, today, run.stack.region)
-    except config.ConfigError as error:
+    except domain.stack.ConfigError as error:
         print("\n".join(error.lines), file=sys.stderr)
         return 2
     except pulumi.RunError as error:

@@ -30,10 +30,10 @@ try:
     import pulumi
     import yaml
 
-    import config
+    import domain.stack
     import program
     from components.metrics.dashboard import dashboard_model
-    from config.ami_releases import ami_warnings
+    from domain.upstream.ami_releases import ami_warnings
     from tools import addons, charts, gate, harness, plan, rehearsal_report
     from tools.summary import summary
 except ModuleNotFoundError as missing:  # an interpreter without the project's requirements, e.g. the system python3
@@ -120,7 +120,7 @@ def stack_file(stack: str) -> tuple[str, Path]:
         stacks = ", ".join(
             sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in ROOT.glob("Pulumi.*.yaml"))
         )
-        raise config.ConfigError(
+        raise domain.stack.ConfigError(
             [f"gpulab: no stack {stack!r}: there is no {path.name} beside Pulumi.yaml; stacks: {stacks}"]
         )
     return stack, path
@@ -156,24 +156,26 @@ _SIGNATURES = {b"\xff\xfe": "like UTF-16 text", b"\xfe\xff": "like UTF-16 text",
 
 
 def read_stack_file(path: Path) -> dict[str, str]:
-    """The stack file's config as the Pulumi CLI passes it; raises config.ConfigError for an unreadable file."""
+    """The stack file's config as the Pulumi CLI passes it; raises domain.stack.ConfigError for an unreadable file."""
     try:
         raw = path.read_bytes()
         document = yaml.load(raw.decode("utf-8"), Loader=_UniqueKeyLoader)
     except OSError as error:
-        raise config.ConfigError([f"gpulab: cannot read {path}: {error.strerror}"]) from None
+        raise domain.stack.ConfigError([f"gpulab: cannot read {path}: {error.strerror}"]) from None
     except UnicodeDecodeError as error:
         looks = next((f"; it looks {kind}" for sig, kind in _SIGNATURES.items() if raw.startswith(sig)), "")
         where = f"byte {raw[error.start]:#04x} at offset {error.start}"
-        raise config.ConfigError([f"gpulab: {path.name} is not UTF-8 ({where}){looks}; save it as UTF-8"]) from None
+        raise domain.stack.ConfigError(
+            [f"gpulab: {path.name} is not UTF-8 ({where}){looks}; save it as UTF-8"]
+        ) from None
     except yaml.YAMLError as error:
-        raise config.ConfigError([f"gpulab: {path.name} is not valid YAML: {_yaml_problem(error)}"]) from None
+        raise domain.stack.ConfigError([f"gpulab: {path.name} is not valid YAML: {_yaml_problem(error)}"]) from None
     if document is None:
         document = {}
     if not isinstance(document, dict) or not isinstance(document.get("config", {}), dict):
-        raise config.ConfigError([f"gpulab: {path.name} must be a mapping with a `config:` mapping in it"])
+        raise domain.stack.ConfigError([f"gpulab: {path.name} must be a mapping with a `config:` mapping in it"])
     if lines := _keys_not_strings(document.get("config") or {}, ""):
-        raise config.ConfigError(lines)
+        raise domain.stack.ConfigError(lines)
     return harness.config_from_stack_file(document)
 
 
@@ -278,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         name, path = stack_file(args.stack)
         run = harness.run(name, read_stack_file(path))
-    except config.ConfigError as error:
+    except domain.stack.ConfigError as error:
         print("\n".join(error.lines), file=sys.stderr)
         return 2
     except pulumi.RunError as error:  # the program's own refusals, e.g. an AMI release that does not exist

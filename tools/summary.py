@@ -10,10 +10,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from components.karpenter.manifests import node_pool
-from config.jupyterhub import JupyterHub
-from config.model import Cluster, Lab
-from config.node_capacity import seats_per_node
-from config.sharing import LearnerShare
+from domain.capacity.node_capacity import seats_per_node
+from domain.capacity.sharing import LearnerShare
+from domain.stack.jupyterhub import JupyterHub
+from domain.stack.model import Cluster, Lab
 from tools import class_table, cost_report, harness, plan
 from tools.table import Column, markdown
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from config.versions import (
+from domain.upstream.versions import (
     DCGM_EXPORTER_VERSION,
     JUPYTERHUB_CHART_VERSION,
     KARPENTER_CHART_VERSION,
@@ -137,7 +137,7 @@ def _upstream_tag(addon_version: str) -> str:
 
 VPC_CNI_TAG = _upstream_tag(VPC_CNI_ADDON_VERSION)
 NODE_MONITORING_AGENT_TAG = _upstream_tag(NODE_MONITORING_AGENT_ADDON_VERSION)
-# The EKS add-ons' DaemonSets as their sources publish them (config/daemonsets.py cites each, and
+# The EKS add-ons' DaemonSets as their sources publish them (domain/capacity/daemonsets.py cites each, and
 # tests/test_addon_sources.py checks them). The Pod Identity agent's tags are agent versions, not add-on versions;
 # eksctl's test data holds the kube-proxy DaemonSet EKS installed for Kubernetes 1.25, the only public copy of its
 # requests.

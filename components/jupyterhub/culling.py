@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from components.security import unprivileged
-from config.metrics import Metrics
-from config.model import Lab
-from config.versions import AWS_SIGV4_PROXY_IMAGE
+from domain.stack.metrics import Metrics
+from domain.stack.model import Lab
+from domain.upstream.versions import AWS_SIGV4_PROXY_IMAGE
 
 SERVICE = "gpu-culler"
 GROUP = "gpulab-gpu-idle"

@@ -19,10 +19,10 @@ from components.jupyterhub.walls import internet_policy, open_labs
 from components.karpenter.iam_policies import controller_trust_policy
 from components.metrics.store import Store
 from components.namespace import namespace_dependencies
-from config.jupyterhub import JupyterHub
-from config.metrics import Metrics
-from config.model import Lab
-from config.versions import JUPYTERHUB_CHART_REPOSITORY, JUPYTERHUB_CHART_VERSION
+from domain.stack.jupyterhub import JupyterHub
+from domain.stack.metrics import Metrics
+from domain.stack.model import Lab
+from domain.upstream.versions import JUPYTERHUB_CHART_REPOSITORY, JUPYTERHUB_CHART_VERSION
 
 # Pinned so that the objects' names (hub, proxy-public, user-scheduler) stay put: an auto-named release gets a suffix.
 RELEASE = "jupyterhub"

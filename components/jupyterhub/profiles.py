@@ -16,9 +16,9 @@ from typing import Any
 
 from components.labels import GPU_RESOURCE, LAB_LABEL
 from components.learner_pod import learner_pod_spec
-from config.instance_types import GPU_INSTANCE_TYPES
-from config.model import Lab
-from config.quantity import quantity
+from domain.capacity.instance_types import GPU_INSTANCE_TYPES
+from domain.capacity.quantity import quantity
+from domain.stack.model import Lab
 
 # Jupyter Docker Stacks run as jovyan, UID 1000 in group 100 (jupyter/docker-stacks
 # images/docker-stacks-foundation/Dockerfile: NB_UID="1000", NB_GID="100"). An MPS control daemon serves one Unix

@@ -4,7 +4,7 @@ permissions a kube-scheduler of that version needs beyond the chart's own Cluste
 from typing import Any
 
 from components.labels import GPU_RESOURCE, SYSTEM_NODE_SELECTOR
-from config.versions import KUBE_SCHEDULER_VERSIONS
+from domain.upstream.versions import KUBE_SCHEDULER_VERSIONS
 
 # The chart's names for the user-scheduler's objects with the release named jupyterhub (templates/_helpers-names.tpl:
 # a release name containing "jupyterhub" adds no prefix).

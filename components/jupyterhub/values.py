@@ -10,10 +10,10 @@ from components.jupyterhub.profiles import profile_list
 from components.jupyterhub.user_scheduler import user_scheduler
 from components.jupyterhub.walls import learner_network_policy
 from components.labels import SYSTEM_NODE_LABEL, SYSTEM_NODE_SELECTOR, SYSTEM_NODE_VALUE
-from config import durations
-from config.classes import DEFAULT_WARMUP
-from config.jupyterhub import JupyterHub
-from config.model import Lab
+from domain.stack.classes import DEFAULT_WARMUP
+from domain.stack.jupyterhub import JupyterHub
+from domain.stack.model import Lab
+from domain.time import durations
 
 # The encrypted gp3 StorageClass of the hub's database and learners' homes (components/jupyterhub/hub.py).
 STORAGE_CLASS = "gpulab-encrypted-gp3"

@@ -14,7 +14,7 @@ from ipaddress import ip_network
 from typing import Any
 
 from components.labels import LAB_LABEL
-from config.model import Lab
+from domain.stack.model import Lab
 
 # The chart's egressAllowRules for learners, every one named so that a new chart default cannot open a way out.
 # - dnsPortsKubeSystemNamespace: DNS to kube-system, CoreDNS's namespace. EKS's network policy controller adds the

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import pulumi
 import pulumi_aws as aws
 
-from config.model import Lab
+from domain.stack.model import Lab
 
 # The names amazon-eks-ami and Karpenter give each kubernetes.io/arch value.
 _EC2_ARCHITECTURE = {"amd64": "x86_64", "arm64": "arm64"}
@@ -21,7 +21,7 @@ _VARIANT = "nvidia"
 def ssm_parameters(lab: Lab, kubernetes_version: str) -> dict[str, str]:
     """The SSM parameter of the lab's AMI for each CPU architecture its instance types need, keyed by arch."""
     family, version = lab.ami.split("@")
-    assert family == "al2023", "config.model only admits al2023 aliases"
+    assert family == "al2023", "domain.stack.model only admits al2023 aliases"
     parameters: dict[str, str] = {}
     for arch in lab.architectures:
         ec2_arch = _EC2_ARCHITECTURE[arch]

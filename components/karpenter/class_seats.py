@@ -13,7 +13,7 @@ from components.karpenter.class_seats_manifests import (
     seat_template,
     service_account,
 )
-from config.model import Lab
+from domain.stack.model import Lab
 
 TYPE = "gpulab:karpenter:ClassSeats"
 

@@ -28,11 +28,11 @@ from typing import Any
 
 from components.labels import LAB_LABEL, SYSTEM_NODE_SELECTOR
 from components.learner_pod import PLACEHOLDER_IMAGE, learner_pod_spec
-from config import durations
-from config.class_budgets import Window
-from config.class_calendar import day_start
-from config.model import Lab, LabClass
-from config.namespaces import class_namespace
+from domain.stack.model import Lab, LabClass
+from domain.stack.namespaces import class_namespace
+from domain.time import durations
+from domain.time.budget_windows import Window
+from domain.time.class_calendar import day_start
 
 BUFFER_GROUP = "autoscaling.x-k8s.io"
 BUFFER_API = f"{BUFFER_GROUP}/v1beta1"
@@ -84,7 +84,7 @@ def _digest(text: str) -> str:
 
 def class_budgets(lab: Lab) -> list[dict[str, Any]]:
     """The NodePool budgets of the lab's classes, in their order: each class's windows in UTC
-    (config/class_budgets.py), two per UTC offset it has."""
+    (domain/time/budget_windows.py), two per UTC offset it has."""
     return [budget(window) for lab_class in lab.classes for window in lab_class.budget_windows]
 
 

@@ -17,8 +17,8 @@ from components.karpenter.iam_policies import (
 )
 from components.labels import SYSTEM_NODE_SELECTOR
 from components.namespace import namespace_dependencies
-from config.model import Karpenter
-from config.versions import KARPENTER_CHART_REPOSITORY
+from domain.stack.model import Karpenter
+from domain.upstream.versions import KARPENTER_CHART_REPOSITORY
 
 # Pinned: an auto-named release gets a random suffix, and the chart names the service account after the release,
 # which the Pod Identity association must name exactly.

@@ -6,8 +6,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.karpenter.manifests import ec2_node_class, node_overlays, node_pool
-from config.durations import seconds
-from config.model import Lab
+from domain.stack.model import Lab
+from domain.time.durations import seconds
 
 TYPE = "gpulab:karpenter:GpuNodePool"
 

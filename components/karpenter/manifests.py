@@ -19,10 +19,10 @@ from components.labels import (
     MAX_HOURLY_COST_ANNOTATION,
     MPS_CAPABLE_LABEL,
 )
-from config.cost import usd
-from config.instance_types import GPU_INSTANCE_TYPES
-from config.model import Lab
-from config.node_capacity import seats_per_node
+from domain.capacity.instance_types import GPU_INSTANCE_TYPES
+from domain.capacity.node_capacity import seats_per_node
+from domain.cost.lab_cost import usd
+from domain.stack.model import Lab
 
 NODE_POOL_API = "karpenter.sh/v1"
 NODE_OVERLAY_API = "karpenter.sh/v1alpha1"
@@ -93,7 +93,8 @@ def ec2_node_class(lab_name: str, lab: Lab, cluster_name: str, node_role: Any) -
         "tags": {LAB_LABEL: lab_name},
     }
     if disk.raid0:
-        # Images and pods' data on a RAID0 of the NVMe instance store; a no-op on a type without one (config/disks.py).
+        # Images and pods' data on a RAID0 of the NVMe instance store; a no-op on a type without one
+        # (domain/capacity/disks.py).
         spec["instanceStorePolicy"] = "RAID0"
     if lab.max_pods is not None:
         spec["kubelet"] = {"maxPods": lab.max_pods}

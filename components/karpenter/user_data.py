@@ -158,7 +158,7 @@ systemctl start --no-block {PREPULL_UNIT}
 def node_user_data(*, pod_pids_limit: int, prepull_images: Sequence[str], fast_image_pull: bool) -> str:
     """MIME multi-part user data for AL2023: a NodeConfig part, then (only with images) the pre-pull script part.
 
-    `prepull_images` are fully qualified references (config/images.py). The output is deterministic (a fixed
+    `prepull_images` are fully qualified references (domain/stack/images.py). The output is deterministic (a fixed
     boundary, images in the given order) so that an unchanged lab never shows a userData diff, which would make
     Karpenter treat its nodes as drifted.
     """

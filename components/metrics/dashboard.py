@@ -23,7 +23,7 @@ from grafana_foundation_sdk.models.dashboard import (
 )
 
 from components.metrics import rules
-from config.metrics import Metrics
+from domain.stack.metrics import Metrics
 
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
 LAB = 'lab=~"$lab"'

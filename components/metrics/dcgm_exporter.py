@@ -18,8 +18,8 @@ connects to the node's (`-r <node IP>:5555`) and runs only where the dcgm-server
 from typing import Any
 
 from components.labels import GPU_PRESENT_LABEL, GPU_TOLERATION
-from config.daemonsets import DCGM_EXPORTER, DCGM_EXPORTER_RESOURCES, DCGM_SERVER
-from config.versions import DCGM_EXPORTER_IMAGE
+from domain.capacity.daemonsets import DCGM_EXPORTER, DCGM_EXPORTER_RESOURCES, DCGM_SERVER
+from domain.upstream.versions import DCGM_EXPORTER_IMAGE
 
 NAME = DCGM_EXPORTER
 METRICS_PORT = 9400
@@ -52,7 +52,8 @@ def counters(namespace: str) -> dict[str, Any]:
 
 
 def _where_the_host_engine_runs() -> dict[str, Any]:
-    # The dcgm-server's own node affinity (config/daemonsets.py), so that every exporter has a host engine to read.
+    # The dcgm-server's own node affinity (domain/capacity/daemonsets.py), so that every exporter has a host engine to
+    # read.
     return {"nodeAffinity": dict(DCGM_SERVER.pod_spec["affinity"]["nodeAffinity"])}
 
 

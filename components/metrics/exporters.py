@@ -6,7 +6,7 @@ import pulumi_kubernetes as k8s
 
 from components.metrics import dcgm_exporter, kube_state_metrics
 from components.namespace import namespace_dependencies
-from config.metrics import Metrics
+from domain.stack.metrics import Metrics
 
 TYPE = "gpulab:metrics:Exporters"
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from components.labels import LAB_LABEL, SYSTEM_NODE_SELECTOR
 from components.security import unprivileged
-from config.versions import KUBE_STATE_METRICS_IMAGE
+from domain.upstream.versions import KUBE_STATE_METRICS_IMAGE
 
 NAME = "kube-state-metrics"
 METRICS_PORT = 8080

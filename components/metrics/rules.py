@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from components.metrics.kube_state_metrics import LAB_SELECTOR, SERVERNAME, USERNAME
-from config import durations
-from config.classes import DEFAULT_WARMUP
-from config.metrics import Metrics, idle_window
-from config.model import Lab
+from domain.stack.classes import DEFAULT_WARMUP
+from domain.stack.metrics import Metrics, idle_window
+from domain.stack.model import Lab
+from domain.time import durations
 
 GROUP = "gpulab"
 # Rules run in order within a group, each on the results of those before it in the same evaluation.

@@ -9,7 +9,7 @@ from typing import Any
 
 from components.karpenter.controller import RELEASE as KARPENTER
 from components.metrics import dcgm_exporter, kube_state_metrics
-from config.metrics import SCRAPE_INTERVAL_SECONDS
+from domain.stack.metrics import SCRAPE_INTERVAL_SECONDS
 
 # Karpenter's chart names its controller's pods and its metrics port so (charts/karpenter/templates/_helpers.tpl
 # karpenter.selectorLabels, templates/deployment.yaml: containerPort controller.metrics.port, named http-metrics).

@@ -14,7 +14,7 @@ import yaml
 
 from components.metrics.rules import rule_groups
 from components.metrics.scrape import scrape_configuration
-from config.model import Settings
+from domain.stack.model import Settings
 
 TYPE = "gpulab:metrics:Store"
 RULES_NAMESPACE = "gpulab"

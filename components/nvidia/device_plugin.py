@@ -9,10 +9,10 @@ from components.labels import GPU_PRESENT_LABEL, GPU_TOLERATION
 from components.namespace import namespace_dependencies
 from components.nvidia.profiles import config_map
 from components.nvidia.smoke_test import smoke_deployment
-from config.daemonsets import DEVICE_PLUGIN, device_plugin_resources
-from config.model import Lab, NvidiaDevicePlugin
-from config.sharing import DEFAULT_PROFILE
-from config.versions import NVIDIA_DEVICE_PLUGIN_CHART_REPOSITORY
+from domain.capacity.daemonsets import DEVICE_PLUGIN, device_plugin_resources
+from domain.capacity.sharing import DEFAULT_PROFILE
+from domain.stack.model import Lab, NvidiaDevicePlugin
+from domain.upstream.versions import NVIDIA_DEVICE_PLUGIN_CHART_REPOSITORY
 
 # Pinned so that the DaemonSet's name stays put across upgrades (an auto-named release gets a random suffix); the
 # chart names its DaemonSets after the release.
@@ -33,7 +33,7 @@ def helm_values(settings: NvidiaDevicePlugin, labs: Mapping[str, Lab]) -> dict:
             }
         },
         "tolerations": [dict(GPU_TOLERATION)],
-        # What every lab's seat share counts this chart's pods by (config/daemonsets.py).
+        # What every lab's seat share counts this chart's pods by (domain/capacity/daemonsets.py).
         "resources": device_plugin_resources(settings.resources),
     }
 

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 import yaml
 
 from components.labels import GPU_RESOURCE
-from config.model import Lab
-from config.sharing import DEFAULT_PROFILE, Sharing
+from domain.capacity.sharing import DEFAULT_PROFILE, Sharing
+from domain.stack.model import Lab
 
 
 def profile(slices_per_gpu: int, sharing: Sharing = "timeSlicing") -> dict:

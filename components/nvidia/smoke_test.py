@@ -8,7 +8,7 @@ In an MPS lab each pod also prints the limits gpulab expects and asks the MPS co
 import shlex
 
 from components.labels import GPU_RESOURCE, GPU_TOLERATION, LAB_LABEL
-from config.model import Lab
+from domain.stack.model import Lab
 
 # CUDA base image: nvidia-smi itself comes from the node's driver through the NVIDIA container toolkit.
 SMOKE_IMAGE = "docker.io/nvidia/cuda:12.4.1-base-ubuntu22.04"

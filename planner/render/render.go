@@ -1,6 +1,6 @@
 // Package render reads a gpulab render directory (tools/render.py): resources.json (every resource with the inputs
 // the program passes), outputs.json (the stack outputs), charts/*.yaml (what each Helm release installs),
-// instance-types.json (gpulab's instance-type table, config/instance_types.py, written by tools/plan.py) and
+// instance-types.json (gpulab's instance-type table, domain/capacity/instance_types.py, written by tools/plan.py) and
 // eks-addons.json (the EKS add-ons' DaemonSets, tools/addons.py). The planner reads a render with it, and so can any
 // other simulation of a gpulab cluster.
 package render
@@ -72,7 +72,7 @@ type GPU struct {
 	MemoryMiB int64  `json:"memoryMib"`
 }
 
-// InstanceTypeRow is one row of config/instance_types.py, as tools/plan.py exports it.
+// InstanceTypeRow is one row of domain/capacity/instance_types.py, as tools/plan.py exports it.
 type InstanceTypeRow struct {
 	Architecture    string `json:"architecture"`
 	VCPUs           int32  `json:"vcpus"`

@@ -57,8 +57,8 @@ func NewEC2(rows map[string]render.InstanceTypeRow, zones []string) (*EC2, error
 // instanceTypeInfo is the DescribeInstanceTypes entry of one type, with the fields NewInstanceType reads
 // (aws/karpenter-provider-aws v1.14.1 pkg/providers/instancetype/types.go): vCPUs, memory, GPUs, the CPU's
 // manufacturer and sustained clock (the instance-cpu-manufacturer and instance-cpu-sustained-clock-speed-mhz labels,
-// computeRequirements) from gpulab's table (config/instance_types.py, which cites Karpenter's generated instance-type
-// reference), and its instance-store NVMe, which an EC2NodeClass with instanceStorePolicy RAID0 makes the node's
+// computeRequirements) from gpulab's table (domain/capacity/instance_types.py, which cites Karpenter's generated
+// instance-type reference), and its instance-store NVMe, which an EC2NodeClass with instanceStorePolicy RAID0 makes the node's
 // ephemeral storage; network interfaces, IPv4 addresses per interface and hypervisor from the provider's generated VPC
 // limits (zz_generated.vpclimits.go, the same data the VPC CNI's max-pods come from). Fields neither source has (EBS
 // and network bandwidth, EFA) are left out: they only add labels gpulab's NodePools and overlays never select on.

@@ -1,6 +1,6 @@
 // The twin's control plane: kube-apiserver, kube-scheduler, kube-controller-manager and kubectl from
-// k8s.io/kubernetes at the version gpulab's user-scheduler runs on 1.34 (config/versions.py KUBE_SCHEDULER_VERSIONS),
-// and etcd from go.etcd.io/etcd/server/v3 at the version that release requires. k8s.io/kubernetes reaches its staging
+// k8s.io/kubernetes at the version gpulab's user-scheduler runs on 1.34 (domain/upstream/versions.py
+// KUBE_SCHEDULER_VERSIONS), and etcd from go.etcd.io/etcd/server/v3 at the version that release requires. k8s.io/kubernetes reaches its staging
 // modules through replace lines to ./staging, which a dependent module does not inherit: each is replaced here by its
 // published v0.34.12 (the replace block of k8s.io/kubernetes v1.34.12 go.mod lists the 31).
 module github.com/gpulab/rehearsal/controlplane

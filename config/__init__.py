@@ -1,6 +1,0 @@
-"""Stack configuration: the users' contract, validated before any resource is registered."""
-
-from config.load import ConfigError, StackConfig, from_cli, load, parse
-from config.model import Lab, Settings
-
-__all__ = ["ConfigError", "Lab", "Settings", "StackConfig", "from_cli", "load", "parse"]

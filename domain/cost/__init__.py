@@ -1,0 +1,1 @@
+"""Cost: reference prices and the price book, what a lab costs, what the whole stack costs."""

@@ -1,0 +1,259 @@
+"""What the whole stack costs per hour and per 730-hour month: the EKS control plane, the system node group, the hub,
+and the labs' ceiling; and a term of classes beside it.
+
+Each part is rounded up to 4 decimals, as a lab's ceiling is (domain/cost/lab_cost.py), so that the total stays an upper
+bound of what the parts can cost at the prices of the PriceBook; a part that cannot be priced (an instance type without
+a price) is None, and so is the total, with a note that says why: a total that left a part out would read as a bill.
+What no part counts (data transfer, NAT, the load balancer's data processed, the KMS key, SQS, logs, the metrics
+workspace, learners' home volumes) is listed in docs/cost.md.
+"""
+
+import datetime
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal
+from typing import Any
+
+from domain.capacity.disks import Volume
+from domain.cost.lab_cost import DECIMALS, root_volume_per_hour
+from domain.cost.price_book import PriceBook
+from domain.cost.prices import (
+    EKS_END_OF_EXTENDED_SUPPORT,
+    EKS_END_OF_STANDARD_SUPPORT,
+    GP3_INCLUDED_IOPS,
+    GP3_INCLUDED_MIBPS,
+    HOURS_PER_MONTH,
+)
+from domain.stack.model import Cluster
+
+# The EKS API's CreateNodegroup `diskSize`: "The default disk size is 20 GiB for Linux" (the system node group sets
+# none: components/cluster.py). Priced as gp3 at gp3's included performance; that EKS gives it gp3 and not gp2 is not
+# confirmed here.
+SYSTEM_NODE_DISK_GIB = 20
+PARTS = ("controlPlane", "systemNodes", "hub", "labsCeiling")
+
+
+@dataclass(frozen=True)
+class StackCost:
+    """The stack's parts per hour (None: not priced), and a note per part saying what it counts."""
+
+    region: str
+    prices_from: str
+    per_hour: Mapping[str, float | None]  # PARTS
+    notes: Mapping[str, str]  # PARTS: what the part counts, or why it has no price
+
+    @property
+    def total(self) -> float | None:
+        parts = [self.per_hour[p] for p in PARTS]
+        return None if any(p is None for p in parts) else _sum(p for p in parts if p is not None)
+
+    @property
+    def always_on(self) -> float | None:
+        """What runs whether or not a learner does: everything but the labs."""
+        parts = [self.per_hour[p] for p in PARTS if p != "labsCeiling"]
+        return None if any(p is None for p in parts) else _sum(p for p in parts if p is not None)
+
+    def with_labs_ceiling(self, ceiling: float | None, note: str) -> "StackCost":
+        """The same stack with another labs' ceiling, e.g. Karpenter's where the planner ran (tools/plan.py)."""
+        return StackCost(
+            self.region,
+            self.prices_from,
+            {**self.per_hour, "labsCeiling": ceiling},
+            {**self.notes, "labsCeiling": note},
+        )
+
+    def as_output(self) -> dict[str, Any]:
+        """The `cost` stack output."""
+        hourly = {**{p: self.per_hour[p] for p in PARTS}, "total": self.total}
+        return {
+            "region": self.region,
+            "pricesFrom": self.prices_from,
+            "perHour": hourly,
+            "perMonth": {p: per_month(v) for p, v in hourly.items()},
+        }
+
+
+def per_month(per_hour: float | None) -> float | None:
+    """A 730-hour month of an hourly amount (domain/cost/prices.py HOURS_PER_MONTH), to 4 decimals."""
+    return None if per_hour is None else float(Decimal(str(per_hour)) * HOURS_PER_MONTH)
+
+
+def control_plane(kubernetes_version: str, support_type: str, book: PriceBook) -> tuple[float, str]:
+    """USD per hour of the cluster on the book's day: extended support's price from the day its version leaves
+    standard support, when the cluster keeps it (supportType EXTENDED), else standard's (EKS upgrades it)."""
+    standard_ends = datetime.date.fromisoformat(EKS_END_OF_STANDARD_SUPPORT[kubernetes_version])
+    extended_ends = datetime.date.fromisoformat(EKS_END_OF_EXTENDED_SUPPORT[kubernetes_version])
+    extended = support_type == "EXTENDED" and standard_ends <= book.day < extended_ends
+    price = book.eks_per_hour["extended" if extended else "standard"]
+    if extended:
+        note = f"Kubernetes {kubernetes_version} in extended support on {book.day} (until {extended_ends})"
+    elif book.day < standard_ends:
+        then = (
+            f"then extended support at {book.eks_per_hour['extended']} USD per hour until {extended_ends}"
+            if support_type == "EXTENDED"
+            else "then EKS upgrades the cluster (supportType STANDARD)"
+        )
+        note = f"Kubernetes {kubernetes_version} in standard support on {book.day}, until {standard_ends}; {then}"
+    else:
+        note = f"Kubernetes {kubernetes_version} past standard support on {book.day}: EKS upgrades the cluster"
+    return float(price), f"{note}; {book.others_region} list"
+
+
+def system_nodes(instance_types: Sequence[str], size: int, book: PriceBook) -> tuple[float | None, str]:
+    """The managed node group's `size` nodes of its first type, each with its root volume. EKS launches On-Demand
+    capacity of a managed node group in the order its types are listed ("The allocation strategy to provision
+    On-Demand capacity is set to prioritized", EKS User Guide, managed-node-groups)."""
+    first = instance_types[0]
+    if first not in book.on_demand:
+        why = f": {book.missing[first]}" if first in book.missing else ""
+        return None, f"{first} has no price ({book.source}){why}"
+    disk = root_volume_per_hour(
+        Volume(SYSTEM_NODE_DISK_GIB, GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS, encrypted=False), book.gp3
+    )
+    amount = size * (Decimal(str(book.on_demand[first])) + disk)
+    return _up(
+        amount
+    ), f"{size} x {first} ({book.on_demand[first]} USD per hour), each with a {SYSTEM_NODE_DISK_GIB} GiB root volume"
+
+
+def hub(database_gib: int | None, book: PriceBook) -> tuple[float, str]:
+    """The hub's Classic Load Balancer and its database volume, when the stack has gpulab:jupyterhub."""
+    if database_gib is None:
+        return 0.0, "no gpulab:jupyterhub"
+    volume = root_volume_per_hour(Volume(database_gib, GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS, encrypted=True), book.gp3)
+    amount = Decimal(book.clb_per_hour) + volume
+    return _up(amount), (
+        f"Classic Load Balancer ({book.clb_per_hour} USD per hour, data processed not counted) and the "
+        f"{database_gib} GiB database volume; learners' home volumes not counted"
+    )
+
+
+def labs_ceiling(ceilings: Mapping[str, float | None]) -> tuple[float | None, str]:
+    """The sum of the labs' ceilings; None when a lab has none (an instance type without a price)."""
+    unpriced = sorted(name for name, ceiling in ceilings.items() if ceiling is None)
+    if unpriced:
+        return None, f"lab {', '.join(unpriced)} has an instance type without a price"
+    counted = "1 lab at its ceiling" if len(ceilings) == 1 else f"{len(ceilings)} labs at their ceilings"
+    return _sum(c for c in ceilings.values() if c is not None), counted
+
+
+def stack_cost(
+    region: str,
+    cluster: Cluster,
+    database_gib: int | None,
+    ceilings: Mapping[str, float | None],
+    book: PriceBook,
+) -> StackCost:
+    """The stack's cost at `book`'s prices; `ceilings`: each lab's ceiling per hour (None: not priced)."""
+    parts = {
+        "controlPlane": control_plane(cluster.kubernetes_version, cluster.support_type, book),
+        "systemNodes": system_nodes(cluster.system_nodes.instance_types, cluster.system_nodes.size, book),
+        "hub": hub(database_gib, book),
+        "labsCeiling": labs_ceiling(ceilings),
+    }
+    return StackCost(
+        region,
+        book.prices_from,
+        {name: amount for name, (amount, _) in parts.items()},
+        {name: note for name, (_, note) in parts.items()},
+    )
+
+
+def _up(amount: Decimal) -> float:
+    return float(amount.quantize(Decimal(1).scaleb(-DECIMALS), rounding=ROUND_CEILING))
+
+
+def _sum(amounts: Iterable[float]) -> float:
+    return float(sum((Decimal(str(a)) for a in amounts), Decimal(0)))
+
+
+def full_cost(cost: Mapping[str, Any]) -> float | None:
+    """A lab's full cost per hour from its `labs.<lab>.cost` output: its ceiling, None where a type has no price:
+    Karpenter may launch that type, so the priced types' ceiling would not bound the lab."""
+    return None if cost["unpriced"] else cost["ceilingPerHour"]
+
+
+def labs_ceilings(costs: Mapping[str, Mapping[str, Any]]) -> dict[str, float | None]:
+    """Each lab's full cost per hour (full_cost) from its `labs.<lab>.cost` output, by name."""
+    return {name: full_cost(cost) for name, cost in costs.items()}
+
+
+# What a lab's term figure counts (LabTerm.counts).
+CLASSES, ALL_TERM, MONTH = "classes", "all term", "month"
+
+
+def term_days(labs: Mapping[str, Any]) -> tuple[datetime.date, datetime.date] | None:
+    """The stack's term: from the first day of its classes' terms to the last, or None when no class has one.
+    `labs`: domain.stack.model's Lab by name."""
+    terms = [c.term for lab in labs.values() for c in lab.classes if c.term is not None]
+    return (min(t.start for t in terms), max(t.end for t in terms)) if terms else None
+
+
+@dataclass(frozen=True)
+class LabTerm:
+    """What one lab costs over the stack's term at its full cost, or over a 730-hour month when the stack has no
+    term: the one figure the `labs.<lab>.cost.term` output, the PR comment's diff and the stack's term add up."""
+
+    counts: str  # CLASSES: its warm-ups and classes; ALL_TERM: a lab without classes, at any time; MONTH: no term
+    days: tuple[datetime.date, datetime.date] | None  # the stack's term; None for MONTH
+    hours: float  # the hours counted at the full cost
+    usd: float | None  # rounded up; None when the lab has no full cost (an instance type without a price)
+
+    def as_output(self) -> dict[str, Any]:
+        first, last = (d.isoformat() for d in self.days) if self.days else (None, None)
+        hours = round(self.hours, DECIMALS)
+        return {"counts": self.counts, "first": first, "last": last, "hours": hours, "usd": self.usd}
+
+
+def lab_term(lab: Any, days: tuple[datetime.date, datetime.date] | None, ceiling: float | None) -> LabTerm:
+    """A lab's term figure: with the stack's term (`days`, term_days), each warm-up and class of the lab
+    (LabClass.occurrences, warm-up to end) at `ceiling` per hour, a lab without classes at it all term; without a
+    term, a 730-hour month at it. `lab`: domain.stack.model's Lab; `ceiling`: its full cost per hour, Karpenter's where
+    the planner ran."""
+    if days is None:
+        counts, hours = MONTH, Decimal(HOURS_PER_MONTH)
+    elif lab.classes:
+        moments = [o for c in lab.classes for o in c.occurrences(*days)]
+        counts, hours = CLASSES, sum((Decimal((o.end - o.warm).total_seconds()) / 3600 for o in moments), Decimal(0))
+    else:
+        counts, hours = ALL_TERM, Decimal(((days[1] - days[0]).days + 1) * 24)  # it may run at any time
+    amount = None if ceiling is None else _up(hours * Decimal(str(ceiling)))
+    return LabTerm(counts, days, float(hours), amount)
+
+
+@dataclass(frozen=True)
+class Term:
+    """A term of classes: its days, and what it costs at the full labs' cost beside what runs all along."""
+
+    first: datetime.date
+    last: datetime.date
+    hours: int  # from the first day's midnight to the last day's end, in UTC
+    always_on: float | None  # USD over the term: control plane, system nodes, hub
+    classes: float | None  # USD: the labs' term figures added up (LabTerm: every warm-up and class at its lab's full
+    # cost, labs without classes at their ceiling all term)
+    class_hours: float  # the hours of warm-ups and classes counted
+
+    @property
+    def total(self) -> float | None:
+        return None if self.always_on is None or self.classes is None else _sum((self.always_on, self.classes))
+
+
+def term(cost: StackCost, labs: Mapping[str, Any], ceilings: Mapping[str, float | None]) -> Term | None:
+    """The stack's term (term_days), or None when no class has one (then the month at the ceiling is the figure:
+    StackCost.as_output()["perMonth"]["total"]). `labs`: domain.stack.model's Lab by name; `ceilings`: each lab's full
+    cost per hour, Karpenter's where the planner ran."""
+    days = term_days(labs)
+    if days is None:
+        return None
+    figures = [lab_term(lab, days, ceilings[name]) for name, lab in labs.items()]
+    amounts = [f.usd for f in figures]
+    hours = ((days[1] - days[0]).days + 1) * 24
+    always_on = cost.always_on
+    return Term(
+        days[0],
+        days[1],
+        hours,
+        None if always_on is None else _up(Decimal(str(always_on)) * hours),
+        None if None in amounts else _sum(a for a in amounts if a is not None),
+        _sum(f.hours for f in figures if f.counts == CLASSES),
+    )

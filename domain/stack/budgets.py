@@ -1,0 +1,116 @@
+"""A spending limit AWS keeps: per lab, an AWS Budgets cost budget of the lab's instances, and who hears when it is
+passed (gpulab:monthlyBudget, labs.<lab>.monthlyBudget, gpulab:budgetAlerts; docs/cost.md).
+
+AWS Budgets alerts; it stops nothing. gpulab sets no budget actions: they apply an IAM or SCP policy or run an SSM
+document that stops EC2 instances, and a lab's stopped instances are Karpenter's to replace while learners wait (it
+watches their state changes). The budget is a bell; the NodePool limit stays the brake.
+"""
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field, ValidationInfo, model_validator
+
+from domain.problems import FieldProblem
+from domain.stack.fields import Model, matching, unique
+
+# AWS Budgets API reference, NotificationWithSubscribers: "one SNS subscriber and up to 10 email subscribers".
+MAX_EMAILS = 10
+# AWS Budgets API reference, Budget.BudgetName: 1 to 100 characters, no ':' or '\'.
+MAX_BUDGET_NAME = 100
+# The budget's limit is written in cents: AWS Budgets keeps the amount as text (Spend.Amount), and a dollar amount
+# below a cent would be written as 0.00.
+SMALLEST_BUDGET = 0.01
+
+# A mailbox as SES and SNS accept one: local part, @, a domain with a dot. AWS Budgets itself checks only that an
+# address has no line break (Subscriber.Address), so a typo would be an alert nobody gets.
+Email = Annotated[
+    str, matching(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+", "an email address")
+]
+# An SNS topic's ARN (SNS CreateTopic: a name of up to 256 letters, digits, '-' and '_', a FIFO topic's ending in
+# '.fifo').
+SnsTopicArn = Annotated[
+    str,
+    matching(
+        r"arn:aws(-[a-z]+)*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?",
+        "an SNS topic ARN such as arn:aws:sns:eu-west-1:123456789012:gpulab-budgets",
+    ),
+]
+
+
+def at_most_ten(emails: list[str]) -> list[str]:
+    if len(emails) > MAX_EMAILS:
+        raise ValueError(
+            f"must be at most {MAX_EMAILS}, the addresses AWS Budgets mails an alert to, got {len(emails)}"
+        )
+    return emails
+
+
+def budget_amount(amount: float) -> float:
+    if amount < SMALLEST_BUDGET:
+        raise ValueError(f"must be at least {SMALLEST_BUDGET} US dollars a month, got {amount:g}")
+    return amount
+
+
+def limit_amount(amount: float) -> str:
+    """The amount as AWS Budgets' BudgetLimit takes it: text, in US dollars and cents."""
+    return f"{amount:.2f}"
+
+
+def lab_budget(own: float | None, default: float | None) -> float | None:
+    """A lab's monthly budget in USD: its own, else the stack's; None for none."""
+    return own if own is not None else default
+
+
+def budget_name(cluster: str, lab: str) -> str:
+    """The name of a lab's budget in the AWS Budgets console and in its alerts: unique in the account, as two stacks'
+    clusters are."""
+    return f"{cluster}-{lab}"
+
+
+class BudgetAlerts(Model):
+    """Who AWS Budgets tells when a lab's spend passes its budget, or is forecast to by the month's end."""
+
+    emails: Annotated[list[Email], AfterValidator(unique), AfterValidator(at_most_ten)] = Field(
+        default_factory=list, description=f"Addresses AWS Budgets mails, at most {MAX_EMAILS}."
+    )
+    sns_topic_arn: SnsTopicArn | None = Field(
+        default=None,
+        description="An SNS topic AWS Budgets publishes to; its access policy must let budgets.amazonaws.com publish.",
+    )
+
+    @model_validator(mode="after")
+    def _someone(self) -> "BudgetAlerts":
+        if not self.emails and self.sns_topic_arn is None:
+            raise ValueError("needs emails, snsTopicArn or both: a budget alert must go somewhere")
+        return self
+
+
+def alerts_fit(alerts: BudgetAlerts | None, info: ValidationInfo) -> BudgetAlerts | None:
+    """gpulab:budgetAlerts, checked against the budgets: needed by any, read by none otherwise; and each budget's name
+    within what AWS Budgets accepts."""
+    if not {"cluster", "labs", "monthly_budget"} <= info.data.keys():
+        return alerts
+    labs: dict[str, Any] = info.data["labs"]
+    default = info.data["monthly_budget"]
+    budgeted = [name for name, lab in labs.items() if lab_budget(lab.monthly_budget, default) is not None]
+    if budgeted and alerts is None:
+        raise ValueError(
+            f"required when a lab has a monthly budget ({', '.join(budgeted[:3])}"
+            f"{', ...' if len(budgeted) > 3 else ''}): the addresses its alerts go to, "
+            "{emails: [...], snsTopicArn: ...}"
+        )
+    if alerts is not None and not budgeted:
+        raise ValueError(
+            "no lab has a monthly budget to alert on: set gpulab:monthlyBudget or labs.<lab>.monthlyBudget"
+        )
+    cluster = info.data["cluster"].name
+    for name in budgeted:
+        if len(budget_name(cluster, name)) > MAX_BUDGET_NAME:
+            key = "monthlyBudget" if labs[name].monthly_budget is None else f"labs.{name}.monthlyBudget"
+            raise FieldProblem(
+                key,
+                f"the budget of lab {name} is named {budget_name(cluster, name)[:20]}..., "
+                f"{len(budget_name(cluster, name))} characters, and AWS Budgets allows {MAX_BUDGET_NAME}: shorten "
+                "the lab's or the cluster's name",
+            )
+    return alerts

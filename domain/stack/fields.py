@@ -1,0 +1,208 @@
+"""The building blocks of the stack configuration's models: the base model, the shared checks and the value types.
+
+Checks that compare keys are field validators of the key they report on, reading the keys declared before it from
+`info.data`, which holds exactly those that are valid. Pydantic runs them even when other keys of the model fail, where
+it would skip a model validator, so that every key's problem is reported in one pass (a key with several problems
+reports its first). They set `validate_default` on their field, so that they also run when the key is left to its
+default. A check that reports at another key of its model raises FieldProblem naming that key.
+"""
+
+import difflib
+import inspect
+import math
+import re
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationInfo
+from pydantic.alias_generators import to_camel
+
+from domain.capacity.instance_types import GPU_INSTANCE_TYPES
+from domain.capacity.instance_types import GpuInstanceType as GpuInstanceTypeData
+from domain.capacity.quantity import QUANTITY, quantity
+from domain.problems import Problems, report
+from domain.stack.images import qualify_image
+from domain.upstream.versions import KUBE_PROXY_ADDON_VERSIONS
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, alias_generator=to_camel)
+
+
+def _found(check: Callable[..., Any], value: Any, info: ValidationInfo) -> list[ValueError]:
+    try:
+        check(value, info) if len(inspect.signature(check).parameters) == 2 else check(value)
+    except Problems as several:
+        return several.problems
+    except ValueError as problem:
+        return [problem]
+    return []
+
+
+def all_of(*checks: Callable[..., Any]) -> AfterValidator:
+    """The checks of one key, each run and every problem reported, where a chain of AfterValidators stops at the
+    first; each check takes the value (and the ValidationInfo) and returns it unchanged."""
+
+    def check(value: Any, info: ValidationInfo) -> Any:
+        report([problem for each in checks for problem in _found(each, value, info)])
+        return value
+
+    return AfterValidator(check)
+
+
+def between(low: int, high: int):
+    def check(value: int) -> int:
+        if not low <= value <= high:
+            raise ValueError(f"must be between {low} and {high}, got {value}")
+        return value
+
+    return AfterValidator(check)
+
+
+def at_least(low: int):
+    def check(value: int) -> int:
+        if value < low:
+            raise ValueError(f"must be at least {low}, got {value}")
+        return value
+
+    return AfterValidator(check)
+
+
+def matching(pattern: str, what: str):
+    compiled = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if not compiled.fullmatch(value):
+            raise ValueError(f"must be {what}, got {value!r}")
+        return value
+
+    return AfterValidator(check)
+
+
+def positive_amount(value: float) -> float:
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"must be a positive amount of US dollars, got {value:g}")
+    return value
+
+
+def unique(values: list) -> list:
+    duplicates = sorted({v for v in values if values.count(v) > 1})
+    if duplicates:
+        raise ValueError(f"must not repeat {', '.join(map(str, duplicates))}")
+    return values
+
+
+def two_or_more(subnets: list[str]) -> list[str]:
+    # Karpenter's two replicas must land in two zones, and EKS itself wants subnets in two zones.
+    if len(subnets) < 2:
+        raise ValueError(f"needs at least two subnets in different availability zones, got {len(subnets)}")
+    return subnets
+
+
+def quoted_version(value: object) -> object:
+    # YAML reads an unquoted 1.30 as the float 1.3: insist on a string rather than guess what was meant.
+    if isinstance(value, float | int):
+        raise ValueError(f'must be a quoted string such as "1.34", got the number {value}')
+    return value
+
+
+def kube_proxy_pinned(version: str) -> str:
+    # EKS builds kube-proxy per Kubernetes minor version, and gpulab pins the build (domain/upstream/versions.py).
+    if version not in KUBE_PROXY_ADDON_VERSIONS:
+        raise ValueError(
+            f"gpulab pins the kube-proxy add-on for Kubernetes {', '.join(sorted(KUBE_PROXY_ADDON_VERSIONS))}, not "
+            f"{version}: add its EKS add-on version to KUBE_PROXY_ADDON_VERSIONS in domain/upstream/versions.py"
+        )
+    return version
+
+
+def gpu_instance_type(value: str) -> str:
+    if value not in GPU_INSTANCE_TYPES:
+        close = difflib.get_close_matches(value.lower(), GPU_INSTANCE_TYPES, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise ValueError(
+            f"{value!r} is not an NVIDIA GPU instance type that gpulab knows "
+            "(the list is in domain/capacity/instance_types.py)"
+            f"{hint}"
+        )
+    return value
+
+
+def ami_alias(value: str) -> str:
+    # Karpenter resolves al2023@<version> to the release of that date; for GPU instance types it picks the NVIDIA
+    # variant. amazon-eks-ami names its releases v<YYYYMMDD>, and the alias takes the name as it is.
+    if re.fullmatch(r"al2023@(v[0-9]{8}|latest)", value):
+        return value
+    hint = ""
+    if missing_v := re.fullmatch(r"al2023@([0-9]{8})", value):
+        hint = f"; did you mean al2023@v{missing_v[1]}? (amazon-eks-ami names its releases v<YYYYMMDD>)"
+    raise ValueError(f"must be an AL2023 AMI alias, al2023@v<YYYYMMDD> or al2023@latest, got {value!r}{hint}")
+
+
+DNS_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
+
+
+# EKS allows 100 characters, but the interruption queue is named after the cluster and SQS allows 80.
+ClusterName = Annotated[
+    str,
+    matching(
+        r"[a-z]([a-z0-9-]{0,78}[a-z0-9])?",
+        "lowercase letters, digits and '-', starting with a letter and at most 80 long",
+    ),
+]
+KubernetesVersion = Annotated[
+    str, BeforeValidator(quoted_version), matching(r"1\.[0-9]{2}", 'a Kubernetes minor version such as "1.34"')
+]
+VpcId = Annotated[str, matching(r"vpc-[0-9a-f]{8,17}", "a VPC ID such as vpc-0a1b2c3d4e5f60718")]
+SubnetId = Annotated[str, matching(r"subnet-[0-9a-f]{8,17}", "a subnet ID such as subnet-0a1b2c3d4e5f60718")]
+GpuInstanceType = Annotated[str, AfterValidator(gpu_instance_type)]
+AmiAlias = Annotated[str, AfterValidator(ami_alias)]
+CapacityType = Literal["on-demand", "spot", "reserved"]
+ImageReference = Annotated[str, AfterValidator(qualify_image)]
+# Karpenter's duration grammar (NodePool CRD): e.g. 30m, 1h30m, 720h.
+DURATION = r"([0-9]+(s|m|h))+"
+Duration = Annotated[str, matching(DURATION, "a duration such as 10m, 1h30m or 720h")]
+# Karpenter's budget durations (NodePool CRD): hours and minutes only; class durations and warmups are written alike.
+ClockDuration = Annotated[str, matching(r"[0-9]+(h|m)|[0-9]+h[0-9]+m", "hours and minutes such as 45m, 2h or 1h30m")]
+
+
+def not_negative(value: str) -> str:
+    # The API server refuses a negative request or limit (ValidateNonnegativeQuantity).
+    if quantity(value) < 0:
+        raise ValueError(f"must not be negative, got {value!r}: Kubernetes refuses negative requests")
+    return value
+
+
+def number_as_text(value: object) -> object:
+    # The API server reads a quantity written as a JSON number as it reads the same text (resource.Quantity's
+    # UnmarshalJSON parses an unquoted value with ParseQuantity): `cpu: 2` is `cpu: "2"`. true and false are no number.
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value) if math.isfinite(value) else value
+    return value
+
+
+# A Kubernetes resource quantity in any form Kubernetes reads, e.g. 1, 0.5, 500m, 1Gi, 4e9, or the number 2.
+Quantity = Annotated[
+    str,
+    BeforeValidator(number_as_text),
+    matching(QUANTITY, "a Kubernetes quantity such as 1, 0.5, 500m, 1Gi or 4e9"),
+    AfterValidator(not_negative),
+]
+# An IAM role ARN, e.g. of an operators' role or a CI deploy role: EKS access entries name roles, not sessions.
+RoleArn = Annotated[
+    str,
+    matching(
+        r"arn:aws(-[a-z]+)*:iam::[0-9]{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}",
+        "an IAM role ARN such as arn:aws:iam::123456789012:role/platform-admins",
+    ),
+]
+ReservationId = Annotated[str, matching(r"cr-[0-9a-f]{17}", "a capacity reservation ID such as cr-0123456789abcdef0")]
+Version = Annotated[str, matching(r"[0-9]+\.[0-9]+\.[0-9]+", "a chart version such as 1.14.1")]
+Namespace = Annotated[str, matching(DNS_LABEL, "a Kubernetes namespace name (a DNS-1123 label)")]
+# Namespaces every cluster has: gpulab installs into them as they are and creates any other it is given.
+BUILT_IN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+
+
+def lab_instance_types(info: ValidationInfo) -> list[tuple[str, GpuInstanceTypeData]]:
+    """The lab's instance types and their data, for a check of a key declared after instanceTypes; none if invalid."""
+    return [(name, GPU_INSTANCE_TYPES[name]) for name in info.data.get("instance_types", [])]

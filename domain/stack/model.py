@@ -1,0 +1,763 @@
+"""The stack configuration users write under the `gpulab` namespace, as typed, validated models: the users' contract,
+every key in one place.
+
+Field names are snake_case here and camelCase in the stack file (the alias generator), as Pulumi users write them.
+Every model forbids unknown keys so that a typo fails loudly instead of silently falling back to a default. The checks
+live beside the concern they guard (domain/stack/fields.py for the shared ones and how they report;
+domain/stack/limits.py, sharing.py, classes.py, disruption.py, cost.py) and are attached here to the key they report on.
+"""
+
+import datetime
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
+
+from domain.capacity.daemonsets import DEVICE_PLUGIN_DEFAULTS, ContainerResources
+from domain.capacity.disks import (
+    IMAGES_ROOT_GIB,
+    IMAGES_ROOT_IOPS,
+    OS_ROOT_GIB,
+    DiskPlan,
+    DiskStrategy,
+    gate_in_release,
+    plan,
+    root_volume_fits,
+    strategy_fits,
+)
+from domain.capacity.instance_types import GPU_INSTANCE_TYPES
+from domain.capacity.node_capacity import NodeShare, learner_seats
+from domain.capacity.sharing import (
+    DEFAULT_PROFILE,
+    LearnerShare,
+    Sharing,
+    learner_share,
+    mps_replicas_the_daemon_accepts,
+)
+from domain.cost.lab_cost import LabCost, alert_threshold, lab_cost, threshold_kind, within_max_hourly_cost
+from domain.cost.price_book import LIST, PriceBook
+from domain.cost.prices import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS
+from domain.problems import FieldProblem, report
+from domain.stack.budgets import BudgetAlerts, alerts_fit, budget_amount, lab_budget
+from domain.stack.classes import (
+    DEFAULT_WARMUP,
+    STACK_TIME_ZONE,
+    at_least_a_minute,
+    class_schedule,
+    class_zone,
+    classes_fit,
+    ends_after_start,
+    holds_every_day,
+    iso_day,
+    shiftable,
+    skips_within_term,
+    warmup_range,
+)
+from domain.stack.disruption import budget_schedule, schedule_with_duration
+from domain.stack.endpoint import EVERYWHERE, at_most_quota, public_access_cidr
+from domain.stack.fields import (
+    DNS_LABEL,
+    DURATION,
+    AmiAlias,
+    CapacityType,
+    ClockDuration,
+    ClusterName,
+    Duration,
+    GpuInstanceType,
+    ImageReference,
+    KubernetesVersion,
+    Model,
+    Namespace,
+    Quantity,
+    ReservationId,
+    RoleArn,
+    SubnetId,
+    Version,
+    VpcId,
+    all_of,
+    at_least,
+    between,
+    kube_proxy_pinned,
+    matching,
+    positive_amount,
+    two_or_more,
+    unique,
+)
+from domain.stack.jupyterhub import JupyterHub, NotebookImage, hub_has_its_labs
+from domain.stack.limits import (
+    STACK_DEVICE_PLUGIN,
+    STACK_RUNS_EBS_CSI,
+    STACK_RUNS_METRICS,
+    cpu_limit_holds_max_gpus,
+    cpu_needed,
+    fits_one_stack,
+    learner_pod_fits,
+    max_gpus_hold_a_node,
+    max_gpus_in_whole_nodes,
+    max_pods_have_addresses,
+    max_pods_hold_the_seats,
+    node_shares,
+    reserved_needs_reservations,
+    seat_share,
+    share_text,
+)
+from domain.stack.log_retention import accepted_retention
+from domain.stack.metrics import IdleWindow, Metrics, metrics_fit
+from domain.stack.namespaces import namespace_clash
+from domain.time import class_calendar, cron, durations, zones
+from domain.time.budget_windows import Window, windows
+from domain.time.class_calendar import Occurrence
+from domain.time.cron import Schedule
+from domain.upstream.versions import KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
+
+
+def _not_reserved(name: str) -> str:
+    # Each lab names a device plugin profile, and one profile serves GPU nodes outside any lab.
+    if name == DEFAULT_PROFILE:
+        raise ValueError(f"{name!r} is reserved for the device plugin's default profile; choose another lab name")
+    return name
+
+
+LabName = Annotated[
+    str,
+    matching(DNS_LABEL, "a DNS-1123 label (lowercase letters, digits and '-', at most 63)"),
+    AfterValidator(_not_reserved),
+]
+
+
+class SystemNodes(Model):
+    """The managed node group that runs Karpenter and CoreDNS: never a node Karpenter itself manages."""
+
+    instance_types: Annotated[list[str], Field(min_length=1), AfterValidator(unique)] = Field(
+        default=["m7i.large"],
+        description="x86_64 EC2 instance types of the system node group (it runs the AL2023 x86_64 AMI).",
+    )
+    # Karpenter's chart spreads its two replicas over zones with DoNotSchedule, so two nodes is the floor.
+    size: Annotated[int, between(2, 10)] = Field(default=2, description="Number of system nodes.")
+
+
+class Cluster(Model):
+    name: ClusterName = Field(description="EKS cluster name; also the karpenter.sh/discovery tag value.")
+    kubernetes_version: Annotated[KubernetesVersion, AfterValidator(kube_proxy_pinned)] = Field(
+        description="Kubernetes minor version of the control plane."
+    )
+    vpc_id: VpcId = Field(description="The existing VPC the cluster runs in.")
+    private_subnet_ids: Annotated[list[SubnetId], AfterValidator(unique), AfterValidator(two_or_more)] = Field(
+        description="Private subnets of the cluster and of every node, in at least two availability zones."
+    )
+    system_nodes: SystemNodes = Field(default_factory=SystemNodes, description="The system node group.")
+    admin_role_arns: Annotated[list[RoleArn], AfterValidator(unique)] = Field(
+        default_factory=list,
+        description="IAM roles (operators, CI preview and deploy roles) given cluster-admin access through EKS access "
+        "entries; the identity that creates the cluster has it anyway.",
+    )
+    # GitHub: "We do not recommend allowing by IP address" (docs.github.com, "About GitHub's IP addresses"); the Actions
+    # ranges are far more blocks than EKS' 40. A runner with a fixed egress (self-hosted, or a larger runner with a
+    # static IP) can be listed instead; docs/control-plane.md.
+    public_access_cidrs: Annotated[
+        list[Annotated[str, AfterValidator(public_access_cidr)]], AfterValidator(unique), AfterValidator(at_most_quota)
+    ] = Field(
+        default=[EVERYWHERE],
+        description="IPv4 blocks that may reach the public API endpoint; [] turns the public endpoint off. Open by "
+        "default because GitHub-hosted runners, which run previews and deploys, have no fixed addresses; the API "
+        "still authenticates every request (IAM, access entries).",
+    )
+    # EKS User Guide, cluster-endpoint: with both endpoints on, requests from within the VPC use the private one; it
+    # needs enableDnsHostnames and enableDnsSupport on the VPC.
+    private_endpoint: bool = Field(
+        default=True,
+        validate_default=True,
+        description="Serve the API inside the VPC too, so that nodes reach it without leaving the VPC and without "
+        "their NAT addresses in publicAccessCidrs. Costs nothing; needs DNS hostnames and resolution on the VPC.",
+    )
+    # AWS Config Developer Guide, cw-loggroup-retention-period-check: MinRetentionTime defaults to 365 days.
+    log_retention_days: Annotated[int, AfterValidator(accepted_retention)] = Field(
+        default=365,
+        description="Days CloudWatch keeps the control-plane logs (audit included). A year: AWS Config's "
+        "cw-loggroup-retention-period-check asks for 365 days by default, and an incident is often found after "
+        "the course that caused it has ended.",
+    )
+    # EKS User Guide, deletion-protection: DeleteCluster fails with InvalidRequestException until UpdateClusterConfig
+    # turns it off.
+    deletion_protection: bool = Field(
+        default=False,
+        description="EKS deletion protection: the cluster cannot be deleted until it is turned off. Off by default "
+        "so that test stacks can be destroyed; the policy pack requires it in production stacks.",
+    )
+    # EKS User Guide, kubernetes-versions: 14 months of standard support, then 12 of extended support. Prices: Amazon
+    # EKS pricing (aws.amazon.com/eks/pricing) and the AWS Containers blog post "Amazon EKS extended support for
+    # Kubernetes versions pricing": USD 0.10 per cluster hour in standard support, 0.60 in total in extended support.
+    support_type: Literal["STANDARD", "EXTENDED"] = Field(
+        default="STANDARD",
+        description="What EKS does at the end of a version's standard support: STANDARD upgrades the control plane; "
+        "EXTENDED keeps the version for 12 more months at USD 0.60 instead of 0.10 per cluster hour.",
+    )
+
+    @field_validator("private_endpoint")
+    @classmethod
+    def _api_reachable(cls, private_endpoint: bool, info: ValidationInfo) -> bool:
+        if info.data.get("public_access_cidrs") == [] and not private_endpoint:
+            raise ValueError(
+                "must be true when publicAccessCidrs is [] (no public endpoint): otherwise nothing, not even the "
+                "cluster's own nodes, can reach the Kubernetes API"
+            )
+        return private_endpoint
+
+
+class RootVolume(Model):
+    """The gp3 root volume of a lab's nodes. Keys left out follow the lab's disk strategy (domain/capacity/disks.py):
+    the OS's size at gp3's included IOPS and throughput when every type keeps its images on the instance store, else the
+    size and IOPS that images need."""
+
+    size_gib: Annotated[int, between(OS_ROOT_GIB, 16384)] | None = Field(
+        default=None,
+        description=f"Size in GiB; {OS_ROOT_GIB} with images on the instance store, else {IMAGES_ROOT_GIB}.",
+    )
+    iops: Annotated[int, between(GP3_INCLUDED_IOPS, 80000)] | None = Field(
+        default=None,
+        description=f"Provisioned IOPS; {GP3_INCLUDED_IOPS} with images on the instance store, "
+        f"else {IMAGES_ROOT_IOPS}.",
+    )
+    throughput_mibps: Annotated[int, between(GP3_INCLUDED_MIBPS, 2000)] | None = Field(
+        default=None, description=f"Throughput in MiB/s; {GP3_INCLUDED_MIBPS} unless set."
+    )
+    encrypted: bool = Field(default=True, description="Encrypt the volume (with the account's default EBS key).")
+
+    # EBS rejects gp3 volumes above 500 IOPS per GiB or 0.25 MiB/s per provisioned IOPS. These check the keys the lab
+    # sets; domain/capacity/disks.py checks them again against the defaults of the keys it leaves out.
+    @field_validator("iops")
+    @classmethod
+    def _iops_per_gib(cls, iops: int | None, info: ValidationInfo) -> int | None:
+        size = info.data.get("size_gib")
+        if size is not None and iops is not None and iops > 500 * size:
+            raise ValueError(f"must be at most 500 per GiB, so {500 * size} for {size} GiB")
+        return iops
+
+    @field_validator("throughput_mibps")
+    @classmethod
+    def _throughput_per_iops(cls, throughput: int | None, info: ValidationInfo) -> int | None:
+        iops = info.data.get("iops")
+        if iops is not None and throughput is not None and throughput * 4 > iops:
+            raise ValueError(f"must be at most iops / 4, so {iops // 4} for {iops} IOPS")
+        return throughput
+
+
+class Budget(Model):
+    """A Karpenter disruption budget: how many of the lab's nodes may be disrupted at once, and when."""
+
+    nodes: Annotated[str, matching(r"(100|[0-9]{1,2})%|[0-9]+", "a node count or percentage such as 1 or 10%")]
+    reasons: list[Literal["Underutilized", "Empty", "Drifted"]] | None = Field(
+        default=None, description="Disruption reasons the budget applies to; all when omitted."
+    )
+    schedule: Annotated[str, AfterValidator(budget_schedule)] | None = Field(
+        default=None, description="Cron schedule when the budget is active (UTC, Go cron: three-letter names only)."
+    )
+    duration: Annotated[ClockDuration | None, AfterValidator(schedule_with_duration)] = Field(
+        default=None, validate_default=True, description="How long the budget is active from each schedule."
+    )
+
+
+class Disruption(Model):
+    """When Karpenter may take a lab's nodes away. The defaults never evict a learner to save money."""
+
+    # WhenEmpty removes a node only once its last learner pod is gone; WhenEmptyOrUnderutilized would also move
+    # running learners to pack nodes tighter, which ends their sessions.
+    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"] = Field(
+        default="WhenEmpty", description="Which nodes Karpenter may consolidate."
+    )
+    consolidate_after: Duration = Field(
+        default="10m", description="How long a node stays empty before it goes, so a returning learner finds it."
+    )
+    budgets: list[Budget] = Field(
+        default_factory=lambda: [Budget(nodes="1")],
+        description="Disruption budgets for consolidation and drift; by default one node at a time. Expiry, "
+        "interruption and node repair ignore them.",
+    )
+
+
+# A day of a class's calendar, YYYY-MM-DD.
+Day = Annotated[datetime.date, BeforeValidator(iso_day)]
+TimeZone = Annotated[str, AfterValidator(zones.time_zone)]
+
+
+class Term(Model):
+    """The days a class runs, in its time zone: from its first to its last day, less the days it skips."""
+
+    start: Day = Field(description="The first day of class (YYYY-MM-DD).")
+    end: Annotated[Day, AfterValidator(ends_after_start)] = Field(
+        description="The last day of class (YYYY-MM-DD), inclusive; not before start."
+    )
+    skip: Annotated[list[Day], AfterValidator(unique), AfterValidator(skips_within_term)] = Field(
+        default_factory=list, description="Days of the term without class (holidays), each a day the class meets on."
+    )
+
+
+class LabClass(Model):
+    """A class of a lab: its seats are warm when it starts, and its running learners are not moved while it lasts."""
+
+    schedule: Annotated[str, AfterValidator(class_schedule)] = Field(
+        description="When the class starts: a five-field Go cron schedule on the clock of its time zone, in the "
+        "budget grammar (e.g. 0 9 * * mon)."
+    )
+    duration: Annotated[ClockDuration, AfterValidator(at_least_a_minute)] = Field(
+        description="How long the class lasts, e.g. 1h30m (time elapsed, across a daylight-saving change too)."
+    )
+    warm_seats: Annotated[int, at_least(1)] | None = Field(
+        default=None, description="Seats ready when it starts; the lab's learner seats when omitted, and at most that."
+    )
+    warmup: Annotated[ClockDuration, AfterValidator(warmup_range), AfterValidator(shiftable)] = Field(
+        default=DEFAULT_WARMUP,
+        validate_default=True,
+        description="How long before the start the seats are asked for (node boot, image pull).",
+    )
+    time_zone: TimeZone | None = Field(
+        default=None, description="IANA time zone the schedule and term are read in; gpulab:timeZone when omitted."
+    )
+    term: Annotated[Term | None, AfterValidator(holds_every_day)] = Field(
+        default=None,
+        validate_default=True,
+        description="The days of class (start, end, skip); without it the class repeats all year.",
+    )
+
+    # The stack's gpulab:timeZone when this class was validated (domain.stack.classes.STACK_TIME_ZONE).
+    _stack_zone: str | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._stack_zone = STACK_TIME_ZONE.get()
+
+    @property
+    def zone(self) -> str:
+        """The IANA zone the class's schedule and term are read in."""
+        return class_zone(self.time_zone, self._stack_zone)
+
+    @property
+    def start(self) -> Schedule:
+        return cron.parse(self.schedule)
+
+    @property
+    def warm_from(self) -> Schedule:
+        """When the seats are asked for, on the class's clock: the start, warmup earlier."""
+        return cron.shift(self.start, -durations.duration_minutes(self.warmup))
+
+    @property
+    def identity(self) -> str:
+        """What tells the class from the lab's others, and names its objects: its start, and where it is not UTC all
+        year, its zone and the first day of its term."""
+        if self.zone == zones.UTC and self.term is None:
+            return str(self.start)
+        return " ".join([str(self.start), self.zone, *([str(self.term.start)] if self.term else [])])
+
+    def occurrences(
+        self, first: datetime.date | None = None, last: datetime.date | None = None
+    ) -> Iterator[Occurrence]:
+        """The class's occurrences on the local days from `first` to `last` (inclusive) within its term, skipped days
+        left out; from the first day of its term to the last by default. A class without a term needs both."""
+        if self.term is None:
+            if first is None or last is None:
+                raise ValueError("a class without a term repeats all year: give the first and last day")
+            days: tuple[datetime.date, datetime.date] = (first, last)
+        else:
+            days = (max(first or self.term.start, self.term.start), min(last or self.term.end, self.term.end))
+        skip = self.term.skip if self.term else ()
+        minutes = (durations.duration_minutes(self.warmup), durations.duration_minutes(self.duration))
+        return class_calendar.occurrences(self.start, self.zone, *minutes, *days, skip)
+
+    @property
+    def budget_windows(self) -> tuple[Window, ...]:
+        """The NodePool budget windows, in UTC, that hold this class's learners (domain/time/budget_windows.py)."""
+        warmup, duration = durations.duration_minutes(self.warmup), durations.duration_minutes(self.duration)
+        term = (self.term.start, self.term.end, tuple(self.term.skip)) if self.term else None
+        planned = class_calendar.planned(self.start, self.zone, warmup, duration, term)
+        return windows(self.start, warmup, duration, planned, class_calendar.fixed_offset(self.zone), term is not None)
+
+
+class LearnerPod(Model):
+    """The requests of each learner's pod, as the notebook spawner sets them; warm seats are shaped like it."""
+
+    cpu: Quantity | None = Field(
+        default=None, description="CPU request; by default the smallest per-seat share of the lab's instance types."
+    )
+    memory: Quantity | None = Field(
+        default=None, description="Memory request; by default the smallest per-seat share of the lab's instance types."
+    )
+
+
+class Lab(Model):
+    """One lab: the GPU nodes Karpenter may launch for its learners, and how they share each GPU."""
+
+    instance_types: Annotated[list[GpuInstanceType], Field(min_length=1), AfterValidator(unique)] = Field(
+        description="NVIDIA GPU instance types Karpenter may launch for this lab."
+    )
+    capacity_types: Annotated[list[CapacityType], Field(min_length=1), AfterValidator(unique)] = Field(
+        default=["on-demand"], description="EC2 capacity types the lab's nodes may use."
+    )
+    sharing: Sharing = Field(
+        default="timeSlicing",
+        description="How learners share a GPU: timeSlicing (turns, memory shared) or mps (a memory cap per learner).",
+    )
+    slices_per_gpu: Annotated[int, between(1, 48), AfterValidator(mps_replicas_the_daemon_accepts)] = Field(
+        default=1,
+        validate_default=True,
+        description="Replicas per physical GPU: learners sharing one GPU. 1 means no sharing.",
+    )
+    max_gpus: Annotated[int, at_least(1), all_of(max_gpus_hold_a_node, max_gpus_in_whole_nodes)] = Field(
+        default=1, validate_default=True, description="Cap on the physical GPUs this lab may run at once."
+    )
+    ami: AmiAlias = Field(description="Karpenter AMI alias of the lab's nodes.")
+    capacity_reservation_ids: Annotated[
+        list[ReservationId], AfterValidator(unique), AfterValidator(reserved_needs_reservations)
+    ] = Field(
+        default_factory=list,
+        validate_default=True,
+        description="On-demand capacity reservations the lab may use; needed for 'reserved'.",
+    )
+    disk_strategy: Annotated[DiskStrategy | None, AfterValidator(strategy_fits)] = Field(
+        default=None,
+        description="Where images and pods' data live: instanceStore (a RAID0 of the instance's NVMe disks; the root "
+        "volume keeps only the OS) or rootVolume. Unset, the instance store on every type that has one.",
+    )
+    root_volume: Annotated[RootVolume, AfterValidator(root_volume_fits)] = Field(
+        default_factory=RootVolume, validate_default=True, description="Root volume of the lab's nodes."
+    )
+    fast_image_pull: Annotated[bool | None, AfterValidator(gate_in_release)] = Field(
+        default=None,
+        description="nodeadm's FastImagePull: containerd pulls and unpacks layers in parallel (SOCI). Unset, on when "
+        "every instance type clears nodeadm's 4 vCPU / 7 GiB threshold and pulls onto the instance store or a "
+        "root volume of at least 600 MiB/s, and the AMI release has the gate (v20250821 or later).",
+    )
+    prepull_images: Annotated[list[ImageReference], AfterValidator(unique)] = Field(
+        default_factory=list, description="Images pulled onto each node as it boots, before learners' pods need them."
+    )
+    pod_pids_limit: Annotated[int, between(1024, 4194304)] = Field(
+        default=32768, description="Most processes one pod may run (kubelet podPidsLimit)."
+    )
+    max_pods: Annotated[
+        Annotated[int, at_least(1), AfterValidator(max_pods_have_addresses)] | None,
+        AfterValidator(max_pods_hold_the_seats),
+    ] = Field(
+        default=None,
+        validate_default=True,
+        description="Most pods per node (kubelet maxPods), learners and DaemonSet pods together. Unset, Karpenter "
+        "uses each instance type's ENI-limited count: the pods the VPC CNI can give an IP address without prefix "
+        "delegation.",
+    )
+    cpu_limit: Annotated[Annotated[int, at_least(1)] | None, AfterValidator(cpu_limit_holds_max_gpus)] = Field(
+        default=None,
+        description="Most vCPUs the lab's nodes may have in total (the NodePool's cpu limit), at least what maxGpus "
+        "needs on the lab's type of most vCPUs per GPU; that by default.",
+    )
+    expire_after: Annotated[str, matching(f"{DURATION}|Never", "a duration such as 720h, or Never")] = Field(
+        default="720h",
+        description="Age at which Karpenter replaces a node. Expiry ignores disruption budgets and "
+        "karpenter.sh/do-not-disrupt; terminationGracePeriod bounds how long the node then waits for its pods.",
+    )
+    # Without a bound, a draining node (expired, drifted, or of a removed lab) whose pods carry do-not-disrupt stays
+    # cordoned and billed indefinitely. An hour lets a learner save their work; it also bounds `pulumi destroy`.
+    termination_grace_period: Duration = Field(
+        default="1h",
+        description="Longest a draining node waits for its pods (do-not-disrupt ones included) before Karpenter "
+        "deletes them and terminates the node.",
+    )
+    disruption: Disruption = Field(default_factory=Disruption, description="Consolidation and disruption budgets.")
+    classes: Annotated[list[LabClass], AfterValidator(classes_fit)] = Field(
+        default_factory=list, description="Scheduled classes: warm seats at each start, no learner moved during it."
+    )
+    learner_pod: Annotated[LearnerPod, AfterValidator(learner_pod_fits)] = Field(
+        default_factory=LearnerPod, validate_default=True, description="CPU and memory requests of each learner's pod."
+    )
+    smoke_test: bool = Field(
+        default=False,
+        description="Run slicesPerGpu + 1 pods that each take one slice and run nvidia-smi, to watch the lab scale.",
+    )
+    max_hourly_cost: (
+        Annotated[float, AfterValidator(positive_amount), AfterValidator(within_max_hourly_cost)] | None
+    ) = Field(
+        default=None, description="Cap in USD on the lab's cost ceiling per hour at reference prices (docs/cost.md)."
+    )
+    monthly_budget: Annotated[float, AfterValidator(positive_amount), AfterValidator(budget_amount)] | None = Field(
+        default=None,
+        description="USD a month: an AWS Budgets cost budget of the lab's instances that alerts gpulab:budgetAlerts "
+        "when their spend passes it, or is forecast to (docs/cost.md); gpulab:monthlyBudget when omitted.",
+    )
+    notebook_image: NotebookImage | None = Field(
+        default=None,
+        description="Image of learners' notebook servers when gpulab:jupyterhub is set, instead of the hub's "
+        "notebookImage; it must run jupyterhub-singleuser. The lab's nodes pre-pull it first (docs/jupyterhub.md).",
+    )
+    on_spawn_page: bool = Field(
+        default=True, description="Offer the lab on JupyterHub's spawn page (when gpulab:jupyterhub is set)."
+    )
+    gpu_idle_timeout: IdleWindow | None = Field(
+        default=None,
+        description="Stop a learner's JupyterHub server whose GPU stayed under gpulab:metrics.idleUtilisationPercent "
+        "this long (needs gpulab:metrics and gpulab:jupyterhub); unset: never.",
+    )
+    internet: bool = Field(
+        default=True,
+        description="Let the lab's JupyterHub learners reach the internet; false closes it (an exam), leaving the hub "
+        "and DNS (needs gpulab:jupyterhub and onSpawnPage; docs/jupyterhub.md).",
+    )
+
+    @property
+    def learner_share(self) -> LearnerShare:
+        """What each learner gets of a GPU (strategy, and with MPS its memory cap and compute share)."""
+        return learner_share(self.sharing, self.slices_per_gpu, self.instance_types)
+
+    # The device plugin's resources of the stack this lab was validated in, and whether that stack runs the EBS CSI
+    # driver and dcgm-exporter (domain.stack.limits.STACK_DEVICE_PLUGIN, STACK_RUNS_EBS_CSI, STACK_RUNS_METRICS).
+    _device_plugin: ContainerResources = PrivateAttr(default=DEVICE_PLUGIN_DEFAULTS)
+    _ebs_csi: bool = PrivateAttr(default=False)
+    _metrics: bool = PrivateAttr(default=False)
+    # gpulab:jupyterhub.notebookImage for a lab on the hub's spawn page (Settings._labs_get_the_hubs_image).
+    _hub_notebook_image: str | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._device_plugin = STACK_DEVICE_PLUGIN.get() or DEVICE_PLUGIN_DEFAULTS
+        self._ebs_csi = STACK_RUNS_EBS_CSI.get()
+        self._metrics = STACK_RUNS_METRICS.get()
+
+    @property
+    def node_shares(self) -> list[NodeShare]:
+        """A learner's share of a node of each instance type, and the DaemonSets taken off it."""
+        return node_shares(
+            self.instance_types,
+            self.sharing,
+            self.slices_per_gpu,
+            self._device_plugin,
+            self._ebs_csi,
+            self._metrics,
+        )
+
+    @property
+    def learner_requests(self) -> dict[str, str]:
+        """A learner pod's CPU and memory requests: the lab's setting, else the smallest per-seat share of a node."""
+        share = seat_share(self.node_shares)
+        return {
+            "cpu": self.learner_pod.cpu or share_text("cpu", share),
+            "memory": self.learner_pod.memory or share_text("memory", share),
+        }
+
+    @property
+    def learner_image(self) -> str | None:
+        """The image of the lab's JupyterHub learners: its notebookImage, else the hub's; None without either."""
+        return self.notebook_image or self._hub_notebook_image
+
+    @property
+    def node_images(self) -> list[str]:
+        """What the lab's nodes pull as they boot: the learners' image first, so that a learner who gets a node as it
+        boots waits for that pull only, then prepullImages."""
+        first = [self.learner_image] if self.learner_image else []
+        return [*first, *(image for image in self.prepull_images if image not in first)]
+
+    def warm_seats(self, lab_class: LabClass) -> int:
+        return lab_class.warm_seats or self.learner_seats
+
+    @property
+    def disk(self) -> DiskPlan:
+        """The lab's disks as its nodes get them: RAID0 or not, the root volume, parallel pull
+        (domain/capacity/disks.py)."""
+        return plan(self.instance_types, self.disk_strategy, self.root_volume, self.fast_image_pull, self.ami)
+
+    @property
+    def cost(self) -> LabCost:
+        """The lab's cost figures at the reference prices (domain/cost/prices.py), each node's root volume and its
+        classes' warm-ups included."""
+        return self.cost_at(LIST)
+
+    def cost_at(self, book: PriceBook) -> LabCost:
+        """The lab's cost figures at `book`'s prices (a live preview's: components/prices.py)."""
+        classes = [(c.schedule, self.warm_seats(c), c.warmup) for c in self.classes]
+        return lab_cost(
+            self.instance_types,
+            self.slices_per_gpu,
+            self.max_gpus,
+            self.max_hourly_cost,
+            root=self.disk.root,
+            classes=classes,
+            book=book,
+        )
+
+    @property
+    def architectures(self) -> list[str]:
+        """The CPU architectures (kubernetes.io/arch) of the lab's instance types: its nodes' and its AMIs'."""
+        return sorted({GPU_INSTANCE_TYPES[t].architecture for t in self.instance_types})
+
+    @property
+    def node_pool_cpu_limit(self) -> int:
+        """The NodePool's cpu limit: cpuLimit, else what maxGpus needs (domain/stack/limits.py cpu_needed). Derived by
+        default so that it bounds the lab's nodes as maxGpus does and never below it: a fixed default (1000 vCPUs)
+        stopped a lab of g4dn.xlarge, 4 vCPUs a GPU, at 250 of its GPUs whatever its maxGpus. Still a backstop:
+        without the lab's NodeOverlays Karpenter counts one nvidia.com/gpu per physical GPU against a limit of
+        maxGpus x slices, and this limit keeps the lab's vCPUs to what maxGpus GPUs take."""
+        return self.cpu_limit if self.cpu_limit is not None else cpu_needed(self.instance_types, self.max_gpus)[0]
+
+    @property
+    def learner_seats(self) -> int:
+        """Learners the lab can seat at once: every slice of every GPU it may run."""
+        return learner_seats(self.max_gpus, self.slices_per_gpu)
+
+
+class ControllerResources(Model):
+    """CPU and memory of each Karpenter controller replica, as both requests and limits (guaranteed QoS)."""
+
+    cpu: Quantity = Field(default="1", description="CPU per replica.")
+    memory: Quantity = Field(default="1Gi", description="Memory per replica.")
+
+
+class Karpenter(Model):
+    chart_version: Version = Field(
+        default=KARPENTER_CHART_VERSION, description="Version of the karpenter and karpenter-crd charts."
+    )
+    namespace: Namespace = Field(default="kube-system", description="Namespace of the Karpenter controller.")
+    controller_resources: ControllerResources = Field(
+        default_factory=ControllerResources, description="Resources of each controller replica."
+    )
+
+
+def _not_default(namespace: str) -> str:
+    if namespace == "default":
+        raise ValueError("must not be 'default': the device plugin's chart refuses to install there")
+    return namespace
+
+
+class DevicePluginResources(Model):
+    """Requests of each device plugin pod; the memory request is its limit too."""
+
+    cpu: Quantity = Field(default=DEVICE_PLUGIN_DEFAULTS.cpu, description="CPU request.")
+    memory: Quantity = Field(default=DEVICE_PLUGIN_DEFAULTS.memory, description="Memory request and limit.")
+
+
+class NvidiaDevicePlugin(Model):
+    chart_version: Version = Field(
+        default=NVIDIA_DEVICE_PLUGIN_CHART_VERSION, description="Version of the nvidia-device-plugin chart."
+    )
+    namespace: Annotated[Namespace, AfterValidator(_not_default)] = Field(
+        default="nvidia-device-plugin", description="Namespace of the device plugin (and of smoke workloads)."
+    )
+    resources: DevicePluginResources = Field(
+        default_factory=DevicePluginResources, description="Resources of each device plugin pod."
+    )
+
+
+def _device_plugin_resources(data: Any) -> ContainerResources | None:
+    """nvidiaDevicePlugin.resources of a stack file's settings; None when invalid, which validation reports itself."""
+    plugin = data.get("nvidiaDevicePlugin", {}) if isinstance(data, dict) else None
+    if not isinstance(plugin, dict):
+        return None
+    try:
+        return DevicePluginResources.model_validate(plugin.get("resources", {}))
+    except ValidationError:
+        return None
+
+
+class Settings(Model):
+    """Everything under `gpulab:` in one stack file."""
+
+    cluster: Cluster
+    labs: Annotated[dict[LabName, Lab], BeforeValidator(fits_one_stack)] = Field(
+        default_factory=dict, description="One entry per lab, keyed by lab name."
+    )
+    karpenter: Karpenter = Field(default_factory=Karpenter, description="The Karpenter controller.")
+    nvidia_device_plugin: NvidiaDevicePlugin = Field(
+        default_factory=NvidiaDevicePlugin, validate_default=True, description="The NVIDIA device plugin."
+    )
+    jupyterhub: Annotated[JupyterHub | None, AfterValidator(hub_has_its_labs)] = Field(
+        default=None,
+        validate_default=True,
+        description="JupyterHub with one profile per lab; absent, no JupyterHub is installed (docs/jupyterhub.md).",
+    )
+    metrics: Annotated[Metrics | None, AfterValidator(metrics_fit)] = Field(
+        default=None,
+        validate_default=True,
+        description="The GPU meter per lab and per seat, and idle GPU seats given back; absent, none "
+        "(docs/metrics.md).",
+    )
+    time_zone: TimeZone = Field(
+        default=zones.UTC, description="IANA time zone of the classes that name none (docs/classes.md)."
+    )
+    monthly_budget: Annotated[float, AfterValidator(positive_amount), AfterValidator(budget_amount)] | None = Field(
+        default=None, description="USD a month: the monthlyBudget of every lab that sets none; unset, none."
+    )
+    cost_alert_threshold: (
+        Annotated[float | str, BeforeValidator(threshold_kind), AfterValidator(alert_threshold)] | None
+    ) = Field(
+        default=None,
+        description="The pull-request comment flags at its top a change that raises the labs' ceiling by more than "
+        'this: USD per hour (2.5), or a percentage of the base branch\'s ceiling ("10%"); unset, none is flagged.',
+    )
+    budget_alerts: Annotated[BudgetAlerts | None, AfterValidator(alerts_fit)] = Field(
+        default=None,
+        validate_default=True,
+        description="Where the labs' budgets send their actual and forecast alerts; needed with, and only with, a "
+        "budget.",
+    )
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _labs_see_the_device_plugin(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> "Settings":
+        # Every lab's node runs the device plugin's pods; their requests are a setting validated after the labs.
+        # So does the EBS CSI driver's node pod where the stack installs JupyterHub, also a setting after the labs.
+        token = STACK_DEVICE_PLUGIN.set(_device_plugin_resources(data))
+        # And dcgm-exporter's, where the stack runs gpulab:metrics.
+        hub = STACK_RUNS_EBS_CSI.set(isinstance(data, dict) and data.get("jupyterhub") is not None)
+        meter = STACK_RUNS_METRICS.set(isinstance(data, dict) and data.get("metrics") is not None)
+        # And every class reads its times in gpulab:timeZone unless it names its own zone.
+        zone = data.get("timeZone") if isinstance(data, dict) else None
+        classes = STACK_TIME_ZONE.set(zone if isinstance(zone, str) and zone in zones.names() else None)
+        try:
+            return handler(data)
+        finally:
+            STACK_TIME_ZONE.reset(classes)
+            STACK_RUNS_METRICS.reset(meter)
+            STACK_RUNS_EBS_CSI.reset(hub)
+            STACK_DEVICE_PLUGIN.reset(token)
+
+    @model_validator(mode="after")
+    def _labs_get_the_hubs_image(self) -> "Settings":
+        if self.jupyterhub and self.jupyterhub.notebook_image:
+            for lab in self.labs.values():
+                if lab.on_spawn_page:
+                    lab._hub_notebook_image = self.jupyterhub.notebook_image
+        return self
+
+    @field_validator("nvidia_device_plugin")
+    @classmethod
+    def _own_namespaces(cls, plugin: NvidiaDevicePlugin, info: ValidationInfo) -> NvidiaDevicePlugin:
+        # Each component creates the namespace it installs into; two Namespace objects of one name cannot coexist.
+        problems: list[ValueError] = []
+        karpenter = info.data.get("karpenter")
+        if karpenter and (clash := namespace_clash(karpenter.namespace, info.data, (), built_in=True)):
+            problems.append(FieldProblem("karpenter.namespace", clash))
+        if clash := namespace_clash(plugin.namespace, info.data, ("karpenter",), built_in=True):
+            problems.append(FieldProblem("nvidiaDevicePlugin.namespace", clash))
+        report(problems)
+        return plugin
+
+    @property
+    def budgets(self) -> dict[str, float]:
+        """Each budgeted lab's monthly budget in USD, by lab name."""
+        return {
+            name: amount
+            for name, lab in self.labs.items()
+            if (amount := lab_budget(lab.monthly_budget, self.monthly_budget)) is not None
+        }
+
+    @property
+    def shares_gpus(self) -> bool:
+        """Whether any lab shares its GPUs (time-slicing or MPS), which is what Karpenter's NodeOverlays are for."""
+        return any(lab.slices_per_gpu > 1 for lab in self.labs.values())
+
+    @property
+    def has_classes(self) -> bool:
+        """Whether any lab has classes, which is what Karpenter's CapacityBuffers are for."""
+        return any(lab.classes for lab in self.labs.values())

@@ -1,0 +1,134 @@
+"""A class's calendar: the days of its term, and on each the moments its seats are asked for, it starts and it ends.
+
+A class's `schedule` is read on the wall clock of its time zone: `0 9 * * tue` in Europe/Berlin starts at 09:00 in
+Berlin, 08:00 UTC in winter and 07:00 UTC in summer. Its `duration` is time elapsed, so a class over a daylight-saving
+change ends as long after its start as on any other day. Every moment here is an aware datetime in UTC (arithmetic on
+aware datetimes of one zone would count wall-clock time); `Occurrence.local` shows one in the class's zone.
+
+occurrences() is the calendar the cost of a term is computed from, too; it needs nothing but the class's settings.
+"""
+
+import datetime
+import functools
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+
+from domain.problems import FieldProblem
+from domain.time import zones
+from domain.time.cron import MINUTES_PER_DAY, Schedule
+from domain.time.durations import format_duration
+
+# A class without a term repeats every year; it is checked and planned over one whole cycle of the Gregorian calendar
+# (28 years hold every weekday on every date, leap days included), from the year of the pinned tz database's release:
+# daylight-saving rules fall on weekdays ("the last Sunday of March"), so their dates cycle with the calendar.
+FIRST_YEAR = int(zones.VERSION[:4])
+YEARS = 28
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """One class: when its seats are asked for (`warm`), when it starts and when it ends, in UTC."""
+
+    zone: str
+    warm: datetime.datetime
+    start: datetime.datetime
+    end: datetime.datetime
+    offset: datetime.timedelta  # the zone's UTC offset at the start, and through the warm-up (a change is refused)
+
+    def local(self, moment: datetime.datetime) -> datetime.datetime:
+        return moment.astimezone(zones.zone(self.zone))
+
+
+def horizon() -> tuple[datetime.date, datetime.date]:
+    """The first and last day a class without a term is checked and planned over."""
+    return datetime.date(FIRST_YEAR, 1, 1), datetime.date(FIRST_YEAR + YEARS - 1, 12, 31)
+
+
+def class_days(
+    start: Schedule, first: datetime.date, last: datetime.date, skip: Collection[datetime.date] = ()
+) -> Iterator[datetime.date]:
+    """The local days from `first` to `last` (inclusive) on which the schedule starts a class, less `skip`."""
+    day = first
+    while day <= last:
+        if start.matches_day(day) and day not in skip:
+            yield day
+        day += datetime.timedelta(days=1)
+
+
+def occurrences(
+    start: Schedule,
+    zone: str,
+    warmup: int,
+    duration: int,
+    first: datetime.date,
+    last: datetime.date,
+    skip: Collection[datetime.date] = (),
+) -> Iterator[Occurrence]:
+    """Every class that starts on a local day from `first` to `last` (inclusive) but `skip`, in order of its start;
+    `warmup` and `duration` in minutes.
+
+    Raises FieldProblem at `schedule` when a daylight-saving change skips or repeats a start on a class day (its
+    CronJob would not fire, or fire twice), and at `warmup` when it does so to the time the seats are asked for, or
+    falls between that time and the start (the seats would be asked for an hour early or late).
+    """
+    lead = datetime.timedelta(minutes=warmup)
+    for day in class_days(start, first, last, skip):
+        for minutes in start.times_of_day():
+            try:
+                begins = zones.instant(day, minutes, zone)
+            except zones.LocalTimeError as error:
+                raise FieldProblem("schedule", f"its start, {error}; choose a start the clock shows once") from None
+            warm_day, warm_minutes = divmod(day.toordinal() * MINUTES_PER_DAY + minutes - warmup, MINUTES_PER_DAY)
+            try:
+                warm = zones.instant(datetime.date.fromordinal(warm_day), warm_minutes, zone)
+            except zones.LocalTimeError as error:
+                raise FieldProblem(
+                    "warmup", f"its warm-up would begin at {error}; choose a start or a warmup that avoids it"
+                ) from None
+            if begins - warm != lead:
+                raise FieldProblem(
+                    "warmup",
+                    f"the clocks of {zone} change between {warm_minutes // 60:02d}:{warm_minutes % 60:02d} and the "
+                    f"start at {minutes // 60:02d}:"
+                    f"{minutes % 60:02d} on {day:%a %Y-%m-%d}, so the seats would not be asked for "
+                    f"{format_duration(warmup)} ahead; choose a start or a warmup that avoids it",
+                )
+            offset = datetime.datetime.combine(day, datetime.time()) + datetime.timedelta(minutes=minutes)
+            yield Occurrence(
+                zone,
+                begins - lead,
+                begins,
+                begins + datetime.timedelta(minutes=duration),
+                offset - begins.replace(tzinfo=None),
+            )
+
+
+def day_start(day: datetime.date, zone: str) -> datetime.datetime:
+    """The first moment of a local day, in UTC: its midnight, or the end of a daylight-saving gap that swallows it (a
+    skipped midnight read with fold=0, PEP 495, lands there)."""
+    midnight = datetime.datetime.combine(day, datetime.time(), tzinfo=zones.zone(zone))
+    return midnight.astimezone(datetime.UTC)
+
+
+def fixed_offset(zone: str) -> datetime.timedelta | None:
+    """The zone's one UTC offset over the horizon, or None when it changes."""
+    return zones.fixed_offset(zone, datetime.datetime(FIRST_YEAR, 1, 1, tzinfo=datetime.UTC))
+
+
+@functools.lru_cache(maxsize=1024)
+def planned(
+    start: Schedule,
+    zone: str,
+    warmup: int,
+    duration: int,
+    term: tuple[datetime.date, datetime.date, tuple[datetime.date, ...]] | None,
+) -> tuple[Occurrence, ...] | None:
+    """The occurrences a class is checked and its budgets planned by: those of its term (first day, last day, days
+    skipped), or without one those over the horizon; None for a class without a term in a zone of one fixed offset,
+    on whose clock every time exists once. Cached: validation and the model both ask."""
+    if term is None:
+        if fixed_offset(zone) is not None:
+            return None
+        first, last = horizon()
+        return tuple(occurrences(start, zone, warmup, duration, first, last))
+    return tuple(occurrences(start, zone, warmup, duration, *term))

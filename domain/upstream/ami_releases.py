@@ -1,0 +1,138 @@
+"""The amazon-eks-ami releases gpulab knows, and for which Kubernetes versions and CPU architectures each has an AL2023
+NVIDIA AMI: the alias al2023@<release> of a GPU lab resolves to one of them (components/karpenter/ami.py).
+
+From the release notes in awslabs/amazon-eks-ami's CHANGELOG.md at tag v20260724 (commit 81fec2e8), whose newest
+entry is v20260714 (a release's notes come with the next tag): each "AMI Release <tag>" section lists its AMI names,
+amazon-eks-node-al2023-<arch>-nvidia-<k8s>-<tag>, and each tag here is a git tag of the repository. Some tags have no
+notes (v20260707, v20260709 and v20260724 among them), and a release that is not here is not refused, as amazon-eks-ami
+publishes one every week or two: the render warns about it, and `pulumi preview` looks its SSM parameters up
+(components/karpenter/ami.py), which fails if AWS has no such AMI.
+"""
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Protocol
+
+# Release tag: the Kubernetes minor versions of its x86_64 (amd64) and of its arm64 NVIDIA AMIs, first to last (every
+# minor version between them has one); None where the release has no arm64 NVIDIA AMI (before v20250403).
+_RELEASES: dict[str, tuple[str, str | None]] = {
+    "v20260714": ("1.30-1.36", "1.30-1.36"),
+    "v20260625": ("1.30-1.36", "1.30-1.36"),
+    "v20260618": ("1.30-1.36", "1.30-1.36"),
+    "v20260610": ("1.30-1.36", "1.30-1.36"),
+    "v20260505": ("1.30-1.35", "1.30-1.35"),
+    "v20260423": ("1.30-1.35", "1.30-1.35"),
+    "v20260415": ("1.30-1.35", "1.30-1.35"),
+    "v20260409": ("1.30-1.35", "1.30-1.35"),
+    "v20260403": ("1.30-1.35", "1.30-1.35"),
+    "v20260318": ("1.29-1.35", "1.29-1.35"),
+    "v20260304": ("1.29-1.35", "1.29-1.35"),
+    "v20260224": ("1.29-1.35", "1.29-1.35"),
+    "v20260209": ("1.29-1.35", "1.29-1.35"),
+    "v20260129": ("1.29-1.35", "1.29-1.35"),
+    "v20260120": ("1.29-1.35", "1.29-1.35"),
+    "v20260116": ("1.29-1.35", "1.29-1.35"),
+    "v20260114": ("1.29-1.35", "1.29-1.35"),
+    "v20260107": ("1.29-1.34", "1.29-1.34"),
+    "v20251217": ("1.29-1.34", "1.29-1.34"),
+    "v20251209": ("1.29-1.34", "1.29-1.34"),
+    "v20251120": ("1.29-1.34", "1.29-1.34"),
+    "v20251112": ("1.28-1.34", "1.28-1.34"),
+    "v20251108": ("1.28-1.34", "1.28-1.34"),
+    "v20251029": ("1.28-1.34", "1.28-1.34"),
+    "v20251023": ("1.28-1.34", "1.28-1.34"),
+    "v20251016": ("1.28-1.34", "1.28-1.34"),
+    "v20251007": ("1.28-1.34", "1.28-1.34"),
+    "v20251002": ("1.28-1.34", "1.28-1.34"),
+    "v20250920": ("1.28-1.34", "1.28-1.34"),
+    "v20250915": ("1.28-1.34", "1.28-1.34"),
+    "v20250904": ("1.28-1.33", "1.28-1.33"),
+    "v20250829": ("1.28-1.33", "1.28-1.33"),
+    "v20250821": ("1.28-1.33", "1.28-1.33"),
+    "v20250819": ("1.28-1.33", "1.28-1.33"),
+    "v20250813": ("1.28-1.33", "1.28-1.33"),
+    "v20250807": ("1.28-1.33", "1.28-1.33"),
+    "v20250715": ("1.27-1.33", "1.27-1.33"),
+    "v20250704": ("1.27-1.33", "1.27-1.33"),
+    "v20250627": ("1.27-1.33", "1.27-1.33"),
+    "v20250620": ("1.27-1.33", "1.27-1.33"),
+    "v20250519": ("1.26-1.33", "1.26-1.33"),
+    "v20250514": ("1.26-1.32", "1.26-1.32"),
+    "v20250505": ("1.26-1.32", "1.26-1.32"),
+    "v20250501": ("1.26-1.32", "1.26-1.32"),
+    "v20250419": ("1.25-1.32", "1.25-1.32"),
+    "v20250410": ("1.25-1.32", "1.25-1.32"),
+    "v20250403": ("1.25-1.32", "1.25-1.32"),
+    "v20250317": ("1.25-1.32", None),
+    "v20250304": ("1.25-1.32", None),
+    "v20250228": ("1.25-1.32", None),
+    "v20250224": ("1.25-1.32", None),
+    "v20250212": ("1.25-1.32", None),
+    "v20250203": ("1.25-1.32", None),
+    "v20250123": ("1.24-1.32", None),
+    "v20250116": ("1.24-1.32", None),
+    "v20250103": ("1.24-1.32", None),
+    "v20241225": ("1.24-1.32", None),
+    "v20241213": ("1.24-1.31", None),
+    "v20241205": ("1.24-1.31", None),
+    "v20241121": ("1.24-1.31", None),
+    "v20241115": ("1.24-1.31", None),
+    "v20241109": ("1.24-1.31", None),
+    "v20241106": ("1.24-1.31", None),
+    "v20241024": ("1.24-1.31", None),
+}
+# kubernetes.io/arch: the index of that architecture in _RELEASES' pairs.
+_ARCH = {"amd64": 0, "arm64": 1}
+
+
+def _minors(span: str | None) -> frozenset[str]:
+    if span is None:
+        return frozenset()
+    first, last = (int(version.split(".")[1]) for version in span.split("-"))
+    return frozenset(f"1.{minor}" for minor in range(first, last + 1))
+
+
+# Release tag -> kubernetes.io/arch -> the Kubernetes minor versions it has an NVIDIA AMI for.
+NVIDIA_AMIS: Mapping[str, Mapping[str, frozenset[str]]] = MappingProxyType(
+    {tag: {arch: _minors(spans[i]) for arch, i in _ARCH.items()} for tag, spans in _RELEASES.items()}
+)
+NEWEST_KNOWN = max(NVIDIA_AMIS)
+
+
+def release_warning(release: str, kubernetes_version: str, architectures: list[str]) -> str | None:
+    """What gpulab cannot vouch for in an AMI release for nodes of these architectures and Kubernetes version, or None
+    when it knows their NVIDIA AMIs exist (or the release is `latest`, which Karpenter resolves itself)."""
+    if release == "latest":
+        return None
+    if release not in NVIDIA_AMIS:
+        return (
+            f"release {release} is not one gpulab knows (domain/upstream/ami_releases.py lists amazon-eks-ami's "
+            f"releases to {NEWEST_KNOWN}); `pulumi preview` checks that it has an NVIDIA AMI for Kubernetes "
+            f"{kubernetes_version}"
+        )
+    missing = [arch for arch in architectures if kubernetes_version not in NVIDIA_AMIS[release][arch]]
+    if missing:
+        return (
+            f"release {release} has no NVIDIA AMI for {' or '.join(missing)} nodes of Kubernetes {kubernetes_version} "
+            "in amazon-eks-ami's release notes, and `pulumi preview` will fail looking it up; choose another release"
+        )
+    return None
+
+
+class _Lab(Protocol):
+    """What the warnings read of a lab: domain.stack.model's Lab."""
+
+    @property
+    def ami(self) -> str: ...
+
+    @property
+    def architectures(self) -> list[str]: ...
+
+
+def ami_warnings(labs: Mapping[str, _Lab], kubernetes_version: str) -> list[str]:
+    """One `gpulab:labs.<lab>.ami: warning: ...` line for each lab whose AMI release gpulab cannot vouch for."""
+    warnings = {
+        name: release_warning(lab.ami.partition("@")[2], kubernetes_version, lab.architectures)
+        for name, lab in labs.items()
+    }
+    return [f"gpulab:labs.{name}.ami: warning: {warning}" for name, warning in warnings.items() if warning]
