@@ -28,10 +28,14 @@ from typing import Literal, Protocol
 from pydantic import ValidationInfo
 
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
-from domain.cost.prices import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS
 from domain.problems import FieldProblem
 
 DiskStrategy = Literal["instanceStore", "rootVolume"]
+
+# What every gp3 volume includes without provisioning more: 3,000 IOPS and 125 MiB/s (the sources are with the gp3
+# prices, domain/cost/prices.py). Here, below the prices, so that a disk's defaults need no price.
+GP3_INCLUDED_IOPS = 3000
+GP3_INCLUDED_MIBPS = 125
 
 # AL2023 AMIs are registered with a 20 GiB root volume (amazon-eks-ami v20260714 templates/al2023/template.json,
 # ami_block_device_mappings), the size Karpenter 1.14.1 gives AL2023 nodes by default (pkg/providers/amifamily/

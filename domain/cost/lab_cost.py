@@ -23,11 +23,11 @@ from typing import Any
 
 from pydantic import ValidationInfo
 
-from domain.capacity.disks import Volume, root_volume
+from domain.capacity.disks import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS, Volume, root_volume
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
 from domain.capacity.node_capacity import seats_per_node
 from domain.cost.price_book import LIST, Gp3, PriceBook
-from domain.cost.prices import DISK_PRICE_SOURCE, GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS, HOURS_PER_MONTH
+from domain.cost.prices import DISK_PRICE_SOURCE, HOURS_PER_MONTH
 from domain.time import durations
 
 DECIMALS = 4

@@ -66,7 +66,9 @@ ON_DEMAND_USD_PER_HOUR: Mapping[str, float] = MappingProxyType({
 # strings for Decimal arithmetic: storage per GB-month, IOPS above the 3,000 every gp3 volume includes per IOPS-month,
 # throughput above the 125 MiB/s it includes per MiB/s-month (the page writes MB/s for the unit gp3 is provisioned in,
 # MiB/s). Billing is per second; a month is taken as 730 hours (8,760 hours a year / 12), the month of AWS's Pricing
-# Calculator, so that per-hour figures do not depend on the length of a calendar month.
+# Calculator, so that per-hour figures do not depend on the length of a calendar month. What every gp3 volume
+# includes is a property of the volume, not a price: GP3_INCLUDED_IOPS and GP3_INCLUDED_MIBPS in
+# domain/capacity/disks.py.
 # Not confirmed from AWS's US page itself when this was written (no internet access): the gp3 baseline (3,000 IOPS and
 # 125 MB/s included), per-second billing and the "(IOPS provisioned - 3,000)" formula are as AWS's EBS pricing page
 # states them for its European sovereign region (aws.eu/ebs/pricing); the us-east-1 amounts and the 730-hour month are
@@ -74,8 +76,6 @@ ON_DEMAND_USD_PER_HOUR: Mapping[str, float] = MappingProxyType({
 GP3_USD_PER_GB_MONTH = "0.08"
 GP3_USD_PER_IOPS_MONTH = "0.005"
 GP3_USD_PER_MIBPS_MONTH = "0.04"
-GP3_INCLUDED_IOPS = 3000
-GP3_INCLUDED_MIBPS = 125
 HOURS_PER_MONTH = 730
 
 DISK_PRICE_SOURCE = f"{REGION} gp3 list prices (aws.amazon.com/ebs/pricing), {HOURS_PER_MONTH} hours a month"

@@ -12,25 +12,45 @@ import datetime
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
-from typing import Any
+from typing import Any, Protocol
 
-from domain.capacity.disks import Volume
+from domain.capacity.disks import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS, Volume
 from domain.cost.lab_cost import DECIMALS, root_volume_per_hour
 from domain.cost.price_book import PriceBook
 from domain.cost.prices import (
     EKS_END_OF_EXTENDED_SUPPORT,
     EKS_END_OF_STANDARD_SUPPORT,
-    GP3_INCLUDED_IOPS,
-    GP3_INCLUDED_MIBPS,
     HOURS_PER_MONTH,
 )
-from domain.stack.model import Cluster
 
 # The EKS API's CreateNodegroup `diskSize`: "The default disk size is 20 GiB for Linux" (the system node group sets
 # none: components/cluster.py). Priced as gp3 at gp3's included performance; that EKS gives it gp3 and not gp2 is not
 # confirmed here.
 SYSTEM_NODE_DISK_GIB = 20
 PARTS = ("controlPlane", "systemNodes", "hub", "labsCeiling")
+
+
+class SystemNodeKeys(Protocol):
+    """What the cost reads of the system node group: domain.stack.model's SystemNodes."""
+
+    @property
+    def instance_types(self) -> Sequence[str]: ...
+
+    @property
+    def size(self) -> int: ...
+
+
+class ClusterKeys(Protocol):
+    """What the cost reads of the cluster: domain.stack.model's Cluster, passed in (this floor is below the stack's)."""
+
+    @property
+    def kubernetes_version(self) -> str: ...
+
+    @property
+    def support_type(self) -> str: ...
+
+    @property
+    def system_nodes(self) -> SystemNodeKeys: ...
 
 
 @dataclass(frozen=True)
@@ -139,7 +159,7 @@ def labs_ceiling(ceilings: Mapping[str, float | None]) -> tuple[float | None, st
 
 def stack_cost(
     region: str,
-    cluster: Cluster,
+    cluster: ClusterKeys,
     database_gib: int | None,
     ceilings: Mapping[str, float | None],
     book: PriceBook,

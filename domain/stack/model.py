@@ -25,6 +25,8 @@ from pydantic import (
 
 from domain.capacity.daemonsets import DEVICE_PLUGIN_DEFAULTS, ContainerResources
 from domain.capacity.disks import (
+    GP3_INCLUDED_IOPS,
+    GP3_INCLUDED_MIBPS,
     IMAGES_ROOT_GIB,
     IMAGES_ROOT_IOPS,
     OS_ROOT_GIB,
@@ -46,7 +48,6 @@ from domain.capacity.sharing import (
 )
 from domain.cost.lab_cost import LabCost, alert_threshold, lab_cost, threshold_kind, within_max_hourly_cost
 from domain.cost.price_book import LIST, PriceBook
-from domain.cost.prices import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS
 from domain.problems import FieldProblem, report
 from domain.stack.budgets import BudgetAlerts, alerts_fit, budget_amount, lab_budget
 from domain.stack.classes import (
