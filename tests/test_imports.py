@@ -1,5 +1,6 @@
-"""The product's imports run downward: no module reaches back to one that imports it (an import circle), and domain/
-never imports components/ or tools/, nor components/ tools/. Every import statement counts, those under
+"""The product's imports run downward: no module reaches back to one that imports it (an import circle), and no floor
+imports one above it. domain/ never imports components/ or tools/, nor components/ tools/; inside domain/ its floors,
+lowest first: problems < upstream < time < capacity < cost < stack. Every import statement counts, those under
 TYPE_CHECKING and inside functions too: each is a dependency a reader has to follow."""
 
 import ast
@@ -9,8 +10,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("domain", "components", "tools", "policy")
-# What each floor may not import: the floors above it.
-ABOVE = {"domain": ("components", "tools"), "components": ("tools",)}
+# domain/'s floors, lowest first: a module of one may import its own floor's and those below.
+DOMAIN = ("domain.problems", "domain.upstream", "domain.time", "domain.capacity", "domain.cost", "domain.stack")
+# What each floor (a package, or a floor of domain/) may not import: the floors above it.
+ABOVE = {
+    **{floor: (*DOMAIN[i + 1 :], "components", "tools") for i, floor in enumerate(DOMAIN)},
+    "components": ("tools",),
+}
+
+
+def _in(name: str, floor: str) -> bool:
+    return name == floor or name.startswith(f"{floor}.")
 
 
 def _module(path: Path) -> str:
@@ -90,9 +100,9 @@ def test_a_floor_never_imports_the_floors_above_it(floor):
     upward = sorted(
         f"{name} imports {target}"
         for name, targets in GRAPH.items()
-        if name.split(".")[0] == floor
+        if _in(name, floor)
         for target in targets
-        if target.split(".")[0] in ABOVE[floor]
+        if any(_in(target, above) for above in ABOVE[floor])
     )
     assert upward == []
 
