@@ -15,42 +15,43 @@ render: $(VENV)/.installed $(HELM)
 plan: $(VENV)/.installed $(HELM)
 	$(PY) -m tools.render $(STACK) --out out/$(STACK) --plan
 
-# The Go helpers (Go 1.26; each from its own go.mod and go.sum via the module proxy): tools/go_build.py says what it
+# The Go helpers (Go 1.26; each from its own go.mod and go.sum via the module proxy): devtools/go_build.py says what it
 # builds and how long a first build took here, then its progress; a warm build takes seconds.
 # The planner, planner/bin/planner.
 planner: $(VENV)/.installed
-	$(PY) -m tools.go_build planner
+	$(PY) -m devtools.go_build planner
 
-# helm-batch, tools/helmbatch/bin/helm-batch (helm's own module at the pinned helm's version): the tests' hundreds of
+# helm-batch, devtools/helmbatch/bin/helm-batch (helm's own module at the pinned helm's version): the tests' hundreds of
 # helm templates in a few processes instead of one each. Built only when asked (its first build takes minutes, and
 # saves the tests some seconds): the tests use it where it is built, and run helm for each template where it is not.
 helm-batch: $(VENV)/.installed
 	@if ! command -v go >/dev/null; then echo "make: no Go on PATH, so no helm-batch: the tests run helm per template"; \
-	elif ! $(PY) -m tools.go_build helm-batch; then \
+	elif ! $(PY) -m devtools.go_build helm-batch; then \
 	  echo "make: helm-batch not built (above): the tests run helm per template"; fi
 
-# promtool, tools/promtool/bin/promtool (Prometheus's own, from github.com/prometheus/prometheus at the version
-# tools/promtool/go.mod pins): the tests of the metrics rules and the dashboard's queries run it, and skip without it.
+# promtool, devtools/promtool/bin/promtool (Prometheus's own, from github.com/prometheus/prometheus at the version
+# devtools/promtool/go.mod pins): the tests of the metrics rules and the dashboard's queries run it, and skip without
+# it.
 promtool: $(VENV)/.installed
-	$(PY) -m tools.go_build promtool
+	$(PY) -m devtools.go_build promtool
 
-# netpol, tools/netpol/bin/netpol (Go 1.26; the NetworkPolicy engine of github.com/mattfenwick/cyclonus at the version
-# tools/netpol/go.mod pins): the tests of learners' network walls (tests/test_network_walls.py) run it, and skip
-# without it. .ci/run builds it; cold, it compiles client-go and the engine (about 5 CPU-minutes), warm it links.
+# netpol, devtools/netpol/bin/netpol (Go 1.26; the NetworkPolicy engine of github.com/mattfenwick/cyclonus at the
+# version devtools/netpol/go.mod pins): the tests of learners' network walls (tests/test_network_walls.py) run it, and
+# skip without it. .ci/run builds it; cold, it compiles client-go and the engine (about 5 CPU-minutes), warm it links.
 netpol:
-	@echo "make: building the NetworkPolicy evaluator, tools/netpol/bin/netpol (minutes cold, seconds warm)"
-	go -C tools/netpol build -trimpath -o bin/netpol .
+	@echo "make: building the NetworkPolicy evaluator, devtools/netpol/bin/netpol (minutes cold, seconds warm)"
+	go -C devtools/netpol build -trimpath -o bin/netpol .
 
 # The twin's control plane, rehearsal/controlplane/bin (Go 1.26; docs/rehearsal.md): etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler and kubectl from k8s.io/kubernetes at the version rehearsal/controlplane/go.mod
-# pins, that version stamped in as its release build does (tools/go_build.py kubernetes_ldflags), so that clients see it
-# and not v0.0.0-master; and KWOK (sigs.k8s.io/kwok, rehearsal/kwok/bin/kwok, a module of its own) for the nodes' and
+# pins, that version stamped in as its release build does (devtools/go_build.py kubernetes_ldflags), so that clients see
+# it and not v0.0.0-master; and KWOK (sigs.k8s.io/kwok, rehearsal/kwok/bin/kwok, a module of its own) for the nodes' and
 # pods' status. Cold, it downloads and compiles 2,646 and 974 packages (docs/rehearsal.md says how long that takes).
 twin: $(VENV)/.installed
-	$(PY) -m tools.go_build twin
-	$(PY) -m tools.go_build kwok
+	$(PY) -m devtools.go_build twin
+	$(PY) -m devtools.go_build kwok
 
-# The class rehearsal of a stack on the twin (tools/rehearse.py): out/$(STACK)-rehearsal/rehearsal.json.
+# The class rehearsal of a stack on the twin (rehearsal/run.py): out/$(STACK)-rehearsal/rehearsal.json.
 rehearse: $(VENV)/.installed $(HELM) twin planner
 	$(PY) -m tools.rehearse $(STACK) --out out/$(STACK)-rehearsal
 
@@ -62,21 +63,21 @@ test: $(VENV)/.installed $(HELM)
 test-charts: $(VENV)/.installed $(HELM)
 	$(PY) -m pytest -m charts
 
-# The upstream reference data of the pinned versions (tools/upstream.py), for a clone without ../shared/upstream:
+# The upstream reference data of the pinned versions (domain/upstream/fetch.py), for a clone without ../shared/upstream:
 # `make upstream`, then `GPULAB_UPSTREAM=.upstream make test` runs every test.
 upstream: $(VENV)/.installed
-	$(PY) -m tools.upstream $(UPSTREAM)
+	$(PY) -m domain.upstream.fetch $(UPSTREAM)
 
 # Lint and format (ruff; gofmt and go vet for the planner, helm-batch and netpol), types (mypy), YAML (yamllint:
 # duplicate keys among others), GitHub workflows.
 check: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	test -z "$$(gofmt -l planner tools/helmbatch tools/netpol)" || { gofmt -l planner tools/helmbatch tools/netpol; exit 1; }
+	test -z "$$(gofmt -l planner devtools/helmbatch devtools/netpol)" || { gofmt -l planner devtools/helmbatch devtools/netpol; exit 1; }
 	go -C planner vet ./...
-	go -C tools/helmbatch vet ./...
-	go -C tools/netpol vet ./...
-	$(VENV)/bin/mypy components domain tools policy
+	go -C devtools/helmbatch vet ./...
+	go -C devtools/netpol vet ./...
+	$(VENV)/bin/mypy components domain render reports planner rehearsal devtools tools policy
 	$(VENV)/bin/yamllint Pulumi.yaml Pulumi.*.yaml policy/PulumiPolicy.yaml .github/workflows
 	.ci/workflows-check $(VENV)
 

@@ -2,8 +2,8 @@ package main
 
 // planner rehearse: Karpenter 1.14.1's controllers, wired as the AWS provider's cmd/controller/main.go wires them
 // (sigs.k8s.io/karpenter pkg/controllers NewControllers, in a controller-runtime manager as pkg/operator builds it),
-// against the API server of the rehearsal's twin (rehearsal/controlplane, tools/twin.py), on a simulated clock that a
-// driver steps with one JSON line at a time (tools/karpenter_twin.py; docs/rehearsal.md, "Karpenter on a clock").
+// against the API server of the rehearsal's twin (rehearsal/controlplane, rehearsal/twin.py), on a simulated clock that
+// a driver steps with one JSON line at a time (rehearsal/karpenter.py; docs/rehearsal.md, "Karpenter on a clock").
 //
 //	planner rehearse -kubeconfig <file> -region <aws region> -start <RFC3339> <render dir>
 //

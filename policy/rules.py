@@ -1,7 +1,7 @@
 """gpulab's CrossGuard rules as plain functions: `(resource_type, props, stack) -> [violation message, ...]`.
 
 `props` are a resource's inputs as Pulumi hands them to a policy pack: camelCase keys, the shape that
-`tools/harness.py` records in `Registration.inputs`. Under CrossGuard they arrive as read-only Mapping and
+`render/harness.py` records in `Registration.inputs`. Under CrossGuard they arrive as read-only Mapping and
 Sequence proxies that raise pulumi_policy's UnknownValueError when a value read is unknown during a preview, so the
 rules only read through the Mapping/Sequence protocols and let that error through: pulumi-policy turns it into an
 advisory "can't run policy during preview", and the rule enforces during `pulumi up`, when the value is known.

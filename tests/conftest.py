@@ -1,11 +1,11 @@
 """Shared fixtures: stack configurations as the Pulumi CLI would hand them over, and runs of the program under mocks.
 
 A run of the program under mocks is the suite's main cost (0.2 to 1 s each), and many tests read the same stack: every
-run made through `run_config` (and so `run_values`, `run_stack_file` and tests/rendered.py) happens once per test
-session for a given stack name and configuration, and tests share the recorded Run: pytest-xdist's workers hand each
-other their runs through a folder of the session (a run is deterministic: tests/test_render.py renders twice). A test
-that changes what it reads from a Run copies it first (copy.deepcopy), as the tests that plant defects do; a test that
-patches the harness calls `harness.run` itself.
+run made through `run_config` (and so `run_values`, `run_stack_file` and tests/support/rendered.py) happens once per
+test session for a given stack name and configuration, and tests share the recorded Run: pytest-xdist's workers hand
+each other their runs through a folder of the session (a run is deterministic: tests/test_render.py renders twice). A
+test that changes what it reads from a Run copies it first (copy.deepcopy), as the tests that plant defects do; a test
+that patches the harness calls `harness.run` itself.
 """
 
 import copy
@@ -21,22 +21,24 @@ from typing import Any
 
 import pytest
 
+import render.run
+from devtools import go_build
+from render import charts, harness
 from tests.support import allowed_skips
-from tools import charts, go_build, harness, render
 
 # jsonschema registers the "iri" formats when it can import rfc3987_syntax (jsonschema/_format.py), which builds 38
-# lark grammars as it is imported: 2 s in every test process. The tests check no iri format (tests/crd_schema.py checks
-# the formats of Kubernetes' schemas, int32, int64 and date-time, with its own checker), so it is not imported.
+# lark grammars as it is imported: 2 s in every test process. The tests check no iri format (tests/support/crd_schema.py
+# checks the formats of Kubernetes' schemas, int32, int64 and date-time, with its own checker), so it is not imported.
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 # Renders in tests leave the planner out (it has tests of its own, tests/test_planner.py, which build it once).
 os.environ.setdefault("GPULAB_PLANNER", "off")
-# helm template's results are kept between runs, keyed by all of helm's inputs (tools/helm_cache.py): the check that
+# helm template's results are kept between runs, keyed by all of helm's inputs (render/helm_cache.py): the check that
 # every Helm value is read templates the releases hundreds of times, with the same inputs as the last run.
 os.environ.setdefault("GPULAB_HELM_CACHE", str(charts.cache_home() / "helm-template"))
 
 ROOT = Path(__file__).resolve().parent.parent
-# helm-batch, where `make helm-batch` built it (tools/helmbatch, Go): those hundreds of helm templates in a few
-# processes. Without it each runs helm (tools/helm_cache.py).
+# helm-batch, where `make helm-batch` built it (devtools/helmbatch, Go): those hundreds of helm templates in a few
+# processes. Without it each runs helm (render/helm_cache.py).
 HELM_BATCH = go_build.HELPERS["helm-batch"].binary
 if HELM_BATCH.exists():
     os.environ.setdefault("GPULAB_HELM_BATCH", str(HELM_BATCH))
@@ -111,7 +113,7 @@ def run_values(values: dict[str, Any], stack: str = "test") -> harness.Run:
 
 def run_stack_file(path: Path) -> harness.Run:
     # As the render reads it, and so as the Pulumi CLI hands it over (an unquoted date stays text).
-    return run_config(path.name.split(".")[1], render.read_stack_file(path))
+    return run_config(path.name.split(".")[1], render.run.read_stack_file(path))
 
 
 @pytest.fixture(scope="session")

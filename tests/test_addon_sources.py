@@ -1,10 +1,10 @@
 """The EKS add-on DaemonSets of domain/capacity/daemonsets.py against their published sources at the pinned versions.
 
-The sources are in the upstream reference data as tools/upstream.py fetches them (each test skips, naming the file
-it needs, when they are not): the VPC CNI's manifest and the node monitoring agent's and Pod Identity agent's charts
-at the versions domain/capacity/daemonsets.py cites, and the kube-proxy DaemonSet eksctl captured from an EKS cluster. A
-chart is rendered with `helm template` and the configuration the program gives its add-on. Each DaemonSet must request
-what gpulab counts and land on exactly the same GPU nodes, for every instance type gpulab knows.
+The sources are in the upstream reference data as domain/upstream/fetch.py fetches them (each test skips, naming the
+file it needs, when they are not): the VPC CNI's manifest and the node monitoring agent's and Pod Identity agent's
+charts at the versions domain/capacity/daemonsets.py cites, and the kube-proxy DaemonSet eksctl captured from an EKS
+cluster. A chart is rendered with `helm template` and the configuration the program gives its add-on. Each DaemonSet
+must request what gpulab counts and land on exactly the same GPU nodes, for every instance type gpulab knows.
 """
 
 import json
@@ -17,16 +17,17 @@ import yaml
 from components.labels import GPU_PRESENT_LABEL, GPU_TAINT
 from domain.capacity.daemonsets import EKS_ADDON_DAEMONSETS, pod_requests
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
-from tests import upstream as upstream_data
-from tests.scheduling import Node, unschedulable_because
-from tests.upstream import UPSTREAM
-from tools import charts, upstream
-from tools.upstream import FOLDERS
+from domain.upstream import fetch
+from domain.upstream.fetch import FOLDERS
+from render import charts
+from tests.support import upstream_data as upstream_data
+from tests.support.scheduling import Node, unschedulable_because
+from tests.support.upstream_data import UPSTREAM
 
-VPC_CNI = UPSTREAM / FOLDERS["amazon-vpc-cni-k8s"] / upstream.VPC_CNI_MANIFEST
-NODE_MONITORING_CHART = UPSTREAM / FOLDERS["eks-node-monitoring-agent"] / upstream.NODE_MONITORING_AGENT_CHART
-POD_IDENTITY_CHART = UPSTREAM / FOLDERS["eks-pod-identity-agent"] / upstream.POD_IDENTITY_AGENT_CHART
-KUBE_PROXY_SAMPLE = UPSTREAM / FOLDERS["eksctl"] / upstream.KUBE_PROXY_SAMPLE
+VPC_CNI = UPSTREAM / FOLDERS["amazon-vpc-cni-k8s"] / fetch.VPC_CNI_MANIFEST
+NODE_MONITORING_CHART = UPSTREAM / FOLDERS["eks-node-monitoring-agent"] / fetch.NODE_MONITORING_AGENT_CHART
+POD_IDENTITY_CHART = UPSTREAM / FOLDERS["eks-pod-identity-agent"] / fetch.POD_IDENTITY_AGENT_CHART
+KUBE_PROXY_SAMPLE = UPSTREAM / FOLDERS["eksctl"] / fetch.KUBE_PROXY_SAMPLE
 
 # One GPU node of every instance type gpulab knows, as a lab's NodePool makes it (labels and the GPU taint).
 NODES = [

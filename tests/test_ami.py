@@ -7,11 +7,11 @@ import domain.stack
 from components.karpenter.ami import ssm_parameters
 from domain.stack.model import Lab
 from domain.upstream.ami_releases import NVIDIA_AMIS, ami_warnings
+from render import harness
+from render.run import main as render
+from render.run import read_stack_file
 from tests.conftest import STACK_FILES, as_cli_config, run_values, stack_values
-from tests.synthetic import lab
-from tools import harness
-from tools.render import main as render
-from tools.render import read_stack_file
+from tests.support.synthetic import lab
 
 GET_PARAMETER = "aws:ssm/getParameter:getParameter"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tools import render
+import render.run
 
 HEAD = """\
 config:
@@ -71,7 +71,7 @@ def render_text(tmp_path: Path, text: str, capsys) -> tuple[int, list[str], list
     stack = tmp_path / "Pulumi.case.yaml"
     stack.write_text(text)
     out = tmp_path / "out"
-    status = render.main([str(stack), "--out", str(out), "--no-charts"])
+    status = render.run.main([str(stack), "--out", str(out), "--no-charts"])
     written = sorted(out.rglob("*")) if out.exists() else []
     return status, capsys.readouterr().err.splitlines(), written
 
@@ -324,11 +324,11 @@ def test_user_data_over_16_kb_is_refused_and_under_it_renders(tmp_path, capsys):
 def test_an_overflowing_hub_secret_names_labs_writes_nothing(tmp_path, capsys, monkeypatch):
     # The staging hub's Secret holds some kilobytes of values; a limit below them stands in for the 1,500 labs that
     # overflow the real 1 MiB (tests/test_object_size.py), which would take minutes to render.
-    from tools import object_size
+    from render import object_size
 
     monkeypatch.setattr(object_size, "MAX_DATA_BYTES", 2048)
     out = tmp_path / "out"
-    status = render.main(["staging", "--out", str(out)])
+    status = render.run.main(["staging", "--out", str(out)])
     error = capsys.readouterr().err
     if status == 0 and "not rendered" in error:
         pytest.skip(error.splitlines()[0])

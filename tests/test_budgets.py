@@ -6,9 +6,9 @@ import re
 import pytest
 
 import domain.stack
+from render import harness
 from tests.conftest import as_cli_config, run_values, stack_values
-from tests.synthetic import lab
-from tools import harness
+from tests.support.synthetic import lab
 
 BUDGET = "aws:budgets/budget:Budget"
 TAG = "aws:costexplorer/costAllocationTag:CostAllocationTag"

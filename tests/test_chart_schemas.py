@@ -5,9 +5,9 @@ import copy
 import pytest
 
 from components.karpenter.controller import RELEASE as KARPENTER
-from tests.crd_schema import requires_upstream
-from tests.k8s_schema import object_problems
-from tests.rendered import BASE_STACK, STACKS, rendered
+from tests.support.crd_schema import requires_upstream
+from tests.support.k8s_schema import object_problems
+from tests.support.rendered import BASE_STACK, STACKS, rendered
 
 # The suite's slowest part, on its own: `make test-charts` (pytest -m charts).
 pytestmark = pytest.mark.charts

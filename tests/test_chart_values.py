@@ -6,9 +6,9 @@ import pytest
 
 from components.karpenter.controller import RELEASE as KARPENTER
 from components.nvidia.device_plugin import RELEASE as DEVICE_PLUGIN
-from tests.chart_values import changed, leaves, unread, with_leaf
-from tests.rendered import BASE_STACK, STACKS, rendered
-from tools import charts
+from render import charts
+from tests.support.chart_values import changed, leaves, unread, with_leaf
+from tests.support.rendered import BASE_STACK, STACKS, rendered
 
 # The suite's slowest part, on its own: `make test-charts` (pytest -m charts).
 pytestmark = pytest.mark.charts

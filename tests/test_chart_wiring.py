@@ -8,14 +8,14 @@ import yaml
 from components.jupyterhub.hub import RELEASE as JUPYTERHUB
 from components.karpenter.controller import RELEASE as KARPENTER
 from components.nvidia.device_plugin import RELEASE as DEVICE_PLUGIN
-from tests.chart_checks import (
+from tests.support.chart_checks import (
     controller_problems,
     device_plugin_problems,
     hub_problems,
     mps_daemon_problems,
     profile_replicas,
 )
-from tests.rendered import BASE_STACK, HUB_STACKS, STACKS, load_objects, rendered
+from tests.support.rendered import BASE_STACK, HUB_STACKS, STACKS, load_objects, rendered
 
 # The suite's slowest part, on its own: `make test-charts` (pytest -m charts).
 pytestmark = pytest.mark.charts

@@ -5,13 +5,15 @@ import sys
 import pytest
 import yaml
 
+import render.run
 from components.karpenter.controller import RELEASE as KARPENTER
 from components.nvidia.device_plugin import RELEASE as DEVICE_PLUGIN
 from domain.upstream.versions import KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
+from planner import plan
+from render import charts
 from tests.conftest import BASE, stack_values
-from tests.k8s_schema import is_built_in
-from tests.rendered import BASE_STACK, STACKS, load_objects, rendered
-from tools import charts, plan, render
+from tests.support.k8s_schema import is_built_in
+from tests.support.rendered import BASE_STACK, STACKS, load_objects, rendered
 
 # The suite's slowest part, on its own: `make test-charts` (pytest -m charts).
 pytestmark = pytest.mark.charts
@@ -65,7 +67,7 @@ def _base_stack_file(tmp_path):
 
 def test_without_helm_render_says_so_in_a_line_writes_the_rest(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GPULAB_HELM", str(tmp_path / "no-helm"))
-    assert render.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out")]) == 0
+    assert render.run.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out")]) == 0
     err = capsys.readouterr().err
     assert err.splitlines() == [
         f"charts/ not rendered: no helm at $GPULAB_HELM={tmp_path / 'no-helm'} (.ci/install-helm installs it)",
@@ -78,7 +80,7 @@ def test_without_helm_render_says_so_in_a_line_writes_the_rest(tmp_path, monkeyp
 
 def test_make_plan_without_charts_fails_saying_why_no_plan(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GPULAB_HELM", str(tmp_path / "no-helm"))
-    assert render.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out"), "--plan"]) == 1
+    assert render.run.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out"), "--plan"]) == 1
     assert capsys.readouterr().err.splitlines()[-1] == NO_PLANNER
     assert not (tmp_path / "out" / "plan.json").exists()
 
@@ -86,7 +88,7 @@ def test_make_plan_without_charts_fails_saying_why_no_plan(tmp_path, monkeypatch
 def test_no_charts_leaves_helm_out_and_writes_the_rest(tmp_path, monkeypatch, capsys):
     # A helm that would fail if it ran: --no-charts must not run it.
     monkeypatch.setenv("GPULAB_HELM", "/bin/false")
-    assert render.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out"), "--no-charts"]) == 0
+    assert render.run.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out"), "--no-charts"]) == 0
     assert capsys.readouterr().err == ""
     assert (tmp_path / "out" / "outputs.json").is_file()
     assert not (tmp_path / "out" / "charts").exists()
@@ -101,7 +103,7 @@ def test_without_charts_the_render_says_why_in_a_line_per_cause(tmp_path, monkey
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
     (tmp_path / "out" / "charts").mkdir(parents=True)
     (tmp_path / "out" / "charts" / "stale.yaml").write_text("stale")
-    assert render.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out")]) == 0
+    assert render.run.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out")]) == 0
     lines = capsys.readouterr().err.splitlines()
     karpenter, plugin = KARPENTER_CHART_VERSION, NVIDIA_DEVICE_PLUGIN_CHART_VERSION
     where = f"not in $GPULAB_CHARTS={tmp_path / 'empty'}, and helm pull from"
@@ -175,7 +177,7 @@ def test_a_chart_refusing_a_release_fails_render_in_one_line(tmp_path, monkeypat
     rendered(BASE_STACK).require_charts()
     _karpenter_chart(tmp_path / "charts", '{{ fail "this chart refuses every install" }}\n')
     monkeypatch.setenv("GPULAB_CHARTS", str(tmp_path / "charts"))
-    assert render.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out")]) == 1
+    assert render.run.main([_base_stack_file(tmp_path), "--out", str(tmp_path / "out")]) == 1
     captured = capsys.readouterr()
     (line,) = captured.err.splitlines()
     assert line.startswith("gpulab: helm template karpenter: ")
@@ -195,6 +197,6 @@ def test_charts_template_for_the_clusters_kubernetes_version(tmp_path, monkeypat
     cluster = {**BASE["gpulab:cluster"], "kubernetesVersion": "1.32"}
     stack = tmp_path / "Pulumi.older.yaml"
     stack.write_text(yaml.safe_dump({"config": stack_values(**{"gpulab:cluster": cluster})}))
-    assert render.main([str(stack), "--out", str(tmp_path / "out")]) == 0
+    assert render.run.main([str(stack), "--out", str(tmp_path / "out")]) == 0
     (config_map,) = load_objects((tmp_path / "out" / "charts" / "karpenter.yaml").read_text())
     assert config_map["data"] == {"kube": "v1.32.0"}

@@ -1,4 +1,4 @@
-"""The class day's pure parts (tools/class_day.py, tools/rehearsal_report.py): the learners' timeline from a stack's
+"""The class day's pure parts (rehearsal/class_day.py, rehearsal/report.py): the learners' timeline from a stack's
 settings, the figures read from an event log, the gate's lines and the tables. The stacks and logs are synthetic, so
 the counts are exact."""
 
@@ -13,10 +13,11 @@ from kubespawner.slugs import safe_slug  # type: ignore[import-untyped]
 import domain.stack
 from domain.cost.lab_cost import usd
 from domain.cost.price_book import LIST
-from tests import tables
+from rehearsal import class_day, report
+from rehearsal import run as rehearse
 from tests.conftest import as_cli_config, stack_values
-from tests.synthetic import lab
-from tools import class_day, rehearsal_report, rehearse
+from tests.support import tables
+from tests.support.synthetic import lab
 
 TODAY = datetime.date(2027, 1, 4)  # a Monday, the first day of the classes' term
 TERM = {"start": "2027-01-04", "end": "2027-01-25"}
@@ -202,7 +203,7 @@ def test_a_day_whose_learners_all_bind_on_warm_nodes() -> None:
     assert section["lowerBoundCost"] == round(6.0 * 0.526, 4) < section["cost"]
     assert "trickle" not in section  # a lab with classes has its classes' figures
     assert [e["what"] for e in section["events"][:3]] == ["warmup", "nodeLaunched", "nodeLaunched"]
-    assert rehearsal_report.problems({"two": section}) == []
+    assert report.problems({"two": section}) == []
 
 
 def test_a_class_short_of_warm_seats_fails_naming_them() -> None:
@@ -224,7 +225,7 @@ def test_a_class_short_of_warm_seats_fails_naming_them() -> None:
     assert (first["warmAtStart"], first["boundWithoutNewNode"]) == (2, 4)
     assert first["waitSeconds"] == {"p50": 2.0, "p95": 90.0, "max": 90.0}
     assert first["nodesAfterEnd"] == 2  # n2 and n6 never deleted
-    (line,) = rehearsal_report.problems({"two": section})
+    (line,) = report.problems({"two": section})
     assert line.startswith("rehearsal: gpulab:labs.two.classes[0].warmSeats: lab two's class classes[0] starting ")
     assert "2027-01-04T09:00:00Z found 2 of its 4 warm seats" in line
     assert "wait p95 90 s, max 90 s" in line
@@ -246,7 +247,7 @@ def test_a_learner_moved_mid_class_fails_unbound_ones_wait() -> None:
     assert first["waitSeconds"]["max"] == 3480.0  # two-6: from 09:02 to its leaving at 10:00
     assert first["neverSeated"] == ["two-6"]
     assert first["nodesAfterEnd"] == 1  # n5
-    never, line = rehearsal_report.problems({"two": section})
+    never, line = report.problems({"two": section})
     assert never == (
         "rehearsal: gpulab:labs.two.maxGpus: lab two's class classes[0] starting 2027-01-04T09:00:00Z never seated 1 "
         "of its 6 learners: two-6 never bound before they left, though the lab held no more learners than its "
@@ -256,7 +257,7 @@ def test_a_learner_moved_mid_class_fails_unbound_ones_wait() -> None:
     assert "had 2 learner pod(s) moved before its end at 2027-01-04T10:00:00Z" in line
     assert "two-4 from n2 at 2027-01-04T09:40:00Z (Underutilized)" in line
     expired = [{**e, "reason": "Expired"} if e["what"] == "disrupted" else e for e in moved]
-    _, line = rehearsal_report.problems({"two": _section(expired)})
+    _, line = report.problems({"two": _section(expired)})
     assert line.startswith("rehearsal: gpulab:labs.two.expireAfter (expiry ignores disruption budgets)")
 
 
@@ -294,10 +295,10 @@ def _overlap(*bound: str) -> dict[str, Any]:
 def test_an_unbound_owed_learner_fails_an_extra_one_may_wait() -> None:
     first, second = _overlap("1", "2", "3")["classes"]
     assert first["neverSeated"] == second["neverSeated"] == []  # overlap-4 arrived as the third learner there
-    assert rehearsal_report.problems({"overlap": _overlap("1", "2", "3")}) == []
+    assert report.problems({"overlap": _overlap("1", "2", "3")}) == []
     first, second = _overlap("1", "2")["classes"]
     assert (first["neverSeated"], second["neverSeated"]) == ([], ["overlap-3"])
-    warm, line = rehearsal_report.problems({"overlap": _overlap("1", "2")})
+    warm, line = report.problems({"overlap": _overlap("1", "2")})
     assert "classes[1] starting 2027-01-04T09:30:00Z found 0 of its 1 warm seats" in warm
     assert line.startswith(
         "rehearsal: gpulab:labs.overlap.maxGpus: lab overlap's class classes[1] starting 2027-01-04T09:30:00Z never "
@@ -322,7 +323,7 @@ def _rehearsal(labs: dict[str, Any]) -> dict[str, Any]:
 
 def test_tables_show_seats_disruptions_waits_cost_and_bound() -> None:
     none = class_day.lab_section("none", SETTINGS.labs["none"], DAY["none"], [])
-    lines = rehearsal_report.table(_rehearsal({"two": _section(ALL_WARM), "none": none}))
+    lines = report.table(_rehearsal({"two": _section(ALL_WARM), "none": none}))
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines if line.startswith("| two")]
     assert rows[0] == ["two", "classes[0]", "2027-01-04T09:00:00Z", "4 of 4", "6", "0", "30", "0"]
     assert rows[1] == ["two", "classes[1]", "2027-01-04T14:00:00Z", "6 of 6", "6", "0", "1", "0"]
@@ -330,8 +331,8 @@ def test_tables_show_seats_disruptions_waits_cost_and_bound() -> None:
     # "none": one g6.xlarge (2 seats) for the 5 minutes any learner is there; no node launched in this log
     (none_row,) = [tables.cells(line) for line in lines if tables.cells(line)[:2] == ["none", "0"]]
     assert none_row == ["none", "0", "0.0833", "0.0000", usd(5 / 60 * LIST.on_demand["g6.xlarge"])]
-    assert rehearsal_report.table(None) == [rehearsal_report.NOT_RUN]
-    assert rehearsal_report.table({"kubernetes": "v1.34.12"}) == [rehearsal_report.NOT_PLAYED]
+    assert report.table(None) == [report.NOT_RUN]
+    assert report.table({"kubernetes": "v1.34.12"}) == [report.NOT_PLAYED]
 
 
 def test_report_prints_tables_or_a_line_for_an_unreadable_file(
@@ -339,13 +340,13 @@ def test_report_prints_tables_or_a_line_for_an_unreadable_file(
 ) -> None:
     rehearsal = _rehearsal({"two": _section(ALL_WARM)})
     (tmp_path / "rehearsal.json").write_text(json.dumps(rehearsal))
-    assert rehearsal_report.main([str(tmp_path / "rehearsal.json")]) == 0
-    assert capsys.readouterr().out.splitlines() == rehearsal_report.table(rehearsal)
-    assert rehearsal_report.main([]) == 0
-    assert capsys.readouterr().out.splitlines() == [rehearsal_report.NOT_RUN]
+    assert report.main([str(tmp_path / "rehearsal.json")]) == 0
+    assert capsys.readouterr().out.splitlines() == report.table(rehearsal)
+    assert report.main([]) == 0
+    assert capsys.readouterr().out.splitlines() == [report.NOT_RUN]
     (tmp_path / "cut.json").write_text('{"labs": ')
     for bad in ("cut.json", "absent.json"):
-        assert rehearsal_report.main([str(tmp_path / bad)]) == 1
+        assert report.main([str(tmp_path / bad)]) == 1
         (line,) = capsys.readouterr().err.splitlines()
         assert line.startswith(f"gpulab: cannot read the rehearsal {tmp_path / bad}: ")
 
@@ -353,7 +354,7 @@ def test_report_prints_tables_or_a_line_for_an_unreadable_file(
 def test_the_rehearsals_own_lines_carry_the_class_days() -> None:
     short = {"two": _section([_launched("08:41:00", "n1"), *SECOND_CLASS])}
     done = {**_rehearsal(short), "refused": [], "rbacDenied": [], "jobsFailed": []}
-    assert rehearse.problems(done) == rehearsal_report.problems(short) != []
+    assert rehearse.problems(done) == report.problems(short) != []
     assert rehearse.problems({**done, "labs": {}}) == []
 
 
@@ -397,8 +398,8 @@ def test_a_classless_labs_extra_learner_waits_for_a_freed_seat() -> None:
         "othersSeatedThen": 1,  # none-1 had left at that instant
         "mostGpusAtOnce": 1,
     }
-    assert rehearsal_report.problems({"none": section}) == []
-    lines = rehearsal_report.table(_rehearsal({"none": section}))
+    assert report.problems({"none": section}) == []
+    lines = report.table(_rehearsal({"none": section}))
     assert tables.table(lines, "the class day on the twin")[0] == {
         "lab (no classes)": "none",
         "seated at once": "2 of 2",
@@ -426,7 +427,7 @@ def test_an_extra_learner_beyond_seats_fails_naming_max_gpus() -> None:
         2,
         2,
     )
-    seated, gpus = rehearsal_report.problems({"none": section})
+    seated, gpus = report.problems({"none": section})
     assert seated.startswith("rehearsal: gpulab:labs.none.maxGpus: lab none (no classes) seated its extra learner ")
     assert "none-3 at 2027-01-04T00:02:02Z (arrived 2027-01-04T00:02:00Z) beside 2 others" in seated
     assert "beyond its 2 learner seats (maxGpus x slicesPerGpu)" in seated
@@ -448,7 +449,7 @@ def test_classless_lab_seating_too_few_fails_naming_who_waited() -> None:
     ]
     t = _trickle(*one_seat)["trickle"]
     assert (t["mostSeatedAtOnce"], t["unseated"], t["othersSeatedThen"]) == (1, ["none-2"], 0)
-    (line,) = rehearsal_report.problems({"none": _trickle(*one_seat)})
+    (line,) = report.problems({"none": _trickle(*one_seat)})
     assert line == (
         "rehearsal: gpulab:labs.none.maxGpus: lab none (no classes) seated at most 1 at once of its 2 learner seats "
         "(maxGpus x slicesPerGpu) as 3 learners trickled in: none-2 not bound before the first learner left"
@@ -460,7 +461,7 @@ def test_an_extra_learner_in_the_last_seat_is_not_beyond_seats() -> None:
     section = _trickle(*KEPT_WAITING[:2], _none("00:02:01", "bound", "none-3", "n1"))
     t = section["trickle"]
     assert (t["mostSeatedAtOnce"], t["unseated"], t["othersSeatedThen"]) == (2, ["none-2"], 1)
-    assert rehearsal_report.problems({"none": section}) == []
+    assert report.problems({"none": section}) == []
 
 
 def test_disruption_freed_seats_spare_extras_unbound_ones_wait():
@@ -470,10 +471,10 @@ def test_disruption_freed_seats_spare_extras_unbound_ones_wait():
         _none("00:02:01", "bound", "none-3", "n1"),
     )
     assert moved["trickle"]["othersSeatedThen"] == 1
-    assert rehearsal_report.problems({"none": moved}) == []
+    assert report.problems({"none": moved}) == []
     never = _trickle(*KEPT_WAITING[:3])["trickle"]
     assert (never["extraBound"], never["othersSeatedThen"], never["extraWaitSeconds"]) == (None, None, 180.0)
-    row = tables.table(rehearsal_report.table(_rehearsal({"none": _trickle(*KEPT_WAITING[:3])})), "the class day")[0]
+    row = tables.table(report.table(_rehearsal({"none": _trickle(*KEPT_WAITING[:3])})), "the class day")[0]
     assert (row["extra bound (UTC)"], row["others seated then"]) == ("never", "n/a")
 
 
@@ -482,5 +483,5 @@ def test_an_unpriced_cheapest_type_leaves_no_lower_bound() -> None:
     steps = class_day.timeline(unpriced, TODAY)["new"]
     section = class_day.lab_section("new", unpriced.labs["new"], steps, [])
     assert section["lowerBoundNodeHours"] > 0 and section["lowerBoundCost"] is None
-    *_, lab_row = [line for line in rehearsal_report.table(_rehearsal({"new": section})) if line.startswith("| new ")]
+    *_, lab_row = [line for line in report.table(_rehearsal({"new": section})) if line.startswith("| new ")]
     assert tables.cells(lab_row)[-1] == "n/a"

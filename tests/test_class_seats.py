@@ -6,6 +6,7 @@ from fractions import Fraction
 
 import pytest
 
+import render.run
 from components.karpenter.class_seats_manifests import (
     KUBECTL_IMAGE,
     SHELL,
@@ -20,17 +21,17 @@ from domain.stack.namespaces import class_namespace
 from domain.time import cron, durations
 from domain.time import zones as time_zones
 from domain.time.budget_windows import ARRIVAL_MINUTES
-from tests import tables
-from tests.class_jobs import patches, requires_sh
+from reports import class_table
+from reports.summary import LEARNER_LEAD_IN, summary
 from tests.conftest import BASE, run_values, stack_values
-from tests.crd_schema import crd_problems, requires_upstream
-from tests.dependencies import waits_for
-from tests.nodes import lab_nodes, system_nodes
-from tests.pod_specs import karpenter_requests, pod_specs, restricted_problems
-from tests.scheduling import unschedulable_because
-from tests.synthetic import SYNTHETIC, TIME_ZONE_STACK
-from tools import class_table, render
-from tools.summary import LEARNER_LEAD_IN, summary
+from tests.support import tables
+from tests.support.class_jobs import patches, requires_sh
+from tests.support.crd_schema import crd_problems, requires_upstream
+from tests.support.dependencies import waits_for
+from tests.support.nodes import lab_nodes, system_nodes
+from tests.support.pod_specs import karpenter_requests, pod_specs, restricted_problems
+from tests.support.scheduling import unschedulable_because
+from tests.support.synthetic import SYNTHETIC, TIME_ZONE_STACK
 
 BUFFER = "kubernetes:autoscaling.x-k8s.io/v1beta1:CapacityBuffer"
 CRON_JOB = "kubernetes:batch/v1:CronJob"
@@ -454,7 +455,7 @@ def test_summary_shows_a_class_clock_term_warm_seats_requests(run):
 
 def test_summary_shows_classes_in_utc_per_offset_as_budgets_do(zones):
     rows = tables.table(summary(zones, DAY), "the classes in UTC")
-    # The classes by their key: berlin's classes[0] starts 0 9 * * tue,thu Europe/Berlin (tests/synthetic.py).
+    # The classes by their key: berlin's classes[0] starts 0 9 * * tue,thu Europe/Berlin (tests/support/synthetic.py).
     berlin = [r for r in rows if (r["lab"], r["class"]) == ("berlin", "classes[0]")]
     assert berlin == [
         {
@@ -510,7 +511,7 @@ def test_a_stack_without_classes_has_no_class_table(base_run):
 
 
 def test_every_rendered_manifest_gets_a_file_of_its_own(run, tmp_path):
-    render.write(run, tmp_path)
+    render.run.write(run, tmp_path)
     written = len(list((tmp_path / "manifests").iterdir()))
     assert written == len([r for r in run.resources if r.type.startswith("kubernetes:") and r.type != RELEASE])
 
@@ -594,7 +595,7 @@ def test_buffers_wait_for_the_karpenter_controller_and_its_crds(run):
 
 @pytest.fixture(scope="module")
 def zones():
-    """tests/synthetic.py TIME_ZONE_STACK: a term class and an all-year class in each of five zones."""
+    """tests/support/synthetic.py TIME_ZONE_STACK: a term class and an all-year class in each of five zones."""
     return run_values(TIME_ZONE_STACK)
 
 
@@ -701,5 +702,5 @@ def test_an_unquoted_term_date_reaches_the_program_as_written(tmp_path):
     # As the Pulumi CLI passes it (gopkg.in/yaml.v2 keeps a date-like scalar's text), not as PyYAML's date object.
     path = tmp_path / "Pulumi.dates.yaml"
     path.write_text("config:\n  gpulab:labs:\n    intro:\n      classes:\n        - term: {start: 2027-01-11}\n")
-    labs = json.loads(render.read_stack_file(path)["gpulab:labs"])
+    labs = json.loads(render.run.read_stack_file(path)["gpulab:labs"])
     assert labs["intro"]["classes"][0]["term"] == {"start": "2027-01-11"}

@@ -1,6 +1,6 @@
 """The year-long proof: on every day of 2027, in Europe/Berlin, America/New_York, Australia/Sydney (southern
 hemisphere), Asia/Kolkata (half an hour off UTC, no daylight saving) and Australia/Lord_Howe (a half-hour change), the
-rendered CronJobs and NodePool budgets of tests/synthetic.py TIME_ZONE_STACK do what each class's calendar says
+rendered CronJobs and NodePool budgets of tests/support/synthetic.py TIME_ZONE_STACK do what each class's calendar says
 (domain/time/class_calendar.py), read by the code the cluster runs: planner/classyear (Go) answers with Karpenter
 1.14.1's own budget code (NodePool.GetAllowedDisruptionsByReason with a clock set to the minute) and robfig/cron v3 as
 Karpenter and kube-controller-manager v1.34 call it, and each CronJob's own container command is run for each firing.
@@ -34,10 +34,10 @@ from components.karpenter.class_seats_manifests import budget, class_key
 from domain.stack.model import LabClass
 from domain.time import budget_windows, class_calendar, durations
 from domain.time import zones as time_zones
-from tests.class_jobs import patches, requires_sh
+from planner import plan
 from tests.conftest import run_values
-from tests.synthetic import TIME_ZONE_STACK
-from tools import plan
+from tests.support.class_jobs import patches, requires_sh
+from tests.support.synthetic import TIME_ZONE_STACK
 
 UTC = datetime.UTC
 YEAR = 2027

@@ -8,8 +8,8 @@ import pytest
 
 import domain.stack
 from tests.conftest import BASE, as_cli_config, run_values, stack_values
-from tests.scheduling import tolerates
-from tests.synthetic import SYNTHETIC
+from tests.support.scheduling import tolerates
+from tests.support.synthetic import SYNTHETIC
 
 OPERATORS = "arn:aws:iam::123456789012:role/platform/operators"
 DEPLOYER = "arn:aws:iam::210987654321:role/gpulab-deploy"

@@ -7,8 +7,8 @@ import pytest
 
 import domain.stack
 import program
+import render.run
 from tests.conftest import BASE, STACK_FILES, as_cli_config, stack_values
-from tools import render
 
 
 def parsed(values: dict) -> domain.stack.StackConfig:
@@ -34,7 +34,7 @@ def with_lab(**changes) -> dict:
 
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
 def test_every_stack_file_in_the_repo_validates(path):
-    pulumi.runtime.set_all_config(render.read_stack_file(path))
+    pulumi.runtime.set_all_config(render.run.read_stack_file(path))
     assert domain.stack.load().settings.cluster.name
 
 

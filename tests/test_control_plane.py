@@ -11,10 +11,10 @@ import pytest
 from components.control_plane import log_group_name, secrets_key_alias
 from domain.stack.endpoint import MAX_PUBLIC_ACCESS_CIDRS
 from domain.stack.log_retention import LOG_RETENTION_DAYS
-from tests import tables
+from reports.summary import summary
 from tests.conftest import run_values
+from tests.support import tables
 from tests.test_config import parsed, problems, with_cluster
-from tools.summary import summary
 
 EKS = "eks:index:Cluster"
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"

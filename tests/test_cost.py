@@ -12,7 +12,7 @@ from domain.capacity.instance_types import GPU_INSTANCE_TYPES
 from domain.cost.lab_cost import lab_cost, root_volume_per_hour, warmup_cost
 from domain.cost.prices import DISK_PRICE_SOURCE, ON_DEMAND_USD_PER_HOUR, PRICE_SOURCE
 from tests.conftest import STACK_FILES, run_stack_file, run_values, stack_values
-from tests.synthetic import SYNTHETIC, lab
+from tests.support.synthetic import SYNTHETIC, lab
 
 SOURCE = re.escape(PRICE_SOURCE)
 DISK_SOURCE = re.escape(DISK_PRICE_SOURCE)

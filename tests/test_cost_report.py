@@ -7,12 +7,14 @@ import pulumi
 import pytest
 
 import program
+import render.run
 from domain.cost.prices import DISK_PRICE_SOURCE, PRICE_SOURCE
-from tests import tables
+from render import harness
+from reports import cost_report
+from reports.summary import summary
 from tests.conftest import BASE, STACK_FILES, as_cli_config, run_values, stack_values
-from tests.synthetic import lab
-from tools import cost_report, harness, render
-from tools.summary import summary
+from tests.support import tables
+from tests.support.synthetic import lab
 
 TWO_LABS = stack_values(
     **{
@@ -83,13 +85,13 @@ def test_a_stack_without_labs_has_an_empty_table_zero_total():
 
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
 def test_render_writes_outputs_sorted_with_secrets_hidden(path: Path, tmp_path: Path):
-    assert render.main([str(path), "--out", str(tmp_path)]) == 0
+    assert render.run.main([str(path), "--out", str(tmp_path)]) == 0
     text = (tmp_path / "outputs.json").read_text()
     outputs = json.loads(text)
     assert text == json.dumps(outputs, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
     assert outputs["kubeconfig"] == harness.SECRET
-    name, stack_file = render.stack_file(str(path))
-    assert outputs == harness.run(name, render.read_stack_file(stack_file)).outputs
+    name, stack_file = render.run.stack_file(str(path))
+    assert outputs == harness.run(name, render.run.read_stack_file(stack_file)).outputs
 
 
 def test_an_export_is_read_whole_and_hidden_if_any_is_secret(monkeypatch):

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.crd_schema import crd_problems, declared_rules, requires_upstream, schema_problems, validator_gaps
+from tests.support.crd_schema import crd_problems, declared_rules, requires_upstream, schema_problems, validator_gaps
 
 Manifest = dict[str, Any]
 KeyPath = tuple[str | int, ...]

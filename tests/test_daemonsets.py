@@ -5,23 +5,24 @@ from fractions import Fraction
 
 import pytest
 
+import render.run
 from domain.capacity.daemonsets import EKS_ADDON_DAEMONSETS, MPS_CONTROL_DAEMON, pod_requests
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
 from domain.capacity.quantity import quantity
+from render import addons, charts
 from tests.conftest import BASE, run_values, stack_values
-from tests.nodes import lab_nodes
-from tests.rendered import STACKS, Rendered, rendered
-from tests.scheduling import Node, unschedulable_because
-from tests.synthetic import lab
+from tests.support.nodes import lab_nodes
+from tests.support.rendered import STACKS, Rendered, rendered
+from tests.support.scheduling import Node, unschedulable_because
+from tests.support.synthetic import lab
 from tests.test_config import problems
-from tools import addons, charts, render
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 ARCH = "kubernetes.io/arch"
 
 
 def launchable(nodes: list[Node]) -> list[Node]:
-    # tests.nodes combines every instance type with every architecture of the lab; EC2 has one per type.
+    # tests.support.nodes combines every instance type with every architecture of the lab; EC2 has one per type.
     return [n for n in nodes if GPU_INSTANCE_TYPES[n.labels[INSTANCE_TYPE]].architecture == n.labels[ARCH]]
 
 
@@ -73,7 +74,7 @@ def test_the_share_follows_the_stacks_device_plugin_resources(tmp_path):
         }
     )
     run = run_values(values)
-    render.write(run, tmp_path)
+    render.run.write(run, tmp_path)
     check_every_lab_node(run, Rendered("plugin-resources", run, tmp_path, charts.write(run, tmp_path)).files())
     isolated = run.stack.settings.labs["isolated"].node_shares[0]
     assert counted(isolated)[MPS_CONTROL_DAEMON] == (Fraction(1, 8), Fraction(2**28))

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+import render.run
 from components.metrics import rules
 from components.metrics.dashboard import PANELS, SAMPLE_LAB, uid
 from domain.stack.metrics import Metrics
-from tests.promtool import promtool
-from tests.rendered import rendered
-from tools import render
+from tests.support.promtool import promtool
+from tests.support.rendered import rendered
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "metrics.md"
 
@@ -44,7 +44,7 @@ def test_every_panel_reads_a_recorded_series_of_the_chosen_labs():
 
 def test_dashboard_shows_each_panels_query_and_idle_threshold():
     r = rendered("synthetic-metrics")
-    model = json.loads((r.out / render.DASHBOARD).read_text())
+    model = json.loads((r.out / render.run.DASHBOARD).read_text())
     assert [(p["title"], p["targets"][0]["expr"]) for p in model["panels"]] == [(p.title, p.query) for p in PANELS]
     assert {v["name"] for v in model["templating"]["list"]} == {"datasource", "lab"}
     (utilisation,) = [p for p in model["panels"] if p["title"] == "GPU utilisation per seat"]

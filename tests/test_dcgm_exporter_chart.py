@@ -5,11 +5,11 @@ gpulab's."""
 import pytest
 
 from components.metrics import dcgm_exporter
+from domain.upstream.fetch import FOLDERS
 from domain.upstream.versions import DCGM_EXPORTER_IMAGE
-from tests.rendered import load_objects
-from tests.upstream import UPSTREAM, absent
-from tools import charts
-from tools.upstream import FOLDERS
+from render import charts
+from tests.support.rendered import load_objects
+from tests.support.upstream_data import UPSTREAM, absent
 
 CHART = UPSTREAM / FOLDERS["dcgm-exporter"] / "charts" / "dcgm-exporter"
 

@@ -12,12 +12,12 @@ from components.karpenter.user_data import NODECONFIG_CONTENT_TYPE
 from domain.capacity.disks import FAST_PULL_MIN_MEMORY_MIB, FAST_PULL_MIN_VCPUS, Volume
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
 from domain.cost.lab_cost import lab_cost, root_volume_per_hour, warmup_cost
-from tests import tables
+from reports.summary import NODES_LEAD_IN, TYPES_LEAD_IN, summary
 from tests.conftest import BASE, run_values, stack_values
-from tests.crd_schema import crd_problems, requires_upstream
-from tests.synthetic import lab
-from tests.user_data_parts import flag, mime_parts, prepull_script, pull_command
-from tools.summary import NODES_LEAD_IN, TYPES_LEAD_IN, summary
+from tests.support import tables
+from tests.support.crd_schema import crd_problems, requires_upstream
+from tests.support.synthetic import lab
+from tests.support.user_data_parts import flag, mime_parts, prepull_script, pull_command
 
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 TENSORFLOW = "tensorflow/tensorflow:2.12.0-gpu"

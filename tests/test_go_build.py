@@ -1,9 +1,9 @@
 """A build of a Go helper says what it builds and how long a first build takes before it starts, then its progress,
-and hands Go's errors back as Go wrote them (tools/go_build.py): a first build is minutes of silence otherwise."""
+and hands Go's errors back as Go wrote them (devtools/go_build.py): a first build is minutes of silence otherwise."""
 
 from pathlib import Path
 
-from tools import go_build
+from devtools import go_build
 
 # A stand-in for go build -v: two modules downloaded, three packages compiled, then what its last line says.
 FAKE_GO = """#!/bin/sh
@@ -40,12 +40,12 @@ def test_a_failed_build_returns_gos_own_lines(tmp_path):
     assert go_build.build("helm-batch", fake_go(tmp_path, error), lines.append) == (
         "# gpulab/planner\n./plan.go:1:1: expected package"
     )
-    assert lines[0].startswith("helm-batch: building tools/helmbatch/bin/helm-batch")
+    assert lines[0].startswith("helm-batch: building devtools/helmbatch/bin/helm-batch")
 
 
 def test_every_helper_the_makefile_builds_is_one_go_build_knows():
     makefile = (go_build.ROOT / "Makefile").read_text()
-    assert {name for name in go_build.HELPERS if f"tools.go_build {name}" in makefile} == set(go_build.HELPERS)
+    assert {name for name in go_build.HELPERS if f"devtools.go_build {name}" in makefile} == set(go_build.HELPERS)
     assert all((go_build.ROOT / h.module / "go.mod").is_file() for h in go_build.HELPERS.values())
 
 

@@ -88,7 +88,7 @@ class Hub:
         (folder / "jupyterhub_config.py").write_text(
             "\n".join(
                 [
-                    "from tests.hub_doubles import DummySpawner, MemoryProxy",
+                    "from tests.support.hub_doubles import DummySpawner, MemoryProxy",
                     "c.JupyterHub.ip = '127.0.0.1'",
                     f"c.JupyterHub.port = {free_port()}",
                     "c.JupyterHub.hub_ip = '127.0.0.1'",

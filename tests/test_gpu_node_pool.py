@@ -4,10 +4,10 @@ import pytest
 import yaml
 
 from tests.conftest import BASE, STACK_FILES, run_stack_file, run_values, stack_values
-from tests.crd_schema import crd_problems, requires_upstream
-from tests.dependencies import waits_for
-from tests.synthetic import SYNTHETIC
-from tests.user_data_parts import mime_parts
+from tests.support.crd_schema import crd_problems, requires_upstream
+from tests.support.dependencies import waits_for
+from tests.support.synthetic import SYNTHETIC
+from tests.support.user_data_parts import mime_parts
 
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"

@@ -1,4 +1,4 @@
-"""helm-batch (tools/helmbatch) answers each helm template as the pinned helm binary does: the tests' templates go
+"""helm-batch (devtools/helmbatch) answers each helm template as the pinned helm binary does: the tests' templates go
 through it where `make test` built it (tests/conftest.py)."""
 
 import itertools
@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.chart_values import changed, leaves, with_leaf
+from render import charts
 from tests.conftest import HELM_BATCH, ROOT
-from tests.rendered import HUB_STACKS, rendered
-from tools import charts
+from tests.support.chart_values import changed, leaves, with_leaf
+from tests.support.rendered import HUB_STACKS, rendered
 
 pytestmark = pytest.mark.charts
 
 
 def test_helm_batch_is_built_on_the_helm_the_render_runs():
-    go_mod = (ROOT / "tools" / "helmbatch" / "go.mod").read_text()
+    go_mod = (ROOT / "devtools" / "helmbatch" / "go.mod").read_text()
     (module_version,) = re.findall(r"^\s*helm\.sh/helm/v4 (\S+)$", go_mod, re.MULTILINE)
     (binary_version,) = re.findall(r"^version=(\S+)$", (ROOT / ".ci" / "install-helm").read_text(), re.MULTILINE)
     assert module_version == binary_version
@@ -24,7 +24,7 @@ def test_helm_batch_is_built_on_the_helm_the_render_runs():
 
 def _answers(release: charts.Release, kubernetes_version: str, values: list, batch: Path | None, monkeypatch):
     """What helm gives each of `values`, through helm-batch or through the helm binary: each from the cache only where
-    that binary gave it before (tools/helm_cache.py keys a result by the binary's digest)."""
+    that binary gave it before (render/helm_cache.py keys a result by the binary's digest)."""
     if batch:
         monkeypatch.setenv("GPULAB_HELM_BATCH", str(batch))
     else:

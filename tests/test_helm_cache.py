@@ -1,11 +1,11 @@
-"""tools/helm_cache.py answers a `helm template` from its cache only for exactly the inputs helm was given before."""
+"""render/helm_cache.py answers a `helm template` from its cache only for exactly the inputs helm was given before."""
 
 import gzip
 import sys
 
 import pytest
 
-from tools import helm_cache
+from render import helm_cache
 
 # A stand-in for helm: prints its arguments and stdin, and counts its runs.
 FAKE_HELM = """#!/bin/sh

@@ -1,7 +1,8 @@
 """The product's imports run downward: no module reaches back to one that imports it (an import circle), and no floor
-imports one above it. domain/ never imports components/ or tools/, nor components/ tools/; inside domain/ its floors,
-lowest first: problems < upstream < time < capacity < cost < stack. Every import statement counts, those under
-TYPE_CHECKING and inside functions too: each is a dependency a reader has to follow."""
+imports one above it. domain/ never imports the program (components/) nor what runs it (render/, reports/, planner/,
+rehearsal/, devtools/, tools/), nor components/ those; inside domain/ its floors, lowest first: problems < upstream <
+time < capacity < cost < stack. tools/ holds only the commands' entry points: nothing imports it. Every import
+statement counts, those under TYPE_CHECKING and inside functions too: each is a dependency a reader has to follow."""
 
 import ast
 from pathlib import Path
@@ -9,13 +10,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("domain", "components", "tools", "policy")
+PACKAGES = ("domain", "components", "render", "reports", "planner", "rehearsal", "devtools", "tools", "policy")
+# What runs the program, above it: the render, the reports, the planner's driver, the rehearsal, developers' tools and
+# the commands' entry points.
+RUNNERS = ("render", "reports", "planner", "rehearsal", "devtools", "tools")
 # domain/'s floors, lowest first: a module of one may import its own floor's and those below.
 DOMAIN = ("domain.problems", "domain.upstream", "domain.time", "domain.capacity", "domain.cost", "domain.stack")
 # What each floor (a package, or a floor of domain/) may not import: the floors above it.
 ABOVE = {
-    **{floor: (*DOMAIN[i + 1 :], "components", "tools") for i, floor in enumerate(DOMAIN)},
-    "components": ("tools",),
+    **{floor: (*DOMAIN[i + 1 :], "components", *RUNNERS) for i, floor in enumerate(DOMAIN)},
+    "components": RUNNERS,
 }
 
 
@@ -105,6 +109,10 @@ def test_a_floor_never_imports_the_floors_above_it(floor):
         if any(_in(target, above) for above in ABOVE[floor])
     )
     assert upward == []
+
+
+def test_nothing_imports_the_commands_entry_points():
+    assert sorted(f"{name} imports {t}" for name, ts in GRAPH.items() for t in ts if _in(t, "tools")) == []
 
 
 def test_a_planted_circle_is_found_type_checking_imports_too():

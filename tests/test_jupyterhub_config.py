@@ -10,12 +10,13 @@ import yaml
 from jupyterhub.traitlets import ByteSpecification
 
 import domain.stack
+import render.run
 from components.jupyterhub.profiles import MPS_LEARNER_UID, description, kubespawner_memory, profile, profile_list
 from domain.capacity.quantity import quantity
 from domain.stack.jupyterhub import CLIENT_SECRET_KEY
+from render import charts, harness
 from tests.conftest import as_cli_config, stack_values
-from tests.synthetic import HUB, NOTEBOOK_IMAGE, lab
-from tools import charts, harness, render
+from tests.support.synthetic import HUB, NOTEBOOK_IMAGE, lab
 
 SECRET_KEY = f"gpulab:{CLIENT_SECRET_KEY}"
 
@@ -180,7 +181,7 @@ def test_culling_takes_a_minute_at_the_shortest():
 def test_a_bad_hub_setting_exits_2_with_a_line_per_problem(tmp_path, capsys):
     stack = tmp_path / "Pulumi.case.yaml"
     stack.write_text(yaml.safe_dump({"config": hub_stack({"host": "Hub_1", "homes": "shared"})}))
-    assert render.main([str(stack), "--out", str(tmp_path / "out")]) == 2
+    assert render.run.main([str(stack), "--out", str(tmp_path / "out")]) == 2
     lines = capsys.readouterr().err.splitlines()
     assert [line.split(":", 2)[1] for line in lines] == ["jupyterhub.host", "jupyterhub.homes"]
     assert not (tmp_path / "out").exists()
@@ -203,7 +204,7 @@ def test_a_client_secret_without_an_oauth_sign_in_is_refused():
 def test_the_client_secret_reaches_no_resource_value_or_chart(tmp_path):
     secret = "pl41n-t3xt-cl13nt-s3cr3t"
     run = harness.run("test", as_cli_config(with_secret(hub_stack(), secret)), secrets=[SECRET_KEY])
-    render.write(run, tmp_path)
+    render.run.write(run, tmp_path)
     not_rendered = charts.write(run, tmp_path)
     written = {p: p.read_text() for p in tmp_path.rglob("*") if p.is_file()}
     assert {p.relative_to(tmp_path).parts[0] for p in written} >= {"resources.json", "manifests", "helm"}

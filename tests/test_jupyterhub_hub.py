@@ -8,11 +8,11 @@ from components.jupyterhub.hub import EBS_CSI_NAMESPACE, EBS_CSI_SERVICE_ACCOUNT
 from components.jupyterhub.hub import RELEASE as HELM_RELEASE
 from components.jupyterhub.values import LB_IDLE_TIMEOUT_SECONDS
 from domain.stack.jupyterhub import NEEDS_CLIENT_SECRET
-from tests.chart_checks import one
+from render import harness
 from tests.conftest import BASE, as_cli_config
-from tests.hub_pods import authenticator_class, stack_hub_config
-from tests.rendered import HUB_STACKS, rendered
-from tools import harness
+from tests.support.chart_checks import one
+from tests.support.hub_config import authenticator_class, stack_hub_config
+from tests.support.rendered import HUB_STACKS, rendered
 
 ADDON = "aws:eks/addon:Addon::jupyterhub-ebs-csi"
 STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass::jupyterhub-storage"

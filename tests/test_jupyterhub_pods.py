@@ -1,6 +1,6 @@
-"""Each lab's learner pod, built as the hub of the rendered jupyterhub release builds it (tools/hub_pods.py), for every
-stack with gpulab:jupyterhub: one slice, the GPU taint tolerated, the lab's nodes and no other, a seat's share, and
-on an MPS lab the one UID the lab's MPS daemon serves."""
+"""Each lab's learner pod, built as the hub of the rendered jupyterhub release builds it (rehearsal/learner_pods.py),
+for every stack with gpulab:jupyterhub: one slice, the GPU taint tolerated, the lab's nodes and no other, a seat's
+share, and on an MPS lab the one UID the lab's MPS daemon serves."""
 
 import copy
 import functools
@@ -16,12 +16,12 @@ from domain.capacity.quantity import quantity
 from domain.stack.classes import DEFAULT_WARMUP
 from domain.stack.limits import seat_share
 from domain.time.durations import seconds
-from tests.hub_pods import authenticator_class, stack_hub_config
-from tests.nodes import lab_nodes, system_nodes
-from tests.rendered import HUB_STACKS, rendered
-from tests.scheduling import tolerates, unschedulable_because
-from tests.user_data_parts import mime_parts
-from tools.hub_pods import learner_pod
+from rehearsal.learner_pods import learner_pod
+from tests.support.hub_config import authenticator_class, stack_hub_config
+from tests.support.nodes import lab_nodes, system_nodes
+from tests.support.rendered import HUB_STACKS, rendered
+from tests.support.scheduling import tolerates, unschedulable_because
+from tests.support.user_data_parts import mime_parts
 
 _config = stack_hub_config
 

@@ -1,5 +1,5 @@
 """Sign-in behind the load balancer, which ends TLS: the hub of each rendered stack (JupyterHub 5.5.0 with the
-authenticator's own handlers, tests/hub_app.py) gets plain http from the proxy and must still send the learner's
+authenticator's own handlers, tests/support/hub_app.py) gets plain http from the proxy and must still send the learner's
 browser, and the platform or provider, https:// URLs only, and mark every cookie it sets Secure."""
 
 import functools
@@ -9,9 +9,9 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 
 from tests.conftest import ROOT
-from tests.hub_app import Response, hub_responses
-from tests.hub_pods import stack_hub_config
-from tests.rendered import HUB_STACKS, STACKS, rendered
+from tests.support.hub_app import Response, hub_responses
+from tests.support.hub_config import stack_hub_config
+from tests.support.rendered import HUB_STACKS, STACKS, rendered
 
 # The sign-in types that send the browser to a provider with a redirect URI of the hub's.
 REDIRECTING = ("github", "oidc", "lti13")

@@ -5,8 +5,8 @@ import yaml
 
 from components.jupyterhub.hub import RELEASE
 from domain.upstream.versions import KUBE_PROXY_ADDON_VERSIONS, KUBE_SCHEDULER_VERSIONS
-from tests.chart_checks import one
-from tests.rendered import HUB_STACKS, rendered
+from tests.support.chart_checks import one
+from tests.support.rendered import HUB_STACKS, rendered
 
 # Everything the system:kube-scheduler and system:volume-scheduler ClusterRoles of Kubernetes 1.34 grant (kubernetes
 # v1.34.12 plugin/pkg/auth/authorizer/rbac/bootstrappolicy/testdata/cluster-roles.yaml, read from the k8s.io/kubernetes

@@ -16,7 +16,7 @@ from components.karpenter.iam_policies import (
     controller_trust_policy,
     queue_policy,
 )
-from tests import upstream
+from tests.support import upstream_data
 
 SCOPE = Scope(
     partition="aws",
@@ -56,10 +56,10 @@ UPSTREAM_RULES = {
 }
 
 
-UPSTREAM_TEMPLATE = upstream.KARPENTER / "cloudformation.yaml"
+UPSTREAM_TEMPLATE = upstream_data.KARPENTER / "cloudformation.yaml"
 requires_upstream = pytest.mark.skipif(
     not UPSTREAM_TEMPLATE.is_file(),
-    reason=upstream.absent(UPSTREAM_TEMPLATE),
+    reason=upstream_data.absent(UPSTREAM_TEMPLATE),
 )
 
 

@@ -1,4 +1,4 @@
-"""Karpenter 1.14.1's controllers on the twin, on a simulated clock (planner/rehearse.go, tools/karpenter_twin.py): a
+"""Karpenter 1.14.1's controllers on the twin, on a simulated clock (planner/rehearse.go, rehearsal/karpenter.py): a
 learner's pod gets a node Karpenter launched, with what the lab's NodePool and device-plugin profile give it, and
 kube-scheduler binds it there; once the learner has left and consolidateAfter has passed, Karpenter removes the
 empty node, unless a disruption budget forbids it then. Without the twin (`make twin`) or the planner (`make planner`)
@@ -20,10 +20,12 @@ import pytest
 import yaml
 
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
-from tests import twin_tests
+from planner import plan
+from rehearsal import apply, twin
+from rehearsal import karpenter as karpenter_twin
 from tests.conftest import BASE
-from tests.rendered import BASE_STACK, rendered
-from tools import apply, karpenter_twin, plan, twin
+from tests.support import twin_tests
+from tests.support.rendered import BASE_STACK, rendered
 
 LAB = "intro"
 NAMESPACE = "default"

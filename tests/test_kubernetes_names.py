@@ -20,7 +20,7 @@ import pytest
 
 from components.karpenter.class_seats_manifests import CRONJOB_NAME_LIMIT
 from tests.conftest import BASE, STACK_FILES, run_stack_file, run_values, stack_values
-from tests.synthetic import SYNTHETIC, lab
+from tests.support.synthetic import SYNTHETIC, lab
 
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 DNS_1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")

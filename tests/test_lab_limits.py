@@ -5,7 +5,7 @@ import pytest
 
 import domain.stack
 from tests.conftest import as_cli_config, run_values, stack_values
-from tests.synthetic import lab
+from tests.support.synthetic import lab
 
 
 def problems(labs: dict) -> list[str]:

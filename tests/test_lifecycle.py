@@ -8,8 +8,8 @@ dependency order, so every lab object must (transitively) depend on all of those
 import pytest
 
 from tests.conftest import STACK_FILES, run_stack_file, run_values, stack_values
-from tests.dependencies import waits_for
-from tests.synthetic import SYNTHETIC, lab
+from tests.support.dependencies import waits_for
+from tests.support.synthetic import SYNTHETIC, lab
 
 CASES = [(path.name, lambda path=path: run_stack_file(path)) for path in STACK_FILES] + [
     (f"synthetic-{name}", lambda values=values: run_values(values)) for name, values in SYNTHETIC.items()

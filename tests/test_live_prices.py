@@ -7,9 +7,9 @@ import grpc
 import pulumi
 import pytest
 
+from render import harness
 from tests.conftest import BASE, as_cli_config, stack_values
-from tests.synthetic import lab
-from tools import harness
+from tests.support.synthetic import lab
 
 GET_PRODUCT = "aws:pricing/getProduct:getProduct"
 GET_SPOT_PRICE = "aws:ec2/getSpotPrice:getSpotPrice"

@@ -7,6 +7,7 @@ import json
 import pytest
 import yaml
 
+import render.run
 from components.jupyterhub import culling, gpu_culler
 from components.jupyterhub.hub import HUB_SERVICE_ACCOUNT
 from components.metrics import dcgm_exporter, kube_state_metrics
@@ -14,11 +15,11 @@ from components.metrics.rules import rule_groups
 from components.metrics.scrape import scrape_configuration
 from domain.capacity.daemonsets import DCGM_SERVER
 from domain.upstream.versions import DCGM_EXPORTER_IMAGE, KUBE_STATE_METRICS_IMAGE
+from render import harness
 from tests.conftest import BASE, as_cli_config, run_values, stack_values
-from tests.rendered import rendered
-from tests.synthetic import HUB, NOTEBOOK_IMAGE, SYNTHETIC, lab
+from tests.support.rendered import rendered
+from tests.support.synthetic import HUB, NOTEBOOK_IMAGE, SYNTHETIC, lab
 from tests.test_jupyterhub_config import problems
-from tools import harness, render
 
 METERED = "synthetic-metrics"
 WORKSPACE = "aws:amp/workspace:Workspace::metrics-workspace"
@@ -102,10 +103,10 @@ def test_a_stack_without_the_meter_installs_none_of_it():
 
 
 def test_the_render_writes_a_dashboard_only_with_the_meter(tmp_path):
-    render.write(run_values(BASE), tmp_path / "without")
-    assert not (tmp_path / "without" / render.DASHBOARD).exists()
+    render.run.write(run_values(BASE), tmp_path / "without")
+    assert not (tmp_path / "without" / render.run.DASHBOARD).exists()
     r = rendered(METERED)
-    dashboard = json.loads((r.out / render.DASHBOARD).read_text())
+    dashboard = json.loads((r.out / render.run.DASHBOARD).read_text())
     assert dashboard["uid"] == f"gpulab-{r.run.stack.settings.cluster.name}"
 
 

@@ -15,8 +15,8 @@ from components.metrics import rules
 from components.metrics.scrape import scrape_configuration
 from domain.stack.load import parse
 from tests.conftest import stack_values
-from tests.promtool import promtool
-from tests.synthetic import HUB, NOTEBOOK_IMAGE, lab
+from tests.support.promtool import promtool
+from tests.support.synthetic import HUB, NOTEBOOK_IMAGE, lab
 
 HUB_NAMESPACE = "jupyterhub"
 # alpha stops idle servers after 20 minutes; beta keeps the stack's idleAfter, 30 minutes.

@@ -6,10 +6,10 @@ import yaml
 import domain.stack
 from domain.capacity.instance_types import COMPUTE_CAPABILITIES, GPU_INSTANCE_TYPES
 from domain.capacity.sharing import learner_share, mps_max_clients
-from tests import tables
+from reports.summary import LEARNER_LEAD_IN, summary
 from tests.conftest import BASE, run_values, stack_values
-from tests.synthetic import SYNTHETIC
-from tools.summary import LEARNER_LEAD_IN, summary
+from tests.support import tables
+from tests.support.synthetic import SYNTHETIC
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 

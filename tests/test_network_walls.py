@@ -1,6 +1,6 @@
 """Learners walled off: what a learner's server reaches and what reaches it, through every NetworkPolicy a stack
-installs, as the upstream NetworkPolicy engine of tools/netpol answers it (tests/reachability.py); the VPC CNI's agent
-that enforces them is tests/test_cluster.py's."""
+installs, as the upstream NetworkPolicy engine of devtools/netpol answers it (tests/support/reachability.py); the VPC
+CNI's agent that enforces them is tests/test_cluster.py's."""
 
 import dataclasses
 
@@ -10,7 +10,7 @@ import pytest
 import domain.stack
 from components.jupyterhub.walls import NOT_INTERNET, internet_exceptions
 from tests.conftest import BASE, ROOT, as_cli_config, stack_values
-from tests.reachability import (
+from tests.support.reachability import (
     API_SERVICE,
     INTERNET,
     METADATA,
@@ -22,8 +22,8 @@ from tests.reachability import (
     probes,
     table,
 )
-from tests.rendered import HUB_STACKS
-from tests.synthetic import HUB, NOTEBOOK_IMAGE
+from tests.support.rendered import HUB_STACKS
+from tests.support.synthetic import HUB, NOTEBOOK_IMAGE
 
 pytestmark = pytest.mark.charts
 
@@ -84,7 +84,7 @@ def test_the_walls_check_reports_a_policy_that_opens_them(plant):
 
 def test_docs_show_stagings_table_as_the_engine_answers_it():
     doc = (ROOT / "docs" / "jupyterhub.md").read_text()
-    assert markdown(table("staging")) in doc, "regenerate with `python -m tests.reachability staging`"
+    assert markdown(table("staging")) in doc, "regenerate with `python -m tests.support.reachability staging`"
 
 
 def test_the_vpcs_own_public_blocks_are_not_the_internet():

@@ -1,12 +1,12 @@
-"""docs/node-capacity.md holds the code's own figures: its tables as tools.node_capacity prints them, and its example
-refusal as the config check words it."""
+"""docs/node-capacity.md holds the code's own figures: its tables as devtools.node_capacity_tables prints them, and its
+example refusal as the config check words it."""
 
 import re
 
+from devtools.node_capacity_tables import BEGIN, END, tables
 from tests.conftest import ROOT
 from tests.test_config import problems
 from tests.test_daemonsets import with_intro
-from tools.node_capacity import BEGIN, END, tables
 
 PAGE = ROOT / "docs" / "node-capacity.md"
 
@@ -14,7 +14,9 @@ PAGE = ROOT / "docs" / "node-capacity.md"
 def test_the_pages_tables_are_what_the_code_computes():
     text = PAGE.read_text()
     start, end = text.index(BEGIN), text.index(END) + len(END)
-    assert text[start:end].splitlines() == tables(), "run `python -m tools.node_capacity` and paste its output"
+    assert text[start:end].splitlines() == tables(), (
+        "run `python -m devtools.node_capacity_tables` and paste its output"
+    )
 
 
 def test_the_pages_example_refusal_is_the_config_checks_message():

@@ -1,4 +1,4 @@
-"""Chart objects the API server would refuse for their size: the render refuses them first (tools/object_size.py)."""
+"""Chart objects the API server would refuse for their size: the render refuses them first (render/object_size.py)."""
 
 import base64
 import copy
@@ -7,9 +7,9 @@ import pytest
 import yaml
 
 from components.jupyterhub.hub import RELEASE as JUPYTERHUB
-from tests.rendered import rendered
-from tools import charts, object_size
-from tools.object_size import MAX_DATA_BYTES
+from render import charts, object_size
+from render.object_size import MAX_DATA_BYTES
+from tests.support.rendered import rendered
 
 
 def manifest(*objects: dict) -> str:

@@ -2,7 +2,8 @@
 seat, node and dollar gpulab promises, checked against Karpenter's decision rather than against gpulab's reading of it.
 
 The invariants hold for every stack file and synthetic stack; exact counts are for the planner's own synthetic stack
-(tests/synthetic.py PLANNER_STACK). The planner is built once per session; without Go these tests skip, saying so.
+(tests/support/synthetic.py PLANNER_STACK). The planner is built once per session; without Go these tests skip, saying
+so.
 """
 
 from __future__ import annotations
@@ -21,17 +22,20 @@ from typing import Any
 import pytest
 import yaml
 
+import render.run
 from components.karpenter import class_seats, gpu_node_pool
 from components.labels import LAB_LABEL
 from domain.capacity.node_capacity import seats_per_node
 from domain.capacity.quantity import quantity
 from domain.cost.prices import ON_DEMAND_USD_PER_HOUR
 from domain.upstream.versions import KARPENTER_CHART_VERSION
-from tests import tables
+from planner import gate, plan
+from render import charts, harness
+from reports import preview_comment
 from tests.conftest import STACK_FILES, as_cli_config, run_config, stack_values
-from tests.rendered import rendered
-from tests.synthetic import PLANNER_STACK
-from tools import charts, gate, harness, plan, preview_comment, render
+from tests.support import tables
+from tests.support.rendered import rendered
+from tests.support.synthetic import PLANNER_STACK
 
 PLANNER = "planner-synthetic"
 _FOLDER = tempfile.TemporaryDirectory(prefix="gpulab-planner-")
@@ -51,7 +55,7 @@ def _planned(stack: str, binary: Path) -> tuple[harness.Run, dict[str, Any], dic
     if stack == PLANNER:
         run = run_config(stack, as_cli_config(PLANNER_STACK))
         out = Path(_FOLDER.name) / stack
-        render.write(run, out)
+        render.run.write(run, out)
         not_rendered = charts.write(run, out)
     else:
         r = rendered(stack)
@@ -262,7 +266,7 @@ def test_summary_and_comment_show_full_lab_and_class_starts(binary, tmp_path, mo
     classy = stack_values(**{"gpulab:labs": {"classy": PLANNER_STACK["gpulab:labs"]["classy"]}})
     stack_file.write_text(yaml.safe_dump({"config": classy}))
     out = tmp_path / "out"
-    printed, status = _printed(monkeypatch, render.main, [str(stack_file), "--out", str(out)])
+    printed, status = _printed(monkeypatch, render.run.main, [str(stack_file), "--out", str(out)])
     assert status == 0
     if not (out / plan.PLAN).exists():
         pytest.skip("the render wrote no charts here (no helm or charts), so no plan")
@@ -305,7 +309,7 @@ def test_render_plan_writes_plan_json_and_prints_every_scenario(binary, tmp_path
     stack_file = tmp_path / "Pulumi.single.yaml"
     single = stack_values(**{"gpulab:labs": {"single": PLANNER_STACK["gpulab:labs"]["single"]}})
     stack_file.write_text(yaml.safe_dump({"config": single}))
-    lines, status = _printed(monkeypatch, render.main, [str(stack_file), "--out", str(tmp_path / "out"), "--plan"])
+    lines, status = _printed(monkeypatch, render.run.main, [str(stack_file), "--out", str(tmp_path / "out"), "--plan"])
     if not (tmp_path / "out" / "charts").is_dir():
         pytest.skip("no charts rendered here (no helm or charts), so no plan")
     assert status == 0
@@ -471,7 +475,7 @@ def test_render_prints_seats_and_the_dearest_scenario_ceiling(binary, tmp_path, 
     stack_file = tmp_path / "Pulumi.two.yaml"
     two = stack_values(**{"gpulab:labs": {"two-types": PLANNER_STACK["gpulab:labs"]["two-types"]}})
     stack_file.write_text(yaml.safe_dump({"config": two}))
-    printed, status = _printed(monkeypatch, render.main, [str(stack_file), "--out", str(tmp_path / "out")])
+    printed, status = _printed(monkeypatch, render.run.main, [str(stack_file), "--out", str(tmp_path / "out")])
     if not (tmp_path / "out" / plan.PLAN).exists():
         pytest.skip("the render wrote no charts here (no helm or charts), so no plan")
     assert status == 0

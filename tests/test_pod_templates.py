@@ -2,8 +2,8 @@
 
 import pytest
 
-from tests.pod_specs import limits_without_requests, pod_specs
-from tests.rendered import STACKS, rendered
+from tests.support.pod_specs import limits_without_requests, pod_specs
+from tests.support.rendered import STACKS, rendered
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -29,8 +29,8 @@ from components import labels
 from components.karpenter import iam_policies, manifests
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
 from domain.stack import endpoint
+from render.harness import Registration, Run
 from tests.conftest import ROOT, STACK_FILES, run_stack_file
-from tools.harness import Registration, Run
 
 POLICY_DIR = ROOT / "policy"
 # CrossGuard runs the pack with policy/ on sys.path (runpy of the folder), so its modules import each other by bare

@@ -9,10 +9,10 @@ import pytest
 from components import labels
 from components.karpenter.manifests import node_pool
 from domain.stack.model import Lab
+from render.harness import Run
 from tests.conftest import run_values, stack_values
-from tests.synthetic import lab
+from tests.support.synthetic import lab
 from tests.test_policy import load_pack_module, only, rules, run_policy, violations
-from tools.harness import Run
 
 POLICY = "nodepool-max-hourly-cost"
 CAP = labels.MAX_HOURLY_COST_ANNOTATION

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from render.harness import Run
 from tests.test_policy import (
     CLUSTER_NAME,
     eks_cluster,
@@ -17,7 +18,6 @@ from tests.test_policy import (
     rules,
     violations,
 )
-from tools.harness import Run
 
 ENDPOINT = "eks-endpoint-not-open-in-production"
 DELETION = "eks-deletion-protection-in-production"

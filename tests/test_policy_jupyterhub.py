@@ -5,11 +5,11 @@ import copy
 import pytest
 
 from components.jupyterhub.hub import RELEASE
+from render import charts
+from render.harness import Run, run
 from tests.conftest import as_cli_config, stack_values
-from tests.synthetic import HUB, lab
+from tests.support.synthetic import HUB, lab
 from tests.test_policy import only, rules, violations
-from tools import charts
-from tools.harness import Run, run
 
 POLICY = "jupyterhub-sign-in-in-production"
 

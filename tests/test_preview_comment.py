@@ -12,12 +12,14 @@ import pytest
 import yaml
 
 import domain.stack
+import render.run
 from domain.cost.lab_cost import usd
 from domain.cost.price_book import LIST
-from tests import tables
+from rehearsal import class_day, report
+from reports import class_table, cost_diff, preview_comment
 from tests.conftest import BASE, ROOT, as_cli_config, run_values, stack_values
-from tests.synthetic import TIME_ZONE_STACK, lab
-from tools import class_day, class_table, cost_diff, preview_comment, rehearsal_report, render
+from tests.support import tables
+from tests.support.synthetic import TIME_ZONE_STACK, lab
 
 PREVIEW = "Previewing update (staging):\n\x1b[32m+ \x1b[0mkubernetes:karpenter.sh/v1:NodePool nodepool-intro create\n"
 
@@ -28,7 +30,7 @@ def staging_render(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("render")
     stack_file = out / "Pulumi.staging.yaml"
     stack_file.write_text(yaml.safe_dump({"config": BASE}))
-    assert render.main([str(stack_file), "--out", str(out)]) == 0
+    assert render.run.main([str(stack_file), "--out", str(out)]) == 0
     return out
 
 
@@ -217,11 +219,11 @@ def test_the_workflow_hands_the_preview_over_by_file_not_env():
 
 @pytest.fixture(scope="module")
 def zones_render(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The render of tests/synthetic.py TIME_ZONE_STACK (classes in five zones), without charts."""
+    """The render of tests/support/synthetic.py TIME_ZONE_STACK (classes in five zones), without charts."""
     out = tmp_path_factory.mktemp("zones")
     stack_file = out / "Pulumi.zones.yaml"
     stack_file.write_text(yaml.safe_dump({"config": TIME_ZONE_STACK}))
-    assert render.main([str(stack_file), "--out", str(out), "--no-charts", "--today", "2027-03-25"]) == 0
+    assert render.run.main([str(stack_file), "--out", str(out), "--no-charts", "--today", "2027-03-25"]) == 0
     return out
 
 
@@ -410,7 +412,7 @@ def test_comment_reads_threshold_from_stack_base_from_render(tmp_path, capsys):
         (tmp_path / name).mkdir()
         stack_file = tmp_path / name / "Pulumi.staging.yaml"
         stack_file.write_text(yaml.safe_dump({"config": values}))
-        assert render.main([str(stack_file), "--out", str(tmp_path / name), "--no-charts"]) == 0
+        assert render.run.main([str(stack_file), "--out", str(tmp_path / name), "--no-charts"]) == 0
     (tmp_path / "preview.txt").write_text(PREVIEW)
     capsys.readouterr()
     status = preview_comment.main(
@@ -461,7 +463,7 @@ def test_a_threshold_not_usd_or_percent_is_a_line_naming_it(threshold):
     assert len(caught.value.lines) == 1
 
 
-# --- the class day the rehearsal played, beside the render (tools/rehearsal_report.py) --------------------------------
+# --- the class day the rehearsal played, beside the render (rehearsal/report.py) --------------------------------
 
 CLASS_DAY = "the class day on the twin"
 
@@ -492,13 +494,13 @@ def test_the_comment_shows_rehearsed_classes_and_cost_vs_bound(staging_render):
     }
     (day,) = [tables.cells(line) for line in lines if tables.cells(line)[:2] == ["intro", "5.25"]]
     assert day == ["intro", "5.25", "4", "2.7615", "2.1040"]  # node-hours and USD, each against its lower bound
-    assert rehearsal_report.NOT_RUN not in lines
-    assert lines.index(rehearsal_report.table(rehearsed())[0]) < lines.index("<pre>")
+    assert report.NOT_RUN not in lines
+    assert lines.index(report.table(rehearsed())[0]) < lines.index("<pre>")
 
 
 def test_without_a_rehearsal_the_comment_says_so_in_a_line(staging_render):
     lines = preview_comment.comment("staging", staging_labs(staging_render), PREVIEW).splitlines()
-    assert lines.count(rehearsal_report.NOT_RUN) == 1
+    assert lines.count(report.NOT_RUN) == 1
     assert not any(line.startswith(CLASS_DAY) for line in lines)
 
 
@@ -506,7 +508,7 @@ def test_without_a_rehearsal_the_comment_says_so_in_a_line(staging_render):
 def test_the_comment_reads_the_rehearsal_json_beside_the_render(tmp_path, staging_render):
     render_dir = tmp_path / "render"
     shutil.copytree(staging_render, render_dir)
-    (render_dir / rehearsal_report.REHEARSAL).write_text(json.dumps(rehearsed()))
+    (render_dir / report.REHEARSAL).write_text(json.dumps(rehearsed()))
     (call,) = post(tmp_path, render_dir, [])
     assert tables.table(call["body"].splitlines(), CLASS_DAY)[0]["warm at start"] == "11 of 12"
 
@@ -578,13 +580,13 @@ def test_a_failed_or_unrun_rehearsal_fails_the_step_saying_why(tmp_path):
     text = summary.read_text()
     assert text.startswith(f"### The rehearsal of {stack_file} (exit status {done.returncode})")
     assert all(line in text.splitlines() for line in why)
-    assert rehearsal_report.NOT_RUN in text.splitlines()  # no rehearsal.json: the tables' one line says so
-    assert not (render_dir / rehearsal_report.REHEARSAL).exists()
+    assert report.NOT_RUN in text.splitlines()  # no rehearsal.json: the tables' one line says so
+    assert not (render_dir / report.REHEARSAL).exists()
 
 
 def trickled_rehearsal() -> dict:
     """rehearsal.json of the BASE stack's intro (no classes; 12 seats of g4dn.xlarge, 3 a node) made by
-    tools/class_day.py from a synthetic log of its day: a node launched for every third learner as they arrive, each
+    rehearsal/class_day.py from a synthetic log of its day: a node launched for every third learner as they arrive, each
     bound as they arrive, the 13th as the first leaves."""
     settings = domain.stack.from_cli(as_cli_config(BASE)).settings
     intro = settings.labs["intro"]
@@ -610,10 +612,10 @@ def test_comment_shows_classless_seating_and_usd_cost_vs_bound(tmp_path, staging
     rehearsal = trickled_rehearsal()
     render_dir = tmp_path / "render"
     shutil.copytree(staging_render, render_dir)
-    (render_dir / rehearsal_report.REHEARSAL).write_text(json.dumps(rehearsal))
+    (render_dir / report.REHEARSAL).write_text(json.dumps(rehearsal))
     (call,) = post(tmp_path, render_dir, [])
     lines = call["body"].splitlines()
-    assert rehearsal_report.NOT_RUN not in lines
+    assert report.NOT_RUN not in lines
     (trickle,) = tables.table(lines, CLASS_DAY)
     assert trickle == {
         "lab (no classes)": "intro",

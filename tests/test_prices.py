@@ -10,9 +10,10 @@ from domain.capacity.instance_types import GPU_INSTANCE_TYPES
 from domain.cost import prices
 from domain.cost.prices import ON_DEMAND_USD_PER_HOUR, SYSTEM_NODE_USD_PER_HOUR
 from domain.upstream.versions import KARPENTER_CHART_VERSION
-from tests.upstream import KARPENTER, absent
+from tests.support.upstream_data import KARPENTER, absent
 
-# In the upstream reference data (tests/upstream.py); the pull-request workflow fetches it in CI (`make upstream`).
+# In the upstream reference data (tests/support/upstream_data.py); the pull-request workflow fetches it in CI (`make
+# upstream`).
 UPSTREAM_PRICES = KARPENTER / "zz_generated.pricing_aws.go"
 
 

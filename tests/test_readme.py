@@ -4,8 +4,8 @@ import re
 
 import yaml
 
+import render.run
 from tests.conftest import ROOT
-from tools import render
 
 
 def test_the_readmes_example_lab_renders_in_the_staging_stack(tmp_path, capsys):
@@ -16,7 +16,7 @@ def test_the_readmes_example_lab_renders_in_the_staging_stack(tmp_path, capsys):
     assert not set(labs) & set(stack["config"]["gpulab:labs"]), "the example must add a lab, not replace one"
     stack["config"]["gpulab:labs"] |= labs
     (tmp_path / "Pulumi.staging.yaml").write_text(yaml.safe_dump(stack))
-    code = render.main([str(tmp_path / "Pulumi.staging.yaml"), "--out", str(tmp_path / "out")])
+    code = render.run.main([str(tmp_path / "Pulumi.staging.yaml"), "--out", str(tmp_path / "out")])
     assert code == 0, capsys.readouterr().err
     (name,) = labs
     assert name in capsys.readouterr().out  # the summary gains the lab

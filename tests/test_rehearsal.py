@@ -1,7 +1,7 @@
-"""The class rehearsal on the twin (tools/rehearse.py, tools/apply.py, tools/twin.py): each render applied to a real
-API server of the stack's Kubernetes version, where every object the server refuses fails the rehearsal with the
-server's own words. Without the twin's binaries (`make twin`) these tests skip in one line, as the planner's do
-without Go; the check of what the twin is built from runs anyway.
+"""The class rehearsal on the twin (rehearsal/run.py, rehearsal/apply.py, rehearsal/twin.py): each render applied to a
+real API server of the stack's Kubernetes version, where every object the server refuses fails the rehearsal with the
+server's own words. Without the twin's binaries (`make twin`) these tests skip in one line, as the planner's do without
+Go; the check of what the twin is built from runs anyway.
 """
 
 from __future__ import annotations
@@ -18,13 +18,15 @@ from typing import Any
 import pytest
 import yaml
 
+import rehearsal.run
+import render.run
 from components.karpenter import class_seats_manifests as seats
 from domain.upstream.versions import KUBE_SCHEDULER_VERSIONS
-from tests import twin_tests
+from rehearsal import apply, twin
 from tests.conftest import BASE, STACK_FILES, as_cli_config, run_config, stack_values
-from tests.rendered import BASE_STACK, rendered
-from tests.synthetic import lab
-from tools import apply, rehearse, render, twin
+from tests.support import twin_tests
+from tests.support.rendered import BASE_STACK, rendered
+from tests.support.synthetic import lab
 
 CLASSES = "synthetic-classes"
 TODAY = datetime.date(2027, 1, 4)
@@ -45,7 +47,7 @@ def test_the_twin_runs_every_stack_files_kubernetes_release() -> None:
     pinned = re.search(r"^\tk8s\.io/kubernetes (v\S+)( // indirect)?$", _go_mod(), re.M)
     assert pinned, "rehearsal/controlplane/go.mod requires no k8s.io/kubernetes"
     for path in STACK_FILES:
-        minor = render.read_stack_file(path)["gpulab:cluster"]
+        minor = render.run.read_stack_file(path)["gpulab:cluster"]
         version = yaml.safe_load(minor)["kubernetesVersion"]
         assert KUBE_SCHEDULER_VERSIONS[version] == pinned[1], path.name
     staging = re.findall(r"^\t(k8s\.io/\S+) => (k8s\.io/\S+) (v\S+)$", _go_mod(), re.M)
@@ -57,8 +59,8 @@ def test_the_twin_runs_every_stack_files_kubernetes_release() -> None:
 def test_the_api_server_accepts_every_object_of_each_stack(built: None, path: Path) -> None:
     r = rendered(path.name.split(".")[1])
     r.require_charts()
-    done = rehearse.rehearse(r.out, r.run.stack.settings, TODAY, r.run.stack.region, day=False)
-    assert done["refused"] == [], "\n".join(rehearse.problems(done))
+    done = rehearsal.run.rehearse(r.out, r.run.stack.settings, TODAY, r.run.stack.region, day=False)
+    assert done["refused"] == [], "\n".join(rehearsal.run.problems(done))
     assert done["kubernetes"] == KUBE_SCHEDULER_VERSIONS[r.kubernetes_version]
 
 
@@ -116,8 +118,8 @@ def test_a_crd_refused_object_fails_with_the_servers_message(
 
     out = _with_resources(_planted(tmp_path, {}), planted)
     nodepools = [i.key for i in apply.items(out) if i.key.startswith("NodePool ")]
-    lines = rehearse.problems(
-        rehearse.rehearse(out, rendered(BASE_STACK).run.stack.settings, TODAY, BASE["aws:region"], day=False)
+    lines = rehearsal.run.problems(
+        rehearsal.run.rehearse(out, rendered(BASE_STACK).run.stack.settings, TODAY, BASE["aws:region"], day=False)
     )
     assert len(lines) == len(nodepools), lines
     for key, line in zip(nodepools, lines, strict=True):
@@ -138,8 +140,8 @@ def test_pod_security_refusals_fail_with_the_servers_message(built: None, tmp_pa
     out = _with_resources(_planted(tmp_path, {}), plant)
     daemonsets = [i.key for i in apply.items(out) if i.key.startswith(f"DaemonSet {namespace}/")]
     assert daemonsets, f"the base stack installs no DaemonSet in {namespace}"
-    lines = rehearse.problems(
-        rehearse.rehearse(out, rendered(BASE_STACK).run.stack.settings, TODAY, BASE["aws:region"], day=False)
+    lines = rehearsal.run.problems(
+        rehearsal.run.rehearse(out, rendered(BASE_STACK).run.stack.settings, TODAY, BASE["aws:region"], day=False)
     )
     assert len(lines) == len(daemonsets), lines
     for key, line in zip(daemonsets, lines, strict=True):
@@ -164,8 +166,8 @@ def test_class_jobs_run_as_their_account_and_set_the_buffer(built: None) -> None
     r = rendered(CLASSES)
     r.require_charts()
     labs = r.run.stack.settings.labs
-    done = rehearse.rehearse(r.out, r.run.stack.settings, TODAY, r.run.stack.region, day=False)
-    assert rehearse.problems(done) == []
+    done = rehearsal.run.rehearse(r.out, r.run.stack.settings, TODAY, r.run.stack.region, day=False)
+    assert rehearsal.run.problems(done) == []
     classes = sum(len(lab.classes) for lab in labs.values())
     assert len(done["jobs"]) == 2 * classes
     for job in done["jobs"]:
@@ -186,8 +188,8 @@ def test_a_class_role_without_patch_fails_as_an_rbac_denial(built: None, tmp_pat
             for rule in res["inputs"]["rules"]:
                 rule["verbs"] = [v for v in rule["verbs"] if v != "patch"] or ["get"]
     (out / "resources.json").write_text(json.dumps(resources))
-    done = rehearse.rehearse(out, r.run.stack.settings, TODAY, r.run.stack.region, day=False)
-    lines = rehearse.problems(done)
+    done = rehearsal.run.rehearse(out, r.run.stack.settings, TODAY, r.run.stack.region, day=False)
+    lines = rehearsal.run.problems(done)
     # Every run of every class, warm-up and release alike, in the API server's words through kubectl.
     assert len(lines) == len(done["jobs"]) == 2 * sum(len(lab.classes) for lab in r.run.stack.settings.labs.values())
     for job, line in zip(done["jobs"], lines, strict=True):
@@ -318,8 +320,8 @@ def test_a_karpenter_class_day_finds_warm_seats_leaves_no_node(built: None, tmp_
     run = run_config("one-class", as_cli_config(ONE_CLASS))
     out = tmp_path / "render"
     twin_tests.render_with_charts(run, out)
-    done = rehearse.rehearse(out, run.stack.settings, TODAY, run.stack.region)
-    assert rehearse.problems(done) == []
+    done = rehearsal.run.rehearse(out, run.stack.settings, TODAY, run.stack.region)
+    assert rehearsal.run.problems(done) == []
     (played,) = done["labs"]["morning"]["classes"]
     assert played["warmSeats"] == 2
     assert played["warmAtStart"] == played["warmSeats"], played

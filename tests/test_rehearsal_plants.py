@@ -1,12 +1,12 @@
 """Defects only the class day shows (issue #32), planted one at a time in the render of one small synthetic stack and
-played on the twin with Karpenter's controllers (tools/rehearse.py): each must fail the rehearsal with the line a user
+played on the twin with Karpenter's controllers (rehearsal/run.py): each must fail the rehearsal with the line a user
 would read, and the unplanted stack passes. Without the twin (`make twin`) or the planner (`make planner`) these tests
 skip in one line, as tests/test_rehearsal.py's do.
 
 The stack is one lab of 9 seats (3 g4dn.xlarge of one GPU, 3 slices each) with one 2-hour class on Monday 4 January
 2027 at 09:00 UTC whose 6 warm seats fill 2 nodes, learners asking for far less CPU and memory than a node's share, and
 consolidation of underutilized nodes allowed (WhenEmptyOrUnderutilized): the 6 warm learners take the 2 warm nodes,
-the 3 late ones a node Karpenter launches for them, and at 10:00 the 1st, 5th and 9th leave (tools/class_day.py),
+the 3 late ones a node Karpenter launches for them, and at 10:00 the 1st, 5th and 9th leave (rehearsal/class_day.py),
 which leaves 6 learners on 9 seats, so Karpenter's consolidation could move a learner to free a node, and only the
 class's budget windows stop it.
 """
@@ -24,13 +24,14 @@ from typing import Any
 import pytest
 import yaml
 
+import rehearsal.run
 from components.labels import GPU_RESOURCE
 from domain.time import durations
 from domain.time.budget_windows import MOVES_LEARNERS
-from tests import twin_tests
+from render import harness
 from tests.conftest import as_cli_config, run_config, stack_values
-from tests.synthetic import lab
-from tools import harness, rehearse
+from tests.support import twin_tests
+from tests.support.synthetic import lab
 
 LAB = "seats"
 TODAY = datetime.date(2027, 1, 4)
@@ -78,7 +79,7 @@ def _rehearsed(unplanted: tuple[harness.Run, Path], tmp_path: Path, plant: Calla
     shutil.copytree(base, out)
     if plant is not None:
         plant(out)
-    return rehearse.rehearse(out, run.stack.settings, TODAY, run.stack.region)
+    return rehearsal.run.rehearse(out, run.stack.settings, TODAY, run.stack.region)
 
 
 def _resources(out: Path, type_token: str, change: Callable[[dict[str, Any]], None]) -> None:
@@ -94,7 +95,7 @@ def _resources(out: Path, type_token: str, change: Callable[[dict[str, Any]], No
 
 def test_the_unplanted_stack_keeps_its_classs_promises(unplanted, tmp_path: Path) -> None:
     done = _rehearsed(unplanted, tmp_path, None)
-    assert rehearse.problems(done) == []
+    assert rehearsal.run.problems(done) == []
     (played,) = done["labs"][LAB]["classes"]
     assert (played["warmAtStart"], played["warmSeats"], played["learnersArrived"]) == (6, 6, 9), played
     assert played["disruptedDuringClass"] == 0 and played["nodesAfterEnd"] == 0, played
@@ -177,7 +178,7 @@ def _device_plugin_replicas_below_the_node_overlay(out: Path) -> None:
 def test_a_planted_defect_fails_the_class_day_with_its_finding(
     unplanted, tmp_path: Path, plant: Callable[[Path], None], lines: list[str]
 ) -> None:
-    assert rehearse.problems(_rehearsed(unplanted, tmp_path, plant)) == lines
+    assert rehearsal.run.problems(_rehearsed(unplanted, tmp_path, plant)) == lines
 
 
 def _class_budget_an_hour_short(out: Path) -> None:
@@ -195,7 +196,7 @@ def test_a_window_an_hour_short_lets_karpenter_move_a_learner(unplanted, tmp_pat
     """After the 10:00 leavers, once consolidateAfter (10m) has passed since, Karpenter's consolidation moves the
     learners of one node onto the others' free seats, which only the class's window forbade."""
     done = _rehearsed(unplanted, tmp_path, _class_budget_an_hour_short)
-    (line,) = rehearse.problems(done)
+    (line,) = rehearsal.run.problems(done)
     (played,) = done["labs"][LAB]["classes"]
     moved = played["disruptedDuringClass"]
     prefix = (

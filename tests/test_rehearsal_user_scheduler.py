@@ -1,7 +1,7 @@
-"""The hub's user-scheduler on the twin (tools/user_scheduler.py): the learner pods KubeSpawner builds are bound by
-kube-scheduler run as the chart's user-scheduler Deployment runs it, with its rendered configuration and as its own
-service account; what RBAC denies it, or a configuration it refuses, is a finding of the rehearsal. Without the twin's
-binaries (`make twin`) the tests on it skip in one line.
+"""The hub's user-scheduler on the twin (rehearsal/user_scheduler_process.py): the learner pods KubeSpawner builds are
+bound by kube-scheduler run as the chart's user-scheduler Deployment runs it, with its rendered configuration and as its
+own service account; what RBAC denies it, or a configuration it refuses, is a finding of the rehearsal. Without the
+twin's binaries (`make twin`) the tests on it skip in one line.
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from typing import Any
 import pytest
 import yaml
 
+import rehearsal.run
 from components.jupyterhub.hub import RELEASE
-from tests import twin_tests
+from rehearsal import apply, learner_pods, twin, user_scheduler_process
 from tests.conftest import as_cli_config, run_config, stack_values
-from tests.synthetic import HUB, NOTEBOOK_IMAGE
-from tools import apply, hub_pods, rehearse, twin, user_scheduler
+from tests.support import twin_tests
+from tests.support.synthetic import HUB, NOTEBOOK_IMAGE
 
-TODAY = rehearse.datetime.date(2027, 1, 4)
+TODAY = rehearsal.run.datetime.date(2027, 1, 4)
 LAB = "intro"
 # The base test stack's one lab (g4dn.xlarge, each GPU shared 3 ways) on the hub's spawn page.
 HUB_STACK = stack_values(
@@ -49,8 +50,8 @@ def test_learner_pods_name_the_user_schedulers_configured_name(hub_render) -> No
     scheduler would bind a learner."""
     out, run = hub_render
     objects = _objects(out)
-    pod = hub_pods.learner_pod(hub_pods.hub_config(objects, run.stack.settings.jupyterhub.namespace), LAB)
-    assert pod["spec"]["schedulerName"] in user_scheduler.rendered(objects).scheduler_names
+    pod = learner_pods.learner_pod(learner_pods.hub_config(objects, run.stack.settings.jupyterhub.namespace), LAB)
+    assert pod["spec"]["schedulerName"] in user_scheduler_process.rendered(objects).scheduler_names
 
 
 def test_api_refusals_are_read_from_klogs_quoted_errors_once() -> None:
@@ -61,7 +62,7 @@ def test_api_refusals_are_read_from_klogs_quoted_errors_once() -> None:
     )
     line = f'E1202 16:45:24.659232 20296 reflector.go:205] "Failed to watch" err="failed to list *v1.Node: {message}"'
     other = line.replace("jupyterhub:user-scheduler", "jupyterhub:hub")
-    assert user_scheduler.denials("\n".join([line, line, other]), account) == [message.replace('\\"', '"')]
+    assert user_scheduler_process.denials("\n".join([line, line, other]), account) == [message.replace('\\"', '"')]
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +77,7 @@ def hub_twin(built: None, hub_render) -> Iterator[tuple[twin.ControlPlane, Path,
     with twin.running() as plane:
         _, refused = apply.apply_render(plane.admin, out)
         assert refused == []
-        with rehearse.start_user_scheduler(plane, out, hub) as scheduler:
+        with rehearsal.run.start_user_scheduler(plane, out, hub) as scheduler:
             assert scheduler is not None
             assert scheduler.problem is None, scheduler.record()
             yield plane, out, run, scheduler
@@ -140,7 +141,9 @@ def test_the_user_scheduler_binds_learners_onto_the_fuller_node(
     them); each pod's Scheduled event is the user-scheduler's, none the default scheduler's."""
     plane, out, run, scheduler = hub_twin
     namespace = run.stack.settings.jupyterhub.namespace
-    learners = rehearse.Learners(plane, out, run.stack.settings, lambda: [twin.DEFAULT_SCHEDULER, *scheduler.running()])
+    learners = rehearsal.run.Learners(
+        plane, out, run.stack.settings, lambda: [twin.DEFAULT_SCHEDULER, *scheduler.running()]
+    )
     sample = learners._pod(LAB, "sample")
     (name,) = scheduler.spec.scheduler_names
     assert sample["spec"]["schedulerName"] == name
@@ -168,12 +171,12 @@ def test_the_user_scheduler_binds_learners_onto_the_fuller_node(
 
 def test_a_pod_of_an_absent_scheduler_is_unmade_and_a_finding(hub_twin) -> None:
     plane, out, run, scheduler = hub_twin
-    learners = rehearse.Learners(plane, out, run.stack.settings, lambda: [twin.DEFAULT_SCHEDULER])
+    learners = rehearsal.run.Learners(plane, out, run.stack.settings, lambda: [twin.DEFAULT_SCHEDULER])
     assert learners.arrive(LAB, f"{LAB}-9") is None
     (missing,) = learners.not_scheduled()
     assert missing == {"lab": LAB, "schedulerName": scheduler.spec.scheduler_names[0], "learners": [f"{LAB}-9"]}
     assert learners.pods == {} and learners.scheduler_of == {}
-    (line,) = rehearse.problems({"refused": [], "rbacDenied": [], "jobsFailed": [], "unscheduled": [missing]})
+    (line,) = rehearsal.run.problems({"refused": [], "rbacDenied": [], "jobsFailed": [], "unscheduled": [missing]})
     assert line.startswith(f"rehearsal: 1 learner pod(s) of lab {LAB} name the scheduler {missing['schedulerName']}")
 
 
@@ -202,10 +205,10 @@ def test_no_list_on_nodes_is_an_rbac_denial_not_a_hang(built: None, hub_render, 
     out = _planted(hub_render, without_list_on_nodes, tmp_path)
     run = hub_render[1]
     started = time.monotonic()
-    done = rehearse.rehearse(out, run.stack.settings, TODAY, run.stack.region, day=False)
-    assert time.monotonic() - started < 60 + user_scheduler.READY_SECONDS
-    lines = rehearse.problems(done)
-    account = f"{run.stack.settings.jupyterhub.namespace}:{user_scheduler.DEPLOYMENT}"
+    done = rehearsal.run.rehearse(out, run.stack.settings, TODAY, run.stack.region, day=False)
+    assert time.monotonic() - started < 60 + user_scheduler_process.READY_SECONDS
+    lines = rehearsal.run.problems(done)
+    account = f"{run.stack.settings.jupyterhub.namespace}:{user_scheduler_process.DEPLOYMENT}"
     denied = [line for line in lines if line.startswith("rehearsal: RBAC denied the user-scheduler")]
     assert denied, lines
     assert all(f'User "system:serviceaccount:{account}" cannot list resource "nodes"' in line for line in denied), (
@@ -217,13 +220,13 @@ def test_no_list_on_nodes_is_an_rbac_denial_not_a_hang(built: None, hub_render, 
 
 def test_a_config_the_scheduler_refuses_fails_with_its_message(built: None, hub_render, tmp_path: Path) -> None:
     def packed(o: dict[str, Any]) -> None:
-        if o["kind"] == "ConfigMap" and o["metadata"]["name"] == user_scheduler.DEPLOYMENT:
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"] == user_scheduler_process.DEPLOYMENT:
             o["data"]["config.yaml"] = o["data"]["config.yaml"].replace("type: MostAllocated", "type: Packed")
 
     out = _planted(hub_render, packed, tmp_path)
     run = hub_render[1]
-    done = rehearse.rehearse(out, run.stack.settings, TODAY, run.stack.region, day=False)
-    (line,) = [line for line in rehearse.problems(done) if "user-scheduler" in line]
+    done = rehearsal.run.rehearse(out, run.stack.settings, TODAY, run.stack.region, day=False)
+    (line,) = [line for line in rehearsal.run.problems(done) if "user-scheduler" in line]
     assert "did not run: kube-scheduler exited (1)" in line, line
     assert 'Unsupported value: "Packed"' in line, line
 
@@ -242,10 +245,10 @@ def test_refused_bindings_withdraw_learners_not_wait_on_them(built: None, hub_re
     namespace = run.stack.settings.jupyterhub.namespace
     with twin.running() as plane:
         assert apply.apply_render(plane.admin, out)[1] == []
-        with rehearse.start_user_scheduler(plane, out, run.stack.settings.jupyterhub) as scheduler:
+        with rehearsal.run.start_user_scheduler(plane, out, run.stack.settings.jupyterhub) as scheduler:
             assert scheduler is not None
             assert scheduler.problem is None, scheduler.record()
-            learners = rehearse.Learners(
+            learners = rehearsal.run.Learners(
                 plane, out, run.stack.settings, lambda: [twin.DEFAULT_SCHEDULER, *scheduler.running()]
             )
             sample = learners._pod(LAB, "sample")
@@ -259,5 +262,5 @@ def test_refused_bindings_withdraw_learners_not_wait_on_them(built: None, hub_re
             ]
             pods = plane.admin.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
             assert [p["metadata"]["name"] for p in pods if p["spec"].get("schedulerName") == name] == []
-    account = f"system:serviceaccount:{namespace}:{user_scheduler.DEPLOYMENT}"
+    account = f"system:serviceaccount:{namespace}:{user_scheduler_process.DEPLOYMENT}"
     assert f'User "{account}" cannot create resource "pods/binding"' in denial["message"], denial

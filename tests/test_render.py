@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests import tables
+import render.run
+from rehearsal import report
+from reports import summary as summary_module
+from reports.summary import summary
 from tests.conftest import BASE, ROOT, STACK_FILES, run_values, stack_values
-from tools import rehearsal_report, render
-from tools import summary as summary_module
-from tools.summary import summary
+from tests.support import tables
 
 
 def render_files(out: Path) -> dict[str, bytes]:
@@ -33,7 +34,7 @@ def write_stack(tmp_path: Path, values, name: str = "Pulumi.case.yaml") -> Path:
 @pytest.fixture(scope="module")
 def staging(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("staging")
-    assert render.main(["staging", "--out", str(out)]) == 0
+    assert render.run.main(["staging", "--out", str(out)]) == 0
     return out
 
 
@@ -87,8 +88,8 @@ def test_secrets_never_reach_the_render(staging):
 def test_every_stack_renders_byte_identically_twice(path, tmp_path, monkeypatch):
     # With helm run each time: the same bytes from the same inputs is what lets the tests keep helm's results.
     monkeypatch.delenv("GPULAB_HELM_CACHE", raising=False)
-    assert render.main([str(path), "--out", str(tmp_path / "a")]) == 0
-    assert render.main([str(path), "--out", str(tmp_path / "b")]) == 0
+    assert render.run.main([str(path), "--out", str(tmp_path / "a")]) == 0
+    assert render.run.main([str(path), "--out", str(tmp_path / "b")]) == 0
     assert render_files(tmp_path / "a") == render_files(tmp_path / "b")
 
 
@@ -96,14 +97,14 @@ def test_rendering_again_into_a_directory_leaves_no_stale_files(tmp_path):
     out = tmp_path / "out"
     (out / "manifests").mkdir(parents=True)
     (out / "manifests" / "nodepool-gone.yaml").write_text("stale")
-    assert render.main(["staging", "--out", str(out)]) == 0
+    assert render.run.main(["staging", "--out", str(out)]) == 0
     assert not (out / "manifests" / "nodepool-gone.yaml").exists()
 
 
 def test_summary_names_cluster_and_labs_types_capacity_seats(capsys, tmp_path):
     spot = {**BASE["gpulab:labs"]["intro"], "instanceTypes": ["g5.xlarge"], "capacityTypes": ["spot", "on-demand"]}
     values = stack_values(**{"gpulab:labs": {"intro": BASE["gpulab:labs"]["intro"], "spot": spot}})
-    assert render.main([str(write_stack(tmp_path, values)), "--out", str(tmp_path / "out")]) == 0
+    assert render.run.main([str(write_stack(tmp_path, values)), "--out", str(tmp_path / "out")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert tables.cluster(lines).items() >= {"cluster": "lab-test", "Kubernetes": "1.34", "region": "eu-west-1"}.items()
     shared = {"maxGpus": "4", "slicesPerGpu": "3", "learner seats": "12"}
@@ -217,7 +218,7 @@ BAD_STACKS = {
 @pytest.mark.parametrize(("values", "expected"), BAD_STACKS.values(), ids=BAD_STACKS.keys())
 def test_a_bad_stack_exits_2_naming_the_key_writing_nothing(values, expected, tmp_path, capsys):
     out = tmp_path / "out"
-    assert render.main([str(write_stack(tmp_path, values)), "--out", str(out)]) == 2
+    assert render.run.main([str(write_stack(tmp_path, values)), "--out", str(out)]) == 2
     captured = capsys.readouterr()
     lines = captured.err.splitlines()
     assert any(line.startswith(expected) for line in lines), lines
@@ -259,7 +260,7 @@ config:
 
 def test_a_yaml_merge_key_lab_renders_with_the_merged_values(tmp_path, capsys):
     out = tmp_path / "out"
-    assert render.main([str(write_stack(tmp_path, MERGED)), "--out", str(out)]) == 0
+    assert render.run.main([str(write_stack(tmp_path, MERGED)), "--out", str(out)]) == 0
     (vision,) = [row for row in tables.table(capsys.readouterr().out.splitlines(), "labs:") if row["lab"] == "vision"]
     shown = ("instanceTypes", "capacityTypes", "maxGpus", "slicesPerGpu", "learner seats")
     assert [vision[column] for column in shown] == ["g5.xlarge", "on-demand", "4", "5", "20"]
@@ -271,21 +272,21 @@ def test_a_yaml_merge_key_lab_renders_with_the_merged_values(tmp_path, capsys):
 
 def test_a_failed_render_removes_the_previous_keeps_other_files(tmp_path, capsys):
     out = tmp_path / "out"
-    assert render.main(["staging", "--out", str(out)]) == 0
+    assert render.run.main(["staging", "--out", str(out)]) == 0
     (out / "notes.txt").write_text("mine")
     bad = write_stack(tmp_path, stack_values(**lab(slicesPerGpu=0)))
-    assert render.main([str(bad), "--out", str(out)]) == 2
+    assert render.run.main([str(bad), "--out", str(out)]) == 2
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
 
 
 def test_the_render_owns_everything_it_writes(tmp_path):
     # What is not in OWNED would survive a failed render and pass for its output.
-    assert render.main(["staging", "--out", str(tmp_path)]) == 0
-    assert {p.name for p in tmp_path.iterdir()} <= set(render.OWNED)
+    assert render.run.main(["staging", "--out", str(tmp_path)]) == 0
+    assert {p.name for p in tmp_path.iterdir()} <= set(render.run.OWNED)
 
 
 def test_an_unknown_stack_name_lists_the_stacks_there_are(tmp_path, capsys):
-    assert render.main(["nosuchstack", "--out", str(tmp_path / "out")]) == 2
+    assert render.run.main(["nosuchstack", "--out", str(tmp_path / "out")]) == 2
     stacks = ", ".join(sorted(path.name.split(".")[1] for path in STACK_FILES))
     assert capsys.readouterr().err == (
         f"gpulab: no stack 'nosuchstack': there is no Pulumi.nosuchstack.yaml beside Pulumi.yaml; stacks: {stacks}\n"
@@ -312,7 +313,7 @@ def test_a_render_says_no_day_was_played_drops_old_rehearsal(tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
     # A rehearsal of an earlier render, copied beside it (.ci/run): it no longer describes what is rendered.
-    (out / rehearsal_report.REHEARSAL).write_text("{}")
-    assert render.main([str(write_stack(tmp_path, BASE)), "--out", str(out), "--no-charts"]) == 0
-    assert capsys.readouterr().out.splitlines().count(rehearsal_report.NOT_RUN) == 1
-    assert not (out / rehearsal_report.REHEARSAL).exists()
+    (out / report.REHEARSAL).write_text("{}")
+    assert render.run.main([str(write_stack(tmp_path, BASE)), "--out", str(out), "--no-charts"]) == 0
+    assert capsys.readouterr().out.splitlines().count(report.NOT_RUN) == 1
+    assert not (out / report.REHEARSAL).exists()

@@ -2,8 +2,8 @@
 
 import json
 
+from render import harness
 from tests import conftest
-from tools import harness
 
 
 def test_a_worker_reads_anothers_run_leaving_no_partial_file(tmp_path, monkeypatch):

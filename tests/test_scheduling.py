@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.scheduling import Node, tolerates, unschedulable_because
+from tests.support.scheduling import Node, tolerates, unschedulable_because
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 NODE = Node("gpu", {"kubernetes.io/os": "linux", "pool": "intro", "gpus": "4"}, [GPU_TAINT])

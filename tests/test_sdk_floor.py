@@ -1,8 +1,9 @@
-"""tools/sdk_floor.py, the benchmark's floor, registers copies of a lab's resources as the program registers them."""
+"""devtools/sdk_floor.py, the benchmark's floor, registers copies of a lab's resources as the program registers them."""
 
 from pulumi.runtime import rpc
 
-from tools import harness, sdk_floor
+from devtools import sdk_floor
+from render import harness
 
 
 def test_a_lab_is_its_component_then_children_in_wait_order(base_run):

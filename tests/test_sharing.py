@@ -5,8 +5,8 @@ import yaml
 
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
 from tests.conftest import STACK_FILES, run_stack_file, run_values
-from tests.scheduling import Node, unschedulable_because
-from tests.synthetic import SYNTHETIC
+from tests.support.scheduling import Node, unschedulable_because
+from tests.support.synthetic import SYNTHETIC
 
 CASES = [(path.name, lambda path=path: run_stack_file(path)) for path in STACK_FILES] + [
     (f"synthetic-{name}", lambda values=values: run_values(values)) for name, values in SYNTHETIC.items()

@@ -3,10 +3,10 @@
 
 import pytest
 
-from tests import tables
+from reports.summary import summary
 from tests.conftest import BASE, STACK_FILES, run_stack_file, run_values, stack_values
-from tests.synthetic import HUB, NOTEBOOK_IMAGE, lab
-from tools.summary import summary
+from tests.support import tables
+from tests.support.synthetic import HUB, NOTEBOOK_IMAGE, lab
 
 # BASE: eu-west-1, Kubernetes 1.34, two m7i.large system nodes, lab intro of 4 g4dn.xlarge GPUs in 3 slices.
 # Control plane: 1.34 is in standard support on the list's day (2026-07-06): 0.10 per hour.

@@ -2,8 +2,8 @@
 exception escapes (a stack file is a user's input, so one that escapes is a defect).
 
 A seeded loop, so that a failure is the same on every run: it starts from the repo's stack files and the synthetic
-ones of tests/synthetic.py, which have every kind of key, and changes one to three values or keys at random, into
-values of other types, near misses of their own, keys that are not strings, or nothing.
+ones of tests/support/synthetic.py, which have every kind of key, and changes one to three values or keys at random,
+into values of other types, near misses of their own, keys that are not strings, or nothing.
 """
 
 import copy
@@ -17,9 +17,10 @@ import yaml
 
 import domain.stack
 import program
+import render.run
+from render import harness
 from tests.conftest import STACK_FILES
-from tests.synthetic import PLANNER_STACK, SYNTHETIC, TIME_ZONE_STACK
-from tools import harness, render
+from tests.support.synthetic import PLANNER_STACK, SYNTHETIC, TIME_ZONE_STACK
 
 SEED = 37
 MUTANTS = 150
@@ -90,7 +91,7 @@ def _mutate(rng: random.Random, document: dict) -> dict:
 
 
 def _documents() -> list[dict]:
-    files = [yaml.load(p.read_text(), Loader=render._UniqueKeyLoader) for p in STACK_FILES]
+    files = [yaml.load(p.read_text(), Loader=render.run._UniqueKeyLoader) for p in STACK_FILES]
     return [*files, *({"config": v} for v in (*SYNTHETIC.values(), PLANNER_STACK, TIME_ZONE_STACK))]
 
 
@@ -104,7 +105,7 @@ def test_mutated_stacks_are_taken_or_refused_never_raising(tmp_path):
         path = tmp_path / "Pulumi.fuzz.yaml"
         path.write_text(text, encoding="utf-8")
         try:
-            stack = domain.stack.from_cli(render.read_stack_file(path))
+            stack = domain.stack.from_cli(render.run.read_stack_file(path))
             if problems := program.problems(stack):
                 raise domain.stack.ConfigError(problems)
         except domain.stack.ConfigError as error:
@@ -119,7 +120,7 @@ def test_mutated_stacks_are_taken_or_refused_never_raising(tmp_path):
         if runs < RUNS:
             runs += 1
             try:
-                harness.run("fuzz", render.read_stack_file(path))
+                harness.run("fuzz", render.run.read_stack_file(path))
             except domain.stack.ConfigError as error:
                 assert all(line.startswith("gpulab") for line in error.lines), (error.lines, text)
     # Both outcomes are exercised: most mutants are refused, some still valid.

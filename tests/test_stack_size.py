@@ -24,12 +24,12 @@ from components.nvidia.device_plugin import RELEASE, helm_values
 from domain.stack.limits import MAX_LABS
 from domain.stack.model import Lab, NvidiaDevicePlugin
 from domain.upstream.versions import NVIDIA_DEVICE_PLUGIN_CHART_VERSION
-from tests import upstream
+from render.object_size import MAX_DATA_BYTES, data_bytes
 from tests.conftest import BASE, ROOT, run_values, stack_values
-from tools.object_size import MAX_DATA_BYTES, data_bytes
+from tests.support import upstream_data
 
 ETCD_MAX_REQUEST = 3 * 1024 * 1024 // 2  # etcd's --max-request-bytes default: 1.5 MiB
-CHART = upstream.NVIDIA_DEVICE_PLUGIN / "charts" / "nvidia-device-plugin"
+CHART = upstream_data.NVIDIA_DEVICE_PLUGIN / "charts" / "nvidia-device-plugin"
 # The largest profile: time-slicing with two-digit replicas.
 WORST_LAB = Lab.model_validate(
     {"instanceTypes": ["g4dn.12xlarge"], "slicesPerGpu": 48, "maxGpus": 4, "ami": "al2023@latest"}
@@ -103,7 +103,7 @@ def test_max_labs_is_the_most_whose_plugin_config_map_fits():
     assert not fits(MAX_LABS + 1), "more labs fit now: set MAX_LABS to the largest count that fits"
 
 
-@pytest.mark.skipif(not CHART.is_dir(), reason=upstream.absent(CHART))
+@pytest.mark.skipif(not CHART.is_dir(), reason=upstream_data.absent(CHART))
 def test_the_largest_stack_fits_helms_release_secret():
     values = worst_case_values(MAX_LABS)
     chart_files = [p for p in sorted(CHART.rglob("*")) if p.is_file() and p.suffix != ".tgz"]

@@ -1,4 +1,4 @@
-"""The render's summary fits a terminal of 120 columns (tools/table.py WIDTH): its tables are split by concern, and
+"""The render's summary fits a terminal of 120 columns (reports/table.py WIDTH): its tables are split by concern, and
 every lead-in is wrapped. Checked on stacks built here, whose content is known: the width of a table grows with what
 a user writes into its cells (a lab's name, its instance types, a hub's host)."""
 
@@ -6,11 +6,12 @@ import datetime
 
 import pytest
 
+import render.run
+from render import harness
+from reports.summary import summary
+from reports.table import WIDTH
 from tests.conftest import STACK_FILES, run_values, stack_values
-from tests.synthetic import SYNTHETIC, TIME_ZONE_STACK, lab
-from tools import harness, render
-from tools.summary import summary
-from tools.table import WIDTH
+from tests.support.synthetic import SYNTHETIC, TIME_ZONE_STACK, lab
 
 DAY = datetime.date(2027, 3, 25)
 # Every table the summary has: MPS beside time-slicing, a type without a price, classes in several zones, a hub.
@@ -49,8 +50,8 @@ def test_every_line_of_the_summary_fits_120_columns(name):
 def test_summaries_fit_120_columns_while_lab_names_are_short(path):
     """Any valid content of the stack files: the labs' names and instance types are the cells that grow with a user's
     stack, and the summary fits while they stay as short as the examples'."""
-    name, stack_file = render.stack_file(str(path))
-    run = harness.run(name, render.read_stack_file(stack_file))
+    name, stack_file = render.run.stack_file(str(path))
+    run = harness.run(name, render.run.read_stack_file(stack_file))
     labs = run.stack.settings.labs
     if any(len(n) > 16 or len(", ".join(lab.instance_types)) > 40 for n, lab in labs.items()):
         pytest.skip("a lab's name or instance types are longer than the examples': its tables may be wider")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tools import charts
+from render import charts
 
 
 @pytest.fixture

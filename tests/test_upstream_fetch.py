@@ -1,4 +1,5 @@
-"""`make upstream` (tools/upstream.py) against small git repositories made here, one per source, at the pinned tag.
+"""`make upstream` (domain/upstream/fetch.py) against small git repositories made here, one per source, at the pinned
+tag.
 
 Each fake repository has the files of the real one at the same paths (a few lines each, with the lines the release
 pipelines rewrite), one file the sparse checkout must leave out, and a tag; the test asserts the folder it produces.
@@ -11,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from domain.upstream import fetch
 from domain.upstream.versions import (
     JUPYTERHUB_CHART_VERSION,
     KARPENTER_CHART_VERSION,
     NVIDIA_DEVICE_PLUGIN_CHART_VERSION,
 )
-from tools import upstream
 
 CRDS = ("karpenter.sh_nodepools.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml")
 CLOUDFORMATION = "website/content/en/docs/getting-started/getting-started-with-karpenter/cloudformation.yaml"
@@ -65,20 +66,20 @@ FILES = {
         "docker/Dockerfile": "not fetched\n",
     },
     "amazon-vpc-cni-k8s": {
-        upstream.VPC_CNI_MANIFEST: "kind: DaemonSet\n",
+        fetch.VPC_CNI_MANIFEST: "kind: DaemonSet\n",
         "config/master/cni-metrics-helper.yaml": "not fetched\n",
     },
     "eks-node-monitoring-agent": {
-        f"{upstream.NODE_MONITORING_AGENT_CHART}/Chart.yaml": "name: eks-node-monitoring-agent\n",
-        f"{upstream.NODE_MONITORING_AGENT_CHART}/templates/dcgm-daemonset.yaml": "kind: DaemonSet\n",
+        f"{fetch.NODE_MONITORING_AGENT_CHART}/Chart.yaml": "name: eks-node-monitoring-agent\n",
+        f"{fetch.NODE_MONITORING_AGENT_CHART}/templates/dcgm-daemonset.yaml": "kind: DaemonSet\n",
         "charts/configuration.schema.json": "not fetched\n",
     },
     "eks-pod-identity-agent": {
-        f"{upstream.POD_IDENTITY_AGENT_CHART}/Chart.yaml": "name: eks-pod-identity-agent\n",
+        f"{fetch.POD_IDENTITY_AGENT_CHART}/Chart.yaml": "name: eks-pod-identity-agent\n",
         "hack/dev/ds.yaml": "not fetched\n",
     },
     "eksctl": {
-        upstream.KUBE_PROXY_SAMPLE: '{"items": []}\n',
+        fetch.KUBE_PROXY_SAMPLE: '{"items": []}\n',
         "pkg/addons/default/assets/aws-node.yaml": "not fetched\n",
     },
 }
@@ -113,10 +114,10 @@ def _fake_repository(root: Path, files: dict[str, str], tag: str) -> str:
     return _git("rev-parse", f"{tag}^{{commit}}", cwd=root)
 
 
-def _fake_sources(tmp_path: Path) -> dict[str, upstream.Source]:
+def _fake_sources(tmp_path: Path) -> dict[str, fetch.Source]:
     """Each source from a fake repository, by kind (karpenter, nvidia-device-plugin, jupyterhub)."""
     sources = {}
-    for source in upstream.SOURCES:
+    for source in fetch.SOURCES:
         kind = source.name.rsplit("-", 1)[0]
         commit = _fake_repository(tmp_path / "repos" / kind, FILES[kind], source.tag)
         sources[kind] = replace(source, url=(tmp_path / "repos" / kind).as_uri(), commit=commit)
@@ -130,9 +131,9 @@ def _files(folder: Path) -> dict[str, str]:
 def test_fetch_lays_out_every_source_as_the_shared_folder(tmp_path):
     folder = tmp_path / "upstream"
     sources = list(_fake_sources(tmp_path).values())
-    written = upstream.fetch(folder, sources)
+    written = fetch.fetch(folder, sources)
 
-    assert written == [folder / s.name for s in upstream.SOURCES]
+    assert written == [folder / s.name for s in fetch.SOURCES]
     karpenter = _files(folder / f"karpenter-{KARPENTER_CHART_VERSION}")
     published = CHART.replace("1.13.0", KARPENTER_CHART_VERSION)
     assert karpenter == {
@@ -144,7 +145,7 @@ def test_fetch_lays_out_every_source_as_the_shared_folder(tmp_path):
         **{f"charts/karpenter/crds/{crd}": f"kind: CustomResourceDefinition # {crd}\n" for crd in CRDS},
         "charts/karpenter/Chart.yaml": published.format(name="karpenter"),
         "charts/karpenter/values.yaml": KARPENTER_VALUES.replace("1.13.0", KARPENTER_CHART_VERSION).replace(
-            "sha256:ea731b", upstream.KARPENTER_CONTROLLER_DIGEST
+            "sha256:ea731b", fetch.KARPENTER_CONTROLLER_DIGEST
         ),
         "charts/karpenter/templates/deployment.yaml": "kind: Deployment\n",
         "charts/karpenter-crd/Chart.yaml": published.format(name="karpenter-crd"),
@@ -193,7 +194,7 @@ def test_fetch_replaces_an_earlier_fetch(tmp_path):
     stale.parent.mkdir(parents=True)
     stale.write_text("from an older fetch\n")
 
-    upstream.fetch(tmp_path / "upstream", [source])
+    fetch.fetch(tmp_path / "upstream", [source])
 
     assert not stale.exists()
     assert (stale.parent / CRDS[0]).is_file()
@@ -204,26 +205,26 @@ def test_a_tag_that_moved_from_the_pinned_commit_fails(tmp_path):
     where = rf"^{source.name} \(file://.* at {source.tag}\)"
     moved = rf"{where}: tag {source.tag} is commit [0-9a-f]{{40}}, not the pinned 0{{40}}$"
 
-    with pytest.raises(upstream.UpstreamError, match=moved):
-        upstream.fetch(tmp_path / "upstream", [source])
+    with pytest.raises(fetch.UpstreamError, match=moved):
+        fetch.fetch(tmp_path / "upstream", [source])
     assert not (tmp_path / "upstream" / source.name).exists()
 
 
 def test_a_line_the_release_rewrite_no_longer_finds_fails(tmp_path):
     files = {**FILES["jupyterhub"], "jupyterhub/values.yaml": 'hub:\n  image:\n    tag: "set-by-chartpress"\n'}
     commit = _fake_repository(tmp_path / "repo", files, JUPYTERHUB_CHART_VERSION)
-    (jupyterhub,) = [s for s in upstream.SOURCES if s.name.startswith("jupyterhub-")]
+    (jupyterhub,) = [s for s in fetch.SOURCES if s.name.startswith("jupyterhub-")]
     source = replace(jupyterhub, url=(tmp_path / "repo").as_uri(), commit=commit)
 
     with pytest.raises(
-        upstream.UpstreamError,
+        fetch.UpstreamError,
         match=r"^jupyterhub-.*: jupyterhub/values\.yaml: expected 5 match.* found 1; review the rewrite$",
     ):
-        upstream.fetch(tmp_path / "upstream", [source])
+        fetch.fetch(tmp_path / "upstream", [source])
 
 
 def test_the_command_names_an_unknown_source(capsys):
     with pytest.raises(SystemExit, match="2"):
-        upstream.main(["out", "--url", "karpenter=file:///x"])
-    names = ", ".join(s.name for s in upstream.SOURCES)
+        fetch.main(["out", "--url", "karpenter=file:///x"])
+    names = ", ".join(s.name for s in fetch.SOURCES)
     assert f"--url: no source named karpenter; sources: {names}\n" in capsys.readouterr().err

@@ -20,7 +20,7 @@ from components.karpenter.user_data import (
     PREPULL_UNIT,
     node_user_data,
 )
-from tests.user_data_parts import flag, mime_parts, prepull_script, pull_command
+from tests.support.user_data_parts import flag, mime_parts, prepull_script, pull_command
 
 TENSORFLOW = "docker.io/tensorflow/tensorflow:2.12.0-gpu"
 UBUNTU = "docker.io/library/ubuntu:22.04"

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from components.karpenter.user_data import NODECONFIG_CONTENT_TYPE
-from tests.rendered import STACKS, rendered
-from tests.user_data_parts import mime_parts
+from tests.support.rendered import STACKS, rendered
+from tests.support.user_data_parts import mime_parts
 
 SHELL_SCRIPT = "text/x-shellscript"
 # A quoted here-document (<<'TAG'): its body is written out verbatim, so a body that starts with #! is a script too.

@@ -74,7 +74,7 @@ class StackCost:
         return None if any(p is None for p in parts) else _sum(p for p in parts if p is not None)
 
     def with_labs_ceiling(self, ceiling: float | None, note: str) -> "StackCost":
-        """The same stack with another labs' ceiling, e.g. Karpenter's where the planner ran (tools/plan.py)."""
+        """The same stack with another labs' ceiling, e.g. Karpenter's where the planner ran (planner/plan.py)."""
         return StackCost(
             self.region,
             self.prices_from,

@@ -84,7 +84,7 @@ def _client_secret_problems(settings: Settings, client_secret: Any) -> list[str]
 
 def from_cli(everything: Mapping[str, Any]) -> StackConfig:
     """The `gpulab:` keys and `aws:region` of a stack's configuration as the Pulumi CLI hands it to a program (and as
-    tools/render.read_stack_file reads a stack file), validated; raises ConfigError."""
+    render/run.py read_stack_file reads a stack file), validated; raises ConfigError."""
     prefix = f"{NAMESPACE}:"
     values = {key[len(prefix) :]: _decode(raw) for key, raw in everything.items() if key.startswith(prefix)}
     return parse(values, everything.get("aws:region"))

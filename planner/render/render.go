@@ -1,7 +1,7 @@
-// Package render reads a gpulab render directory (tools/render.py): resources.json (every resource with the inputs
+// Package render reads a gpulab render directory (render/run.py): resources.json (every resource with the inputs
 // the program passes), outputs.json (the stack outputs), charts/*.yaml (what each Helm release installs),
-// instance-types.json (gpulab's instance-type table, domain/capacity/instance_types.py, written by tools/plan.py) and
-// eks-addons.json (the EKS add-ons' DaemonSets, tools/addons.py). The planner reads a render with it, and so can any
+// instance-types.json (gpulab's instance-type table, domain/capacity/instance_types.py, written by planner/plan.py) and
+// eks-addons.json (the EKS add-ons' DaemonSets, render/addons.py). The planner reads a render with it, and so can any
 // other simulation of a gpulab cluster.
 package render
 
@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 )
 
-// Pulumi resource types of the objects the planner gives Karpenter (tools/render.py writes them as the program passes
+// Pulumi resource types of the objects the planner gives Karpenter (render/run.py writes them as the program passes
 // them, with these type tokens).
 const (
 	nodePoolType     = "kubernetes:karpenter.sh/v1:NodePool"
@@ -72,7 +72,7 @@ type GPU struct {
 	MemoryMiB int64  `json:"memoryMib"`
 }
 
-// InstanceTypeRow is one row of domain/capacity/instance_types.py, as tools/plan.py exports it.
+// InstanceTypeRow is one row of domain/capacity/instance_types.py, as planner/plan.py exports it.
 type InstanceTypeRow struct {
 	Architecture    string `json:"architecture"`
 	VCPUs           int32  `json:"vcpus"`
@@ -191,7 +191,7 @@ func Read(dir string) (*Render, error) {
 	if err := r.readCharts(filepath.Join(dir, "charts")); err != nil {
 		return nil, err
 	}
-	// The EKS add-ons' DaemonSets (tools/addons.py): not Helm releases of the stack, but they run on the lab's nodes
+	// The EKS add-ons' DaemonSets (render/addons.py): not Helm releases of the stack, but they run on the lab's nodes
 	// too, and Karpenter reserves their requests on every node it launches as it does the charts'.
 	var addons []*appsv1.DaemonSet
 	if err := readJSON(filepath.Join(dir, "eks-addons.json"), &addons); err != nil {

@@ -1,5 +1,5 @@
 // KWOK for the twin: its controller keeps the rehearsal's fake nodes Ready (node status and leases) and plays the
-// kubelet's part in pod status (Running once bound: the stages tools/twin.py names), without a container.
+// kubelet's part in pod status (Running once bound: the stages rehearsal/twin.py names), without a container.
 // A module of its own: sigs.k8s.io/kwok v0.8.0 requires the k8s.io modules at v0.36, which k8s.io/kubernetes v1.34
 // (../controlplane) cannot share.
 module github.com/gpulab/rehearsal/kwok

@@ -1,0 +1,175 @@
+"""Builds gpulab's Go helpers and says what it is doing: the planner, helm-batch, promtool and the rehearsal's twin.
+
+    python -m devtools.go_build <planner | helm-batch | promtool | twin>
+
+A first build downloads the helper's modules and compiles its packages, which takes minutes on a small machine and
+printed nothing but `go: downloading` lines; so a build first says what it builds and how long a first build took here,
+then, while it runs, how many modules it has downloaded and packages it has compiled (go build -v names each package as
+it compiles it, and none that its cache already holds: a warm build prints no progress). Go's own errors are printed
+as Go wrote them. `make planner`, `make helm-batch`, `make promtool` and `make twin` run it, and so does the render for
+the planner.
+"""
+
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# A progress line at most this often, in seconds: often enough to show the build is alive, seldom enough to read.
+EVERY = 30
+
+
+@dataclass(frozen=True)
+class Helper:
+    module: str  # the Go module's folder in the repository
+    output: str  # the binary, in the module's folder; a folder (ending in /) for several packages
+    packages: tuple[str, ...]  # what go build builds
+    what: str  # what the helper is for, for the first line
+    # How long the first build took on this project's 2-core machines (where it was measured): the first line says it.
+    first_build: str
+    # The same binary in every clone (helm-batch's results are cached under its digest; render/helm_cache.py).
+    trimpath: bool = True
+    # Binaries go build names after their package's path, renamed: (as Go names it, as gpulab calls it) pairs.
+    renames: tuple[tuple[str, str], ...] = ()
+    # Stamp the version of the module's k8s.io/kubernetes into the binaries, as Kubernetes' release build does.
+    kubernetes_version: bool = False
+
+    @property
+    def binary(self) -> Path:
+        return ROOT / self.module / self.output
+
+
+HELPERS = {
+    "planner": Helper(
+        "planner",
+        "bin/planner",
+        (".",),
+        "Karpenter 1.14.1's scheduler",
+        # docs/planner.md, "How long it takes": about 1,000 packages in 16 min 8 s (7 min 29 s of CPU).
+        "about 1,000 packages, 16 min on 2 cores",
+        trimpath=False,
+    ),
+    "helm-batch": Helper(
+        "devtools/helmbatch",
+        "bin/helm-batch",
+        (".",),
+        "helm template for the tests",
+        # Measured: 599 packages in 28 min 42 s (4 min 26 s of CPU) under a load of 38; issue 37 saw 8.5 min.
+        "about 600 packages, 4.5 CPU-minutes (8 to 30 min on 2 busy cores)",
+    ),
+    "promtool": Helper(
+        "devtools/promtool",
+        "bin/promtool",
+        ("github.com/prometheus/prometheus/cmd/promtool",),
+        "Prometheus's rule and query checker",
+        # docs/development.md, "Two commands": 19 CPU-minutes, 63 min wall under a load of 35.
+        "Prometheus, 19 CPU-minutes (an hour on 2 busy cores)",
+    ),
+    # One go build for the five: each of their 2,646 packages (go list -deps) compiles once, as it would in five builds
+    # through the build cache, and the five link in parallel: 300 s cold here, against 411 s for five builds in a row.
+    "twin": Helper(
+        "rehearsal/controlplane",
+        "bin/",
+        (
+            "go.etcd.io/etcd/server/v3",
+            *(
+                f"k8s.io/kubernetes/cmd/{c}"
+                for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+            ),
+        ),
+        "the rehearsal's control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)",
+        # docs/rehearsal.md, "How long it takes": 300 s under a load of 3 (8.6 CPU-minutes); 112 min under 25 to 50.
+        "2,646 packages, 9 CPU-minutes: 5 min on 2 quiet cores, 112 min for two of the five on busy ones",
+        # The same cache entries as `go build` without it (a developer's own builds of the module share them).
+        trimpath=False,
+        # etcd's command is its server module's root package, which go build names "server" (the path's /v3 dropped).
+        renames=(("server", "etcd"),),
+        kubernetes_version=True,
+    ),
+    # KWOK's controller, the twin's stand-in for kubelets (rehearsal/kwok/go.mod: its k8s.io modules are v0.36's).
+    "kwok": Helper(
+        "rehearsal/kwok",
+        "bin/kwok",
+        ("sigs.k8s.io/kwok/cmd/kwok",),
+        "KWOK, the twin's node and pod status",
+        # docs/rehearsal.md, "How long it takes": 90 s under a load of 2 (164 CPU-seconds).
+        "974 packages, 3 CPU-minutes (90 s on 2 quiet cores)",
+        trimpath=False,
+    ),
+}
+
+# The variables Kubernetes' release build stamps (hack/lib/version.sh, ldflags): without them the API server and
+# kubectl report v0.0.0-master, and clients see that.
+VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+
+
+def kubernetes_ldflags(module: Path) -> str:
+    """-X flags setting the version of the k8s.io/kubernetes that the module's go.mod requires."""
+    found = re.search(r"^\s*k8s\.io/kubernetes (v(\d+)\.(\d+)\.\S+)", (module / "go.mod").read_text(), re.M)
+    if found is None:
+        raise ValueError(f"{module / 'go.mod'} requires no k8s.io/kubernetes")
+    version, major, minor = found.groups()
+    values = {"gitVersion": version, "gitMajor": major, "gitMinor": minor, "gitTreeState": "clean"}
+    return " ".join(f"-X {pkg}.{name}={value}" for pkg in VERSION_PACKAGES for name, value in values.items())
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)} min {int(seconds % 60)} s" if seconds >= 60 else f"{int(seconds)} s"
+
+
+def build(name: str, go: str = "go", say: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> str:
+    """Builds helper `name` with `go`, saying what it does through `say`; returns Go's own lines of a failed build, ""
+    when it succeeded."""
+    helper = HELPERS[name]
+    say(
+        f"{name}: building {helper.binary.relative_to(ROOT)}, {helper.what} (Go: a first build downloads and compiles "
+        f"{helper.first_build}; later ones take seconds)"
+    )
+    folder = ROOT / helper.module
+    ldflags = ["-ldflags", kubernetes_ldflags(folder)] if helper.kubernetes_version else []
+    command = [go, "build", "-v", *(["-trimpath"] if helper.trimpath else []), *ldflags, "-o", helper.output]
+    command += helper.packages
+    start = last = time.monotonic()
+    modules = packages = 0
+    errors: list[str] = []
+    with subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            line = line.rstrip("\n")
+            if line.startswith("go: downloading "):
+                modules += 1
+            elif line and " " not in line and ":" not in line and not line.startswith("#"):
+                packages += 1  # -v: the import path of a package as it is compiled
+            else:
+                errors.append(line)
+            if time.monotonic() - last >= EVERY:
+                last = time.monotonic()
+                say(f"  {name}: {modules} modules downloaded, {packages} packages compiled, {_minutes(last - start)}")
+    if process.returncode:
+        return "\n".join(errors) or f"go build exited with status {process.returncode}"
+    for as_go_names, ours in helper.renames:
+        (folder / helper.output / as_go_names).replace(folder / helper.output / ours)
+    for line in errors:  # what Go printed besides progress on a build that worked: a warning, say
+        say(line)
+    if packages or modules:
+        say(f"  {name}: built in {_minutes(time.monotonic() - start)} ({modules} modules, {packages} packages)")
+    return ""
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or argv[0] not in HELPERS:
+        print(f"usage: python -m devtools.go_build <{' | '.join(HELPERS)}>", file=sys.stderr)
+        return 2
+    errors = build(argv[0])
+    if errors:
+        print(errors, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

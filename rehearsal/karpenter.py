@@ -1,0 +1,135 @@
+"""Karpenter 1.14.1's controllers on the twin, on a simulated clock: `planner rehearse` (planner/rehearse.go) started
+against a running twin's API server (rehearsal/twin.py) and a render applied to it (rehearsal/apply.py), stepped one
+JSON line at a time.
+
+    with karpenter_twin.running(plane, render_dir, region, start) as karpenter:
+        karpenter.advance(t)          # move the clock to t, let the controllers settle; what happened
+        karpenter.at(t, make_pods)    # the clock to t, then an action there (learners arrive), then settled again
+
+`advance` returns the planner's answer: `now`, `events` (nodeLaunched, nodeDeleted, disrupted, podBound; the shared
+format docs/rehearsal.md describes), `nodes` and `wall` (where the step's wall-clock time went), with `unsettled`
+when the controllers had not settled within the planner's step limit. The first answer's `shortenedTimers` (the
+`timers` attribute) are rehearsal.json's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from planner import plan
+from rehearsal import twin
+
+
+class Failed(Exception):
+    """`planner rehearse` refused a step or stopped; the message is one line, the planner's own, with its log's
+    path."""
+
+
+def _iso(t: datetime.datetime) -> str:
+    if t.tzinfo is None:
+        raise ValueError(f"{t} has no time zone: the rehearsal's clock is UTC")
+    return t.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Karpenter:
+    process: subprocess.Popen[str]
+    log: Path
+    timers: list[dict[str, str]] = field(default_factory=list)
+    version: str = ""  # the Karpenter release the planner is built with (its first answer's `karpenter`)
+
+    def _read(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            self.process.wait(timeout=30)
+            tail = self.log.read_text(errors="replace").strip().splitlines()[-1:] if self.log.exists() else []
+            raise Failed(
+                f"planner rehearse stopped (exit {self.process.returncode}): {' '.join(tail) or 'no output'} "
+                f"(log: {self.log})"
+            )
+        answer: dict[str, Any] = json.loads(line)
+        if "error" in answer:
+            raise Failed(f"planner rehearse: {answer['error']}")
+        return answer
+
+    def advance(self, t: datetime.datetime) -> dict[str, Any]:
+        """Moves the simulated clock to t (never back) and returns what Karpenter's controllers did on the way."""
+        stdin: IO[str] | None = self.process.stdin
+        assert stdin is not None
+        try:
+            stdin.write(json.dumps({"advance": _iso(t)}) + "\n")
+            stdin.flush()
+        except BrokenPipeError:
+            pass  # _read says why it stopped
+        return self._read()
+
+    def at(self, t: datetime.datetime, action: Callable[[], None]) -> dict[str, Any]:
+        """The clock moved to t, the action done there (pods made or deleted, a buffer patched), and the controllers'
+        answer to it at t: both steps' events."""
+        first = self.advance(t)
+        action()
+        second = self.advance(t)
+        return second | {"events": first["events"] + second["events"], "wall": add_walls(first["wall"], second["wall"])}
+
+
+def add_walls(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two answers' `wall` (where a step's wall-clock time went, planner/rehearse.go stepWall) as one: each figure
+    summed, `waitingFor` by kind."""
+    waiting = dict(a["waitingFor"])
+    for kind, seconds in b["waitingFor"].items():
+        waiting[kind] = waiting.get(kind, 0) + seconds
+    return {k: a[k] + b[k] for k in a if k != "waitingFor"} | {"waitingFor": waiting}
+
+
+@contextlib.contextmanager
+def running(
+    plane: twin.ControlPlane, render_dir: Path, region: str, start: datetime.datetime, binary: Path | None = None
+) -> Iterator[Karpenter]:
+    """`planner rehearse` against the twin's API server as its admin, the clock at `start`; stopped on exit."""
+    binary = binary or plan.BINARY
+    if not binary.exists():
+        raise plan.Unavailable(f"the planner is not built ({binary}): `make planner` builds it")
+    plan.write_instance_types(render_dir)
+    kubeconfig = plane.folder / "karpenter.kubeconfig"
+    kubeconfig.write_text(json.dumps(plane.admin.kubeconfig()))
+    log = plane.folder / "karpenter.log"
+    with log.open("w") as errors:
+        process = subprocess.Popen(
+            [
+                str(binary),
+                "rehearse",
+                "-kubeconfig",
+                str(kubeconfig),
+                "-region",
+                region,
+                "-start",
+                _iso(start),
+                str(render_dir),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+        )
+    karpenter = Karpenter(process, log)
+    try:
+        ready = karpenter._read()
+        karpenter.timers, karpenter.version = ready["shortenedTimers"], ready["karpenter"]
+        yield karpenter
+    finally:
+        if process.stdin:
+            with contextlib.suppress(BrokenPipeError):
+                process.stdin.close()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -1,0 +1,211 @@
+"""What the rehearsal's class day says to a reader: the gate's lines on rehearsal.json's `labs` (rehearsal/class_day.py
+makes it) and its tables in the render summary and the pull-request comment (docs/rehearsal.md).
+
+Light on purpose: the summary and the comment read a rehearsal.json without the twin, the hub or Pulumi.
+
+    python -m rehearsal.report [<dir>/rehearsal.json]
+
+prints the tables of one (the pull-request workflow's job summary, .ci/rehearse), or the line saying the rehearsal
+did not run when none is given.
+"""
+
+import argparse
+import datetime
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from domain.cost.lab_cost import usd
+from reports.table import Column, lead_in, markdown
+
+REHEARSAL = "rehearsal.json"
+NOT_RUN = "rehearsal not run: no class day was played on the twin (make rehearse STACK=<stack>; docs/rehearsal.md)"
+NOT_PLAYED = "rehearsal: the class day was not played (rehearsal.json has no labs: Karpenter's stepper did not run)"
+
+# Karpenter's disruption reasons that its NodePool budgets govern (sigs.k8s.io/karpenter v1.14.1 pkg/apis/v1
+# nodepool.go DisruptionReason): a class's budget windows should have held them. Expiry ignores budgets (Karpenter
+# 1.14.1 disruption docs), so a learner expired out of a class points at expireAfter.
+BUDGETED = frozenset({"underutilized", "empty", "drifted"})
+EXPIRED = "expired"
+
+
+def _class_times(lab: Mapping[str, Any]) -> dict[int, tuple[str, str]]:
+    """Each played class's (start, end), from the classStart and classEnd steps of the lab's log."""
+    start = {e["class"]: e["at"] for e in lab["events"] if e["what"] == "classStart"}
+    end = {e["class"]: e["at"] for e in lab["events"] if e["what"] == "classEnd"}
+    return {i: (at, end[i]) for i, at in start.items()}
+
+
+def _at(text: str) -> datetime.datetime:
+    # Compared as moments: as text, 09:00:00.5Z would sort before 09:00:00Z.
+    return datetime.datetime.fromisoformat(text)
+
+
+def _seconds(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:g}"
+
+
+def _count(value: int | None) -> str:
+    return "n/a" if value is None else str(value)
+
+
+def _usd(value: float | None) -> str:
+    return "n/a" if value is None else usd(value)
+
+
+def _waits(c: Mapping[str, Any]) -> str:
+    return f"wait p95 {_seconds(c['waitSeconds']['p95'])} s, max {_seconds(c['waitSeconds']['max'])} s"
+
+
+def problems(labs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per class that broke a promise on the clock: fewer warm seats at its start than warmSeats, a learner
+    the lab owed a seat never bound before they left, or a learner moved (disrupted) while it ran; each names the key
+    to look at, the class by its start, and the figures. Then one per promise a lab without classes broke as its
+    learners trickled in (_trickle)."""
+    lines: list[str] = []
+    for name, lab in sorted(labs.items()):
+        times = _class_times(lab)
+        for c in lab["classes"]:
+            i = c["index"]
+            start, end = times[i]
+            key = f"gpulab:labs.{name}.classes[{i}]"
+            what = f"lab {name}'s class classes[{i}] starting {start}"
+            if c["warmAtStart"] < c["warmSeats"]:
+                lines.append(
+                    f"rehearsal: {key}.warmSeats: {what} found {c['warmAtStart']} of its {c['warmSeats']} warm seats "
+                    f"at its start (learners bound on nodes up before it); the others waited for a node launched "
+                    f"after the start or were never bound ({_waits(c)})"
+                )
+            if c["neverSeated"]:
+                # A class plays the lab's learnerSeats learners (rehearsal/class_day.py), the seats maxGpus makes, as a
+                # lab without classes does, whose line names maxGpus too (_trickle).
+                lines.append(
+                    f"rehearsal: gpulab:labs.{name}.maxGpus: {what} never seated {len(c['neverSeated'])} of its "
+                    f"{c['learnersArrived']} learners: {', '.join(c['neverSeated'])} never bound before they left, "
+                    f"though the lab held no more learners than its learner seats (maxGpus x slicesPerGpu) when they "
+                    f"arrived ({_waits(c)})"
+                )
+            if c["disruptedDuringClass"]:
+                moved = [e for e in lab["events"] if e["what"] == "disrupted" and _at(start) <= _at(e["at"]) < _at(end)]
+                reasons = sorted({str(e.get("reason")) for e in moved})
+                cause = (
+                    f"gpulab:labs.{name}.expireAfter (expiry ignores disruption budgets)"
+                    if {r.lower() for r in reasons} == {EXPIRED}
+                    else f"{key} (its disruption budget windows should hold every node from the warm-up to the end)"
+                )
+                lines.append(
+                    f"rehearsal: {cause}: {what} had {c['disruptedDuringClass']} learner pod(s) moved before its end "
+                    f"at {end}: "
+                    + ", ".join(f"{e['pod']} from {e['node']} at {e['at']} ({e['reason']})" for e in moved)
+                )
+    return lines + [line for name, lab in sorted(labs.items()) if "trickle" in lab for line in _trickle(name, lab)]
+
+
+def _trickle(name: str, lab: Mapping[str, Any]) -> list[str]:
+    """The lines of a lab without classes whose trickle broke what it promises: its learnerSeats learners seated at
+    once, the one more kept waiting until a seat was freed, no more GPUs than maxGpus (docs/configuration.md). Each
+    names maxGpus, as the planner's gate does for a full lab (docs/planner.md)."""
+    t = lab["trickle"]
+    key = f"rehearsal: gpulab:labs.{name}.maxGpus: lab {name} (no classes)"
+    seats = f"its {t['learnerSeats']} learner seats (maxGpus x slicesPerGpu)"
+    lines = []
+    if t["mostSeatedAtOnce"] < t["learnerSeats"]:
+        waited = f": {', '.join(t['unseated'])} not bound before the first learner left" if t["unseated"] else ""
+        lines.append(
+            f"{key} seated at most {t['mostSeatedAtOnce']} at once of {seats} as {t['learnersArrived']} learners "
+            f"trickled in{waited}"
+        )
+    if t["othersSeatedThen"] is not None and t["othersSeatedThen"] >= t["learnerSeats"]:
+        lines.append(
+            f"{key} seated its extra learner {t['extraLearner']} at {t['extraBound']} (arrived {t['extraArrived']}) "
+            f"beside {t['othersSeatedThen']} others: beyond {seats}, which should have kept it waiting until a seat "
+            "was freed"
+        )
+    if t["mostGpusAtOnce"] > t["maxGpus"]:
+        lines.append(f"{key} ran {t['mostGpusAtOnce']} GPUs at once, more than its maxGpus {t['maxGpus']}")
+    return lines
+
+
+# One row per played class: (lab name, its class figures, its start).
+ClassRow = tuple[str, Mapping[str, Any], str]
+CLASS_COLUMNS: tuple[Column[ClassRow], ...] = (
+    Column("lab", lambda row: row[0]),
+    Column("class", lambda row: f"classes[{row[1]['index']}]"),
+    Column("start (UTC)", lambda row: row[2]),
+    Column("warm at start", lambda row: f"{row[1]['warmAtStart']} of {row[1]['warmSeats']}", numeric=True),
+    Column("learners", lambda row: str(row[1]["learnersArrived"]), numeric=True),
+    Column("disrupted", lambda row: str(row[1]["disruptedDuringClass"]), numeric=True),
+    Column("p95 wait s", lambda row: _seconds(row[1]["waitSeconds"]["p95"]), numeric=True),
+    Column("nodes after", lambda row: str(row[1]["nodesAfterEnd"]), numeric=True),
+)
+LabRow = tuple[str, Mapping[str, Any]]
+# One row per lab without classes: its trickle of learnerSeats + 1 learners (class_day.trickle_metrics).
+TRICKLE_COLUMNS: tuple[Column[LabRow], ...] = (
+    Column("lab (no classes)", lambda row: row[0]),
+    Column(
+        "seated at once",
+        lambda row: f"{row[1]['trickle']['mostSeatedAtOnce']} of {row[1]['trickle']['learnerSeats']}",
+        numeric=True,
+    ),
+    Column("extra learner", lambda row: row[1]["trickle"]["extraLearner"]),
+    Column("extra bound (UTC)", lambda row: row[1]["trickle"]["extraBound"] or "never"),
+    Column("extra wait s", lambda row: f"{row[1]['trickle']['extraWaitSeconds']:g}", numeric=True),
+    Column("others seated then", lambda row: _count(row[1]["trickle"]["othersSeatedThen"]), numeric=True),
+    Column(
+        "most GPUs",
+        lambda row: f"{row[1]['trickle']['mostGpusAtOnce']} of {row[1]['trickle']['maxGpus']}",
+        numeric=True,
+    ),
+)
+LAB_COLUMNS: tuple[Column[LabRow], ...] = (
+    Column("lab", lambda row: row[0]),
+    Column("node-hours", lambda row: f"{row[1]['nodeHours']:g}", numeric=True),
+    Column("lower bound", lambda row: f"{row[1]['lowerBoundNodeHours']:g}", numeric=True),
+    Column("USD", lambda row: usd(row[1]["cost"]), numeric=True),
+    Column("lower bound USD", lambda row: _usd(row[1]["lowerBoundCost"]), numeric=True),
+)
+
+
+def table(rehearsal: Mapping[str, Any] | None, shown: set[str] | None = None) -> list[str]:
+    """The class day in Markdown: per class, warm seats at its start against warmSeats, learners disrupted, the p95
+    wait; per lab without classes, its learners seated against learnerSeats and the extra learner's binding; per lab,
+    the day's node-hours and their cost in USD against the lower bound's. One line when the rehearsal did not run or
+    played no class day. `shown` keeps those labs only (the pull-request comment's)."""
+    if rehearsal is None:
+        return [NOT_RUN]
+    if "labs" not in rehearsal:
+        return [NOT_PLAYED]
+    labs = {n: lab for n, lab in sorted(rehearsal["labs"].items()) if shown is None or n in shown}
+    classes = [(n, c, _class_times(lab)[c["index"]][0]) for n, lab in labs.items() for c in lab["classes"]]
+    trickles = [(n, lab) for n, lab in labs.items() if "trickle" in lab]
+    return [
+        *lead_in(
+            f"the class day on the twin (Kubernetes {rehearsal['kubernetes']}, Karpenter "
+            f"{rehearsal.get('karpenter', 'n/a')}; each class at its first occurrence, docs/rehearsal.md):"
+        ),
+        "",
+        *([*markdown(CLASS_COLUMNS, classes), ""] if classes else []),
+        *([*markdown(TRICKLE_COLUMNS, trickles), ""] if trickles else []),
+        *markdown(LAB_COLUMNS, labs.items()),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rehearsal.report", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "rehearsal", nargs="?", type=Path, help="a rehearsal.json (rehearsal/run.py); none if it did not run"
+    )
+    args = parser.parse_args(argv)
+    try:
+        rehearsal = json.loads(args.rehearsal.read_text()) if args.rehearsal else None
+    except (OSError, ValueError) as error:
+        print(f"gpulab: cannot read the rehearsal {args.rehearsal}: {error}", file=sys.stderr)
+        return 1
+    print("\n".join(table(rehearsal)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

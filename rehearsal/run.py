@@ -1,0 +1,447 @@
+"""The class rehearsal: a stack's render played on a twin of its cluster, a real Kubernetes control plane built from
+the pinned modules (rehearsal/twin.py, `make twin`).
+
+    python -m tools.rehearse <stack name or stack file> --out <dir>
+
+Renders the stack into <dir>/render (as render/run.py, charts included), starts the twin, applies the render as
+`pulumi up` would (rehearsal/apply.py), plays the class day on Karpenter's controllers on a simulated clock (play_day:
+the classes' CronJobs, learners' pods made and deleted, rehearsal/class_day.py's timeline) and writes
+<dir>/rehearsal.json. Every object the API server refuses (its schema, CEL rules, admission including Pod Security, on
+the objects and on the pods their workloads make) fails the rehearsal with the server's own message: one `rehearsal:
+refused ...` line each, exit status 1; so does each other finding of `problems` (docs/rehearsal.md lists them: RBAC
+denials, failed class Jobs, the hub's user-scheduler, the classes' and labs' promises on the clock). A stack file with
+problems exits with status 2 and its `gpulab:` lines, as the render does; a twin not built, with status 1 and one line
+saying how to build it. docs/rehearsal.md says how to read rehearsal.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import datetime
+import itertools
+import json
+import sys
+import time
+from collections.abc import Callable, Collection, Iterator
+from pathlib import Path
+from typing import Any
+
+try:
+    import pulumi
+    import yaml
+    from traitlets.config import Config
+
+    import domain.stack
+    import program
+    import render.run
+    from components.jupyterhub.hub import RELEASE as HUB_RELEASE
+    from domain.stack.jupyterhub import JupyterHub
+    from domain.stack.model import Settings
+    from planner import plan
+    from rehearsal import apply, class_day, cron_jobs, learner_pods, report, twin, user_scheduler_process
+    from rehearsal import karpenter as karpenter_twin
+    from render import charts, harness
+except ModuleNotFoundError as missing:  # an interpreter without the project's requirements
+    sys.exit(f"gpulab: {missing.name} is not installed for {sys.executable}; run `make rehearse`")
+
+REHEARSAL = report.REHEARSAL
+RENDER = "render"
+
+
+class Unavailable(Exception):
+    """The rehearsal cannot run here (the twin not built, the charts not rendered): one line says why."""
+
+
+def render_stack(stack: str, out: Path) -> harness.Run:
+    """The stack rendered into `out` with its charts; raises domain.stack.ConfigError or pulumi.RunError for bad
+    input."""
+    render.run.clean(out)
+    name, path = render.run.stack_file(stack)
+    run = harness.run(name, render.run.read_stack_file(path))
+    render.run.write(run, out)
+    if not_rendered := charts.write(run, out):
+        raise Unavailable("the rehearsal applies the charts, which are not rendered: " + "; ".join(not_rendered))
+    return run
+
+
+def hub_learners(
+    plane: twin.ControlPlane, render_dir: Path, hub: JupyterHub
+) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """Each profile's learner pod as the hub's KubeSpawner builds it, created in dry-run as the hub's own service
+    account (the hub Deployment's): the pod's admission and the hub's permission to make it. Returns what was
+    refused and what RBAC denied."""
+    objects = [o for o in yaml.safe_load_all((render_dir / "charts" / f"{HUB_RELEASE}.yaml").read_text()) if o]
+    config = learner_pods.hub_config(objects, hub.namespace)
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == "hub"]
+    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    identity = plane.service_account(hub.namespace, account)
+    refused: list[dict[str, str]] = []
+    denied: list[dict[str, str]] = []
+    for profile in config.KubeSpawner.profile_list:
+        what = f"the learner pod of profile {profile['slug']}"
+        pod = learner_pods.learner_pod(config, profile["slug"])
+        try:
+            identity.request(
+                "POST", f"/api/v1/namespaces/{hub.namespace}/pods", pod, dryRun="All", fieldValidation="Strict"
+            )
+        except twin.ApiError as error:
+            if error.status == 403:
+                denied.append({"what": what, "serviceAccount": f"{hub.namespace}/{account}", "message": error.message})
+            else:
+                refused.append({"object": what, "source": f"charts/{HUB_RELEASE}.yaml", "message": error.message})
+    return refused, denied
+
+
+@contextlib.contextmanager
+def start_user_scheduler(
+    plane: twin.ControlPlane, render_dir: Path, hub: JupyterHub
+) -> Iterator[user_scheduler_process.UserScheduler | None]:
+    """The hub's user-scheduler on the twin as its rendered Deployment runs it (rehearsal/user_scheduler_process.py);
+    none where the chart renders none (its learner pods then name no scheduler of its)."""
+    source = f"charts/{HUB_RELEASE}.yaml"
+    objects = [o for o in yaml.safe_load_all((render_dir / source).read_text()) if o]
+    if not user_scheduler_process.deployed(objects):
+        yield None
+        return
+    with user_scheduler_process.running(plane, objects, hub.namespace, source) as scheduler:
+        yield scheduler
+
+
+# Learners' pods where gpulab:jupyterhub is off (or their lab is off its spawn page): any namespace does, the pod's
+# nodeSelector and tolerations decide where it runs; the twin's default namespace has its service account at once.
+LEARNER_NAMESPACE = "default"
+
+
+class Learners:
+    """Each learner's pod of the day, made and deleted on the twin: as the hub's KubeSpawner builds it for a lab on
+    the spawn page when gpulab:jupyterhub is on (rehearsal/learner_pods.py), its schedulerName the hub's
+    user-scheduler's, else the lab's `learnerPodSpec` output. `schedulers` names the schedulers the twin runs at the
+    moment it is asked: a pod that names another is not made (nothing would bind it, and Karpenter, which waits for a
+    scheduler to find a pod unschedulable, would never decide on it), and is one of `unscheduled`."""
+
+    def __init__(
+        self, plane: twin.ControlPlane, render_dir: Path, stack: Settings, schedulers: Callable[[], Collection[str]]
+    ) -> None:
+        self.admin = plane.admin
+        self.specs = {n: lab["learnerPodSpec"] for n, lab in self._outputs(render_dir)["labs"].items()}
+        self.spawn_page = {n for n, lab in stack.labs.items() if lab.on_spawn_page}
+        self.hub: tuple[str, Config] | None = None  # the hub's namespace and its configuration
+        if stack.jupyterhub is not None:
+            objects = yaml.safe_load_all((render_dir / "charts" / f"{HUB_RELEASE}.yaml").read_text())
+            namespace = stack.jupyterhub.namespace
+            self.hub = namespace, learner_pods.hub_config([o for o in objects if o], namespace)
+        self.schedulers = schedulers
+        self.pods: dict[tuple[str, str], str] = {}  # the learner of each pod made, by (lab, namespace/name)
+        # The schedulerName of each pod made that is still there (not left, not withdrawn), likewise.
+        self.scheduler_of: dict[tuple[str, str], str] = {}
+        self.unscheduled: dict[tuple[str, str], list[str]] = {}  # (lab, schedulerName) -> its learners not made
+
+    @staticmethod
+    def _outputs(render_dir: Path) -> dict[str, Any]:
+        return dict(json.loads((render_dir / "outputs.json").read_text()))
+
+    def _pod(self, lab: str, learner: str) -> dict[str, Any]:
+        if self.hub is not None and lab in self.spawn_page:
+            namespace, spawner_config = self.hub
+            pod = learner_pods.learner_pod(spawner_config, lab, learner)
+            pod["metadata"]["namespace"] = namespace
+            return pod
+        meta = {"name": learner, "namespace": LEARNER_NAMESPACE}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": copy.deepcopy(self.specs[lab])}
+
+    def _withdraw(self, running: Collection[str]) -> None:
+        """The pods made for a scheduler that no longer runs (it stopped, or RBAC denied it) and not bound by it:
+        deleted, and their learners counted among the unscheduled, so that the day does not wait on them."""
+        for key, scheduler in list(self.scheduler_of.items()):
+            if scheduler in running:
+                continue
+            lab, pod = key
+            namespace, name = pod.split("/")
+            path = f"/api/v1/namespaces/{namespace}/pods/{name}"
+            try:
+                if self.admin.get(path)["spec"].get("nodeName"):
+                    continue  # bound: it stays until its learner leaves
+                self.admin.request("DELETE", path)
+            except twin.ApiError as error:
+                if error.status != 404:
+                    raise
+                # Gone already: Karpenter evicted it from a node it was bound to (as in leave), not unscheduled.
+                del self.scheduler_of[key]
+                continue
+            self.unscheduled.setdefault((lab, scheduler), []).append(self.pods[key])
+            del self.scheduler_of[key]
+
+    def arrive(self, lab: str, learner: str) -> dict[str, str] | None:
+        """The learner's pod made; what the API server refused of it, if it did."""
+        pod = self._pod(lab, learner)
+        namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        scheduler = pod["spec"].get("schedulerName") or twin.DEFAULT_SCHEDULER
+        running = self.schedulers()
+        self._withdraw(running)
+        if scheduler not in running:
+            self.unscheduled.setdefault((lab, scheduler), []).append(learner)
+            return None
+        try:
+            self.admin.request("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
+        except twin.ApiError as error:
+            source = f"charts/{HUB_RELEASE}.yaml" if self.hub and lab in self.spawn_page else "outputs.json"
+            return {
+                "object": f"the learner pod {namespace}/{name} of lab {lab}",
+                "source": source,
+                "message": error.message,
+            }
+        self.pods[lab, f"{namespace}/{name}"] = learner
+        self.scheduler_of[lab, f"{namespace}/{name}"] = scheduler
+        return None
+
+    def not_scheduled(self) -> list[dict[str, Any]]:
+        """rehearsal.json's unscheduled: per lab and scheduler name, the learners whose pods were not made or were
+        withdrawn for want of that scheduler."""
+        return [
+            {"lab": lab, "schedulerName": scheduler, "learners": learners}
+            for (lab, scheduler), learners in self.unscheduled.items()
+        ]
+
+    def leave(self, lab: str, learner: str) -> None:
+        """The learner's pod deleted (none, if the API server refused to make it or it was withdrawn). A pod already
+        gone was evicted by Karpenter draining its node (the stepper's `disrupted` event says so): the learner's session
+        ended then, and there is nothing left to delete."""
+        for key in [pod for (of, pod) in self.scheduler_of if of == lab and self.pods[of, pod] == learner]:
+            namespace, name = key.split("/")
+            try:
+                self.admin.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}")
+            except twin.ApiError as error:
+                if error.status != 404:
+                    raise
+            del self.scheduler_of[lab, key]
+
+    def observed(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """The stepper's event as class_day reads it: a learner's podBound as `bound`, naming the learner; another
+        pod's binding (a Job's, say) is none of the class day's."""
+        if event["what"] != "podBound":
+            return event
+        learner = self.pods.get((event["lab"], event["pod"]))
+        if learner is None:
+            return None
+        return {"at": event["at"], "what": "bound", "lab": event["lab"], "learner": learner, "node": event["node"]}
+
+
+def _firing_of(step: dict[str, Any], stack: Settings, today: datetime.date) -> cron_jobs.Firing:
+    """The warm-up or release CronJob run a step of the day stands for (rehearsal/cron_jobs.py firings, as played)."""
+    lab = stack.labs[step["lab"]]
+    (firing,) = [
+        f
+        for f in cron_jobs.firings({step["lab"]: lab}, today)
+        if f.lab_class is lab.classes[step["class"]] and bool(f.replicas) == (step["what"] == "warmup")
+    ]
+    return firing
+
+
+def play_day(
+    plane: twin.ControlPlane,
+    render_dir: Path,
+    stack: Settings,
+    today: datetime.date,
+    region: str,
+    schedulers: Callable[[], Collection[str]],
+) -> dict[str, Any]:
+    """Every lab's class day (rehearsal/class_day.py timeline) on one Karpenter on the twin's simulated clock, from the
+    day's first step to the last lab's day_end: at each instant, in the timeline's order, the classes' CronJobs run
+    (cron_jobs.run, as their Jobs would then) and learners' pods are made and deleted; then the clock runs to the next.
+    `schedulers` names the schedulers the twin runs (Learners). Returns rehearsal.json's jobs, the learner pods
+    refused, labs, karpenter, shortenedTimers, unscheduled, unsettled and stepWall."""
+    days = class_day.timeline(stack, today)
+    steps = sorted(
+        (s for lab_steps in days.values() for s in lab_steps),
+        key=lambda s: (class_day.moment(s["at"]), class_day.STEP_ORDER.index(s["what"])),
+    )
+    learners = Learners(plane, render_dir, stack, schedulers)
+    jobs: list[dict[str, Any]] = []
+    refused: list[dict[str, str]] = []
+    observed: list[dict[str, Any]] = []
+    unsettled: list[str] = []
+    # Where the stepper's wall-clock time went, by kind of moment: its steps' kinds ("arrive", "release+arrive"), or
+    # "dayEnd" for the run to the day's end.
+    walls: dict[str, dict[str, Any]] = {}
+
+    def do(step: dict[str, Any]) -> None:
+        if step["what"] in ("warmup", "release"):
+            jobs.append(cron_jobs.run(plane, _firing_of(step, stack, today)))
+        elif step["what"] == "arrive":
+            if refusal := learners.arrive(step["lab"], step["learner"]):
+                refused.append(refusal)
+        elif step["what"] == "leave":
+            learners.leave(step["lab"], step["learner"])
+
+    def record(answer: dict[str, Any], kind: str) -> None:
+        observed.extend(e for e in map(learners.observed, answer["events"]) if e is not None)
+        if "unsettled" in answer:
+            unsettled.append(answer["now"])
+        wall = walls.get(kind)
+        walls[kind] = (
+            {"moments": 1, **answer["wall"]}
+            if wall is None
+            else karpenter_twin.add_walls(wall, answer["wall"] | {"moments": 1})
+        )
+
+    if not steps:
+        return {"jobs": jobs, "refused": refused, "labs": {}, "unscheduled": []}
+    ends = [class_day.day_end(stack.labs[n], s) for n, s in days.items() if s]
+    with karpenter_twin.running(plane, render_dir, region, class_day.moment(steps[0]["at"])) as karpenter:
+        for at, group in itertools.groupby(steps, key=lambda s: class_day.moment(s["at"])):
+            actions = list(group)
+
+            def act(actions: list[dict[str, Any]] = actions) -> None:
+                for step in actions:
+                    do(step)
+
+            kind = "+".join(dict.fromkeys(step["what"] for step in actions))
+            record(karpenter.at(at, act), kind)
+        record(karpenter.advance(max(ends)), "dayEnd")
+        version, timers = karpenter.version, karpenter.timers
+    return {
+        "jobs": jobs,
+        "refused": refused,
+        "karpenter": version,
+        "labs": {n: class_day.lab_section(n, stack.labs[n], s, observed) for n, s in days.items() if s},
+        "shortenedTimers": timers,
+        "unscheduled": learners.not_scheduled(),
+        "unsettled": unsettled,
+        "stepWall": {kind: _rounded(wall) for kind, wall in sorted(walls.items())},
+    }
+
+
+def _rounded(wall: dict[str, Any]) -> dict[str, Any]:
+    """A stepWall entry with its seconds to the hundredth."""
+    return {
+        k: {w: round(s, 2) for w, s in sorted(v.items())} if k == "waitingFor" else round(v, 2) for k, v in wall.items()
+    }
+
+
+def rehearse(render_dir: Path, stack: Settings, today: datetime.date, region: str, day: bool = True) -> dict[str, Any]:
+    """Plays the render of a stack with these settings on a fresh twin and returns rehearsal.json's content; the
+    classes that repeat all year are played from their first day at or after `today`, Karpenter's instance types
+    and prices those of `region`. With `day` false, the classes' CronJobs run one after the other and no class day
+    is played (no `labs`): what the API server refuses and RBAC denies is the same, in seconds, not minutes."""
+    started = time.monotonic()
+    with twin.running() as plane, contextlib.ExitStack() as hub:
+        _, refused = apply.apply_render(plane.admin, render_dir)
+        denied: list[dict[str, str]] = []
+        scheduler: user_scheduler_process.UserScheduler | None = None
+        if stack.jupyterhub is not None:
+            learners_refused, denied = hub_learners(plane, render_dir, stack.jupyterhub)
+            refused += learners_refused
+            scheduler = hub.enter_context(start_user_scheduler(plane, render_dir, stack.jupyterhub))
+
+        def schedulers() -> list[str]:
+            return [twin.DEFAULT_SCHEDULER, *(scheduler.running() if scheduler else [])]
+
+        played = (
+            play_day(plane, render_dir, stack, today, region, schedulers)
+            if day
+            else {"jobs": cron_jobs.run_all(plane, stack.labs, today), "refused": []}
+        )
+        plane.check_running()
+        jobs = played.pop("jobs")
+        return {
+            "kubernetes": plane.version,
+            "refused": refused + played.pop("refused"),
+            "jobs": jobs,
+            "rbacDenied": denied + cron_jobs.denied(jobs) + (scheduler.denied() if scheduler else []),
+            "jobsFailed": cron_jobs.failed(jobs),
+            "userScheduler": scheduler.record() if scheduler else None,
+            "substitutions": scheduler.substitutions() if scheduler and not scheduler.problem else [],
+            **played,
+            "wallSeconds": round(time.monotonic() - started, 1),
+        }
+
+
+def problems(rehearsal: dict[str, Any]) -> list[str]:
+    """One line per finding that fails the rehearsal; the class day's too, where it was played
+    (rehearsal/report.py)."""
+    return [
+        *(f"rehearsal: refused {r['object']} ({r['source']}): {r['message']}" for r in rehearsal["refused"]),
+        *(
+            f"rehearsal: RBAC denied {r['what']} ({r['serviceAccount']}): {r['message']}"
+            for r in rehearsal["rbacDenied"]
+        ),
+        *(
+            f"rehearsal: Job {r['job']} exited {r['exitCode']}, the buffer at {r.get('bufferReplicas')} replicas "
+            f"(the class needs {r.get('wantReplicas')}): {r['output']}"
+            for r in rehearsal["jobsFailed"]
+        ),
+        *(
+            f"rehearsal: the user-scheduler {s['deployment']} ({s['source']}; kube-scheduler {s['version']} with "
+            f"{s['config']}) did not run: {s['problem']}"
+            for s in [rehearsal.get("userScheduler") or {}]
+            if s.get("problem")
+        ),
+        *(
+            f"rehearsal: {len(u['learners'])} learner pod(s) of lab {u['lab']} name the scheduler "
+            f"{u['schedulerName']}, which the twin does not run (or no longer did): not made, never bound"
+            for u in rehearsal.get("unscheduled", [])
+        ),
+        *report.problems(rehearsal.get("labs", {})),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.rehearse", description=__doc__.splitlines()[0])
+    parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml beside Pulumi.yaml) or path of a stack file")
+    parser.add_argument("--out", required=True, type=Path, help="directory to write the render and rehearsal.json into")
+    args = parser.parse_args(argv)
+    program.collect_rarely()
+    (args.out / REHEARSAL).unlink(missing_ok=True)
+    try:
+        twin.require_built()
+        run = render_stack(args.stack, args.out / RENDER)
+        today = datetime.datetime.now(datetime.UTC).date()
+        rehearsal = rehearse(args.out / RENDER, run.stack.settings, today, run.stack.region)
+    except domain.stack.ConfigError as error:
+        print("\n".join(error.lines), file=sys.stderr)
+        return 2
+    except pulumi.RunError as error:
+        print(error, file=sys.stderr)
+        return 2
+    except charts.TemplateError as error:
+        print(f"gpulab: {error}", file=sys.stderr)
+        return 1
+    except (
+        twin.NotBuilt,
+        Unavailable,
+        twin.Failed,
+        plan.Unavailable,
+        karpenter_twin.Failed,
+        user_scheduler_process.Unusable,
+    ) as why:
+        print(f"rehearsal not run: {why}", file=sys.stderr)
+        return 1
+    (args.out / REHEARSAL).write_text(json.dumps(rehearsal, indent=2) + "\n")
+    found = problems(rehearsal)
+    print("\n".join(report.table(rehearsal)))
+    if (scheduler := rehearsal.get("userScheduler")) and not scheduler["problem"]:
+        print(
+            f"the hub's learners were scheduled by its user-scheduler ({', '.join(scheduler['schedulerNames'])}: "
+            f"kube-scheduler {scheduler['version']} with its {scheduler['config']}, as {scheduler['serviceAccount']}), "
+            f"which bound {scheduler['bound']} pod(s)"
+        )
+    for line in found:
+        print(line, file=sys.stderr)
+    if rehearsal.get("unsettled"):
+        print(
+            f"rehearsal: Karpenter's controllers had not settled within the stepper's limit at "
+            f"{len(rehearsal['unsettled'])} moment(s) (rehearsal.json unsettled): the class day's figures after them "
+            "may count a binding or a deletion late",
+            file=sys.stderr,
+        )
+    print(
+        f"rehearsal of {args.stack} on Kubernetes {rehearsal['kubernetes']}: {len(found)} problem(s), "
+        f"{rehearsal['wallSeconds']} s; {args.out / REHEARSAL}"
+    )
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""A stack's cost table in Markdown, from its `labs` stack output: the render prints it, the PR comment shows it."""
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from domain.cost.lab_cost import DECIMALS, usd
+from domain.cost.price_book import LIST
+from domain.cost.prices import DISK_PRICE_SOURCE, HOURS_PER_MONTH, PRICE_SOURCE
+from domain.cost.stack_cost import StackCost, labs_ceilings, stack_cost, term
+from domain.stack import StackConfig
+from reports.table import Column, lead_in, markdown
+
+NONE = "-"
+
+# Each lab's entry of the `labs` output, by name.
+LabOutput = tuple[str, Mapping[str, Any]]
+
+
+def _or(value: float | None, otherwise: str) -> str:
+    return usd(value) if value is not None else otherwise
+
+
+# Each class's warm-up: (the lab's name, the class's entry of the lab's cost.warmups).
+WarmupItem = tuple[str, Mapping[str, Any]]
+
+
+def _range(amounts: list[float] | None) -> str:
+    """[cheapest, dearest], shown once when they are equal."""
+    return " to ".join(dict.fromkeys(usd(a) for a in amounts)) if amounts else "no price"
+
+
+COLUMNS: tuple[Column[LabOutput], ...] = (
+    Column("lab", lambda item: item[0]),
+    Column("learner seats", lambda item: str(item[1]["learnerSeats"]), numeric=True),
+    Column("per seat-hour", lambda item: _range(item[1]["cost"]["seatHour"]), numeric=True),
+    Column("ceiling per hour", lambda item: _or(item[1]["cost"]["ceilingPerHour"], "no price"), numeric=True),
+    # Already in the seat-hours and the ceiling; shown so that a costly root volume stands out.
+    Column("root volume per node-hour", lambda item: usd(item[1]["cost"]["rootVolumePerNodeHour"]), numeric=True),
+    Column("maxHourlyCost", lambda item: _or(item[1]["cost"]["maxHourlyCost"], NONE), numeric=True),
+)
+# The total of all labs covers the priced types only: the lead-in of the table of the others says so.
+UNPRICED_LEAD_IN = "instance types without a reference price (left out of the figures above, and of their total):"
+UNPRICED_COLUMNS: tuple[Column[LabOutput], ...] = (
+    Column("lab", lambda item: item[0]),
+    Column("instance types without a price", lambda item: ", ".join(item[1]["cost"]["unpriced"])),
+)
+WARMUP_LEAD_IN = (
+    "what warming each class costs: its warm seats' nodes for the warmup before it starts, cheapest type first:"
+)
+WARMUP_COLUMNS: tuple[Column[WarmupItem], ...] = (
+    Column("lab", lambda item: item[0]),
+    Column("class", lambda item: item[1]["schedule"]),
+    Column("warm seats", lambda item: str(item[1]["warmSeats"]), numeric=True),
+    Column("ahead", lambda item: item[1]["warmup"]),
+    Column("USD", lambda item: _range(item[1]["usd"]), numeric=True),
+)
+
+
+def _elsewhere(labs: Mapping[str, Any]) -> str:
+    """The stack's region beside the prices' when they differ, as each lab's cost output names both."""
+    costs = [lab["cost"] for lab in labs.values()]
+    regions = {c["region"] for c in costs if not c["pricesFrom"].startswith(c["region"])}
+    return "".join(f" (stack in {r}; `pulumi preview` prices {r})" for r in sorted(regions))
+
+
+def table(labs: Mapping[str, Any], shown: Collection[str] | None = None) -> list[str]:
+    """Per lab: seat-hour price range, ceiling per hour, each node's root volume, cap; then the ceiling of all labs
+    together; then the instance types without a price and what warming each class costs, where there are any.
+    Seat-hours, ceilings and warm-ups include each node's root volume (domain/cost/lab_cost.py). `shown` keeps the rows
+    of those labs only (the pull-request comment's room); the last row still adds up every lab."""
+    ceilings = [lab["cost"]["ceilingPerHour"] for lab in labs.values()]
+    total = usd(round(sum(c for c in ceilings if c is not None), DECIMALS))
+    seats = sum(lab["learnerSeats"] for lab in labs.values())
+    rows = [item for item in labs.items() if shown is None or item[0] in shown]
+    unpriced = [item for item in rows if item[1]["cost"]["unpriced"]]
+    warmups = [(name, w) for name, lab in rows for w in lab["cost"]["warmups"]]
+    return [
+        *lead_in(
+            f"cost of the labs' GPU nodes in USD at {PRICE_SOURCE} and {DISK_PRICE_SOURCE}: list prices of one region"
+            f"{_elsewhere(labs)}, not a bill (spot capacity costs less; docs/cost.md):"
+        ),
+        "",
+        *markdown(COLUMNS, rows, last=["all labs", str(seats), "", total, "", ""]),
+        *(["", UNPRICED_LEAD_IN, "", *markdown(UNPRICED_COLUMNS, unpriced)] if unpriced else []),
+        *(["", WARMUP_LEAD_IN, "", *markdown(WARMUP_COLUMNS, warmups)] if warmups else []),
+    ]
+
+
+# The parts of the `cost` stack output as the tables name them.
+PART_NAMES = {
+    "controlPlane": "EKS control plane",
+    "systemNodes": "system node group",
+    "hub": "JupyterHub (load balancer, database volume)",
+    "labsCeiling": "labs at their ceiling",
+}
+
+
+def whole_stack(stack: StackConfig, figures: Mapping[str, Any], planned: bool = False) -> StackCost:
+    """The stack at the render's list prices, its labs at the ceilings shown (`figures`: the `labs` output with the
+    planner's figures where it ran, planner/plan.py with_plan)."""
+    hub = stack.settings.jupyterhub
+    cost = stack_cost(
+        stack.region,
+        stack.settings.cluster,
+        hub.hub_database_size_gib if hub else None,
+        labs_ceilings({name: lab["cost"] for name, lab in figures.items()}),
+        LIST,
+    )
+    if planned:
+        ceiling, note = cost.per_hour["labsCeiling"], cost.notes["labsCeiling"]
+        return cost.with_labs_ceiling(ceiling, f"{note}, Karpenter's (the planner's full lab) where it ran")
+    return cost
+
+
+def stack_table(stack: StackConfig, figures: Mapping[str, Any], planned: bool = False) -> list[str]:
+    """The whole stack per hour and per 730-hour month, each part with what it counts, then the term (or, without
+    one, the month at the ceiling)."""
+    cost = whole_stack(stack, figures, planned)
+    output = cost.as_output()
+    rows = [(PART_NAMES[p], output["perHour"][p], output["perMonth"][p], cost.notes[p]) for p in PART_NAMES]
+    rows.append(("total", output["perHour"]["total"], output["perMonth"]["total"], ""))
+    columns: tuple[Column[tuple[str, float | None, float | None, str]], ...] = (
+        Column("the whole stack", lambda row: row[0]),
+        Column("USD per hour", lambda row: _or(row[1], "no price"), numeric=True),
+        Column(f"USD per {HOURS_PER_MONTH}-hour month", lambda row: _or(row[2], "no price"), numeric=True),
+    )
+    # What each part counts, below the table: a sentence each, which as a column made the table 250 columns wide.
+    counts = [line for name, _, _, note in rows if note for line in lead_in(f"- {name}: {note}")]
+    lines = [
+        *lead_in(
+            f"the whole stack in {stack.region}, at most, in USD ({LIST.label(stack.region)}; not a bill: "
+            "docs/cost.md):"
+        ),
+        "",
+        *markdown(columns, rows),
+        "",
+        "what each part counts:",
+        *counts,
+        "",
+    ]
+    found = term(cost, stack.settings.labs, labs_ceilings({name: lab["cost"] for name, lab in figures.items()}))
+    if found is None:
+        return [
+            *lines,
+            *lead_in(
+                f"no class has a term: a {HOURS_PER_MONTH}-hour month at the ceiling is "
+                f"{_or(output['perMonth']['total'], 'not known (a part has no price)')} USD"
+            ),
+        ]
+    return [
+        *lines,
+        *lead_in(
+            f"the term, {found.first} to {found.last} ({found.hours} hours): "
+            f"{_or(found.classes, 'no price')} USD for {found.class_hours:g} hours of warm-ups and classes at the full "
+            f"labs' cost (labs without classes at their ceiling all term), beside {_or(found.always_on, 'no price')} "
+            f"USD always on; {_or(found.total, 'not known')} USD in all"
+        ),
+    ]

@@ -1,0 +1,177 @@
+"""The pull-request comment of one stack's preview: what the change does to the labs' cost against the base branch's
+render (reports/cost_diff.py, when given one; a rise above gpulab:costAlertThreshold flagged first), its cost table, its
+classes (on their clocks and in UTC, their terms and next occurrences: reports/class_table.py, from the stack file),
+what Karpenter would launch for a full lab and at each class start (when the render has a plan.json), the class day the
+rehearsal played on the twin (when a rehearsal.json is beside the render; else one line says it did not run), then the
+`pulumi preview` output.
+
+    python -m tools.preview_comment --stack <name> --outputs <render dir>/outputs.json --preview <file>
+        [--base-outputs <base render dir>/outputs.json] [--plan <render dir>/plan.json]
+        [--rehearsal <render dir>/rehearsal.json] [--run-url URL] [--today YYYY-MM-DD]
+
+Prints the comment's Markdown. Its first line marks the stack's comment, so that .ci/preview-comment updates it on the
+next push instead of adding another.
+"""
+
+import argparse
+import bisect
+import datetime
+import functools
+import html
+import json
+import re
+import sys
+from collections.abc import Callable, Collection
+from pathlib import Path
+
+import domain.stack
+import render.run
+from planner import plan
+from rehearsal import report
+from reports import class_table, cost_diff, cost_report
+
+# GitHub refuses comments over 65536 characters.
+MAX_COMMENT_CHARS = 65_536
+# The room the tables leave the preview at least: its end (the policy results and the count of changes) is what a
+# reviewer reads first, and a stack of a few hundred labs would otherwise fill the comment with its tables alone.
+PREVIEW_MIN_CHARS = 16_384
+CUT_NOTE = "[... the start is cut; the whole output is in the run's log]"
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def marker(stack: str) -> str:
+    return f"<!-- gpulab-preview:{stack} -->"
+
+
+def comment(
+    stack: str,
+    labs: dict,
+    preview: str,
+    run_url: str | None = None,
+    planned: dict | None = None,
+    classes: Callable[[Collection[str]], list[str]] = lambda shown: [],
+    whole_stack: Callable[[dict], list[str]] = lambda figures: [],
+    base: dict | None = None,
+    threshold: float | str | None = None,
+    costs: tuple[dict | None, dict | None] = (None, None),
+    rehearsed: dict | None = None,
+) -> str:
+    """The comment; `classes` gives the class table of the labs shown, `whole_stack` the whole stack's cost and term
+    from every lab's figures (reports/cost_report.py stack_table); `base` is the base branch's `labs` output, and a rise
+    of all labs' ceiling over it by more than `threshold` (gpulab:costAlertThreshold) is flagged first; `costs` are the
+    base's and the head's `cost` outputs, whose totals the diff compares; `rehearsed` is the rehearsal.json beside the
+    render, None when the rehearsal did not run."""
+    preview = _ANSI.sub("", preview).strip()
+    run = f": {run_url}" if run_url else "."
+    failed = "The preview did not finish; its log is in the workflow run" + run
+
+    flag = cost_diff.alert(base, labs, threshold) if base is not None else None
+    whole_diff = [*total, ""] if (total := cost_diff.stack_total(*costs)) else []
+
+    def frame(shown: list[str]) -> list[str]:
+        """The comment around the preview, with the rows of the labs `shown` (their plan's too)."""
+        left_out = len(names) - len(shown)
+        cut = [
+            f"The tables leave out the last {left_out} of the {len(names)} labs to fit GitHub's limit on a comment; "
+            f"the render step of the workflow run lists them all{run}",
+            "",
+        ]
+        rows = set(shown)
+        shown_plan = {**planned, "labs": {n: p for n, p in planned["labs"].items() if n in rows}} if planned else None
+        return [
+            marker(stack),
+            f"#### `pulumi preview` of {stack}",
+            "",
+            *([flag, ""] if flag else []),
+            *([*cost_diff.table(base, labs, rows), "", *whole_diff] if base is not None else []),
+            *cost_report.table(figures, rows),
+            "",
+            *([*table, ""] if (table := whole_stack(figures)) else []),
+            *([*table, ""] if (table := classes(rows)) else []),
+            *([*plan.summary_table(shown_plan), ""] if shown_plan else []),
+            *report.table(rehearsed, rows),
+            "",
+            *(cut if left_out else []),
+            "<details><summary>Pulumi preview</summary>",
+            "",
+            "{body}",
+            "</details>",
+            "",
+        ]
+
+    def too_long(shown: int) -> bool:
+        return len("\n".join(frame(names[:shown]))) > MAX_COMMENT_CHARS - PREVIEW_MIN_CHARS
+
+    # The most labs, in name order, whose rows leave the preview its room: one less than the fewest that do not (the
+    # frame grows with every lab shown). A lab the change removes has a row in the diff only.
+    names = sorted(set(labs) | set(base or {}))
+    figures = plan.with_plan(labs, planned)
+    shown = max(bisect.bisect_left(range(len(names) + 1), True, key=too_long) - 1, 0)
+    kept = frame(names[:shown])
+    room = MAX_COMMENT_CHARS - len("\n".join(kept)) - len("<pre>\n\n</pre>") - len(CUT_NOTE) - 1
+    body = f"<pre>\n{_last_lines_escaped(preview, room)}\n</pre>" if preview else failed
+    return "\n".join(kept).replace("{body}", body)
+
+
+def _last_lines_escaped(text: str, room: int) -> str:
+    """The text HTML-escaped, cut from the front at whole lines to fit `room` characters: its end holds the policy
+    results and the count of changes. Escaping can make a line several times longer, so the cut counts escaped text."""
+    kept: list[str] = []
+    used = 0
+    for line in reversed(text.splitlines()):
+        escaped = html.escape(line)
+        if used + len(escaped) + 1 > room:
+            return "\n".join([CUT_NOTE, *reversed(kept)])
+        kept.append(escaped)
+        used += len(escaped) + 1
+    return "\n".join(reversed(kept))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.preview_comment", description=__doc__.splitlines()[0])
+    parser.add_argument("--stack", required=True, help="the stack's name")
+    parser.add_argument("--outputs", required=True, type=Path, help="outputs.json of the stack's offline render")
+    parser.add_argument(
+        "--preview", required=True, type=Path, help="the output of `pulumi preview`; absent if it never ran"
+    )
+    parser.add_argument(
+        "--base-outputs",
+        type=Path,
+        help="outputs.json of the base branch's render of the stack, which the comment's cost diff compares with",
+    )
+    parser.add_argument("--plan", type=Path, help="plan.json of the render (planner/plan.py), when the planner ran")
+    parser.add_argument(
+        "--rehearsal", type=Path, help="rehearsal.json beside the render (rehearsal/run.py), when the rehearsal ran"
+    )
+    parser.add_argument("--run-url", help="the workflow run, linked when the preview has no output")
+    parser.add_argument(
+        "--today",
+        type=datetime.date.fromisoformat,
+        help="the day (YYYY-MM-DD) the classes' next occurrences count from; the current day in UTC by default",
+    )
+    args = parser.parse_args(argv)
+    outputs = json.loads(args.outputs.read_text())
+    labs = outputs["labs"]
+    # The preview step writes the file as it runs; a job that failed before it (credentials, say) leaves none.
+    preview = args.preview.read_text() if args.preview.is_file() else ""
+    planned = json.loads(args.plan.read_text()) if args.plan else None
+    rehearsed = json.loads(args.rehearsal.read_text()) if args.rehearsal else None
+    base_outputs = json.loads(args.base_outputs.read_text()) if args.base_outputs else {}
+    base = base_outputs.get("labs") if args.base_outputs else None
+    try:  # the stack file the render read: the classes' calendars are settings, not outputs
+        stack = domain.stack.from_cli(render.run.read_stack_file(render.run.stack_file(args.stack)[1]))
+    except domain.stack.ConfigError as error:
+        print("\n".join(error.lines), file=sys.stderr)
+        return 2
+    day = args.today or class_table.today()
+    classes = functools.partial(class_table.table, stack.settings, day)
+    whole = functools.partial(cost_report.stack_table, stack, planned=planned is not None)
+    threshold = stack.settings.cost_alert_threshold
+    costs = (base_outputs.get("cost"), outputs.get("cost"))
+    body = comment(args.stack, labs, preview, args.run_url, planned, classes, whole, base, threshold, costs, rehearsed)
+    sys.stdout.write(body)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""What the tests on the rehearsal's twin share: skipping in one line where its binaries are not built, a render with
+its charts, and waiting on the twin."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import render.run
+from planner import plan
+from rehearsal import twin
+from render import charts, harness
+
+
+def require_twin() -> None:
+    """Skips the test where the twin is not built (`make twin`)."""
+    try:
+        twin.require_built()
+    except twin.NotBuilt as missing:
+        pytest.skip(str(missing))
+
+
+def require_planner() -> None:
+    """Skips the test where the planner, whose `planner rehearse` runs Karpenter on the twin, is not built."""
+    if not plan.BINARY.exists():
+        pytest.skip(f"the planner is not built ({plan.BINARY.relative_to(plan.ROOT)}): `make planner` builds it")
+
+
+def render_with_charts(run: harness.Run, out: Path) -> None:
+    """The run's render into `out`, its charts included; skips the test where the charts cannot be rendered."""
+    render.run.write(run, out)
+    if not_rendered := charts.write(run, out):
+        pytest.skip("; ".join(not_rendered))
+
+
+def until(what: str, check: Callable[[], Any], seconds: float = 90) -> Any:
+    """check()'s first truthy answer, polled; fails naming `what` after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if found := check():
+            return found
+        time.sleep(0.5)
+    pytest.fail(f"{what}: not within {seconds} s")
