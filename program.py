@@ -12,23 +12,23 @@ from typing import Any, TypeVar
 import pulumi
 
 import domain.stack
-from components.budgets import LabBudgets
 from components.cluster import Cluster
 from components.discovery_tags import DiscoveryTags
 from components.jupyterhub.hub import Hub, Meter
-from components.jupyterhub.profiles import profile_list
+from components.jupyterhub.spawn_profiles import profile_list
 from components.karpenter.ami import check_ami_releases
 from components.karpenter.class_seats import ClassSeats
 from components.karpenter.class_seats_manifests import classes_output
 from components.karpenter.controller import Controller
 from components.karpenter.gpu_node_pool import GpuNodePool
 from components.karpenter.manifests import user_data_problems
+from components.lab_budgets import LabBudgets
 from components.learner_pod import PLACEHOLDER_IMAGE, learner_pod_spec
+from components.live_prices import Prices
 from components.metrics.exporters import Exporters
 from components.metrics.store import Store
 from components.node_role import NodeRole
 from components.nvidia.device_plugin import DevicePlugin
-from components.prices import Prices
 from domain.cost.price_book import LIST, PriceBook
 from domain.cost.stack_cost import full_cost, lab_term, labs_ceilings, stack_cost, term_days
 from domain.upstream.ami_releases import ami_warnings
@@ -55,7 +55,8 @@ def problems(stack: domain.stack.StackConfig) -> list[str]:
 
 def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
     """The stack's resources and outputs; its cost figures at the prices of the stack's region read from AWS with
-    `live_prices` (pulumi preview and up: components/prices.py), else at the us-east-1 list (the render, the tests)."""
+    `live_prices` (pulumi preview and up: components/live_prices.py), else at the us-east-1 list (the render, the
+    tests)."""
     settings = stack.settings
     book: PriceBook | pulumi.Output[PriceBook] = LIST
     if live_prices:

@@ -171,7 +171,7 @@ class _Mocks(pulumi.runtime.Mocks):
                 "version": 1,
             },
             # A subnet in one of the region's first three zones, stable per subnet (a live price look-up asks:
-            # components/prices.py).
+            # components/live_prices.py).
             "aws:ec2/getSubnet:getSubnet": lambda: {
                 "id": args.args["id"],
                 "availabilityZone": f"{self.region}{'abc'[int(_suffix(args.args['id']), 16) % 3]}",
@@ -349,8 +349,8 @@ def run(
     registering.
 
     `secrets` are keys the CLI would mark secret (`pulumi config set --secret`), besides the stack file's own.
-    `live_prices` looks prices up as `pulumi preview` does (components/prices.py), for a test whose mocks answer; the
-    render prices from the list."""
+    `live_prices` looks prices up as `pulumi preview` does (components/live_prices.py), for a test whose mocks answer;
+    the render prices from the list."""
     # On a thread of its own, as the Pulumi language host runs a program near the bottom of a stack: the SDK records
     # the call stack of every registration (pulumi/runtime/resource.py _get_stack_trace), frame by frame, and under a
     # test runner's fifty frames that was a quarter of a run.

@@ -11,7 +11,7 @@ from jupyterhub.traitlets import ByteSpecification
 
 import domain.stack
 import render.run
-from components.jupyterhub.profiles import MPS_LEARNER_UID, description, kubespawner_memory, profile, profile_list
+from components.jupyterhub.spawn_profiles import MPS_LEARNER_UID, description, kubespawner_memory, profile, profile_list
 from domain.capacity.quantity import quantity
 from domain.stack.jupyterhub import CLIENT_SECRET_KEY
 from render import charts, harness

@@ -10,7 +10,7 @@ import shlex
 import pytest
 
 from components.jupyterhub.hub import RELEASE
-from components.jupyterhub.profiles import MPS_LEARNER_UID
+from components.jupyterhub.spawn_profiles import MPS_LEARNER_UID
 from components.labels import GPU_RESOURCE, GPU_TAINT
 from domain.capacity.quantity import quantity
 from domain.stack.classes import DEFAULT_WARMUP

@@ -1,5 +1,5 @@
-"""Prices of the stack's region at `pulumi preview`: the Price List and spot look-ups (components/prices.py) answered
-by mocks for a eu-west-1 stack, and a type without a price there named, never priced from another region."""
+"""Prices of the stack's region at `pulumi preview`: the Price List and spot look-ups (components/live_prices.py)
+answered by mocks for a eu-west-1 stack, and a type without a price there named, never priced from another region."""
 
 import json
 

@@ -11,7 +11,7 @@ import render.run
 from components.jupyterhub import culling, gpu_culler
 from components.jupyterhub.hub import HUB_SERVICE_ACCOUNT
 from components.metrics import dcgm_exporter, kube_state_metrics
-from components.metrics.rules import rule_groups
+from components.metrics.recording_rules import rule_groups
 from components.metrics.scrape import scrape_configuration
 from domain.capacity.daemonsets import DCGM_SERVER
 from domain.upstream.versions import DCGM_EXPORTER_IMAGE, KUBE_STATE_METRICS_IMAGE

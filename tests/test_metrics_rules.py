@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.metrics import rules
+from components.metrics import recording_rules
 from components.metrics.scrape import scrape_configuration
 from domain.stack.load import parse
 from tests.conftest import stack_values
@@ -40,7 +40,7 @@ def settings():
 
 def rule_file() -> dict[str, Any]:
     s = settings()
-    return rules.rule_groups(s.labs, s.metrics)
+    return recording_rules.rule_groups(s.labs, s.metrics)
 
 
 def seat(pod: str, lab_name: str, utilisation: str, started: int, phase: str = "Running", user: str = "") -> list:
@@ -93,17 +93,32 @@ def pod(name: str, lab_name: str) -> dict[str, str]:
 AT = "60m"
 EXPECTED = [
     (
-        rules.SEAT_IDLE,
-        [sample(rules.SEAT_IDLE, 0, **pod("jupyter-ada", "alpha")), sample(rules.SEAT_IDLE, 2, **pod("smoke", "beta"))],
-    ),
-    (rules.LEARNER_IDLE, [sample(rules.LEARNER_IDLE, 0, **pod("jupyter-ada", "alpha"), username="ada")]),
-    (rules.SEATS_IDLE, [sample(rules.SEATS_IDLE, 1, lab="alpha"), sample(rules.SEATS_IDLE, 1, lab="beta")]),
-    (rules.SEATS_IN_USE, [sample(rules.SEATS_IN_USE, 4, lab="alpha"), sample(rules.SEATS_IN_USE, 1, lab="beta")]),
-    (rules.PENDING, [sample(rules.PENDING, 0, lab="alpha"), sample(rules.PENDING, 1, lab="beta")]),
-    (
-        rules.SEAT_UTILISATION,
+        recording_rules.SEAT_IDLE,
         [
-            sample(rules.SEAT_UTILISATION, value, **pod(name, lab_name))
+            sample(recording_rules.SEAT_IDLE, 0, **pod("jupyter-ada", "alpha")),
+            sample(recording_rules.SEAT_IDLE, 2, **pod("smoke", "beta")),
+        ],
+    ),
+    (
+        recording_rules.LEARNER_IDLE,
+        [sample(recording_rules.LEARNER_IDLE, 0, **pod("jupyter-ada", "alpha"), username="ada")],
+    ),
+    (
+        recording_rules.SEATS_IDLE,
+        [sample(recording_rules.SEATS_IDLE, 1, lab="alpha"), sample(recording_rules.SEATS_IDLE, 1, lab="beta")],
+    ),
+    (
+        recording_rules.SEATS_IN_USE,
+        [sample(recording_rules.SEATS_IN_USE, 4, lab="alpha"), sample(recording_rules.SEATS_IN_USE, 1, lab="beta")],
+    ),
+    (
+        recording_rules.PENDING,
+        [sample(recording_rules.PENDING, 0, lab="alpha"), sample(recording_rules.PENDING, 1, lab="beta")],
+    ),
+    (
+        recording_rules.SEAT_UTILISATION,
+        [
+            sample(recording_rules.SEAT_UTILISATION, value, **pod(name, lab_name))
             for name, lab_name, value in (
                 ("jupyter-ada", "alpha", 0),
                 ("jupyter-grace", "alpha", 60),
@@ -113,16 +128,25 @@ EXPECTED = [
             )
         ],
     ),
-    (rules.SEATS, [sample(rules.SEATS, 6, lab="alpha"), sample(rules.SEATS, 4, lab="beta")]),
-    (rules.NODES, [sample(rules.NODES, 2, lab="alpha"), sample(rules.NODES, 1, lab="beta")]),
-    (rules.COST, [sample(rules.COST, 1.052, lab="alpha"), sample(rules.COST, 1.006, lab="beta")]),
+    (
+        recording_rules.SEATS,
+        [sample(recording_rules.SEATS, 6, lab="alpha"), sample(recording_rules.SEATS, 4, lab="beta")],
+    ),
+    (
+        recording_rules.NODES,
+        [sample(recording_rules.NODES, 2, lab="alpha"), sample(recording_rules.NODES, 1, lab="beta")],
+    ),
+    (
+        recording_rules.COST,
+        [sample(recording_rules.COST, 1.052, lab="alpha"), sample(recording_rules.COST, 1.006, lab="beta")],
+    ),
 ]
 
 
 def unit_tests() -> dict[str, Any]:
     return {
         "rule_files": ["rules.yaml"],
-        "evaluation_interval": rules.EVALUATION_INTERVAL,
+        "evaluation_interval": recording_rules.EVALUATION_INTERVAL,
         "tests": [
             {
                 "interval": "1m",
@@ -187,20 +211,20 @@ def planted(file: dict[str, Any], record: str, old: str, new: str) -> dict[str, 
     ("record", "old", "new", "caught"),
     [
         # The idle threshold compared the wrong way: busy seats would be stopped, idle ones kept.
-        (rules.SEAT_IDLE, " < 5", " > 5", rules.SEAT_IDLE),
+        (recording_rules.SEAT_IDLE, " < 5", " > 5", recording_rules.SEAT_IDLE),
         # Seats summed across labs: one figure for the stack instead of one per lab.
         (
-            rules.SEATS_IN_USE,
+            recording_rules.SEATS_IN_USE,
             "count by (lab) (gpulab:pod_lab:info and",
             "count (gpulab:pod_lab:info and",
-            rules.SEATS_IN_USE,
+            recording_rules.SEATS_IN_USE,
         ),
         # A seat counted idle as soon as its utilisation dips, whatever the pod's age.
         (
-            rules.SEAT_IDLE,
+            recording_rules.SEAT_IDLE,
             "and on (namespace, pod) (time() - kube_pod_start_time",
             "or on (namespace, pod) (time() - kube_pod_start_time",
-            rules.SEAT_IDLE,
+            recording_rules.SEAT_IDLE,
         ),
     ],
     ids=["idle-threshold-reversed", "seats-summed-across-labs", "young-pods-idle"],

@@ -1,5 +1,6 @@
 """gpulab's idle-GPU culler: a JupyterHub service that stops a learner's server whose GPU seat stayed idle for its lab's
-gpuIdleTimeout, as the metrics workspace's rules find it (gpulab:learner_gpu_idle:percent, components/metrics/rules.py).
+gpuIdleTimeout, as the metrics workspace's rules find it (gpulab:learner_gpu_idle:percent,
+components/metrics/recording_rules.py).
 
     python3 gpu_culler.py --metrics-url URL --lab LAB=PERCENT/TIMEOUT ... [--every SECONDS] [--group NAME]
 

@@ -6,7 +6,7 @@ files/hub/jupyterhub_config.py at that tag), from gpulab:jupyterhub and the labs
 from collections.abc import Mapping
 from typing import Any
 
-from components.jupyterhub.profiles import profile_list
+from components.jupyterhub.spawn_profiles import profile_list
 from components.jupyterhub.user_scheduler import user_scheduler
 from components.jupyterhub.walls import learner_network_policy
 from components.labels import SYSTEM_NODE_LABEL, SYSTEM_NODE_SELECTOR, SYSTEM_NODE_VALUE

@@ -1,7 +1,7 @@
 """The stack's Grafana dashboard, built with Grafana's own grafana-foundation-sdk (its Grafana 10.4 schema, which Amazon
 Managed Grafana's 10.4 workspaces and every later Grafana import): per lab, the seats in use, the pending learners,
 the idle seats, each seat's GPU use, Karpenter's nodes and their hourly cost. Every panel reads the workspace's
-recording rules (components/metrics/rules.py), per lab.
+recording rules (components/metrics/recording_rules.py), per lab.
 
 PANELS is the one list of panels: the dashboard, docs/metrics.md and the tests' PromQL parse all read it.
 """
@@ -22,7 +22,7 @@ from grafana_foundation_sdk.models.dashboard import (
     VariableSort,
 )
 
-from components.metrics import rules
+from components.metrics import recording_rules
 from domain.stack.metrics import Metrics
 
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
@@ -47,7 +47,7 @@ PANELS = (
     Panel(
         "Seats in use",
         "timeseries",
-        f"{rules.SEATS_IN_USE}{{{LAB}}}",
+        f"{recording_rules.SEATS_IN_USE}{{{LAB}}}",
         "{{lab}}",
         "short",
         "Learners' pods running on each lab's nodes, each holding one GPU slice.",
@@ -55,7 +55,7 @@ PANELS = (
     Panel(
         "Seats on the lab's nodes",
         "timeseries",
-        f"{rules.SEATS}{{{LAB}}}",
+        f"{recording_rules.SEATS}{{{LAB}}}",
         "{{lab}}",
         "short",
         "GPU slices the lab's running nodes offer (Karpenter's allocatable nvidia.com/gpu).",
@@ -63,7 +63,7 @@ PANELS = (
     Panel(
         "Pending learners",
         "timeseries",
-        f"{rules.PENDING}{{{LAB}}}",
+        f"{recording_rules.PENDING}{{{LAB}}}",
         "{{lab}}",
         "short",
         "Learners' pods waiting for a slice: for a node to start, or for the lab's maxGpus.",
@@ -71,7 +71,7 @@ PANELS = (
     Panel(
         "Idle seats",
         "timeseries",
-        f"{rules.SEATS_IDLE}{{{LAB}}}",
+        f"{recording_rules.SEATS_IDLE}{{{LAB}}}",
         "{{lab}}",
         "short",
         "Seats whose GPU stayed under the idle threshold for the lab's gpuIdleTimeout or the stack's idleAfter.",
@@ -79,7 +79,7 @@ PANELS = (
     Panel(
         "GPU utilisation per seat",
         "timeseries",
-        f"{rules.SEAT_UTILISATION}{{{LAB}}}",
+        f"{recording_rules.SEAT_UTILISATION}{{{LAB}}}",
         "{{lab}} {{namespace}}/{{pod}}",
         "percent",
         "dcgm-exporter's per-pod GPU utilisation under time-slicing (NVML's per-process SM samples); the line is the "
@@ -88,7 +88,7 @@ PANELS = (
     Panel(
         "Idle learners",
         "table",
-        f"{rules.LEARNER_IDLE}{{{LAB}}}",
+        f"{recording_rules.LEARNER_IDLE}{{{LAB}}}",
         "{{username}}",
         "percent",
         "JupyterHub learners whose seat is idle, with their highest GPU utilisation over the idle window.",
@@ -96,7 +96,7 @@ PANELS = (
     Panel(
         "GPU nodes",
         "timeseries",
-        f"{rules.NODES}{{{LAB}}}",
+        f"{recording_rules.NODES}{{{LAB}}}",
         "{{lab}}",
         "short",
         "Nodes Karpenter runs for each lab's NodePool.",
@@ -104,7 +104,7 @@ PANELS = (
     Panel(
         "Cost per hour",
         "stat",
-        f"{rules.COST}{{{LAB}}}",
+        f"{recording_rules.COST}{{{LAB}}}",
         "{{lab}}",
         "currencyUSD",
         "Karpenter's cost of each lab's nodes per hour (its offering prices; not a bill).",
@@ -153,7 +153,7 @@ def dashboard_model(cluster: str, metrics: Metrics) -> dict[str, Any]:
         dashboard.QueryVariable("lab")
         .label("lab")
         .datasource(DATASOURCE)
-        .query(f"label_values({rules.SEATS_IN_USE}, lab)")
+        .query(f"label_values({recording_rules.SEATS_IN_USE}, lab)")
         .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED)
         .sort(VariableSort.ALPHABETICAL_ASC)
         .multi(True)

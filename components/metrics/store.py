@@ -12,7 +12,7 @@ import pulumi
 import pulumi_aws as aws
 import yaml
 
-from components.metrics.rules import rule_groups
+from components.metrics.recording_rules import rule_groups
 from components.metrics.scrape import scrape_configuration
 from domain.stack.model import Settings
 

@@ -7,7 +7,7 @@ import pulumi_kubernetes as k8s
 
 from components.labels import GPU_PRESENT_LABEL, GPU_TOLERATION
 from components.namespace import namespace_dependencies
-from components.nvidia.profiles import config_map
+from components.nvidia.sharing_profiles import config_map
 from components.nvidia.smoke_test import smoke_deployment
 from domain.capacity.daemonsets import DEVICE_PLUGIN, device_plugin_resources
 from domain.capacity.sharing import DEFAULT_PROFILE

@@ -68,7 +68,7 @@ class LabCost:
     root_volume_per_node_hour: float | None = None  # USD per node-hour of each node's root volume, when it is counted
     warmups: tuple[ClassWarmup, ...] = ()  # one per class, in the order of the lab's classes
     source: str = LIST.source  # where the instances' prices are from (domain/cost/price_book.py)
-    # Why each of the unpriced types has no price, where a look-up said (a live preview: components/prices.py).
+    # Why each of the unpriced types has no price, where a look-up said (a live preview: components/live_prices.py).
     missing: tuple[tuple[str, str], ...] = ()
 
     @property

@@ -2,7 +2,7 @@
 
 Offline (the render, the tests) that is LIST: the us-east-1 list prices of domain/cost/prices.py, whatever the stack's
 region. At `pulumi preview` and `pulumi up` the instance prices come from the AWS Price List API for the stack's
-region and EC2's current spot prices for its zones (components/prices.py), and each figure says which: a price is
+region and EC2's current spot prices for its zones (components/live_prices.py), and each figure says which: a price is
 never taken from another region without saying so, and a type without a price in the region is named, never priced.
 """
 

@@ -576,7 +576,7 @@ class Lab(Model):
         return self.cost_at(LIST)
 
     def cost_at(self, book: PriceBook) -> LabCost:
-        """The lab's cost figures at `book`'s prices (a live preview's: components/prices.py)."""
+        """The lab's cost figures at `book`'s prices (a live preview's: components/live_prices.py)."""
         classes = [(c.schedule, self.warm_seats(c), c.warmup) for c in self.classes]
         return lab_cost(
             self.instance_types,
