@@ -152,7 +152,17 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
 
     def whole(prices: PriceBook) -> dict[str, Any]:
         costs = {name: _lab_cost(name, lab, stack.region, days, prices) for name, lab in settings.labs.items()}
-        return stack_cost(stack.region, settings.cluster, hub_gib, labs_ceilings(costs), prices).as_output()
+        cluster = settings.cluster
+        return stack_cost(
+            stack.region,
+            cluster.kubernetes_version,
+            cluster.support_type,
+            cluster.system_nodes.instance_types,
+            cluster.system_nodes.size,
+            hub_gib,
+            labs_ceilings(costs),
+            prices,
+        ).as_output()
 
     pulumi.export("cost", _at(book, whole))
 

@@ -98,10 +98,13 @@ PART_NAMES = {
 def whole_stack(stack: StackConfig, figures: Mapping[str, Any], planned: bool = False) -> StackCost:
     """The stack at the render's list prices, its labs at the ceilings shown (`figures`: the `labs` output with the
     planner's figures where it ran, planner/plan.py with_plan)."""
-    hub = stack.settings.jupyterhub
+    hub, cluster = stack.settings.jupyterhub, stack.settings.cluster
     cost = stack_cost(
         stack.region,
-        stack.settings.cluster,
+        cluster.kubernetes_version,
+        cluster.support_type,
+        cluster.system_nodes.instance_types,
+        cluster.system_nodes.size,
         hub.hub_database_size_gib if hub else None,
         labs_ceilings({name: lab["cost"] for name, lab in figures.items()}),
         LIST,

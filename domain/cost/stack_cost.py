@@ -12,7 +12,7 @@ import datetime
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
-from typing import Any, Protocol
+from typing import Any
 
 from domain.capacity.disks import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS, Volume
 from domain.cost.lab_cost import DECIMALS, root_volume_per_hour
@@ -28,29 +28,6 @@ from domain.cost.prices import (
 # confirmed here.
 SYSTEM_NODE_DISK_GIB = 20
 PARTS = ("controlPlane", "systemNodes", "hub", "labsCeiling")
-
-
-class SystemNodeKeys(Protocol):
-    """What the cost reads of the system node group: domain.stack.model's SystemNodes."""
-
-    @property
-    def instance_types(self) -> Sequence[str]: ...
-
-    @property
-    def size(self) -> int: ...
-
-
-class ClusterKeys(Protocol):
-    """What the cost reads of the cluster: domain.stack.model's Cluster, passed in (this floor is below the stack's)."""
-
-    @property
-    def kubernetes_version(self) -> str: ...
-
-    @property
-    def support_type(self) -> str: ...
-
-    @property
-    def system_nodes(self) -> SystemNodeKeys: ...
 
 
 @dataclass(frozen=True)
@@ -159,15 +136,20 @@ def labs_ceiling(ceilings: Mapping[str, float | None]) -> tuple[float | None, st
 
 def stack_cost(
     region: str,
-    cluster: ClusterKeys,
+    kubernetes_version: str,
+    support_type: str,
+    system_node_types: Sequence[str],
+    system_node_count: int,
     database_gib: int | None,
     ceilings: Mapping[str, float | None],
     book: PriceBook,
 ) -> StackCost:
-    """The stack's cost at `book`'s prices; `ceilings`: each lab's ceiling per hour (None: not priced)."""
+    """The stack's cost at `book`'s prices. The cluster's figures are passed, as gpulab:cluster's keys hold them
+    (kubernetesVersion, supportType, systemNodes.instanceTypes and .size), so that this floor reads no stack model;
+    `ceilings`: each lab's ceiling per hour (None: not priced)."""
     parts = {
-        "controlPlane": control_plane(cluster.kubernetes_version, cluster.support_type, book),
-        "systemNodes": system_nodes(cluster.system_nodes.instance_types, cluster.system_nodes.size, book),
+        "controlPlane": control_plane(kubernetes_version, support_type, book),
+        "systemNodes": system_nodes(system_node_types, system_node_count, book),
         "hub": hub(database_gib, book),
         "labsCeiling": labs_ceiling(ceilings),
     }
