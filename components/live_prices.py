@@ -11,7 +11,6 @@ The render and the tests run offline and price from domain/cost/prices.py's us-e
 (domain/cost/price_book.py LIST); tests/test_live_prices.py answers these look-ups with mocks.
 """
 
-import datetime
 import json
 from collections.abc import Sequence
 from decimal import Decimal
@@ -22,6 +21,7 @@ import pulumi
 import pulumi_aws as aws
 
 from domain.cost.price_book import PriceBook
+from domain.time import utc
 
 # The Price List API's endpoint (AWS Price List API, "Endpoints": us-east-1, eu-central-1 and ap-south-1; the
 # pulumi-aws docs of aws.pricing.get_product: "only available in a us-east-1 or ap-south-1 provider").
@@ -74,7 +74,7 @@ class Prices(pulumi.ComponentResource):
         pricing = aws.Provider(f"{name}-pricing", region=PRICING_REGION, opts=pulumi.ResourceOptions(parent=self))
         child = pulumi.InvokeOptions(parent=self)
         zones = [aws.ec2.get_subnet_output(id=subnet, opts=child).availability_zone for subnet in subnet_ids]
-        today = datetime.datetime.now(datetime.UTC).date()
+        today = utc.today()
 
         # invoke_async rather than get_product_output: a failed invoke Output fails the whole program when it ends
         # (the SDK awaits every Output), and a type without a price must be said, not fail the preview.

@@ -38,6 +38,7 @@ from domain.cost.lab_cost import DECIMALS
 from domain.cost.price_book import LIST
 from domain.stack.model import Lab, Settings
 from domain.time import durations
+from domain.time.utc import utc_text
 from rehearsal import cron_jobs
 
 Step = dict[str, Any]
@@ -73,11 +74,6 @@ OBSERVED = {
     "disrupted": ("pod", "node", "reason"),
     "bound": ("learner", "node"),
 }
-
-
-def iso(moment: datetime.datetime) -> str:
-    """A moment as rehearsal.json writes it: UTC, ending in Z, with fractions of a second only when it has them."""
-    return moment.astimezone(datetime.UTC).replace(tzinfo=None).isoformat() + "Z"
 
 
 def moment(text: str) -> datetime.datetime:
@@ -136,7 +132,7 @@ def played_classes(lab_name: str, lab: Lab, today: datetime.date) -> list[Played
 
 
 def _step(at: datetime.datetime, what: str, lab: str, index: int | None, learner: str | None) -> Step:
-    return {"at": iso(at), "what": what, "lab": lab, "class": index, "learner": learner}
+    return {"at": utc_text(at), "what": what, "lab": lab, "class": index, "learner": learner}
 
 
 def lab_timeline(lab_name: str, lab: Lab, today: datetime.date) -> list[Step]:
@@ -360,8 +356,8 @@ def trickle_metrics(lab: Lab, steps: Sequence[Step], events: Sequence[Event]) ->
         "mostSeatedAtOnce": most_seated,
         "unseated": unseated,
         "extraLearner": extra,
-        "extraArrived": iso(extra_arrived),
-        "extraBound": None if extra_bound is None else iso(extra_bound),
+        "extraArrived": utc_text(extra_arrived),
+        "extraBound": None if extra_bound is None else utc_text(extra_bound),
         "extraWaitSeconds": round(((extra_bound or left[extra]) - extra_arrived).total_seconds(), 3),
         "othersSeatedThen": others_then,
         "mostGpusAtOnce": most_gpus,

@@ -25,6 +25,7 @@ from typing import Any
 from components.karpenter import class_seats_manifests as seats
 from domain.stack.model import Lab, LabClass
 from domain.stack.namespaces import class_namespace
+from domain.time.utc import utc_text
 from rehearsal import twin
 
 # The Job controller makes a Job's pod within a second or two; under heavy load, later.
@@ -84,7 +85,7 @@ def _job(cron_job: dict[str, Any], name: str, at: datetime.datetime) -> dict[str
             "labels": meta.get("labels") or {},
             "annotations": {
                 **(meta.get("annotations") or {}),
-                "batch.kubernetes.io/cronjob-scheduled-timestamp": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "batch.kubernetes.io/cronjob-scheduled-timestamp": utc_text(at, whole_seconds=True),
             },
             "ownerReferences": [
                 {
@@ -181,7 +182,7 @@ def run_firing(plane: twin.ControlPlane, firing: Firing) -> dict[str, Any]:
     return {
         "lab": firing.lab,
         "job": f"{namespace}/{name}",
-        "at": firing.at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "at": utc_text(firing.at),
         "serviceAccount": f"{namespace}/{pod['spec'].get('serviceAccountName') or 'default'}",
         "exitCode": done.returncode,
         "output": (done.stdout + done.stderr).strip(),

@@ -23,19 +23,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from domain.time.utc import utc_text
 from planner import plan
 from rehearsal import twin
+
+
+def _clock(t: datetime.datetime) -> str:
+    """A moment as the stepper's clock takes it: in whole seconds, as the stepper writes its own (time.RFC3339 in
+    planner/rehearse.go). A learner arriving between two seconds is stepped to at the second before; kept so."""
+    return utc_text(t, whole_seconds=True)
 
 
 class Failed(Exception):
     """`planner rehearse` refused a step or stopped; the message is one line, the planner's own, with its log's
     path."""
-
-
-def _iso(t: datetime.datetime) -> str:
-    if t.tzinfo is None:
-        raise ValueError(f"{t} has no time zone: the rehearsal's clock is UTC")
-    return t.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -65,7 +66,7 @@ class Karpenter:
         stdin: IO[str] | None = self.process.stdin
         assert stdin is not None
         try:
-            stdin.write(json.dumps({"advance": _iso(t)}) + "\n")
+            stdin.write(json.dumps({"advance": _clock(t)}) + "\n")
             stdin.flush()
         except BrokenPipeError:
             pass  # _read says why it stopped
@@ -111,7 +112,7 @@ def running(
                 "-region",
                 region,
                 "-start",
-                _iso(start),
+                _clock(start),
                 str(render_dir),
             ],
             stdin=subprocess.PIPE,

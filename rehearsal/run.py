@@ -39,6 +39,7 @@ try:
     from components.jupyterhub.hub import RELEASE as HUB_RELEASE
     from domain.stack.jupyterhub import JupyterHub
     from domain.stack.model import Settings
+    from domain.time import utc
     from planner import plan
     from rehearsal import apply, class_day, cron_jobs, learner_pods, report, twin, user_scheduler_process
     from rehearsal import karpenter as karpenter_twin
@@ -397,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         twin.require_built()
         run = render_stack(args.stack, args.out / RENDER)
-        today = datetime.datetime.now(datetime.UTC).date()
+        today = utc.today()
         rehearsal = rehearse(args.out / RENDER, run.stack.settings, today, run.stack.region)
     except domain.stack.ConfigError as error:
         print("\n".join(error.lines), file=sys.stderr)

@@ -26,10 +26,6 @@ LEAD_IN = "classes: warm seats, shaped like learner pods, are asked for ahead of
 TERMS_LEAD_IN = "the classes' terms (outside them a class does not run)"
 
 
-def today() -> datetime.date:
-    return datetime.datetime.now(datetime.UTC).date()
-
-
 def _term(lab_class: LabClass) -> str:
     term = lab_class.term
     if term is None:

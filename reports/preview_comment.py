@@ -26,6 +26,7 @@ from pathlib import Path
 
 import domain.stack
 import render.run
+from domain.time import utc
 from planner import plan
 from rehearsal import report
 from reports import class_table, cost_diff, cost_report
@@ -163,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     except domain.stack.ConfigError as error:
         print("\n".join(error.lines), file=sys.stderr)
         return 2
-    day = args.today or class_table.today()
+    day = args.today or utc.today()
     classes = functools.partial(class_table.table, stack.settings, day)
     whole = functools.partial(cost_report.stack_table, stack, planned=planned is not None)
     threshold = stack.settings.cost_alert_threshold

@@ -14,6 +14,7 @@ from domain.capacity.node_capacity import seats_per_node
 from domain.capacity.sharing import LearnerShare
 from domain.stack.jupyterhub import JupyterHub
 from domain.stack.model import Cluster, Lab
+from domain.time import utc
 from planner import plan
 from render import harness
 from reports import class_table, cost_report
@@ -163,12 +164,12 @@ HUB_ROWS: tuple[tuple[str, Callable[[harness.Run], str]], ...] = (
 
 
 def summary(run: harness.Run, day: datetime.date | None = None, planned: Mapping[str, Any] | None = None) -> list[str]:
-    """The summary; the classes' next occurrences counted from `day` (today in UTC by default, reports/class_table.py);
+    """The summary; the classes' next occurrences counted from `day` (today in UTC by default, domain/time/utc.py);
     its seats and cost figures are Karpenter's where the planner ran (`planned`)."""
     settings = run.stack.settings
     figures = plan.with_plan(run.outputs["labs"], planned)
     labs = [(name, lab, figures[name]) for name, lab in settings.labs.items()]
-    classes = class_table.table(settings, day or class_table.today())
+    classes = class_table.table(settings, day or utc.today())
     cluster_columns: tuple[Column[tuple[str, Callable[[harness.Run], str]]], ...] = (
         Column("cluster", lambda row: row[0]),
         Column(settings.cluster.name, lambda row: row[1](run)),
