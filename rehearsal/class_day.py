@@ -30,11 +30,12 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
 from domain.capacity.node_capacity import seats_per_node
-from domain.cost.lab_cost import DECIMALS
+from domain.cost.lab_cost import DECIMALS, seat_hour
 from domain.cost.price_book import LIST
 from domain.stack.model import Lab, Settings
 from domain.time import durations
@@ -365,12 +366,15 @@ def trickle_metrics(lab: Lab, steps: Sequence[Step], events: Sequence[Event]) ->
 
 
 def cheapest_type(lab: Lab) -> str:
-    """The lab's instance type of the cheapest seat-hour (its on-demand list price, domain/cost/prices.py, over its
-    seats per node); of the most seats per node among equals, and when no type has a price."""
+    """The lab's instance type of the cheapest seat-hour of the instance alone (domain/cost/lab_cost.py seat_hour with
+    no disk: its on-demand list price, domain/cost/prices.py, over its seats per node); of the most seats per node
+    among equals, and when no type has a price. The instance alone, its root volume left out, because the day's `cost`
+    the lower bound stands beside prices each node as the planner's stand-in bills it (planner/standin/aws.go Price: the
+    instance's list price, no disk), and the lower bound is costed the same way (lower_bound_price)."""
 
-    def key(t: str) -> tuple[float, int]:
-        seats = seats_per_node(t, lab.slices_per_gpu)
-        return (LIST.on_demand[t] / seats if t in LIST.on_demand else math.inf, -seats)
+    def key(t: str) -> tuple[Decimal | float, int]:
+        price = seat_hour(t, lab.slices_per_gpu)
+        return (math.inf if price is None else price, -seats_per_node(t, lab.slices_per_gpu))
 
     return min(lab.instance_types, key=key)
 

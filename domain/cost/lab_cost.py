@@ -122,6 +122,18 @@ def root_volume_per_hour(volume: Volume, gp3: Gp3 = LIST.gp3) -> Decimal:
     return per_month / HOURS_PER_MONTH
 
 
+def seat_hour(
+    instance_type: str, slices_per_gpu: int, disk: Decimal = Decimal(0), book: PriceBook = LIST
+) -> Decimal | None:
+    """USD per learner seat-hour on a node of `instance_type`, unrounded: the node-hour (its price at `book`, plus
+    `disk`, its root volume per node-hour: 0 for the instance alone) over the seats it holds (seats_per_node). None when
+    the type has no price. The one home of a seat-hour: the lab's cost rounds it (lab_cost), the rehearsal picks its
+    cheapest type by it (rehearsal/class_day.py cheapest_type)."""
+    if instance_type not in book.on_demand:
+        return None
+    return (Decimal(str(book.on_demand[instance_type])) + disk) / seats_per_node(instance_type, slices_per_gpu)
+
+
 def warmup_cost(
     instance_types: Sequence[str],
     slices_per_gpu: int,
@@ -174,8 +186,9 @@ def lab_cost(
     if not per_gpu:
         return LabCost(None, None, None, unpriced, max_hourly_cost, disk_figure, warmups, book.source, missing)
     seat_hours = [
-        _rounded((Decimal(str(book.on_demand[t])) + disk) / seats_per_node(t, slices_per_gpu), ROUND_HALF_UP)
+        _rounded(amount, ROUND_HALF_UP)
         for t in per_gpu
+        if (amount := seat_hour(t, slices_per_gpu, disk, book)) is not None
     ]
     dearest = max(per_gpu, key=per_gpu.__getitem__)
     # Six decimals say where the ceiling comes from without the endless digits of a disk's monthly price / 730.
