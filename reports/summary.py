@@ -9,7 +9,7 @@ import datetime
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from components.karpenter.manifests import node_pool
+from components.karpenter.manifests import node_pool_budgets
 from domain.capacity.node_capacity import seats_per_node
 from domain.capacity.sharing import LearnerShare
 from domain.stack.jupyterhub import JupyterHub
@@ -111,9 +111,9 @@ BUDGET_COLUMNS: tuple[Column[BudgetItem], ...] = (
 
 
 def _budgets(name: str, lab: Lab) -> list[BudgetItem]:
-    """The disruption budgets the lab's NodePool carries: a reviewer of a change to them, or to the AMI, sees here when
-    nodes may be replaced."""
-    return [(name, budget) for budget in node_pool(name, lab)["spec"]["disruption"]["budgets"]]
+    """The disruption budgets the lab's NodePool carries (node_pool_budgets, which node_pool puts there): a reviewer of
+    a change to them, or to the AMI, sees here when nodes may be replaced."""
+    return [(name, budget) for budget in node_pool_budgets(lab)]
 
 
 def lab_tables(labs: list[LabItem]) -> list[str]:

@@ -103,6 +103,13 @@ def ec2_node_class(lab_name: str, lab: Lab, cluster_name: str, node_role: Any) -
     return {"apiVersion": NODE_CLASS_API, "kind": NODE_CLASS_KIND, "metadata": {"name": lab_name}, "spec": spec}
 
 
+def node_pool_budgets(lab: Lab) -> list[dict[str, Any]]:
+    """The disruption budgets of the lab's NodePool: the lab's own (disruption.budgets), then its classes'
+    (components/karpenter/class_seats_manifests.py class_budgets). The render's summary reads them from here."""
+    own = [budget.model_dump(by_alias=True, exclude_none=True) for budget in lab.disruption.budgets]
+    return own + class_budgets(lab)
+
+
 def node_pool(lab_name: str, lab: Lab) -> dict:
     requirements = [
         {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(lab.instance_types)},
@@ -130,8 +137,7 @@ def node_pool(lab_name: str, lab: Lab) -> dict:
             "disruption": {
                 "consolidationPolicy": disruption.consolidation_policy,
                 "consolidateAfter": disruption.consolidate_after,
-                "budgets": [budget.model_dump(by_alias=True, exclude_none=True) for budget in disruption.budgets]
-                + class_budgets(lab),
+                "budgets": node_pool_budgets(lab),
             },
             # Karpenter counts nvidia.com/gpu as the nodes advertise it: in slices once the NodeOverlays apply.
             "limits": {GPU_RESOURCE: str(lab.learner_seats), "cpu": str(lab.node_pool_cpu_limit)},
