@@ -6,13 +6,13 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Sequence
-from contextvars import ContextVar
 from typing import Any, Protocol
 
 from pydantic import ValidationInfo
 
 from domain.capacity.node_capacity import learner_seats
 from domain.problems import FieldProblem, report
+from domain.stack import context
 from domain.stack.disruption import cron_schedule
 from domain.time import class_calendar, cron, durations, zones
 from domain.time.budget_windows import Window, windows
@@ -58,9 +58,6 @@ DEFAULT_WARMUP = "20m"
 MAX_WARMUP_MINUTES = 6 * 60
 # Karpenter's budgets per NodePool (the NodePool CRD's maxItems).
 MAX_BUDGETS = 50
-# The stack's gpulab:timeZone while its labs are validated (domain.stack.model.Settings sets it): the zone of the
-# classes that name none. None when the stack has none, or an invalid one (reported at gpulab:timeZone itself).
-STACK_TIME_ZONE: ContextVar[str | None] = ContextVar("STACK_TIME_ZONE", default=None)
 
 
 def class_zone(time_zone: str | None, stack_zone: str | None) -> str:
@@ -174,10 +171,13 @@ def skips_within_term(skip: list[datetime.date], info: ValidationInfo) -> list[d
 
 def holds_every_day(term: _Term | None, info: ValidationInfo) -> _Term | None:
     """The term names only days the class meets on, and on every class day (of the term, or over the horizon without
-    one) the start and the warm-up exist once on the zone's clock and its budget windows can be written in UTC."""
+    one) the start and the warm-up exist once on the zone's clock and its budget windows can be written in UTC. A
+    class that names no zone is read in the stack's gpulab:timeZone: pydantic's validation context
+    (domain/stack/context.py)."""
     if not {"schedule", "duration", "warmup", "time_zone"} <= info.data.keys():
         return term
-    start, zone = cron.parse(info.data["schedule"]), class_zone(info.data["time_zone"], STACK_TIME_ZONE.get())
+    stack_zone = context.of(info.context).time_zone
+    start, zone = cron.parse(info.data["schedule"]), class_zone(info.data["time_zone"], stack_zone)
     if term is not None:
         report(
             [

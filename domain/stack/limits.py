@@ -4,7 +4,6 @@ start, learners that would not fill a node, and the most labs one stack holds.""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextvars import ContextVar
 from fractions import Fraction
 from typing import Protocol
 
@@ -22,6 +21,7 @@ from domain.capacity.node_capacity import NodeShare, Resources, node_share, seat
 from domain.capacity.quantity import quantity
 from domain.capacity.sharing import Sharing
 from domain.problems import FieldProblem
+from domain.stack import context
 from domain.stack.fields import lab_instance_types
 
 
@@ -126,20 +126,6 @@ def cpu_limit_holds_max_gpus(cpu_limit: int | None, info: ValidationInfo) -> int
     return cpu_limit
 
 
-# The device plugin's pods run on every lab's nodes, and their requests are one stack-wide setting
-# (nvidiaDevicePlugin.resources) that pydantic validates after the labs. Settings makes it known here while it
-# validates (domain.stack.model.Settings._labs_see_the_device_plugin), so that each lab's checks count the plugin's pods
-# with the resources the chart gets; None while that setting is itself invalid (it is reported on its own). A lab
-# validated outside a stack counts the setting's defaults.
-STACK_DEVICE_PLUGIN: ContextVar[ContainerResources | None] = ContextVar(
-    "stack_device_plugin", default=DEVICE_PLUGIN_DEFAULTS
-)
-# Likewise whether the stack installs JupyterHub, whose EBS CSI driver runs a node pod on every lab node, and
-# gpulab:metrics, whose dcgm-exporter runs on the lab nodes that have a DCGM host engine.
-STACK_RUNS_EBS_CSI: ContextVar[bool] = ContextVar("stack_runs_ebs_csi", default=False)
-STACK_RUNS_METRICS: ContextVar[bool] = ContextVar("stack_runs_metrics", default=False)
-
-
 def node_shares(
     instance_types: Sequence[str],
     sharing: Sharing,
@@ -179,18 +165,16 @@ def _figures(key: str, node: NodeShare) -> str:
 
 
 def learner_pod_fits(learner_pod: _LearnerPod, info: ValidationInfo) -> _LearnerPod:
-    """Requests no larger than a seat's share, so that every slice of each instance type's node gets a learner."""
-    plugin = STACK_DEVICE_PLUGIN.get()
+    """Requests no larger than a seat's share, so that every slice of each instance type's node gets a learner. The
+    DaemonSets counted are the stack's (its device plugin's requests, JupyterHub's EBS CSI driver, gpulab:metrics'
+    dcgm-exporter): pydantic's validation context, domain/stack/context.py."""
+    stack = context.of(info.context)
+    plugin = stack.device_plugin
     if plugin is None or not {"instance_types", "sharing", "slices_per_gpu"} <= info.data.keys():
         return learner_pod
     data = info.data
     shares = node_shares(
-        data["instance_types"],
-        data["sharing"],
-        data["slices_per_gpu"],
-        plugin,
-        STACK_RUNS_EBS_CSI.get(),
-        STACK_RUNS_METRICS.get(),
+        data["instance_types"], data["sharing"], data["slices_per_gpu"], plugin, stack.runs_ebs_csi, stack.runs_metrics
     )
     for key, asked, unit in (("cpu", learner_pod.cpu, Fraction(1, 1000)), ("memory", learner_pod.memory, 2**20)):
         tightest = min(shares, key=lambda s: s.share.cpu_millis if key == "cpu" else s.share.memory_mib)
@@ -213,14 +197,13 @@ def max_pods_hold_the_seats(max_pods: int | None, info: ValidationInfo) -> int |
     # (pkg/utils/resources RequestsForPods): the learners get what the DaemonSets leave.
     if not {"instance_types", "sharing", "slices_per_gpu"} <= info.data.keys():
         return max_pods
+    stack = context.of(info.context)  # the stack's DaemonSets: pydantic's validation context (domain/stack/context.py)
     for name in info.data["instance_types"]:
         instance_type = GPU_INSTANCE_TYPES[name]
         pods = instance_type.max_pods if max_pods is None else max_pods
         # Only the pods are counted here, not their requests; the stack's plugin settings all the same.
-        plugin = STACK_DEVICE_PLUGIN.get() or DEVICE_PLUGIN_DEFAULTS
-        daemonsets = node_daemonsets(
-            name, info.data["sharing"], plugin, STACK_RUNS_EBS_CSI.get(), STACK_RUNS_METRICS.get()
-        )
+        plugin = stack.device_plugin or DEVICE_PLUGIN_DEFAULTS
+        daemonsets = node_daemonsets(name, info.data["sharing"], plugin, stack.runs_ebs_csi, stack.runs_metrics)
         seats = seats_per_node(name, info.data["slices_per_gpu"])
         if seats + len(daemonsets) > pods:
             why = (

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from domain.problems import FieldProblem, Problems
 from domain.stack.jupyterhub import CLIENT_SECRET_KEY, NEEDS_CLIENT_SECRET, certificate_region_problem
 from domain.stack.keys import NAMESPACE, key_problems
-from domain.stack.model import Settings
+from domain.stack.model import Settings, stack_context
 
 _SET_SECRET = f"set it with `pulumi config set --secret {NAMESPACE}:{CLIENT_SECRET_KEY} <secret>`"
 
@@ -51,7 +51,7 @@ def parse(values: Mapping[str, Any], region: str | None) -> StackConfig:
     values = dict(values)
     client_secret = values.pop(CLIENT_SECRET_KEY, None)
     try:
-        settings = Settings.model_validate(values)
+        settings = Settings.model_validate(values, context=stack_context(values))
     except ValidationError as error:
         lines[:0] = [
             f"{NAMESPACE}:{_path(e, problem)}: {_message(e, problem)}"

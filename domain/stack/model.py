@@ -18,7 +18,6 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     ValidationInfo,
-    ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
@@ -49,10 +48,10 @@ from domain.capacity.sharing import (
 from domain.cost.lab_cost import LabCost, alert_threshold, lab_cost, threshold_kind, within_max_hourly_cost
 from domain.cost.price_book import LIST, PriceBook
 from domain.problems import FieldProblem, report
+from domain.stack import context
 from domain.stack.budgets import BudgetAlerts, alerts_fit, budget_amount, lab_budget
 from domain.stack.classes import (
     DEFAULT_WARMUP,
-    STACK_TIME_ZONE,
     at_least_a_minute,
     class_schedule,
     class_zone,
@@ -64,6 +63,7 @@ from domain.stack.classes import (
     skips_within_term,
     warmup_range,
 )
+from domain.stack.context import StackContext
 from domain.stack.disruption import budget_schedule, schedule_with_duration
 from domain.stack.endpoint import EVERYWHERE, at_most_quota, public_access_cidr
 from domain.stack.fields import (
@@ -96,9 +96,6 @@ from domain.stack.fields import (
 )
 from domain.stack.jupyterhub import JupyterHub, NotebookImage, hub_has_its_labs
 from domain.stack.limits import (
-    STACK_DEVICE_PLUGIN,
-    STACK_RUNS_EBS_CSI,
-    STACK_RUNS_METRICS,
     cpu_limit_holds_max_gpus,
     cpu_needed,
     fits_one_stack,
@@ -330,11 +327,11 @@ class LabClass(Model):
         description="The days of class (start, end, skip); without it the class repeats all year.",
     )
 
-    # The stack's gpulab:timeZone when this class was validated (domain.stack.classes.STACK_TIME_ZONE).
+    # The stack's gpulab:timeZone when this class was validated: the validation context (domain/stack/context.py).
     _stack_zone: str | None = PrivateAttr(default=None)
 
-    def model_post_init(self, context: Any, /) -> None:
-        self._stack_zone = STACK_TIME_ZONE.get()
+    def model_post_init(self, validation_context: Any, /) -> None:
+        self._stack_zone = context.of(validation_context).time_zone
 
     @property
     def zone(self) -> str:
@@ -515,17 +512,18 @@ class Lab(Model):
         return learner_share(self.sharing, self.slices_per_gpu, self.instance_types)
 
     # The device plugin's resources of the stack this lab was validated in, and whether that stack runs the EBS CSI
-    # driver and dcgm-exporter (domain.stack.limits.STACK_DEVICE_PLUGIN, STACK_RUNS_EBS_CSI, STACK_RUNS_METRICS).
+    # driver and dcgm-exporter: the validation context (domain/stack/context.py).
     _device_plugin: ContainerResources = PrivateAttr(default=DEVICE_PLUGIN_DEFAULTS)
     _ebs_csi: bool = PrivateAttr(default=False)
     _metrics: bool = PrivateAttr(default=False)
     # gpulab:jupyterhub.notebookImage for a lab on the hub's spawn page (Settings._labs_get_the_hubs_image).
     _hub_notebook_image: str | None = PrivateAttr(default=None)
 
-    def model_post_init(self, context: Any, /) -> None:
-        self._device_plugin = STACK_DEVICE_PLUGIN.get() or DEVICE_PLUGIN_DEFAULTS
-        self._ebs_csi = STACK_RUNS_EBS_CSI.get()
-        self._metrics = STACK_RUNS_METRICS.get()
+    def model_post_init(self, validation_context: Any, /) -> None:
+        stack = context.of(validation_context)
+        self._device_plugin = stack.device_plugin or DEVICE_PLUGIN_DEFAULTS
+        self._ebs_csi = stack.runs_ebs_csi
+        self._metrics = stack.runs_metrics
 
     @property
     def node_shares(self) -> list[NodeShare]:
@@ -661,8 +659,23 @@ def _device_plugin_resources(data: Any) -> ContainerResources | None:
         return None
 
 
+def stack_context(data: Any) -> StackContext:
+    """The stack-wide settings its labs' checks need, read from a stack file's values before they are validated (each is
+    validated after the labs): the context to validate them with, Settings.model_validate(values,
+    context=stack_context(values)) (domain/stack/context.py)."""
+    values = data if isinstance(data, dict) else {}
+    zone = values.get("timeZone")
+    return StackContext(
+        device_plugin=_device_plugin_resources(data),
+        runs_ebs_csi=values.get("jupyterhub") is not None,
+        runs_metrics=values.get("metrics") is not None,
+        time_zone=zone if isinstance(zone, str) and zone in zones.names() else None,
+    )
+
+
 class Settings(Model):
-    """Everything under `gpulab:` in one stack file."""
+    """Everything under `gpulab:` in one stack file. Validated with its stack context, which its labs' checks read:
+    Settings.model_validate(values, context=stack_context(values)) (domain/stack/load.py parse)."""
 
     cluster: Cluster
     labs: Annotated[dict[LabName, Lab], BeforeValidator(fits_one_stack)] = Field(
@@ -703,25 +716,14 @@ class Settings(Model):
         "budget.",
     )
 
-    @model_validator(mode="wrap")
+    @model_validator(mode="before")
     @classmethod
-    def _labs_see_the_device_plugin(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> "Settings":
-        # Every lab's node runs the device plugin's pods; their requests are a setting validated after the labs.
-        # So does the EBS CSI driver's node pod where the stack installs JupyterHub, also a setting after the labs.
-        token = STACK_DEVICE_PLUGIN.set(_device_plugin_resources(data))
-        # And dcgm-exporter's, where the stack runs gpulab:metrics.
-        hub = STACK_RUNS_EBS_CSI.set(isinstance(data, dict) and data.get("jupyterhub") is not None)
-        meter = STACK_RUNS_METRICS.set(isinstance(data, dict) and data.get("metrics") is not None)
-        # And every class reads its times in gpulab:timeZone unless it names its own zone.
-        zone = data.get("timeZone") if isinstance(data, dict) else None
-        classes = STACK_TIME_ZONE.set(zone if isinstance(zone, str) and zone in zones.names() else None)
-        try:
-            return handler(data)
-        finally:
-            STACK_TIME_ZONE.reset(classes)
-            STACK_RUNS_METRICS.reset(meter)
-            STACK_RUNS_EBS_CSI.reset(hub)
-            STACK_DEVICE_PLUGIN.reset(token)
+    def _validated_in_its_context(cls, data: Any, info: ValidationInfo) -> Any:
+        # Without it, every lab would be checked as if alone: the default device plugin, no hub, no meter, classes in
+        # UTC. A programming error, not a stack file's: raised as it is, never reported as a setting's problem.
+        if not isinstance(info.context, StackContext):
+            raise TypeError("Settings needs its stack context: model_validate(values, context=stack_context(values))")
+        return data
 
     @model_validator(mode="after")
     def _labs_get_the_hubs_image(self) -> "Settings":
