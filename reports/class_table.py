@@ -43,14 +43,15 @@ def next_classes(lab_class: LabClass, day: datetime.date) -> list[Occurrence]:
 NextItem = tuple[str, str, Occurrence]
 
 
-def class_key(classes: list[LabClass], lab_class: LabClass) -> str:
-    """The class as its key path names it (labs.<lab>.classes[i]), which the later tables refer to it by."""
+def class_path(classes: list[LabClass], lab_class: LabClass) -> str:
+    """The class as its key path names it (labs.<lab>.classes[i]), which the later tables refer to it by; its CronJobs'
+    stable name is another thing (components/karpenter/class_seats_manifests.py class_key)."""
     return f"classes[{classes.index(lab_class)}]"
 
 
 COLUMNS: tuple[Column[ClassItem], ...] = (
     Column("lab", lambda item: item[0]),
-    Column("class", lambda item: class_key(item[1].classes, item[2])),
+    Column("class", lambda item: class_path(item[1].classes, item[2])),
     Column("starts", lambda item: f"{item[2].schedule} {item[2].zone}"),
     Column("lasts", lambda item: item[2].duration),
     Column("warm seats", lambda item: str(item[1].warm_seats(item[2])), numeric=True),
@@ -58,7 +59,7 @@ COLUMNS: tuple[Column[ClassItem], ...] = (
 )
 TERM_COLUMNS: tuple[Column[ClassItem], ...] = (
     Column("lab", lambda item: item[0]),
-    Column("class", lambda item: class_key(item[1].classes, item[2])),
+    Column("class", lambda item: class_path(item[1].classes, item[2])),
     Column("term", lambda item: _term(item[2])),
 )
 # Each UTC offset a class has, with the class's windows at that offset: (lab, class key, its empty-node and its moves
@@ -86,7 +87,7 @@ def table(settings: Settings, day: datetime.date, labs: Collection[str] | None =
     classes = [(name, lab, c) for name, lab in chosen for c in lab.classes]
     if not classes:
         return []
-    keys = {id(c): class_key(lab.classes, c) for _, lab, c in classes}
+    keys = {id(c): class_path(lab.classes, c) for _, lab, c in classes}
     upcoming = [(name, keys[id(c)], o) for name, _, c in classes for o in next_classes(c, day)]
     offsets = [
         (name, keys[id(c)], empty, moves)

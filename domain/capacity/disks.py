@@ -126,7 +126,7 @@ def has_fast_image_pull_gate(ami: str) -> bool:
     return version == "latest" or version >= FAST_IMAGE_PULL_SINCE
 
 
-def plan(
+def disk_plan(
     instance_types: Sequence[str],
     strategy: DiskStrategy | None,
     keys: RootVolumeKeys,

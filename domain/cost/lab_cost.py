@@ -146,7 +146,7 @@ def warmup_cost(
     types, each as if all the warm nodes were of that type; `disk` is each node's root volume per hour."""
     hours = Decimal(durations.duration_minutes(warmup)) / 60
     amounts = [
-        _rounded(
+        rounded(
             math.ceil(warm_seats / seats_per_node(t, slices_per_gpu))
             * (Decimal(str(book.on_demand[t])) + disk)
             * hours,
@@ -171,7 +171,7 @@ def lab_cost(
     seats, warmup) of each of the lab's classes."""
     # Decimal arithmetic on the prices as upstream writes them, so that rounding happens once, at the end.
     disk = root_volume_per_hour(root, book.gp3) if root else Decimal(0)
-    disk_figure = _rounded(disk, ROUND_HALF_UP) if root else None
+    disk_figure = rounded(disk, ROUND_HALF_UP) if root else None
     warmups = tuple(
         ClassWarmup(schedule, seats, warmup, warmup_cost(instance_types, slices_per_gpu, seats, warmup, disk, book))
         for schedule, seats, warmup in classes
@@ -186,7 +186,7 @@ def lab_cost(
     if not per_gpu:
         return LabCost(None, None, None, unpriced, max_hourly_cost, disk_figure, warmups, book.source, missing)
     seat_hours = [
-        _rounded(amount, ROUND_HALF_UP)
+        rounded(amount, ROUND_HALF_UP)
         for t in per_gpu
         if (amount := seat_hour(t, slices_per_gpu, disk, book)) is not None
     ]
@@ -196,7 +196,7 @@ def lab_cost(
     return LabCost(
         seat_hour=(min(seat_hours), max(seat_hours)),
         # Rounded up: a ceiling must never read lower than what the NodePool limit lets Karpenter run.
-        ceiling_per_hour=_rounded(max_gpus * per_gpu[dearest], ROUND_CEILING),
+        ceiling_per_hour=rounded(max_gpus * per_gpu[dearest], ROUND_CEILING),
         ceiling_basis=f"maxGpus {max_gpus} x {gpu_hour} USD per GPU-hour of {dearest}"
         + (", its root volume included" if root else ""),
         unpriced=unpriced,
@@ -208,7 +208,9 @@ def lab_cost(
     )
 
 
-def _rounded(amount: Decimal, rounding: str) -> float:
+def rounded(amount: Decimal, rounding: str) -> float:
+    """An amount in USD to the DECIMALS every figure is given in: ROUND_HALF_UP for a figure, ROUND_CEILING for a
+    ceiling, which must never read lower than what it bounds."""
     return float(amount.quantize(Decimal(1).scaleb(-DECIMALS), rounding=rounding))
 
 

@@ -15,7 +15,7 @@ from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 from domain.capacity.disks import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS, Volume
-from domain.cost.lab_cost import DECIMALS, root_volume_per_hour
+from domain.cost.lab_cost import DECIMALS, root_volume_per_hour, rounded
 from domain.cost.price_book import PriceBook
 from domain.cost.prices import (
     EKS_END_OF_EXTENDED_SUPPORT,
@@ -162,7 +162,7 @@ def stack_cost(
 
 
 def _up(amount: Decimal) -> float:
-    return float(amount.quantize(Decimal(1).scaleb(-DECIMALS), rounding=ROUND_CEILING))
+    return rounded(amount, ROUND_CEILING)
 
 
 def _sum(amounts: Iterable[float]) -> float:

@@ -31,8 +31,8 @@ from domain.capacity.disks import (
     OS_ROOT_GIB,
     DiskPlan,
     DiskStrategy,
+    disk_plan,
     gate_in_release,
-    plan,
     root_volume_fits,
     strategy_fits,
 )
@@ -565,7 +565,7 @@ class Lab(Model):
     def disk(self) -> DiskPlan:
         """The lab's disks as its nodes get them: RAID0 or not, the root volume, parallel pull
         (domain/capacity/disks.py)."""
-        return plan(self.instance_types, self.disk_strategy, self.root_volume, self.fast_image_pull, self.ami)
+        return disk_plan(self.instance_types, self.disk_strategy, self.root_volume, self.fast_image_pull, self.ami)
 
     @property
     def cost(self) -> LabCost:
