@@ -14,6 +14,7 @@ from typing import Any
 
 from domain.cost.lab_cost import DECIMALS, raise_alerts, usd
 from domain.cost.prices import HOURS_PER_MONTH
+from reports.cost_report import total_ceiling
 from reports.table import Column, lead_in, markdown
 
 LEAD_IN = "what this change does to the labs' cost per hour and per term against the base branch's render"
@@ -106,11 +107,6 @@ def changes(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[LabChange]
 def _differ(before: str | None, after: str | None) -> bool:
     """Whether a figure changed; one the base did not render is no change of the lab's."""
     return NOT_RENDERED not in (before, after) and before != after
-
-
-def total_ceiling(labs: Mapping[str, Any]) -> float:
-    """The ceiling per hour of all the labs, those without a price left out (the cost table says so)."""
-    return round(sum(c for lab in labs.values() if (c := _ceiling(lab)) is not None), DECIMALS)
 
 
 def total_term(labs: Mapping[str, Any]) -> float | None:

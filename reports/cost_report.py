@@ -63,13 +63,18 @@ def _elsewhere(labs: Mapping[str, Any]) -> str:
     return "".join(f" (stack in {r}; `pulumi preview` prices {r})" for r in sorted(regions))
 
 
+def total_ceiling(labs: Mapping[str, Any]) -> float:
+    """The ceiling per hour of all the labs, those without a price left out (the cost table says so): its last row,
+    and what the cost diff compares (reports/cost_diff.py)."""
+    return round(sum(c for lab in labs.values() if (c := lab["cost"]["ceilingPerHour"]) is not None), DECIMALS)
+
+
 def table(labs: Mapping[str, Any], shown: Collection[str] | None = None) -> list[str]:
     """Per lab: seat-hour price range, ceiling per hour, each node's root volume, cap; then the ceiling of all labs
     together; then the instance types without a price and what warming each class costs, where there are any.
     Seat-hours, ceilings and warm-ups include each node's root volume (domain/cost/lab_cost.py). `shown` keeps the rows
     of those labs only (the pull-request comment's room); the last row still adds up every lab."""
-    ceilings = [lab["cost"]["ceilingPerHour"] for lab in labs.values()]
-    total = usd(round(sum(c for c in ceilings if c is not None), DECIMALS))
+    total = usd(total_ceiling(labs))
     seats = sum(lab["learnerSeats"] for lab in labs.values())
     rows = [item for item in labs.items() if shown is None or item[0] in shown]
     unpriced = [item for item in rows if item[1]["cost"]["unpriced"]]
