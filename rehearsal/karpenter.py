@@ -2,7 +2,7 @@
 against a running twin's API server (rehearsal/twin.py) and a render applied to it (rehearsal/apply.py), stepped one
 JSON line at a time.
 
-    with karpenter_twin.running(plane, render_dir, region, start) as karpenter:
+    with rehearsal.karpenter.running(plane, render_dir, region, start) as karpenter:
         karpenter.advance(t)          # move the clock to t, let the controllers settle; what happened
         karpenter.at(t, make_pods)    # the clock to t, then an action there (learners arrive), then settled again
 
