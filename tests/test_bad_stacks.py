@@ -230,6 +230,14 @@ GOOD = {
     + SECRET,
     "a sha256 digest": HEAD + labs(f"prepullImages: [ubuntu@sha256:{'0a' * 32}]\n"),
     "a host name of 253 characters": HEAD + labs() + hub(host=".".join(["a" * 62] * 4)[:249] + ".edu"),
+    "two classes of terms that do not overlap": HEAD
+    + labs(
+        "classes:\n"
+        "- {schedule: '0 9 * * mon', duration: 2h, warmSeats: 8, timeZone: Europe/Berlin, "
+        "term: {start: '2027-01-11', end: '2027-04-12'}}\n"
+        "- {schedule: '30 10 * * mon', duration: 1h, warmSeats: 8, timeZone: Europe/Berlin, "
+        "term: {start: '2027-04-19', end: '2027-07-12'}}\n"
+    ),
 }
 
 
@@ -297,6 +305,129 @@ SEVERAL = {
         [
             "gpulab:labs.intro.classes[0].term.skip[0]: 2027-03-01 is outside the term",
             "gpulab:labs.intro.classes[0].term.skip[1]: 2027-03-08 is outside the term",
+        ],
+    ),
+    # Every error at once (#50): a wrong key hides no problem of another key, and causes none.
+    "a wrong warmSeats beside two classes of one start": (
+        HEAD
+        + labs(
+            "classes:\n- {schedule: '0 9 * * mon', duration: 1h, warmSeats: 0}\n"
+            "- {schedule: '0 10 * * *', duration: 1h}\n- {schedule: '0 10 * * *', duration: 1h}\n"
+        ),
+        [
+            "gpulab:labs.intro.classes[0].warmSeats: must be at least 1, got 0",
+            "gpulab:labs.intro.classes[2].schedule: starts when classes[1] does",
+        ],
+    ),
+    "a wrong timeZone beside a skipped day the class does not meet on": (
+        HEAD
+        + labs(
+            "classes:\n- schedule: '0 9 * * mon'\n  duration: 1h\n  timeZone: Europe/Berln\n"
+            "  term: {start: '2027-01-11', end: '2027-04-30', skip: ['2027-01-12']}\n"
+        ),
+        [
+            "gpulab:labs.intro.classes[0].timeZone: 'Europe/Berln' is not a time zone of the IANA tz database "
+            "(2026f); did you mean Europe/Berlin? names look like Europe/Berlin, America/New_York or Etc/UTC",
+            "gpulab:labs.intro.classes[0].term.skip[0]: 2027-01-12 is a Tuesday, on which the class does not start; "
+            "remove it",
+        ],
+    ),
+    "a wrong warmup beside a start the clock skips": (
+        HEAD
+        + labs(
+            "classes:\n- schedule: '30 2 * * sun'\n  duration: 1h\n  warmup: 7h\n  timeZone: Europe/Berlin\n"
+            "  term: {start: '2027-01-11', end: '2027-04-30'}\n"
+        ),
+        [
+            "gpulab:labs.intro.classes[0].warmup: must be between 1m and 6h",
+            "gpulab:labs.intro.classes[0].schedule: its start, 02:30 on Sun 2027-03-28 does not exist in "
+            "Europe/Berlin: its clocks go forward 1h then (UTC+01:00 to UTC+02:00); choose a start the clock shows "
+            "once",
+        ],
+    ),
+    "a wrong duration beside a term without a class day": (
+        HEAD
+        + labs(
+            "classes:\n- schedule: '0 9 * * mon'\n  duration: 1 hour\n"
+            "  term: {start: '2027-01-12', end: '2027-01-15'}\n"
+        ),
+        [
+            "gpulab:labs.intro.classes[0].duration: must be hours and minutes such as 45m, 2h or 1h30m, got '1 hour'",
+            "gpulab:labs.intro.classes[0].term: has no day on which the class starts (0 9 * * mon)",
+        ],
+    ),
+    "a wrong lab beside the hub's problems with the others": (
+        HEAD
+        + labs().replace("al2023@v20260714", "al2023@20260714")
+        + f"    other:\n{LAB}"
+        + f"    exam:\n{LAB}      internet: false\n      onSpawnPage: false\n"
+        + hub(subnetIds="[subnet-0a1b2c3d4e5f60001, subnet-0a1b2c3d4e5f60101]").replace(
+            "    notebookImage: quay.io/jupyter/pytorch-notebook:cuda12-a4c8c5467c74\n", ""
+        )
+        + "    namespace: kube-system\n",
+        [
+            "gpulab:labs.intro.ami: must be an AL2023 AMI alias, al2023@v<YYYYMMDD> or al2023@latest, got "
+            "'al2023@20260714'; did you mean al2023@v20260714? (amazon-eks-ami names its releases v<YYYYMMDD>)",
+            "gpulab:labs.exam.internet: false closes the internet to the lab's JupyterHub learners: it needs "
+            "gpulab:jupyterhub and the lab on its spawn page (onSpawnPage: true)",
+            "gpulab:jupyterhub.namespace: must be a namespace of its own, not 'kube-system', which every cluster has",
+            "gpulab:jupyterhub.loadBalancer.subnetIds: must be public subnets with scheme internet-facing, but "
+            "subnet-0a1b2c3d4e5f60001 is in gpulab:cluster.privateSubnetIds; use the VPC's public subnets, or scheme "
+            "internal",
+            "gpulab:labs.other.notebookImage: required for a lab on the JupyterHub spawn page, unless "
+            "gpulab:jupyterhub.notebookImage gives every lab one (or onSpawnPage: false)",
+        ],
+    ),
+    "a wrong hub beside a lab's gpuIdleTimeout, which needs it": (
+        HEAD + labs("gpuIdleTimeout: 30m\n") + hub(host="Lab.example.edu") + "  gpulab:metrics: {}\n",
+        [
+            "gpulab:jupyterhub.host: must be a lowercase DNS name of labels of at most 63 characters, such as "
+            "hub.example.edu, got 'Lab.example.edu'",
+        ],
+    ),
+    "a gpuIdleTimeout without a hub beside the meter's namespace taken": (
+        HEAD + labs("gpuIdleTimeout: 30m\n") + "  gpulab:metrics: {namespace: kube-system}\n",
+        [
+            "gpulab:labs.intro.gpuIdleTimeout: needs gpulab:jupyterhub: the idle-GPU culler is a service of the hub, "
+            "which stops learners' servers",
+            "gpulab:metrics.namespace: must be a namespace of its own, not 'kube-system', which every cluster has",
+        ],
+    ),
+    "a wrong lab beside another's budget without alerts": (
+        HEAD + labs("maxGpus: 0\n").replace("      maxGpus: 4\n", "") + f"    other:\n{LAB}      monthlyBudget: 100\n",
+        [
+            "gpulab:labs.intro.maxGpus: must be at least 1, got 0",
+            "gpulab:budgetAlerts: required when a lab has a monthly budget (other): the addresses its alerts go to, "
+            "{emails: [...], snsTopicArn: ...}",
+        ],
+    ),
+    "two classes of different terms that overlap on their common day": (
+        HEAD
+        + labs(
+            "classes:\n"
+            "- {schedule: '0 9 * * mon', duration: 2h, timeZone: Europe/Berlin, "
+            "term: {start: '2027-01-11', end: '2027-04-19'}}\n"
+            "- {schedule: '30 10 * * mon', duration: 1h, warmSeats: 4, timeZone: Europe/Berlin, "
+            "term: {start: '2027-04-19', end: '2027-07-12'}}\n"
+        ),
+        [
+            "gpulab:labs.intro.classes[1].warmSeats: its warm-up or class overlaps those of classes[0] on Mon "
+            "2027-04-19 from 08:10 UTC: together they ask for 12 + 4 warm seats, more than the lab's 12 learner seats "
+            "(Karpenter warms seats only within them); warm fewer seats, or move a class",
+        ],
+    ),
+    "three classes, of a term and of none, two zones, that overlap": (
+        HEAD
+        + labs(
+            "classes:\n- {schedule: '0 9 * * mon', duration: 1h, warmSeats: 5}\n"
+            "- {schedule: '0 8 * * mon', duration: 3h, warmSeats: 5}\n"
+            "- {schedule: '30 9 * * mon', duration: 1h, warmSeats: 5, timeZone: Europe/Lisbon, "
+            "term: {start: '2027-03-01', end: '2027-03-31'}}\n"
+        ),
+        [
+            "gpulab:labs.intro.classes[2].warmSeats: its warm-up or class overlaps those of classes[0] and classes[1] "
+            "on Mon 2027-03-01 from 09:10 UTC: together they ask for 5 + 5 + 5 warm seats, more than the lab's 12 "
+            "learner seats (Karpenter warms seats only within them); warm fewer seats, or move a class",
         ],
     ),
 }

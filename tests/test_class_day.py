@@ -261,7 +261,8 @@ def test_a_learner_moved_mid_class_fails_unbound_ones_wait() -> None:
     assert line.startswith("rehearsal: gpulab:labs.two.expireAfter (expiry ignores disruption budgets)")
 
 
-# "overlap": 2 seats (g4dn.xlarge, 2 slices, 1 GPU) and two classes of an hour, at 09:00 and at 09:30 (1 warm seat):
+# "overlap": 2 seats (g4dn.xlarge, 2 slices, 1 GPU) and two classes of an hour, at 09:00 and at 09:30 (1 warm seat
+# each: the two overlap, and more would be refused):
 # at 09:30 overlap-1 leaves (the middle of the first) and overlap-3 arrives to the seat it freed; overlap-4 arrives at
 # 09:31 to none, as the lab holds 2.
 OVERLAP = _settings(
@@ -273,7 +274,7 @@ OVERLAP = _settings(
                     2,
                     max_gpus=1,
                     classes=[
-                        {"schedule": "0 9 * * mon", "duration": "1h", "term": TERM},
+                        {"schedule": "0 9 * * mon", "duration": "1h", "warmSeats": 1, "term": TERM},
                         {"schedule": "30 9 * * mon", "duration": "1h", "warmSeats": 1, "term": TERM},
                     ],
                 )

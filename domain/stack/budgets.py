@@ -6,12 +6,12 @@ document that stops EC2 instances, and a lab's stopped instances are Karpenter's
 watches their state changes). The budget is a bell; the NodePool limit stays the brake.
 """
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import AfterValidator, Field, ValidationInfo, model_validator
 
-from domain.problems import FieldProblem
-from domain.stack.fields import Model, matching, unique
+from domain.problems import FieldProblem, report
+from domain.stack.fields import Model, labs_checked, matching, unique
 
 # AWS Budgets API reference, NotificationWithSubscribers: "one SNS subscriber and up to 10 email subscribers".
 MAX_EMAILS = 10
@@ -87,30 +87,37 @@ class BudgetAlerts(Model):
 
 def alerts_fit(alerts: BudgetAlerts | None, info: ValidationInfo) -> BudgetAlerts | None:
     """gpulab:budgetAlerts, checked against the budgets: needed by any, read by none otherwise; and each budget's name
-    within what AWS Budgets accepts."""
-    if not {"cluster", "labs", "monthly_budget"} <= info.data.keys():
+    within what AWS Budgets accepts. With a wrong lab, the other labs' budgets are checked, and "no lab has a budget" is
+    not judged (the wrong one may have one)."""
+    if not {"cluster", "monthly_budget"} <= info.data.keys():
         return alerts
-    labs: dict[str, Any] = info.data["labs"]
+    labs, every_lab = labs_checked(info)
     default = info.data["monthly_budget"]
     budgeted = [name for name, lab in labs.items() if lab_budget(lab.monthly_budget, default) is not None]
+    problems: list[ValueError] = []
     if budgeted and alerts is None:
-        raise ValueError(
-            f"required when a lab has a monthly budget ({', '.join(budgeted[:3])}"
-            f"{', ...' if len(budgeted) > 3 else ''}): the addresses its alerts go to, "
-            "{emails: [...], snsTopicArn: ...}"
+        problems.append(
+            ValueError(
+                f"required when a lab has a monthly budget ({', '.join(budgeted[:3])}"
+                f"{', ...' if len(budgeted) > 3 else ''}): the addresses its alerts go to, "
+                "{emails: [...], snsTopicArn: ...}"
+            )
         )
-    if alerts is not None and not budgeted:
-        raise ValueError(
-            "no lab has a monthly budget to alert on: set gpulab:monthlyBudget or labs.<lab>.monthlyBudget"
+    if alerts is not None and not budgeted and every_lab:
+        problems.append(
+            ValueError("no lab has a monthly budget to alert on: set gpulab:monthlyBudget or labs.<lab>.monthlyBudget")
         )
     cluster = info.data["cluster"].name
     for name in budgeted:
         if len(budget_name(cluster, name)) > MAX_BUDGET_NAME:
             key = "monthlyBudget" if labs[name].monthly_budget is None else f"labs.{name}.monthlyBudget"
-            raise FieldProblem(
-                key,
-                f"the budget of lab {name} is named {budget_name(cluster, name)[:20]}..., "
-                f"{len(budget_name(cluster, name))} characters, and AWS Budgets allows {MAX_BUDGET_NAME}: shorten "
-                "the lab's or the cluster's name",
+            problems.append(
+                FieldProblem(
+                    key,
+                    f"the budget of lab {name} is named {budget_name(cluster, name)[:20]}..., "
+                    f"{len(budget_name(cluster, name))} characters, and AWS Budgets allows {MAX_BUDGET_NAME}: "
+                    "shorten the lab's or the cluster's name",
+                )
             )
+    report(problems)
     return alerts

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
-from pydantic import ValidationInfo
+from pydantic import ValidationError, ValidationInfo, ValidatorFunctionWrapHandler
 
 from domain.capacity.node_capacity import learner_seats
 from domain.problems import FieldProblem, report
 from domain.stack import context
 from domain.stack.disruption import cron_schedule
+from domain.stack.fields import errors_beside, valid_entries
 from domain.time import class_calendar, cron, durations, zones
 from domain.time.budget_windows import Window, windows
 from domain.time.cron import Schedule
@@ -34,6 +35,13 @@ class _LabClass(Protocol):
 
     @property
     def budget_windows(self) -> tuple[Window, ...]: ...
+
+    @property
+    def term(self) -> _Term | None: ...
+
+    def occurrences(
+        self, first: datetime.date | None = None, last: datetime.date | None = None
+    ) -> Iterator[class_calendar.Occurrence]: ...
 
 
 class _Term(Protocol):
@@ -108,22 +116,43 @@ def shiftable(warmup: str, info: ValidationInfo) -> str:
     return warmup
 
 
-def classes_fit(classes: list[_LabClass], info: ValidationInfo) -> list[_LabClass]:
-    """A lab's classes: warm seats within its seats, distinct starts, and budgets within the NodePool's maximum."""
+def classes_fit(value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> list[_LabClass]:
+    """A lab's classes: warm seats within its seats, alone and with the classes they overlap, distinct starts, and
+    budgets within the NodePool's maximum. Checked among the classes that pass their own checks when another does not,
+    so that a wrong key of one class hides no problem of the others (a wrap validator: pydantic skips an after
+    validator of a list with a wrong entry)."""
+    try:
+        classes = handler(value)
+    except ValidationError as error:
+        problems = _class_problems(list(valid_entries(value, error, handler).items()), info)
+        if problems:
+            raise errors_beside(error, problems) from None
+        raise
+    report(_class_problems(list(enumerate(classes)), info))
+    return classes
+
+
+def _class_problems(classes: list[tuple[int, _LabClass]], info: ValidationInfo) -> list[ValueError]:
     problems: list[ValueError] = []
+    seats = None
     if {"max_gpus", "slices_per_gpu"} <= info.data.keys():
         seats = learner_seats(info.data["max_gpus"], info.data["slices_per_gpu"])
-        for i, lab_class in enumerate(classes):
+        for i, lab_class in classes:
             if (lab_class.warm_seats or 0) > seats:
                 problems.append(
                     FieldProblem(f"classes[{i}].warmSeats", f"must be at most the lab's {seats} learner seats")
                 )
-    for i, lab_class in enumerate(classes):
-        earlier = [j for j, other in enumerate(classes[:i]) if other.identity == lab_class.identity]
+    for n, (i, lab_class) in enumerate(classes):
+        earlier = [j for j, other in classes[:n] if other.identity == lab_class.identity]
         if earlier:
             problems.append(FieldProblem(f"classes[{i}].schedule", f"starts when classes[{earlier[0]}] does"))
+    if seats is not None:
+        # A class with too many warm seats, or starting with another, is reported as such, not as an overlap too.
+        repeated = {int(p.key[8 : p.key.index("]")]) for p in problems if isinstance(p, FieldProblem)}
+        within = [(i, c) for i, c in classes if i not in repeated]
+        problems += overlaps(within, seats)
     if "disruption" in info.data:
-        added = sum(len(lab_class.budget_windows) for lab_class in classes)
+        added = sum(len(lab_class.budget_windows) for _, lab_class in classes)
         budgets = len(info.data["disruption"].budgets) + added
         if budgets > MAX_BUDGETS:
             problems.append(
@@ -132,8 +161,58 @@ def classes_fit(classes: list[_LabClass], info: ValidationInfo) -> list[_LabClas
                     f"NodePool takes at most {MAX_BUDGETS}; this lab would have {budgets}"
                 )
             )
-    report(problems)
-    return classes
+    return problems
+
+
+def overlaps(classes: list[tuple[int, _LabClass]], seats: int) -> list[FieldProblem]:
+    """Classes whose times overlap, from one's warm-up to its end, on any day, whatever their terms and time zones,
+    that together ask for more warm seats than the lab's `seats`: while one class warms up, the learners of the others
+    hold their seats, and Karpenter warms seats only within the NodePool's limits. One problem for each set of classes
+    that overlap, at the warmSeats of the last of them, naming the first moment they all overlap (in UTC)."""
+    wants = {i: c.warm_seats or seats for i, c in classes}
+    if len(classes) < 2 or sum(wants.values()) <= seats:
+        return []
+    first, last = _overlap_days([c for _, c in classes])
+    events: list[tuple[datetime.datetime, int, int]] = []  # (moment, 0 for an end before 1 for a warm-up, class)
+    for i, lab_class in classes:
+        for occurrence in lab_class.occurrences(first, last):
+            events += [(occurrence.warm, 1, i), (occurrence.end, 0, i)]
+    events.sort()
+    running: dict[int, int] = {}
+    reported: set[frozenset[int]] = set()
+    problems = []
+    for moment, begins, i in events:
+        if not begins:
+            running[i] -= 1
+            if not running[i]:
+                del running[i]
+            continue
+        running[i] = running.get(i, 0) + 1
+        together = frozenset(running)
+        if sum(wants[j] for j in together) <= seats or together in reported:
+            continue
+        reported.add(together)
+        last_one, others = max(together), sorted(together - {max(together)})
+        problems.append(
+            FieldProblem(
+                f"classes[{last_one}].warmSeats",
+                f"its warm-up or class overlaps those of {' and '.join(f'classes[{j}]' for j in others)} on "
+                f"{moment:%a %Y-%m-%d} from {moment:%H:%M} UTC: together they ask for "
+                f"{' + '.join(str(wants[j]) for j in sorted(together))} warm seats, more than the lab's {seats} "
+                "learner seats (Karpenter warms seats only within them); warm fewer seats, or move a class",
+            )
+        )
+    return problems
+
+
+def _overlap_days(classes: list[_LabClass]) -> tuple[datetime.date, datetime.date]:
+    """The days over which classes may overlap: the horizon when two repeat all year, else the days of the terms (a
+    class without a term meets only those within them), a day wider either side for classes over midnight."""
+    terms = [c.term for c in classes if c.term is not None]
+    if len(classes) - len(terms) >= 2 or not terms:
+        return class_calendar.horizon()
+    day = datetime.timedelta(days=1)
+    return min(t.start for t in terms) - day, max(t.end for t in terms) + day
 
 
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -171,13 +250,14 @@ def skips_within_term(skip: list[datetime.date], info: ValidationInfo) -> list[d
 
 def holds_every_day(term: _Term | None, info: ValidationInfo) -> _Term | None:
     """The term names only days the class meets on, and on every class day (of the term, or over the horizon without
-    one) the start and the warm-up exist once on the zone's clock and its budget windows can be written in UTC. A
-    class that names no zone is read in the stack's gpulab:timeZone: pydantic's validation context
-    (domain/stack/context.py)."""
-    if not {"schedule", "duration", "warmup", "time_zone"} <= info.data.keys():
+    one) the start and the warm-up exist once on the zone's clock and its budget windows can be written in UTC.
+
+    Each part reads only the keys it needs, so that a wrong timeZone, warmup or duration hides none of the others:
+    the term's days need the schedule; the start on the clock, the time zone too; the warm-up, the warmup; the budget
+    windows, the duration."""
+    if "schedule" not in info.data:
         return term
-    stack_zone = context.of(info.context).time_zone
-    start, zone = cron.parse(info.data["schedule"]), class_zone(info.data["time_zone"], stack_zone)
+    start = cron.parse(info.data["schedule"])
     if term is not None:
         report(
             [
@@ -188,8 +268,14 @@ def holds_every_day(term: _Term | None, info: ValidationInfo) -> _Term | None:
         )
         if next(class_calendar.class_days(start, term.start, term.end, term.skip), None) is None:
             raise ValueError(f"has no day on which the class starts ({info.data['schedule']})")
-    warmup, duration = (durations.duration_minutes(info.data[key]) for key in ("warmup", "duration"))
+    if "time_zone" not in info.data:
+        return term
+    zone = class_zone(info.data["time_zone"], context.of(info.context).time_zone)
+    # Without a valid warmup the start alone is checked (a warm-up of 0 is the start itself).
+    warmup = durations.duration_minutes(info.data["warmup"]) if "warmup" in info.data else 0
+    duration = durations.duration_minutes(info.data["duration"]) if "duration" in info.data else None
     days = None if term is None else (term.start, term.end, tuple(term.skip))
-    planned = class_calendar.planned(start, zone, warmup, duration, days)
-    windows(start, warmup, duration, planned, class_calendar.fixed_offset(zone), term is not None)
+    planned = class_calendar.planned(start, zone, warmup, duration or 1, days)
+    if "warmup" in info.data and duration is not None:
+        windows(start, warmup, duration, planned, class_calendar.fixed_offset(zone), term is not None)
     return term

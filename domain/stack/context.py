@@ -13,7 +13,7 @@ Every check that needs one reads it with of(info.context), and a Lab or LabClass
 checked as in a stack of the defaults: ALONE.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from domain.capacity.daemonsets import DEVICE_PLUGIN_DEFAULTS, ContainerResources
@@ -29,6 +29,10 @@ class StackContext:
     runs_ebs_csi: bool = False  # the stack installs JupyterHub (gpulab:jupyterhub)
     runs_metrics: bool = False  # the stack runs gpulab:metrics
     time_zone: str | None = None  # gpulab:timeZone; None when unset or invalid (reported at gpulab:timeZone itself)
+    # The labs that passed their own checks when some lab did not, filled as gpulab:labs is validated (pydantic then
+    # leaves gpulab:labs out of what the checks of later keys read: they read these, fields.labs_checked). Never
+    # filled in ALONE.
+    valid_labs: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 # A lab or class validated outside a stack.

@@ -4,23 +4,29 @@ Checks that compare keys are field validators of the key they report on, reading
 `info.data`, which holds exactly those that are valid. Pydantic runs them even when other keys of the model fail, where
 it would skip a model validator, so that every key's problem is reported in one pass (a key with several problems
 reports its first). They set `validate_default` on their field, so that they also run when the key is left to its
-default. A check that reports at another key of its model raises FieldProblem naming that key.
+default. A check that reports at another key of its model raises FieldProblem naming that key. A check that needs a
+key that is wrong (not in `info.data`) says nothing: that key's own problem is the one to fix.
+
+A list or dict whose entry is wrong fails as a whole, and pydantic then runs no check after it: the checks across a
+lab's classes (classes_fit) run among the classes that pass their own (a wrap validator, with valid_entries), and the
+checks of keys after gpulab:labs read the labs that pass theirs (labs_checked, from the stack context).
 """
 
 import difflib
 import inspect
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationInfo
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError, ValidationInfo
 from pydantic.alias_generators import to_camel
 
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
 from domain.capacity.instance_types import GpuInstanceType as GpuInstanceTypeData
 from domain.capacity.quantity import QUANTITY, quantity
 from domain.problems import Problems, report
+from domain.stack import context
 from domain.stack.images import qualify_image
 from domain.upstream.versions import KUBE_PROXY_ADDON_VERSIONS
 
@@ -206,3 +212,51 @@ BUILT_IN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-
 def lab_instance_types(info: ValidationInfo) -> list[tuple[str, GpuInstanceTypeData]]:
     """The lab's instance types and their data, for a check of a key declared after instanceTypes; none if invalid."""
     return [(name, GPU_INSTANCE_TYPES[name]) for name in info.data.get("instance_types", [])]
+
+
+def labs_checked(info: ValidationInfo) -> tuple[dict[str, Any], bool]:
+    """The labs a check of a key after gpulab:labs reads, and whether they are all of the stack's labs: those of
+    `info.data`, else (some lab is wrong) the labs that passed their own checks, kept in the stack context
+    (domain/stack/context.py valid_labs), which a check that needs every lab (none on the spawn page, none with a
+    budget) must not judge the stack by. So a wrong key of one lab neither hides the other labs' problems with the hub,
+    the meter or the budgets nor causes one."""
+    if "labs" in info.data:
+        return info.data["labs"], True
+    return context.of(info.context).valid_labs, False
+
+
+def data_checked(info: ValidationInfo) -> dict[str, Any]:
+    """`info.data` with gpulab:labs as labs_checked reads it, for a check that hands the settings on
+    (namespace_clash)."""
+    return {**info.data, "labs": labs_checked(info)[0]}
+
+
+def errors_beside(error: ValidationError, problems: Sequence[ValueError]) -> ValidationError:
+    """`error`, a container's failed validation, with the problems its own checks found among the entries that passed
+    theirs: one ValidationError naming both, at the container's key (a FieldProblem at the key it names)."""
+    details: list[Any] = [
+        {"type": e["type"], "loc": e["loc"], "input": e["input"], **({"ctx": e["ctx"]} if "ctx" in e else {})}
+        for e in error.errors()
+    ]
+    details += [{"type": "value_error", "loc": (), "input": None, "ctx": {"error": p}} for p in problems]
+    return ValidationError.from_exception_data(error.title, details)
+
+
+def valid_entries(value: Any, error: ValidationError, handler: Callable[[Any], Any]) -> dict[Any, Any]:
+    """The entries of a list or dict whose validation failed with `error` that pass their own checks (by index or
+    key), each validated alone through `handler`, the container's validator."""
+    wrong = {e["loc"][0] for e in error.errors() if e["loc"]}
+    if isinstance(value, list):
+        candidates: dict[Any, Any] = {i: v for i, v in enumerate(value) if i not in wrong}
+    elif isinstance(value, dict):
+        candidates = {k: v for k, v in value.items() if k not in wrong and str(k) not in wrong}
+    else:
+        return {}
+    valid = {}
+    for key, entry in candidates.items():
+        try:
+            checked = handler([entry] if isinstance(value, list) else {key: entry})
+        except ValidationError:
+            continue
+        valid[key] = checked[0] if isinstance(value, list) else checked[key]
+    return valid

@@ -11,7 +11,18 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
 from domain.problems import FieldProblem, report
-from domain.stack.fields import Duration, ImageReference, Model, Namespace, SubnetId, between, matching, unique
+from domain.stack.fields import (
+    Duration,
+    ImageReference,
+    Model,
+    Namespace,
+    SubnetId,
+    between,
+    data_checked,
+    labs_checked,
+    matching,
+    unique,
+)
 from domain.stack.images import DOCKER_HUB
 from domain.stack.namespaces import namespace_clash
 from domain.time import durations
@@ -283,38 +294,38 @@ class JupyterHub(Model):
 def hub_has_its_labs(hub: JupyterHub | None, info: ValidationInfo) -> JupyterHub | None:
     """gpulab:jupyterhub beside the labs and the other components: a namespace of its own, a lab on the spawn page,
     a notebook image for every lab there, its own or the hub's, and a lab's internet closed only where a hub runs its
-    learners."""
-    if "labs" not in info.data:
-        return hub
-    for name, lab in info.data["labs"].items():
-        if not lab.internet and (hub is None or not lab.on_spawn_page):
-            # The walls are NetworkPolicies around the hub's learners (components/jupyterhub/walls.py): a lab whose
-            # learners the hub does not start has no server to close.
-            raise FieldProblem(
-                f"labs.{name}.internet",
-                "false closes the internet to the lab's JupyterHub learners: it needs gpulab:jupyterhub and the lab "
-                "on its spawn page (onSpawnPage: true)",
-            )
-    if hub is None:
-        return hub
-    problems: list[ValueError] = []
-    if clash := namespace_clash(hub.namespace, info.data, ("karpenter", "nvidia_device_plugin")):
-        problems.append(FieldProblem("jupyterhub.namespace", clash))
-    if cluster := info.data.get("cluster"):
-        problems += _load_balancer_problems(hub.load_balancer, cluster.private_subnet_ids)
-    offered = {name: lab for name, lab in info.data["labs"].items() if lab.on_spawn_page}
-    if not offered:
-        # With no profile KubeSpawner starts a pod without the GPU toleration or a lab's node selector.
-        problems.append(ValueError("needs at least one lab on the spawn page (a lab with onSpawnPage: true)"))
-    problems += [
+    learners. Every problem is reported; with a wrong lab, the other labs are checked, and whether any lab is on the
+    spawn page is not judged (the wrong one may be)."""
+    labs, every_lab = labs_checked(info)
+    problems: list[ValueError] = [
+        # The walls are NetworkPolicies around the hub's learners (components/jupyterhub/walls.py): a lab whose
+        # learners the hub does not start has no server to close.
         FieldProblem(
-            f"labs.{name}.notebookImage",
-            "required for a lab on the JupyterHub spawn page, unless gpulab:jupyterhub.notebookImage gives every "
-            "lab one (or onSpawnPage: false)",
+            f"labs.{name}.internet",
+            "false closes the internet to the lab's JupyterHub learners: it needs gpulab:jupyterhub and the lab "
+            "on its spawn page (onSpawnPage: true)",
         )
-        for name, lab in offered.items()
-        if lab.notebook_image is None and hub.notebook_image is None
+        for name, lab in labs.items()
+        if not lab.internet and (hub is None or not lab.on_spawn_page)
     ]
+    if hub is not None:
+        if clash := namespace_clash(hub.namespace, data_checked(info), ("karpenter", "nvidia_device_plugin")):
+            problems.append(FieldProblem("jupyterhub.namespace", clash))
+        if cluster := info.data.get("cluster"):
+            problems += _load_balancer_problems(hub.load_balancer, cluster.private_subnet_ids)
+        offered = {name: lab for name, lab in labs.items() if lab.on_spawn_page}
+        if not offered and every_lab:
+            # With no profile KubeSpawner starts a pod without the GPU toleration or a lab's node selector.
+            problems.append(ValueError("needs at least one lab on the spawn page (a lab with onSpawnPage: true)"))
+        problems += [
+            FieldProblem(
+                f"labs.{name}.notebookImage",
+                "required for a lab on the JupyterHub spawn page, unless gpulab:jupyterhub.notebookImage gives every "
+                "lab one (or onSpawnPage: false)",
+            )
+            for name, lab in offered.items()
+            if lab.notebook_image is None and hub.notebook_image is None
+        ]
     report(problems)
     return hub
 

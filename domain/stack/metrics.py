@@ -7,14 +7,13 @@ Absent, nothing of it is installed and no lab may set gpuIdleTimeout.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Annotated, Protocol
 
 from pydantic import AfterValidator, Field, ValidationInfo
 
 from domain.capacity.daemonsets import DCGM_SERVER
 from domain.problems import FieldProblem, report
-from domain.stack.fields import Duration, Model, Namespace, between
+from domain.stack.fields import Duration, Model, Namespace, between, data_checked, labs_checked
 from domain.stack.namespaces import namespace_clash
 from domain.time import durations
 from domain.upstream.versions import DCGM_EXPORTER_VERSION
@@ -75,9 +74,12 @@ def idle_window(lab: MeteredLab, metrics: Metrics) -> str:
     return lab.gpu_idle_timeout or metrics.idle_after
 
 
-def _timeout_problem(lab: MeteredLab, has_metrics: bool, has_hub: bool) -> str | None:
+def _timeout_problem(lab: MeteredLab, has_metrics: bool, has_hub: bool | None) -> str | None:
+    """`has_hub` None: gpulab:jupyterhub is set but wrong, which its own problem names."""
     if not has_metrics:
         return "needs gpulab:metrics, which measures each seat's GPU use"
+    if has_hub is None:
+        return None
     if not has_hub:
         return "needs gpulab:jupyterhub: the idle-GPU culler is a service of the hub, which stops learners' servers"
     if lab.sharing == "mps":
@@ -101,24 +103,33 @@ def _timeout_problem(lab: MeteredLab, has_metrics: bool, has_hub: bool) -> str |
 
 def metrics_fit(metrics: Metrics | None, info: ValidationInfo) -> Metrics | None:
     """gpulab:metrics beside the other settings: the scraper's way into the cluster, a namespace of its own, and every
-    lab's gpuIdleTimeout backed by a meter and a hub."""
-    labs: Mapping[str, MeteredLab] = info.data.get("labs", {})
-    hub = info.data.get("jupyterhub") is not None
+    lab's gpuIdleTimeout backed by a meter and a hub. Every problem is reported; a check that needs a key that is
+    wrong (a lab, gpulab:jupyterhub) is left to that key's own problem."""
+    labs, _ = labs_checked(info)
+    # gpulab:jupyterhub is in info.data unless it is wrong (its default, None, is valid): a wrong hub is not a missing
+    # one, and a lab's gpuIdleTimeout is not to blame for it.
+    hub = info.data.get("jupyterhub") is not None if "jupyterhub" in info.data else None
     timeouts = {
         name: _timeout_problem(lab, metrics is not None, hub)
         for name, lab in labs.items()
         if lab.gpu_idle_timeout is not None
     }
-    report([FieldProblem(f"labs.{name}.gpuIdleTimeout", problem) for name, problem in timeouts.items() if problem])
-    if metrics is None:
-        return None
-    cluster = info.data.get("cluster")
-    if cluster is not None and not cluster.private_endpoint:
-        raise FieldProblem(
-            "cluster.privateEndpoint",
-            "must be true with gpulab:metrics: the AWS managed scraper reaches the cluster only through its private "
-            "endpoint (AMP User Guide, AMP-collector-how-to)",
-        )
-    if clash := namespace_clash(metrics.namespace, info.data, ("karpenter", "nvidia_device_plugin", "jupyterhub")):
-        raise FieldProblem("metrics.namespace", clash)
+    problems: list[ValueError] = [
+        FieldProblem(f"labs.{name}.gpuIdleTimeout", problem) for name, problem in timeouts.items() if problem
+    ]
+    if metrics is not None:
+        cluster = info.data.get("cluster")
+        if cluster is not None and not cluster.private_endpoint:
+            problems.append(
+                FieldProblem(
+                    "cluster.privateEndpoint",
+                    "must be true with gpulab:metrics: the AWS managed scraper reaches the cluster only through its "
+                    "private endpoint (AMP User Guide, AMP-collector-how-to)",
+                )
+            )
+        if clash := namespace_clash(
+            metrics.namespace, data_checked(info), ("karpenter", "nvidia_device_plugin", "jupyterhub")
+        ):
+            problems.append(FieldProblem("metrics.namespace", clash))
+    report(problems)
     return metrics

@@ -18,6 +18,8 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
     field_validator,
     model_validator,
 )
@@ -63,7 +65,7 @@ from domain.stack.classes import (
     skips_within_term,
     warmup_range,
 )
-from domain.stack.context import StackContext
+from domain.stack.context import ALONE, StackContext
 from domain.stack.disruption import budget_schedule, schedule_with_duration
 from domain.stack.endpoint import EVERYWHERE, at_most_quota, public_access_cidr
 from domain.stack.fields import (
@@ -88,11 +90,13 @@ from domain.stack.fields import (
     all_of,
     at_least,
     between,
+    data_checked,
     kube_proxy_pinned,
     matching,
     positive_amount,
     two_or_more,
     unique,
+    valid_entries,
 )
 from domain.stack.jupyterhub import JupyterHub, NotebookImage, hub_has_its_labs
 from domain.stack.limits import (
@@ -467,7 +471,7 @@ class Lab(Model):
         "deletes them and terminates the node.",
     )
     disruption: Disruption = Field(default_factory=Disruption, description="Consolidation and disruption budgets.")
-    classes: Annotated[list[LabClass], AfterValidator(classes_fit)] = Field(
+    classes: Annotated[list[LabClass], WrapValidator(classes_fit)] = Field(
         default_factory=list, description="Scheduled classes: warm seats at each start, no learner moved during it."
     )
     learner_pod: Annotated[LearnerPod, AfterValidator(learner_pod_fits)] = Field(
@@ -673,12 +677,23 @@ def stack_context(data: Any) -> StackContext:
     )
 
 
+def _labs_kept_apart(value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+    # When a lab is wrong, pydantic leaves gpulab:labs out of what later keys' checks read: they read the labs that
+    # passed their own checks instead, which this keeps in the stack context (domain.stack.fields.labs_checked).
+    try:
+        return handler(value)
+    except ValidationError as error:
+        if isinstance(info.context, StackContext) and info.context is not ALONE:
+            info.context.valid_labs.update(valid_entries(value, error, handler))
+        raise
+
+
 class Settings(Model):
     """Everything under `gpulab:` in one stack file. Validated with its stack context, which its labs' checks read:
     Settings.model_validate(values, context=stack_context(values)) (domain/stack/load.py parse)."""
 
     cluster: Cluster
-    labs: Annotated[dict[LabName, Lab], BeforeValidator(fits_one_stack)] = Field(
+    labs: Annotated[dict[LabName, Lab], BeforeValidator(fits_one_stack), WrapValidator(_labs_kept_apart)] = Field(
         default_factory=dict, description="One entry per lab, keyed by lab name."
     )
     karpenter: Karpenter = Field(default_factory=Karpenter, description="The Karpenter controller.")
@@ -739,9 +754,9 @@ class Settings(Model):
         # Each component creates the namespace it installs into; two Namespace objects of one name cannot coexist.
         problems: list[ValueError] = []
         karpenter = info.data.get("karpenter")
-        if karpenter and (clash := namespace_clash(karpenter.namespace, info.data, (), built_in=True)):
+        if karpenter and (clash := namespace_clash(karpenter.namespace, data_checked(info), (), built_in=True)):
             problems.append(FieldProblem("karpenter.namespace", clash))
-        if clash := namespace_clash(plugin.namespace, info.data, ("karpenter",), built_in=True):
+        if clash := namespace_clash(plugin.namespace, data_checked(info), ("karpenter",), built_in=True):
             problems.append(FieldProblem("nvidiaDevicePlugin.namespace", clash))
         report(problems)
         return plugin
