@@ -200,3 +200,9 @@ def test_the_example_of_classes_md_holds_what_the_page_says():
     page = " ".join((ROOT / "docs" / "classes.md").read_text().split())
     figures = f"the {len(planned)} classes need {durations.format_duration(int(needed.total_seconds()) // 60)} of "
     assert figures in page and f"the windows hold {durations.format_duration(len(held))} in 2027" in page
+
+
+def test_etc_gmt_minus_1_is_utc_plus_1_as_the_hint_says():
+    # The hint for an offset (domain/time/zones.py) names Etc/GMT-1 for UTC+01:00: POSIX's sign, west of Greenwich.
+    moment = datetime.datetime(2027, 1, 11, 12, tzinfo=zones.zone("Etc/GMT-1"))
+    assert (moment.utcoffset(), moment.tzname()) == (datetime.timedelta(hours=1), "+01")

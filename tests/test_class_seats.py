@@ -340,6 +340,42 @@ def with_classes(*classes: dict, **lab: object) -> dict:
             "did you mean Europe/Berlin?",
         ),
         (
+            # An abbreviation names the zones whose clocks show it, not a name it resembles (CEST once suggested EST).
+            with_classes({"schedule": "0 9 * * tue", "duration": "1h", "timeZone": "CEST"}),
+            "gpulab:labs.intro.classes[0].timeZone: 'CEST' is not a time zone of the IANA tz database (2026f); CEST "
+            "is the abbreviation of an offset, not a zone, and a zone also knows when its clocks change; did you mean "
+            "Europe/Berlin, Europe/Paris or Africa/Ceuta, whose clocks show CEST? names look like Europe/Berlin, "
+            "America/New_York or Etc/UTC",
+        ),
+        (
+            # An offset names the zones of that offset and the Etc/GMT zone, its sign explained (UTC+1 once suggested
+            # UTC).
+            {**with_classes({"schedule": "0 9 * * tue", "duration": "1h"}), "gpulab:timeZone": "UTC+1"},
+            "gpulab:timeZone: 'UTC+1' is not a time zone of the IANA tz database (2026f); UTC+01:00 is an offset, not "
+            "a zone: write the zone of the class's place, such as Europe/Berlin or Europe/Paris, which follows the "
+            "place's clocks, summer time included, or Etc/GMT-1 for UTC+01:00 all year (the sign is reversed: Etc/GMT "
+            "zones count hours west of Greenwich, as POSIX does); names look like Europe/Berlin, America/New_York or "
+            "Etc/UTC",
+        ),
+        (
+            with_classes({"schedule": "0 9 * * tue", "duration": "1h", "timeZone": "+05:30"}),
+            "gpulab:labs.intro.classes[0].timeZone: '+05:30' is not a time zone of the IANA tz database (2026f); "
+            "UTC+05:30 is an offset, not a zone: write the zone of the class's place, such as Asia/Kolkata or "
+            "Asia/Colombo, which follows the place's clocks, summer time included; names look like",
+        ),
+        (
+            with_classes({"schedule": "0 9 * * tue", "duration": 120}),
+            "gpulab:labs.intro.classes[0].duration: a duration needs a unit, e.g. 120m or 2h; got the number 120",
+        ),
+        (
+            with_classes({"schedule": "0 9 * * tue", "duration": "1h", "warmup": 90}),
+            "gpulab:labs.intro.classes[0].warmup: a duration needs a unit, e.g. 90m or 1h30m; got the number 90",
+        ),
+        (
+            with_classes(expireAfter=720),
+            "gpulab:labs.intro.expireAfter: a duration needs a unit, e.g. 720m or 12h; got the number 720",
+        ),
+        (
             {**with_classes({"schedule": "0 9 * * tue", "duration": "1h"}), "gpulab:timeZone": "Mars/Olympus_Mons"},
             "gpulab:timeZone: 'Mars/Olympus_Mons' is not a time zone of the IANA tz database",
         ),

@@ -28,6 +28,7 @@ from domain.capacity.quantity import QUANTITY, quantity
 from domain.problems import Problems, report
 from domain.stack import context
 from domain.stack.images import qualify_image
+from domain.time import durations
 from domain.upstream.versions import KUBE_PROXY_ADDON_VERSIONS
 
 
@@ -167,9 +168,16 @@ CapacityType = Literal["on-demand", "spot", "reserved"]
 ImageReference = Annotated[str, AfterValidator(qualify_image)]
 # Karpenter's duration grammar (NodePool CRD): e.g. 30m, 1h30m, 720h.
 DURATION = r"([0-9]+(s|m|h))+"
-Duration = Annotated[str, matching(DURATION, "a duration such as 10m, 1h30m or 720h")]
+# A bare number (`duration: 120`) is refused with the units it may have meant (domain/time/durations.py).
+Duration = Annotated[
+    str, BeforeValidator(durations.unit_needed), matching(DURATION, "a duration such as 10m, 1h30m or 720h")
+]
 # Karpenter's budget durations (NodePool CRD): hours and minutes only; class durations and warmups are written alike.
-ClockDuration = Annotated[str, matching(r"[0-9]+(h|m)|[0-9]+h[0-9]+m", "hours and minutes such as 45m, 2h or 1h30m")]
+ClockDuration = Annotated[
+    str,
+    BeforeValidator(durations.unit_needed),
+    matching(r"[0-9]+(h|m)|[0-9]+h[0-9]+m", "hours and minutes such as 45m, 2h or 1h30m"),
+]
 
 
 def not_negative(value: str) -> str:

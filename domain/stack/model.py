@@ -458,7 +458,9 @@ class Lab(Model):
         description="Most vCPUs the lab's nodes may have in total (the NodePool's cpu limit), at least what maxGpus "
         "needs on the lab's type of most vCPUs per GPU; that by default.",
     )
-    expire_after: Annotated[str, matching(f"{DURATION}|Never", "a duration such as 720h, or Never")] = Field(
+    expire_after: Annotated[
+        str, BeforeValidator(durations.unit_needed), matching(f"{DURATION}|Never", "a duration such as 720h, or Never")
+    ] = Field(
         default="720h",
         description="Age at which Karpenter replaces a node. Expiry ignores disruption budgets and "
         "karpenter.sh/do-not-disrupt; terminationGracePeriod bounds how long the node then waits for its pods.",

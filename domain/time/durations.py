@@ -27,3 +27,14 @@ def format_duration(minutes: int) -> str:
     """The budget duration Karpenter's CRD pattern accepts for a whole number of minutes: 2h, 45m or 1h30m."""
     hours, rest = divmod(minutes, 60)
     return f"{hours}h{rest}m" if hours and rest else f"{hours}h" if hours else f"{rest}m"
+
+
+def unit_needed(value: object) -> object:
+    """A duration written as a bare number (`duration: 120`), which YAML reads as a number and gpulab cannot read as
+    minutes or seconds without guessing: refused, with what was likely meant. Anything else passes unchanged."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    if isinstance(value, int) and value > 0:
+        other = format_duration(value) if value >= 60 else f"{value}h"
+        raise ValueError(f"a duration needs a unit, e.g. {value}m or {other}; got the number {value}")
+    raise ValueError(f"a duration needs a unit, e.g. 90m or 1h30m; got the number {value}")

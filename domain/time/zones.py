@@ -8,6 +8,7 @@ import datetime
 import difflib
 import functools
 import io
+import re
 import struct
 from importlib import resources
 from zoneinfo import ZoneInfo
@@ -36,13 +37,102 @@ def names() -> frozenset[str]:
 def time_zone(value: str) -> str:
     """A zone name the tz database has, as a CronJob's spec.timeZone takes it."""
     if value not in names():
-        close = difflib.get_close_matches(value, sorted(names()), n=1)
-        hint = f"did you mean {close[0]}? " if close else ""
         raise ValueError(
-            f"{value!r} is not a time zone of the IANA tz database ({VERSION}); {hint}names look like Europe/Berlin, "
-            "America/New_York or Etc/UTC"
+            f"{value!r} is not a time zone of the IANA tz database ({VERSION}); {_hint(value)}names look like "
+            "Europe/Berlin, America/New_York or Etc/UTC"
         )
     return value
+
+
+# Zones suggested first where several fit, in this order: those of the examples and of large populations. Each is
+# suggested only where the pinned tz database gives it the abbreviation or offset asked about.
+_FIRST = (
+    "Europe/Berlin",
+    "Europe/Paris",
+    "Europe/London",
+    "Europe/Dublin",
+    "Europe/Lisbon",
+    "Europe/Helsinki",
+    "Europe/Moscow",
+    "America/New_York",
+    "America/Chicago",
+    "America/Denver",
+    "America/Phoenix",
+    "America/Los_Angeles",
+    "America/Anchorage",
+    "America/Halifax",
+    "America/Sao_Paulo",
+    "Pacific/Honolulu",
+    "Africa/Lagos",
+    "Africa/Johannesburg",
+    "Africa/Cairo",
+    "Africa/Nairobi",
+    "Asia/Dubai",
+    "Asia/Karachi",
+    "Asia/Kolkata",
+    "Asia/Jerusalem",
+    "Asia/Shanghai",
+    "Asia/Singapore",
+    "Asia/Tokyo",
+    "Asia/Seoul",
+    "Australia/Perth",
+    "Australia/Adelaide",
+    "Australia/Sydney",
+    "Pacific/Auckland",
+)
+_OFFSET = re.compile(r"(?:UTC|GMT|Z)?\s*([+-])\s*([0-9]{1,2})(?::?([0-9]{2}))?", re.IGNORECASE)
+
+
+@functools.cache
+def _country_zones() -> tuple[str, ...]:
+    """The zones of the pinned release's zone.tab (one or more per country, no links), _FIRST's first."""
+    rows = resources.files(tzdata).joinpath("zoneinfo", "zone.tab").read_text().splitlines()
+    listed = {row.split("\t")[2] for row in rows if row and not row.startswith("#")}
+    return (*(z for z in _FIRST if z in listed), *sorted(listed - set(_FIRST)))
+
+
+def _in_year(name: str) -> list[datetime.datetime]:
+    # A winter and a summer day of the release's year, north and south, read on the zone's clock.
+    year = int(VERSION[:4])
+    return [datetime.datetime(year, month, 15, 12, tzinfo=zone(name)) for month in (1, 7)]
+
+
+def _hint(value: str) -> str:
+    """What the user may have meant by a name the tz database lacks: for an offset (UTC+1) or an abbreviation (CEST),
+    zones of the pinned release that have it; else the closest name."""
+    if offset := _OFFSET.fullmatch(value.strip()):
+        sign, hours, minutes = offset[1], int(offset[2]), int(offset[3] or 0)
+        if hours <= 14 and minutes < 60:
+            return _offset_hint(datetime.timedelta(hours=hours, minutes=minutes) * (-1 if sign == "-" else 1))
+    if value.isalpha() and 2 <= len(value) <= 5:
+        abbreviation = value.upper()
+        using = [z for z in _country_zones() if any(t.tzname() == abbreviation for t in _in_year(z))][:3]
+        if using:
+            zones_text = f"{', '.join(using[:-1])} or {using[-1]}" if len(using) > 1 else using[0]
+            return (
+                f"{abbreviation} is the abbreviation of an offset, not a zone, and a zone also knows when its clocks "
+                f"change; did you mean {zones_text}, whose clocks show {abbreviation}? "
+            )
+    close = difflib.get_close_matches(value, sorted(names()), n=1)
+    return f"did you mean {close[0]}? " if close else ""
+
+
+def _offset_hint(offset: datetime.timedelta) -> str:
+    shown = utc_offset(offset)
+    places = [z for z in _country_zones() if _in_year(z)[0].utcoffset() == offset][:2]
+    place = f"the zone of the class's place, such as {' or '.join(places)}," if places else "the zone of its place,"
+    text = f"{shown} is an offset, not a zone: write {place} which follows the place's clocks, summer time included"
+    hours, rest = divmod(int(offset.total_seconds()) // 60, 60)
+    if not hours and not rest:
+        text += ", or Etc/UTC"
+    elif not rest and -12 <= hours <= 14:
+        # POSIX TZ strings count hours west of Greenwich, and the tz database's Etc/GMT zones are named alike: in the
+        # pinned release Etc/GMT-1 is UTC+01:00 (tests/test_class_seats.py checks the zone the hint names).
+        text += (
+            f", or Etc/GMT{-hours:+d} for {shown} all year (the sign is reversed: Etc/GMT zones count hours west of "
+            "Greenwich, as POSIX does)"
+        )
+    return f"{text}; "
 
 
 def _file(name: str) -> bytes:
