@@ -230,6 +230,20 @@ GOOD = {
     + SECRET,
     "a sha256 digest": HEAD + labs(f"prepullImages: [ubuntu@sha256:{'0a' * 32}]\n"),
     "a host name of 253 characters": HEAD + labs() + hub(host=".".join(["a" * 62] * 4)[:249] + ".edu"),
+    # The CronJob controller misses a day whose midnight is skipped only where time.Date puts it after the gap (east
+    # of UTC), and only for a schedule that does not fire the day before (tests/test_schedule.py, robfig_next).
+    "a daily class in Cairo over its skipped midnight": HEAD
+    + labs(
+        "classes: [{schedule: '0 9 * * *', duration: 1h, timeZone: Africa/Cairo, "
+        "term: {start: '2026-04-20', end: '2026-04-30'}}]\n"
+    ),
+    "a weekly Cairo class that skips the day of the change": HEAD
+    + labs(
+        "classes: [{schedule: '0 9 * * fri', duration: 1h, timeZone: Africa/Cairo, "
+        "term: {start: '2026-04-03', end: '2026-05-29', skip: ['2026-04-24']}}]\n"
+    ),
+    "a weekly class in Havana, whose midnight goes forward west of UTC": HEAD
+    + labs("classes: [{schedule: '0 9 * * sun', duration: 1h, timeZone: America/Havana}]\n"),
     "two classes of terms that do not overlap": HEAD
     + labs(
         "classes:\n"

@@ -430,6 +430,44 @@ def with_classes(*classes: dict, **lab: object) -> dict:
             "gpulab:labs.intro.classes[0].schedule: its start, 02:30 on Sun 2026-03-29 does not exist in Europe/Berlin",
         ),
         (
+            # Cairo's clocks skip midnight on Fri 2026-04-24 (tzdata 2026f): the CronJob controller's robfig/cron
+            # v3.0.1 misses every job of a weekly class on that day, not only those in the gap.
+            with_classes(
+                {
+                    "schedule": "0 9 * * fri",
+                    "duration": "1h",
+                    "timeZone": "Africa/Cairo",
+                    "term": {"start": "2026-02-06", "end": "2026-06-26"},
+                }
+            ),
+            "gpulab:labs.intro.classes[0].schedule: the CronJob controller would not run its warm-up at 08:40 nor its "
+            "release at 09:00 on Fri 2026-04-24: Africa/Cairo skips midnight on that day (its clocks go forward at "
+            "00:00), and the controller's cron library (robfig/cron v3.0.1) then misses the whole day unless the "
+            "schedule fires the day before too; skip that day (term.skip), or choose another zone",
+        ),
+        (
+            # Without a term, every year of the horizon: Beirut's last Sunday of March.
+            with_classes({"schedule": "0 9 * * sun", "duration": "1h", "warmup": "1h", "timeZone": "Asia/Beirut"}),
+            "gpulab:labs.intro.classes[0].schedule: the CronJob controller would not run its warm-up at 08:00 nor its "
+            "release at 09:00 on Sun 2026-03-29, Sun 2027-03-28, Sun 2028-03-26 and 25 more: Asia/Beirut skips "
+            "midnight on those days (its clocks go forward at 00:00), and the controller's cron library (robfig/cron "
+            "v3.0.1) then misses the whole day unless the schedule fires the day before too; give the class a term "
+            "that skips those days, or choose another zone",
+        ),
+        (
+            # A start inside the gap at midnight is refused as before, at the start.
+            with_classes(
+                {
+                    "schedule": "0 0 * * fri",
+                    "duration": "1h",
+                    "timeZone": "Africa/Cairo",
+                    "term": {"start": "2026-02-06", "end": "2026-06-26"},
+                }
+            ),
+            "gpulab:labs.intro.classes[0].schedule: its start, 00:00 on Fri 2026-04-24 does not exist in Africa/Cairo: "
+            "its clocks go forward 1h then (UTC+02:00 to UTC+03:00); choose a start the clock shows once",
+        ),
+        (
             with_classes({"schedule": "10 3 * * sun", "duration": "1h", "timeZone": "Europe/Berlin", "term": TERM}),
             "gpulab:labs.intro.classes[0].warmup: its warm-up would begin at 02:50 on Sun 2027-03-28 does not exist",
         ),

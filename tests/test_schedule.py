@@ -152,3 +152,50 @@ def test_shortest_gap_is_the_closest_starts_across_midnight_too():
     assert shortest_gap(parse("0 1,23 * * *")) == 120  # 23:00 to 01:00 the next day
     assert shortest_gap(parse("0 1,23 * * mon")) == 22 * 60  # Mondays only: no next-day pair
     assert shortest_gap(parse("0 9 * * *")) is None  # a day apart
+
+
+# robfig/cron v3.0.1's Next with `TZ=<zone> <schedule>` as the CronJob controller parses it, run here (Go 1.26.8, the
+# module from the Go module cache, ZONEINFO pointed at the pinned tzdata 2026f; a throwaway program, not committed)
+# from the moment given: its next four times on the zone's clock. domain/time/cron.py robfig_next must find the same.
+ROBFIG_V3_0_1 = [
+    ("Africa/Cairo", "0 9 * * 5", "2026-04-18T12:00Z", ["05-01 09:00", "05-08 09:00", "05-15 09:00", "05-22 09:00"]),
+    ("Africa/Cairo", "0 9 * * 5", "2026-04-23T12:00Z", ["05-01 09:00", "05-08 09:00", "05-15 09:00", "05-22 09:00"]),
+    ("Africa/Cairo", "0 9 * * *", "2026-04-22T12:00Z", ["04-23 09:00", "04-24 09:00", "04-25 09:00", "04-26 09:00"]),
+    ("Africa/Cairo", "0 1 * * 5", "2026-04-18T12:00Z", ["05-01 01:00", "05-08 01:00", "05-15 01:00", "05-22 01:00"]),
+    ("Africa/Cairo", "0 9 * * 4,5", "2026-04-18T12:00Z", ["04-23 09:00", "04-24 09:00", "04-30 09:00", "05-01 09:00"]),
+    ("Africa/Cairo", "40 23 * * 4", "2026-04-18T12:00Z", ["04-23 23:40", "04-30 23:40", "05-07 23:40", "05-14 23:40"]),
+    ("Africa/Cairo", "0 0 * * *", "2026-04-22T12:00Z", ["04-23 00:00", "04-25 00:00", "04-26 00:00", "04-27 00:00"]),
+    ("Asia/Beirut", "0 9 * * 0", "2026-03-22T12:00Z", ["04-05 09:00", "04-12 09:00", "04-19 09:00", "04-26 09:00"]),
+    ("Asia/Beirut", "0 9 * * 6", "2026-03-22T12:00Z", ["03-28 09:00", "03-29 09:00", "04-04 09:00", "04-11 09:00"]),
+    ("Asia/Beirut", "30 0 * * *", "2026-03-27T12:00Z", ["03-28 00:30", "03-30 00:30", "03-31 00:30", "04-01 00:30"]),
+    ("America/Havana", "0 9 * * 0", "2026-03-01T12:00Z", ["03-01 09:00", "03-08 09:00", "03-15 09:00", "03-22 09:00"]),
+    ("America/Havana", "0 0 * * *", "2026-10-30T12:00Z", ["10-31 00:00", "11-01 00:00", "11-02 00:00", "11-03 00:00"]),
+    (
+        "America/Santiago",
+        "0 9 * * 0",
+        "2026-08-30T12:00Z",
+        ["08-30 09:00", "09-06 09:00", "09-13 09:00", "09-20 09:00"],
+    ),
+    ("Atlantic/Azores", "0 9 * * 0", "2026-03-22T12:00Z", ["03-29 09:00", "04-05 09:00", "04-12 09:00", "04-19 09:00"]),
+    ("Europe/Berlin", "0 9 * * 0", "2026-03-22T12:00Z", ["03-29 09:00", "04-05 09:00", "04-12 09:00", "04-19 09:00"]),
+    ("Europe/Berlin", "30 2 * * *", "2026-03-27T12:00Z", ["03-28 02:30", "03-30 02:30", "03-31 02:30", "04-01 02:30"]),
+    (
+        "America/Sao_Paulo",
+        "0 9 * * 0",
+        "2026-03-22T12:00Z",
+        ["03-29 09:00", "04-05 09:00", "04-12 09:00", "04-19 09:00"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("zone", "schedule", "after", "expected"), ROBFIG_V3_0_1)
+def test_robfig_next_finds_what_robfig_cron_v3_0_1_does(zone, schedule, after, expected):
+    from domain.time import zones
+    from domain.time.cron import robfig_next
+
+    moment = int(datetime.datetime.fromisoformat(after).timestamp())
+    found = []
+    for _ in expected:
+        moment = robfig_next(parse(schedule), zone, moment)
+        found.append(f"{datetime.datetime.fromtimestamp(moment, zones.zone(zone)):%m-%d %H:%M}")
+    assert found == expected

@@ -1,5 +1,7 @@
 """Checks of a lab's classes: schedules that fire, warmups that can be shifted exactly, terms whose days the class
-meets on, local times that a daylight-saving change neither skips nor repeats, seats and budgets that fit."""
+meets on, local times that a daylight-saving change neither skips nor repeats, days whose skipped midnight would make
+the CronJob controller miss the class (robfig/cron v3.0.1 spec.go Next, domain/time/cron.py robfig_next), seats and
+budgets that fit, alone and for classes that overlap."""
 
 from __future__ import annotations
 
@@ -276,6 +278,24 @@ def holds_every_day(term: _Term | None, info: ValidationInfo) -> _Term | None:
     duration = durations.duration_minutes(info.data["duration"]) if "duration" in info.data else None
     days = None if term is None else (term.start, term.end, tuple(term.skip))
     planned = class_calendar.planned(start, zone, warmup, duration or 1, days)
+    if missed := class_calendar.missed_days(start, zone, warmup, planned):
+        raise FieldProblem("schedule", _missed(missed, zone, term is not None))
     if "warmup" in info.data and duration is not None:
         windows(start, warmup, duration, planned, class_calendar.fixed_offset(zone), term is not None)
     return term
+
+
+def _missed(missed: list[tuple[datetime.date, str]], zone: str, has_term: bool) -> str:
+    days = sorted({day for day, _ in missed})
+    jobs = sorted({job for _, job in missed}, key=lambda job: not job.startswith("warm"))
+    shown = ", ".join(f"{day:%a %Y-%m-%d}" for day in days[:3]) + (
+        f" and {len(days) - 3} more" if len(days) > 3 else ""
+    )
+    them = "those days" if len(days) > 1 else "that day"
+    fix = f"skip {them} (term.skip)" if has_term else f"give the class a term that skips {them}"
+    return (
+        f"the CronJob controller would not run its {' nor its '.join(jobs)} on {shown}: {zone} skips midnight on "
+        f"{them} (its clocks go forward at 00:00), and the controller's cron "
+        "library (robfig/cron v3.0.1) then misses the whole day unless the schedule fires the day before too; "
+        f"{fix}, or choose another zone"
+    )

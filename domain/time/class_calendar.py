@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from domain.problems import FieldProblem
-from domain.time import zones
+from domain.time import cron, zones
 from domain.time.cron import MINUTES_PER_DAY, Schedule
 from domain.time.durations import format_duration
 
@@ -132,3 +132,32 @@ def planned(
         first, last = horizon()
         return tuple(occurrences(start, zone, warmup, duration, first, last))
     return tuple(occurrences(start, zone, warmup, duration, *term))
+
+
+def missed_days(
+    start: Schedule, zone: str, warmup: int, planned: tuple[Occurrence, ...] | None
+) -> list[tuple[datetime.date, str]]:
+    """The class's CronJobs that the CronJob controller would not run on a class day, as (local day, "warm-up at
+    HH:MM" or "release at HH:MM"), in order: a job whose day's midnight the zone skips, on a schedule that does not also
+    fire the day before, never runs that day (robfig/cron v3.0.1 spec.go Next, followed in domain/time/cron.py
+    robfig_next). Only those days are asked; on every other day Next finds each time the clock shows once."""
+    if planned is None:  # a zone of one fixed offset, whose midnights all exist
+        return []
+    try:
+        warm = cron.shift(start, -warmup)
+    except cron.ScheduleError:  # the warmup's own problem
+        warm = None
+    missed = []
+    for occurrence in planned:
+        for job, schedule, moment in (("warm-up", warm, occurrence.warm), ("release", start, occurrence.start)):
+            day = occurrence.local(moment).date()
+            if schedule is None or not zones.midnight_skipped(day, zone):
+                continue
+            # From just before the day before's first moment, as from any earlier run of the job: Next walks the
+            # days from there (spec.go's day loop), and fires the day before first if the schedule does.
+            fire: int | None = int(day_start(day - datetime.timedelta(days=1), zone).timestamp()) - 1
+            while fire is not None and fire < moment.timestamp():
+                fire = cron.robfig_next(schedule, zone, fire)
+            if fire != moment.timestamp():
+                missed.append((day, f"{job} at {occurrence.local(moment):%H:%M}"))
+    return missed

@@ -413,3 +413,123 @@ def _other_day(schedule: Schedule, days: int, minutes: int) -> Schedule:
                 f"those days: {why}"
             )
     return shifted
+
+
+# How the Kubernetes CronJob controller finds a schedule's next time in a time zone: robfig/cron v3.0.1's
+# (*SpecSchedule).Next (spec.go:58-175; k8s.io/kubernetes v1.34.12 go.mod pins github.com/robfig/cron/v3 v3.0.1, and
+# the controller computes every schedule time through Next, pkg/controller/cronjob/utils.go), on Go's time.Date.
+# Followed step for step, because it misses whole days that exist: when a day's local midnight falls in a
+# daylight-saving gap, time.Date puts the skipped midnight after the gap in a zone east of UTC (01:00), Next's day loop
+# then takes the hour back ("Add an hour if it's 23, subtract an hour if it's 1", spec.go:112-136), lands at 23:00 the
+# day before, steps a day to 23:00 of the gap day and an hour to the next midnight: a schedule that does not also fire
+# the day before never fires that day, at any time of it. Run against robfig/cron v3.0.1 itself with the pinned
+# tzdata (2026f): `TZ=Africa/Cairo 0 9 * * 5` fires 2026-04-17 and then 2026-05-01, missing Friday 2026-04-24 (midnight
+# skipped); `TZ=Asia/Beirut 0 9 * * 0` misses Sunday 2026-03-29; America/Havana, America/Santiago and Atlantic/Azores,
+# west of UTC, are not affected (time.Date puts their skipped midnight at 23:00, which the loop moves forward); a daily
+# schedule is not affected (it reaches the day through the hour loop). A time inside a gap never fires either (the
+# hour loop adds real hours, which never show it): zones.instant refuses those times already.
+def _go_date(zone_name: str, year: int, month: int, day: int, hour: int, minute: int, second: int) -> int:
+    """Go's time.Date in the zone, as Unix seconds: fields out of range roll over; a wall time in a gap or a repeat
+    takes the offset Go's lookup finds (go/src/time/time.go Date: the offset at the time read as UTC, unless that
+    offset's period does not hold the result, then the offset at the result)."""
+    year, month = year + (month - 1) // 12, (month - 1) % 12 + 1
+    wall = datetime.datetime(year, month, 1) + datetime.timedelta(
+        days=day - 1, hours=hour, minutes=minute, seconds=second
+    )
+    unix = int((wall - datetime.datetime(1970, 1, 1)).total_seconds())
+    return unix - _offset(zone_name, unix - _offset(zone_name, unix))
+
+
+def _offset(zone_name: str, unix: int) -> int:
+    from domain.time import zones  # zones reads durations, as this module does; imported here to keep the floors flat
+
+    offset = datetime.datetime.fromtimestamp(unix, zones.zone(zone_name)).utcoffset()
+    assert offset is not None
+    return int(offset.total_seconds())
+
+
+def _local(zone_name: str, unix: int) -> datetime.datetime:
+    from domain.time import zones
+
+    return datetime.datetime.fromtimestamp(unix, zones.zone(zone_name))
+
+
+def _day_matches(schedule: Schedule, day: datetime.datetime) -> bool:
+    # robfig's dayMatches: the day fields only (the month loop has matched the month).
+    dom = day.day in schedule.day_of_month.values
+    dow = day.isoweekday() % 7 in schedule.day_of_week.values
+    return dom and dow if schedule.day_of_month.star or schedule.day_of_week.star else dom or dow
+
+
+def robfig_next(schedule: Schedule, zone_name: str, after: int) -> int | None:
+    """The first time after `after` (Unix seconds) at which the CronJob controller runs `schedule` with
+    spec.timeZone `zone_name`, as robfig/cron v3.0.1's Next finds it (its seconds field is 0, as ParseStandard's);
+    None when it finds none within five years."""
+    local = functools.partial(_local, zone_name)
+    t = after + 1
+    added = False
+    year_limit = local(t).year + 5
+    while local(t).year <= year_limit:  # WRAP
+        now = local(t)
+        wrapped = False
+        while now.month not in schedule.month.values:
+            if not added:
+                added = True
+                t = _go_date(zone_name, now.year, now.month, 1, 0, 0, 0)
+            now = local(t)
+            t = _go_date(zone_name, now.year, now.month + 1, now.day, now.hour, now.minute, now.second)
+            now = local(t)
+            if now.month == 1:
+                wrapped = True
+                break
+        if wrapped:
+            continue
+        while not _day_matches(schedule, now):
+            if not added:
+                added = True
+                t = _go_date(zone_name, now.year, now.month, now.day, 0, 0, 0)
+            now = local(t)
+            t = _go_date(zone_name, now.year, now.month, now.day + 1, now.hour, now.minute, now.second)
+            now = local(t)
+            if now.hour:  # the DST fix of spec.go:123-130
+                t += (24 - now.hour) * 3600 if now.hour > 12 else -now.hour * 3600
+                now = local(t)
+            if now.day == 1:
+                wrapped = True
+                break
+        if wrapped:
+            continue
+        while now.hour not in schedule.hour.values:
+            if not added:
+                added = True
+                t = _go_date(zone_name, now.year, now.month, now.day, now.hour, 0, 0)
+            t += 3600
+            now = local(t)
+            if now.hour == 0:
+                wrapped = True
+                break
+        if wrapped:
+            continue
+        while now.minute not in schedule.minute.values:
+            if not added:
+                added = True
+                t -= t % 60
+            t += 60
+            now = local(t)
+            if now.minute == 0:
+                wrapped = True
+                break
+        if wrapped:
+            continue
+        while now.second != 0:
+            if not added:
+                added = True
+            t += 1
+            now = local(t)
+            if now.second == 0:
+                wrapped = True
+                break
+        if wrapped:
+            continue
+        return t
+    return None

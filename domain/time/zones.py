@@ -191,6 +191,15 @@ def instant(day: datetime.date, minutes: int, name: str) -> datetime.datetime:
     raise LocalTimeError(f"{clock} happens twice in {name}: its clocks go back {step} then ({offsets})")
 
 
+def midnight_skipped(day: datetime.date, name: str) -> bool:
+    """Whether a daylight-saving change skips the zone's midnight on `day` (its clocks go forward at 00:00)."""
+    local = datetime.datetime.combine(day, datetime.time())
+    tz = zone(name)
+    before, after = tz.utcoffset(local), tz.utcoffset(local.replace(fold=1))
+    assert before is not None and after is not None
+    return before < after
+
+
 def utc_offset(offset: datetime.timedelta) -> str:
     """A UTC offset as gpulab writes it: UTC+01:00, UTC-04:00, UTC+10:30."""
     minutes = int(offset.total_seconds()) // 60
