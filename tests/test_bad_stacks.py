@@ -415,6 +415,25 @@ SEVERAL = {
             "{emails: [...], snsTopicArn: ...}",
         ],
     ),
+    "a wrong lab beside a GitHub hub without its client secret": (
+        HEAD + labs().replace("g4dn.xlarge", "g4dn.xlarg") + hub(GITHUB + "allowedUsers: [alice]\n"),
+        [
+            "gpulab:labs.intro.instanceTypes[0]: 'g4dn.xlarg' is not an NVIDIA GPU instance type that gpulab knows "
+            "(the list is in domain/capacity/instance_types.py); did you mean g4dn.xlarge?",
+            "gpulab:jupyterhubClientSecret: required with gpulab:jupyterhub.auth.type github: the OAuth app's client "
+            "secret; set it with `pulumi config set --secret gpulab:jupyterhubClientSecret <secret>`",
+        ],
+    ),
+    "a wrong hub host beside its certificate in another region": (
+        HEAD + labs() + hub(host="Lab.example.edu", certificateArn=CERTIFICATE.replace("eu-west-1", "us-east-1")),
+        [
+            "gpulab:jupyterhub.host: must be a lowercase DNS name of labels of at most 63 characters, such as "
+            "hub.example.edu, got 'Lab.example.edu'",
+            "gpulab:jupyterhub.loadBalancer.certificateArn: must be an ACM certificate in the stack's region "
+            "eu-west-1, where the load balancer is, got one in us-east-1: request or import the certificate in "
+            "eu-west-1",
+        ],
+    ),
     "two classes of different terms that overlap on their common day": (
         HEAD
         + labs(

@@ -5,7 +5,7 @@ secret `gpulab:jupyterhubClientSecret` (domain/stack/load.py), so that the stack
 """
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
@@ -220,6 +220,8 @@ class Dummy(Model):
 
 
 Auth = Annotated[GitHub | Oidc | Lti13 | Dummy, Field(discriminator="type")]
+# The sign-in types, by the `type` key that tells them apart.
+AUTH_TYPES = tuple(get_args(kind.model_fields["type"].annotation)[0] for kind in (GitHub, Oidc, Lti13, Dummy))
 # The authenticators that need gpulab:jupyterhubClientSecret.
 NEEDS_CLIENT_SECRET = ("github", "oidc")
 
@@ -348,13 +350,11 @@ def _load_balancer_problems(lb: LoadBalancer, private_subnet_ids: list[str]) -> 
     return []
 
 
-def certificate_region_problem(hub: JupyterHub | None, region: str) -> str | None:
+def certificate_region_problem(load_balancer: LoadBalancer, region: str) -> str | None:
     """Why the hub's certificate cannot serve its load balancer in `region`, or None: ELB takes ACM certificates of
     its own region only (ACM User Guide, "Services integrated with ACM": the certificate must be requested or imported
     in the load balancer's region)."""
-    if hub is None:
-        return None
-    certificate_region = hub.load_balancer.certificate_arn.split(":")[3]
+    certificate_region = load_balancer.certificate_arn.split(":")[3]
     if certificate_region == region:
         return None
     return (

@@ -15,7 +15,13 @@ import pulumi
 from pydantic import BaseModel, ValidationError
 
 from domain.problems import FieldProblem, Problems
-from domain.stack.jupyterhub import CLIENT_SECRET_KEY, NEEDS_CLIENT_SECRET, certificate_region_problem
+from domain.stack.jupyterhub import (
+    AUTH_TYPES,
+    CLIENT_SECRET_KEY,
+    NEEDS_CLIENT_SECRET,
+    LoadBalancer,
+    certificate_region_problem,
+)
 from domain.stack.keys import NAMESPACE, key_problems
 from domain.stack.model import Settings, stack_context
 
@@ -58,19 +64,44 @@ def parse(values: Mapping[str, Any], region: str | None) -> StackConfig:
             for e in _causes_first(error.errors())
             for problem in _problems(e)
         ]
+        # The checks of the hub's secret and certificate need its auth type and load balancer only: a wrong key
+        # elsewhere, in the hub included, hides neither.
+        auth, load_balancer = _valid_hub_parts(values.get("jupyterhub"))
     else:
-        lines += _client_secret_problems(settings, client_secret)
-        if region and (problem := certificate_region_problem(settings.jupyterhub, region)):
-            lines.append(f"{NAMESPACE}:jupyterhub.loadBalancer.certificateArn: {problem}")
+        hub = settings.jupyterhub
+        auth, load_balancer = (hub.auth.type, hub.load_balancer) if hub else (None, None)
+    lines += _client_secret_problems(auth, client_secret)
+    if region and load_balancer and (problem := certificate_region_problem(load_balancer, region)):
+        lines.append(f"{NAMESPACE}:jupyterhub.loadBalancer.certificateArn: {problem}")
     if lines:
         raise ConfigError(lines)
     assert region is not None
     return StackConfig(settings=settings, region=region, jupyterhub_client_secret=client_secret)
 
 
-def _client_secret_problems(settings: Settings, client_secret: Any) -> list[str]:
+_UNKNOWN = "unknown"
+
+
+def _valid_hub_parts(hub: Any) -> tuple[str | None, LoadBalancer | None]:
+    """gpulab:jupyterhub's sign-in type (None without a hub, _UNKNOWN when it is wrong) and its load balancer (None
+    when it is wrong), from the stack file's values when the settings failed their checks."""
+    if hub is None:
+        return None, None
+    if not isinstance(hub, dict):
+        return _UNKNOWN, None
+    auth = hub.get("auth")
+    kind = auth.get("type") if isinstance(auth, dict) else None
+    try:
+        load_balancer = LoadBalancer.model_validate(hub.get("loadBalancer"))
+    except ValidationError:
+        load_balancer = None
+    return (kind if kind in AUTH_TYPES else _UNKNOWN), load_balancer
+
+
+def _client_secret_problems(auth: str | None, client_secret: Any) -> list[str]:
     key = f"{NAMESPACE}:{CLIENT_SECRET_KEY}"
-    auth = settings.jupyterhub.auth.type if settings.jupyterhub else None
+    if auth == _UNKNOWN:  # a wrong gpulab:jupyterhub.auth.type, which its own line names
+        return []
     if auth in NEEDS_CLIENT_SECRET:
         if not isinstance(client_secret, str) or not client_secret:
             return [
