@@ -47,12 +47,15 @@ netpol:
 # pins, that version stamped in as its release build does (devtools/go_build.py kubernetes_ldflags), so that clients see
 # it and not v0.0.0-master; and KWOK (sigs.k8s.io/kwok, rehearsal/kwok/bin/kwok, a module of its own) for the nodes' and
 # pods' status. Cold, it downloads and compiles 2,646 and 974 packages (docs/rehearsal.md says how long that takes).
+# And the rehearsal's stepper, rehearsal/stepper/bin/stepper (a Go module of its own that imports the planner's packages
+# and requires its modules at the planner's versions): Karpenter's controllers against the twin on a simulated clock.
 twin: $(VENV)/.installed
 	$(PY) -m devtools.go_build twin
 	$(PY) -m devtools.go_build kwok
+	$(PY) -m devtools.go_build stepper
 
 # The class rehearsal of a stack on the twin (rehearsal/run.py): out/$(STACK)-rehearsal/rehearsal.json.
-rehearse: $(VENV)/.installed $(HELM) twin planner
+rehearse: $(VENV)/.installed $(HELM) twin
 	$(PY) -m tools.rehearse $(STACK) --out out/$(STACK)-rehearsal
 
 # Every test, one process per core (pyproject.toml); `make test-charts` runs the slowest part alone: the tests that
@@ -68,13 +71,15 @@ test-charts: $(VENV)/.installed $(HELM)
 upstream: $(VENV)/.installed
 	$(PY) -m domain.upstream.fetch $(UPSTREAM)
 
-# Lint and format (ruff; gofmt and go vet for the planner, helm-batch and netpol), types (mypy), YAML (yamllint:
-# duplicate keys among others), GitHub workflows.
+# Lint and format (ruff; gofmt and go vet for the planner, the rehearsal's stepper, helm-batch and netpol), types
+# (mypy), YAML (yamllint: duplicate keys among others), GitHub workflows.
 check: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	test -z "$$(gofmt -l planner devtools/helmbatch devtools/netpol)" || { gofmt -l planner devtools/helmbatch devtools/netpol; exit 1; }
+	test -z "$$(gofmt -l planner rehearsal/stepper devtools/helmbatch devtools/netpol)" || \
+	  { gofmt -l planner rehearsal/stepper devtools/helmbatch devtools/netpol; exit 1; }
 	go -C planner vet ./...
+	go -C rehearsal/stepper vet ./...
 	go -C devtools/helmbatch vet ./...
 	go -C devtools/netpol vet ./...
 	$(VENV)/bin/mypy components domain render reports planner rehearsal devtools tools policy

@@ -1,13 +1,14 @@
-"""Builds gpulab's Go helpers and says what it is doing: the planner, helm-batch, promtool and the rehearsal's twin.
+"""Builds gpulab's Go helpers and says what it is doing: the planner, helm-batch, promtool, the rehearsal's twin and
+its stepper.
 
-    python -m devtools.go_build <planner | helm-batch | promtool | twin>
+    python -m devtools.go_build <planner | helm-batch | promtool | twin | kwok | stepper>
 
 A first build downloads the helper's modules and compiles its packages, which takes minutes on a small machine and
 printed nothing but `go: downloading` lines; so a build first says what it builds and how long a first build took here,
 then, while it runs, how many modules it has downloaded and packages it has compiled (go build -v names each package as
 it compiles it, and none that its cache already holds: a warm build prints no progress). Go's own errors are printed
-as Go wrote them. `make planner`, `make helm-batch`, `make promtool` and `make twin` run it, and so does the render for
-the planner.
+as Go wrote them. `make planner`, `make helm-batch`, `make promtool` and `make twin` run it, and so do the render for
+the planner and the rehearsal for its stepper.
 """
 
 import re
@@ -89,6 +90,20 @@ HELPERS = {
         # etcd's command is its server module's root package, which go build names "server" (the path's /v3 dropped).
         renames=(("server", "etcd"),),
         kubernetes_version=True,
+    ),
+    # The rehearsal's stepper, Karpenter 1.14.1's controllers on the twin on a simulated clock: a module of its own
+    # (rehearsal/stepper/go.mod) that imports the planner's packages through a replace and requires every module at the
+    # planner's version, so that a build after the planner's compiles only its own package and links.
+    "stepper": Helper(
+        "rehearsal/stepper",
+        "bin/stepper",
+        (".",),
+        "Karpenter 1.14.1's controllers on the twin's clock",
+        # Measured with an empty build cache (GOCACHE), modules downloaded: 1,123 packages in 7 min 12 s under a load of
+        # 8 to 11 (3 min 50 s of CPU); 12 s once the planner, whose packages it compiles with the same flags, is built.
+        "1,123 packages, 4 CPU-minutes (seconds after the planner's build, which compiles the same ones)",
+        # The same cache entries as the planner's build, which is not trimmed either.
+        trimpath=False,
     ),
     # KWOK's controller, the twin's stand-in for kubelets (rehearsal/kwok/go.mod: its k8s.io modules are v0.36's).
     "kwok": Helper(

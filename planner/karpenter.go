@@ -8,9 +8,7 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 
@@ -31,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
-	awsoptions "github.com/aws/karpenter-provider-aws/pkg/operator/options"
 	autoscalingv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
@@ -47,44 +44,14 @@ import (
 	"sigs.k8s.io/karpenter/pkg/controllers/state"
 	"sigs.k8s.io/karpenter/pkg/events"
 	"sigs.k8s.io/karpenter/pkg/metrics"
-	"sigs.k8s.io/karpenter/pkg/operator/injection"
 	coreoptions "sigs.k8s.io/karpenter/pkg/operator/options"
 	"sigs.k8s.io/karpenter/pkg/state/virtualpods"
 	"sigs.k8s.io/karpenter/pkg/utils/resources"
 
+	"github.com/gpulab/planner/karpenter"
 	"github.com/gpulab/planner/render"
 	"github.com/gpulab/planner/standin"
 )
-
-// controllerContext carries Karpenter's options as the controller container would parse them: its env in the render's
-// charts/karpenter.yaml (FEATURE_GATES with NodeOverlay and CapacityBuffer as gpulab sets them, VM memory overhead,
-// reserved ENIs, ...), read by the same flag sets (sigs.k8s.io/karpenter pkg/operator/options, and the AWS provider's
-// pkg/operator/options), with the defaults they have for what the chart does not set.
-func controllerContext(env []corev1.EnvVar) (context.Context, error) {
-	// The options read the process environment, as in the container: only the controller's own env counts.
-	os.Clearenv()
-	for _, e := range env {
-		if e.ValueFrom == nil { // fieldRef/resourceFieldRef values (pod name, memory limit) need a running pod
-			if err := os.Setenv(e.Name, e.Value); err != nil {
-				return nil, err
-			}
-		}
-	}
-	fs := &coreoptions.FlagSet{FlagSet: flag.NewFlagSet("karpenter", flag.ContinueOnError)}
-	core, aws := &coreoptions.Options{}, &awsoptions.Options{}
-	core.AddFlags(fs)
-	aws.AddFlags(fs)
-	if err := core.Parse(fs); err != nil {
-		return nil, fmt.Errorf("karpenter options from charts/karpenter.yaml: %w", err)
-	}
-	if err := aws.Parse(fs); err != nil {
-		return nil, fmt.Errorf("karpenter AWS options from charts/karpenter.yaml: %w", err)
-	}
-	// cmd/controller/main.go: reserved capacity adds the CapacityReservationsReady condition to EC2NodeClasses.
-	awsv1.CapacityReservationsEnabled = core.FeatureGates.ReservedCapacity
-	ctx := injection.WithControllerName(context.Background(), "provisioner")
-	return aws.ToContext(core.ToContext(ctx)), nil
-}
 
 // cluster is one simulated cluster: the render's objects, Karpenter's state of it, and Karpenter's controllers.
 type cluster struct {
@@ -130,7 +97,7 @@ func newCluster(ctx context.Context, r *render.Render, region string) (*cluster,
 	store := nodeoverlay.NewInstanceTypeStore()
 	recorder := events.NewRecorder(&record.FakeRecorder{})
 	zones := lo.Map(r.Subnets, func(s string, _ int) string { return standin.Zone(s) })
-	aws, err := standin.NewAWS(ctx, kube, clk, launchable(r), zones, region, store, recorder)
+	aws, err := standin.NewAWS(ctx, kube, clk, karpenter.Launchable(r), zones, region, store, recorder)
 	if err != nil {
 		return nil, err
 	}
@@ -197,27 +164,6 @@ func (x *podsByNode) list(ctx context.Context, kube client.WithWatch, list clien
 		}
 	}
 	return nil
-}
-
-// launchable is the part of gpulab's table that some NodePool allows (its node.kubernetes.io/instance-type
-// requirement): Karpenter filters every NodePool's instance types by its requirements before it schedules, so the
-// types no NodePool allows change none of its decisions, and leaving them out keeps each simulated cluster small.
-func launchable(r *render.Render) map[string]render.InstanceTypeRow {
-	allowed := map[string]render.InstanceTypeRow{}
-	for _, np := range r.NodePools {
-		req, ok := lo.Find(np.Spec.Template.Spec.Requirements, func(req karpv1.NodeSelectorRequirementWithMinValues) bool {
-			return req.Key == corev1.LabelInstanceTypeStable && req.Operator == corev1.NodeSelectorOpIn
-		})
-		if !ok {
-			return r.InstanceTypes
-		}
-		for _, name := range req.Values {
-			if row, known := r.InstanceTypes[name]; known {
-				allowed[name] = row
-			}
-		}
-	}
-	return allowed
 }
 
 var restMapper = sync.OnceValue(func() meta.RESTMapper { return testrestmapper.TestOnlyStaticRESTMapper(scheme.Scheme) })

@@ -3,7 +3,9 @@
 // types and prices against the objects the render writes, and prints plan.json (docs/planner.md).
 //
 //	planner -region <aws region> [-all-labs] <render dir>
-//	planner rehearse -kubeconfig <file> -region <aws region> -start <RFC3339> <render dir>   (rehearse.go)
+//
+// The rehearsal's stepper, which runs Karpenter's controllers against the rehearsal's twin, is a module of its own
+// (rehearsal/stepper) that shares the planner's packages karpenter, render and standin.
 package main
 
 import (
@@ -16,11 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/karpenter/pkg/operator/logging"
 
+	"github.com/gpulab/planner/karpenter"
 	"github.com/gpulab/planner/render"
 )
-
-// The module whose version plan.json names: the AWS provider release, which pins the core Karpenter it runs.
-const providerModule = "github.com/aws/karpenter-provider-aws"
 
 // A full-trickle's passes consider this many nodes in all at most: a trickle onto about 280 nodes, some 26 s of CPU
 // here (one lab of 768 seats on 256 single-GPU nodes considers 33,000 in 22 s). Past it the planner stops the trickle
@@ -28,12 +28,6 @@ const providerModule = "github.com/aws/karpenter-provider-aws"
 const defaultTrickleBudget = 40_000
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "rehearse" {
-		if err := rehearse(os.Args[2:]); err != nil {
-			fail(err)
-		}
-		return
-	}
 	region := flag.String("region", "", "the stack's AWS region (aws:region)")
 	allLabs := flag.Bool("all-labs", false, "simulate each lab with every lab's objects, as the cluster holds them "+
 		"(slow: the time grows with the square of the labs; the tests compare it with the default)")
@@ -54,7 +48,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	plan, err := (&planner{render: r, region: *region, allLabs: *allLabs, trickleBudget: *trickleBudget}).plan(providerVersion())
+	plan, err := (&planner{render: r, region: *region, allLabs: *allLabs, trickleBudget: *trickleBudget}).plan(karpenter.ProviderVersion())
 	if err != nil {
 		fail(err)
 	}
@@ -63,17 +57,6 @@ func main() {
 	if err := out.Encode(plan); err != nil {
 		fail(err)
 	}
-}
-
-func providerVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, dep := range info.Deps {
-			if dep.Path == providerModule {
-				return dep.Version
-			}
-		}
-	}
-	return "unknown"
 }
 
 func fail(err error) {

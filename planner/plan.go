@@ -18,6 +18,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/controllers/provisioning/scheduling"
 
+	"github.com/gpulab/planner/karpenter"
 	"github.com/gpulab/planner/render"
 	"github.com/gpulab/planner/standin"
 )
@@ -73,7 +74,7 @@ type planner struct {
 }
 
 func (p *planner) plan(karpenterVersion string) (*Plan, error) {
-	ctx, err := controllerContext(p.render.ControllerEnv)
+	ctx, err := karpenter.ControllerContext(p.render.ControllerEnv)
 	if err != nil {
 		return nil, err
 	}

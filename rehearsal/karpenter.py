@@ -1,14 +1,14 @@
-"""Karpenter 1.14.1's controllers on the twin, on a simulated clock: `planner rehearse` (planner/rehearse.go) started
-against a running twin's API server (rehearsal/twin.py) and a render applied to it (rehearsal/apply.py), stepped one
-JSON line at a time.
+"""Karpenter 1.14.1's controllers on the twin, on a simulated clock: the stepper (rehearsal/stepper, its own Go module)
+started against a running twin's API server (rehearsal/twin.py) and a render applied to it (rehearsal/apply.py),
+stepped one JSON line at a time.
 
     with rehearsal.karpenter.running(plane, render_dir, region, start) as karpenter:
         karpenter.advance(t)          # move the clock to t, let the controllers settle; what happened
         karpenter.at(t, make_pods)    # the clock to t, then an action there (learners arrive), then settled again
 
-`advance` returns the planner's answer: `now`, `events` (nodeLaunched, nodeDeleted, disrupted, podBound; the shared
+`advance` returns the stepper's answer: `now`, `events` (nodeLaunched, nodeDeleted, disrupted, podBound; the shared
 format docs/rehearsal.md describes), `nodes` and `wall` (where the step's wall-clock time went), with `unsettled`
-when the controllers had not settled within the planner's step limit. The first answer's `shortenedTimers` (the
+when the controllers had not settled within the stepper's step limit. The first answer's `shortenedTimers` (the
 `timers` attribute) are rehearsal.json's.
 """
 
@@ -23,20 +23,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from devtools import go_build
 from domain.time.utc import utc_text
 from planner import plan
 from rehearsal import twin
 
+# rehearsal/stepper/bin/stepper (`make twin` builds it; build() brings it up to date).
+BINARY = go_build.HELPERS["stepper"].binary
+
+
+def build() -> Path:
+    """rehearsal/stepper/bin/stepper, built from its go.mod and go.sum (and the planner's packages it imports); go
+    rebuilds only what changed. It says on stderr what it builds (devtools/go_build.py)."""
+    errors = go_build.build("stepper", plan.go())
+    if errors:
+        raise plan.Failed(f"go build of rehearsal/stepper/ failed: {errors}")
+    return BINARY
+
 
 def _clock(t: datetime.datetime) -> str:
     """A moment as the stepper's clock takes it: in whole seconds, as the stepper writes its own (time.RFC3339 in
-    planner/rehearse.go). A learner arriving between two seconds is stepped to at the second before; kept so."""
+    rehearsal/stepper/rehearse.go). A learner arriving between two seconds is stepped to at the second before; kept
+    so."""
     return utc_text(t, whole_seconds=True)
 
 
 class Failed(Exception):
-    """`planner rehearse` refused a step or stopped; the message is one line, the planner's own, with its log's
-    path."""
+    """The stepper refused a step or stopped; the message is one line, the stepper's own, with its log's path."""
 
 
 @dataclass
@@ -44,7 +57,7 @@ class Karpenter:
     process: subprocess.Popen[str]
     log: Path
     timers: list[dict[str, str]] = field(default_factory=list)
-    version: str = ""  # the Karpenter release the planner is built with (its first answer's `karpenter`)
+    version: str = ""  # the Karpenter release the stepper is built with (its first answer's `karpenter`)
 
     def _read(self) -> dict[str, Any]:
         assert self.process.stdout is not None
@@ -53,12 +66,12 @@ class Karpenter:
             self.process.wait(timeout=30)
             tail = self.log.read_text(errors="replace").strip().splitlines()[-1:] if self.log.exists() else []
             raise Failed(
-                f"planner rehearse stopped (exit {self.process.returncode}): {' '.join(tail) or 'no output'} "
+                f"the stepper stopped (exit {self.process.returncode}): {' '.join(tail) or 'no output'} "
                 f"(log: {self.log})"
             )
         answer: dict[str, Any] = json.loads(line)
         if "error" in answer:
-            raise Failed(f"planner rehearse: {answer['error']}")
+            raise Failed(f"the stepper: {answer['error']}")
         return answer
 
     def advance(self, t: datetime.datetime) -> dict[str, Any]:
@@ -82,8 +95,8 @@ class Karpenter:
 
 
 def add_walls(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Two answers' `wall` (where a step's wall-clock time went, planner/rehearse.go stepWall) as one: each figure
-    summed, `waitingFor` by kind."""
+    """Two answers' `wall` (where a step's wall-clock time went, rehearsal/stepper/rehearse.go stepWall) as one: each
+    figure summed, `waitingFor` by kind."""
     waiting = dict(a["waitingFor"])
     for kind, seconds in b["waitingFor"].items():
         waiting[kind] = waiting.get(kind, 0) + seconds
@@ -94,10 +107,10 @@ def add_walls(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 def running(
     plane: twin.ControlPlane, render_dir: Path, region: str, start: datetime.datetime, binary: Path | None = None
 ) -> Iterator[Karpenter]:
-    """`planner rehearse` against the twin's API server as its admin, the clock at `start`; stopped on exit."""
-    binary = binary or plan.BINARY
+    """The stepper against the twin's API server as its admin, the clock at `start`; stopped on exit."""
+    binary = binary or BINARY
     if not binary.exists():
-        raise plan.Unavailable(f"the planner is not built ({binary}): `make planner` builds it")
+        raise plan.Unavailable(f"the rehearsal's stepper is not built ({binary}): `make twin` builds it")
     plan.write_instance_types(render_dir)
     kubeconfig = plane.folder / "karpenter.kubeconfig"
     kubeconfig.write_text(json.dumps(plane.admin.kubeconfig()))
@@ -106,7 +119,6 @@ def running(
         process = subprocess.Popen(
             [
                 str(binary),
-                "rehearse",
                 "-kubeconfig",
                 str(kubeconfig),
                 "-region",

@@ -1,8 +1,8 @@
-"""Karpenter 1.14.1's controllers on the twin, on a simulated clock (planner/rehearse.go, rehearsal/karpenter.py): a
+"""Karpenter 1.14.1's controllers on the twin, on a simulated clock (rehearsal/stepper, rehearsal/karpenter.py): a
 learner's pod gets a node Karpenter launched, with what the lab's NodePool and device-plugin profile give it, and
 kube-scheduler binds it there; once the learner has left and consolidateAfter has passed, Karpenter removes the
-empty node, unless a disruption budget forbids it then. Without the twin (`make twin`) or the planner (`make planner`)
-these tests skip in one line.
+empty node, unless a disruption budget forbids it then. Without the twin and its stepper (`make twin`) these tests skip
+in one line.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import pytest
 import yaml
 
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
-from planner import plan
 from rehearsal import apply, twin
 from rehearsal import karpenter as karpenter_twin
 from tests.conftest import BASE
@@ -36,8 +35,8 @@ START = datetime.datetime(2027, 1, 4, 9, 0, tzinfo=datetime.UTC)
 @pytest.fixture(scope="module")
 def binary() -> Path:
     twin_tests.require_twin()
-    twin_tests.require_planner()
-    return plan.build()  # brings a built planner up to date with planner/ (seconds, the caches being warm)
+    twin_tests.require_stepper()
+    return karpenter_twin.build()  # brings a built stepper up to date with its sources (seconds, the caches warm)
 
 
 def _render(tmp_path: Path, budgets: list[dict[str, str]] | None = None) -> Path:
@@ -126,7 +125,7 @@ def test_a_learner_gets_a_node_with_its_labs_taints_and_slices(karpenter) -> Non
     assert [c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready"] == ["True"]
     pod = plane.admin.get(f"/api/v1/namespaces/{NAMESPACE}/pods/learner-1")
     assert pod["spec"]["nodeName"] == launched["node"], "kube-scheduler bound the learner to the launched node"
-    # The rehearsal's kubelet stand-in (planner/kubelet.go): the learner's pod runs, and the node has its lease.
+    # The rehearsal's kubelet stand-in (rehearsal/stepper/kubelet.go): the learner's pod runs, the node has its lease.
     assert pod["status"]["phase"] == "Running", pod["status"]
     assert _lease_holder(plane, launched["node"]) == launched["node"]
     assert _events(answer, "podBound") == [

@@ -316,7 +316,7 @@ ONE_CLASS = stack_values(
 def test_a_karpenter_class_day_finds_warm_seats_leaves_no_node(built: None, tmp_path: Path) -> None:
     """The class's warm-up CronJob warms the buffer, Karpenter launches for it before the start, the warm learners
     bind there at the start; once all have left, Karpenter removes every node of the lab."""
-    twin_tests.require_planner()
+    twin_tests.require_stepper()
     run = run_config("one-class", as_cli_config(ONE_CLASS))
     out = tmp_path / "render"
     twin_tests.render_with_charts(run, out)

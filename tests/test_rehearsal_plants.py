@@ -1,7 +1,7 @@
 """Defects only the class day shows (issue #32), planted one at a time in the render of one small synthetic stack and
 played on the twin with Karpenter's controllers (rehearsal/run.py): each must fail the rehearsal with the line a user
-would read, and the unplanted stack passes. Without the twin (`make twin`) or the planner (`make planner`) these tests
-skip in one line, as tests/test_rehearsal.py's do.
+would read, and the unplanted stack passes. Without the twin and its stepper (`make twin`) these tests skip in one
+line, as tests/test_rehearsal.py's do.
 
 The stack is one lab of 9 seats (3 g4dn.xlarge of one GPU, 3 slices each) with one 2-hour class on Monday 4 January
 2027 at 09:00 UTC whose 6 warm seats fill 2 nodes, learners asking for far less CPU and memory than a node's share, and
@@ -65,7 +65,7 @@ NEVER = (
 def unplanted(tmp_path_factory: pytest.TempPathFactory) -> tuple[harness.Run, Path]:
     """The stack's run and its render, charts included: made once, copied by each plant."""
     twin_tests.require_twin()
-    twin_tests.require_planner()
+    twin_tests.require_stepper()
     run = run_config("plants", as_cli_config(STACK))
     out = tmp_path_factory.mktemp("plants") / "render"
     twin_tests.render_with_charts(run, out)
@@ -125,7 +125,8 @@ def _nodepool_taint_the_learners_do_not_tolerate(out: Path) -> None:
 
 def _device_plugin_replicas_below_the_node_overlay(out: Path) -> None:
     """The lab's time-slicing profile in the device plugin's ConfigMap gives 2 slices a GPU where its NodeOverlay tells
-    Karpenter 3: Karpenter plans with the overlay, the node advertises what the plugin says (planner/cloud.go)."""
+    Karpenter 3: Karpenter plans with the overlay, the node advertises what the plugin says
+    (rehearsal/stepper/cloud.go)."""
     (overlay,) = [
         r["inputs"] for r in json.loads((out / "resources.json").read_text()) if r["type"].endswith(":NodeOverlay")
     ]

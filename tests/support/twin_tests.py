@@ -12,6 +12,7 @@ import pytest
 
 import render.run
 from planner import plan
+from rehearsal import karpenter as karpenter_twin
 from rehearsal import twin
 from render import charts, harness
 
@@ -24,10 +25,13 @@ def require_twin() -> None:
         pytest.skip(str(missing))
 
 
-def require_planner() -> None:
-    """Skips the test where the planner, whose `planner rehearse` runs Karpenter on the twin, is not built."""
-    if not plan.BINARY.exists():
-        pytest.skip(f"the planner is not built ({plan.BINARY.relative_to(plan.ROOT)}): `make planner` builds it")
+def require_stepper() -> None:
+    """Skips the test where the rehearsal's stepper, which runs Karpenter on the twin, is not built."""
+    if not karpenter_twin.BINARY.exists():
+        pytest.skip(
+            f"the rehearsal's stepper is not built ({karpenter_twin.BINARY.relative_to(plan.ROOT)}): "
+            "`make twin` builds it"
+        )
 
 
 def render_with_charts(run: harness.Run, out: Path) -> None:

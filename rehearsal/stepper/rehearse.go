@@ -1,11 +1,11 @@
 package main
 
-// planner rehearse: Karpenter 1.14.1's controllers, wired as the AWS provider's cmd/controller/main.go wires them
+// Karpenter 1.14.1's controllers, wired as the AWS provider's cmd/controller/main.go wires them
 // (sigs.k8s.io/karpenter pkg/controllers NewControllers, in a controller-runtime manager as pkg/operator builds it),
 // against the API server of the rehearsal's twin (rehearsal/controlplane, rehearsal/twin.py), on a simulated clock that
 // a driver steps with one JSON line at a time (rehearsal/karpenter.py; docs/rehearsal.md, "Karpenter on a clock").
 //
-//	planner rehearse -kubeconfig <file> -region <aws region> -start <RFC3339> <render dir>
+//	stepper -kubeconfig <file> -region <aws region> -start <RFC3339> <render dir>
 //
 // It answers a first line {"ready": true, "now": ..., "karpenter": ..., "shortenedTimers": [...]}, then, for each
 // {"advance": "<RFC3339>"} line, moves the clock there, runs the controllers until they have settled and answers
@@ -64,6 +64,7 @@ import (
 	"sigs.k8s.io/karpenter/pkg/events"
 	coreoptions "sigs.k8s.io/karpenter/pkg/operator/options"
 
+	"github.com/gpulab/planner/karpenter"
 	"github.com/gpulab/planner/render"
 	"github.com/gpulab/planner/standin"
 )
@@ -122,7 +123,7 @@ func shorten(ctx context.Context) []shortenedTimer {
 }
 
 func rehearse(args []string) error {
-	fs := flag.NewFlagSet("planner rehearse", flag.ContinueOnError)
+	fs := flag.NewFlagSet("stepper", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", "", "the twin's kubeconfig, an identity that may act as Karpenter and the kubelets")
 	region := fs.String("region", "", "the stack's AWS region (aws:region)")
 	startAt := fs.String("start", "", "the simulated clock's first time, RFC3339")
@@ -130,7 +131,7 @@ func rehearse(args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 || *kubeconfig == "" || *region == "" || *startAt == "" {
-		return errors.New("usage: planner rehearse -kubeconfig <file> -region <aws region> -start <RFC3339> <render dir>")
+		return errors.New("usage: stepper -kubeconfig <file> -region <aws region> -start <RFC3339> <render dir>")
 	}
 	start, err := time.Parse(time.RFC3339, *startAt)
 	if err != nil {
@@ -144,7 +145,7 @@ func rehearse(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, err := controllerContext(r.ControllerEnv)
+	ctx, err := karpenter.ControllerContext(r.ControllerEnv)
 	if err != nil {
 		return err
 	}
@@ -171,7 +172,7 @@ func rehearse(args []string) error {
 		return err
 	}
 	out := json.NewEncoder(os.Stdout)
-	if err := out.Encode(map[string]any{"ready": true, "now": s.now(), "karpenter": providerVersion(), "shortenedTimers": timers}); err != nil {
+	if err := out.Encode(map[string]any{"ready": true, "now": s.now(), "karpenter": karpenter.ProviderVersion(), "shortenedTimers": timers}); err != nil {
 		return err
 	}
 	lines := make(chan string)
@@ -254,7 +255,7 @@ func newStepper(ctx context.Context, config *rest.Config, r *render.Render, regi
 	recorder := events.NewRecorder(mgr.GetEventRecorderFor("karpenter")) //nolint:staticcheck // as Karpenter's operator does
 	store := nodeoverlay.NewInstanceTypeStore()
 	zones := lo.Map(r.Subnets, func(s string, _ int) string { return standin.Zone(s) })
-	aws, err := standin.NewAWS(ctx, kube, clk, launchable(r), zones, region, store, recorder)
+	aws, err := standin.NewAWS(ctx, kube, clk, karpenter.Launchable(r), zones, region, store, recorder)
 	if err != nil {
 		return nil, err
 	}
