@@ -10,8 +10,8 @@ import datetime
 def utc_text(moment: datetime.datetime, *, whole_seconds: bool = False) -> str:
     """`moment` in UTC as 2026-01-05T09:00:00Z, with fractions of a second (2026-01-05T09:00:43.902439Z) only when it
     has them; `whole_seconds` drops them, as Go's time.RFC3339 layout writes a moment (the Karpenter stepper's clock,
-    planner/rehearse.go, and the CronJob controller's scheduled-timestamp annotation). A moment without a zone is
-    refused: which clock it is read on would be a guess."""
+    rehearsal/stepper/rehearse.go, and the CronJob controller's scheduled-timestamp annotation). A moment without a
+    zone is refused: which clock it is read on would be a guess."""
     if moment.tzinfo is None:
         raise ValueError(f"{moment} has no time zone: gpulab writes moments in UTC and will not guess the clock")
     moment = moment.astimezone(datetime.UTC).replace(tzinfo=None)
