@@ -88,7 +88,13 @@ def problems(labs: Mapping[str, Mapping[str, Any]]) -> list[str]:
                     f"arrived ({_waits(c)})"
                 )
             if c["disruptedDuringClass"]:
-                moved = [e for e in lab["events"] if e["what"] == "disrupted" and _at(start) <= _at(e["at"]) < _at(end)]
+                # Each pod once, at its first disruption, as disruptedDuringClass counts them: the log can hold two
+                # disrupted events of one pod (a fresh-clone CI run named default/seats-8 twice beside a count of 2).
+                first: dict[str, dict[str, Any]] = {}
+                for e in lab["events"]:
+                    if e["what"] == "disrupted" and _at(start) <= _at(e["at"]) < _at(end):
+                        first.setdefault(e["pod"], e)
+                moved = list(first.values())
                 reasons = sorted({str(e.get("reason")) for e in moved})
                 cause = (
                     f"gpulab:labs.{name}.expireAfter (expiry ignores disruption budgets)"

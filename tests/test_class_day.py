@@ -261,6 +261,15 @@ def test_a_learner_moved_mid_class_fails_unbound_ones_wait() -> None:
     assert line.startswith("rehearsal: gpulab:labs.two.expireAfter (expiry ignores disruption budgets)")
 
 
+def test_a_pod_disrupted_twice_is_named_once_as_counted() -> None:
+    twice = [*ALL_WARM[:7], _disrupted("09:40:00", "two-4", "n2"), _disrupted("09:41:00", "two-4", "n2"), *ALL_WARM[8:]]
+    section = _section(twice)
+    assert section["classes"][0]["disruptedDuringClass"] == 1
+    line = report.problems({"two": section})[-1]
+    assert "had 1 learner pod(s) moved" in line
+    assert line.endswith(": two-4 from n2 at 2027-01-04T09:40:00Z (Underutilized)"), line
+
+
 # "overlap": 2 seats (g4dn.xlarge, 2 slices, 1 GPU) and two classes of an hour, at 09:00 and at 09:30 (1 warm seat
 # each: the two overlap, and more would be refused):
 # at 09:30 overlap-1 leaves (the middle of the first) and overlap-3 arrives to the seat it freed; overlap-4 arrives at
