@@ -46,7 +46,7 @@ netpol:
 # kube-controller-manager, kube-scheduler and kubectl from k8s.io/kubernetes at the version rehearsal/controlplane/go.mod
 # pins, that version stamped in as its release build does (devtools/go_build.py kubernetes_ldflags), so that clients see
 # it and not v0.0.0-master; and KWOK (sigs.k8s.io/kwok, rehearsal/kwok/bin/kwok, a module of its own) for the nodes' and
-# pods' status. Cold, it downloads and compiles 2,646 and 974 packages (docs/rehearsal.md says how long that takes).
+# pods' status. Cold, it downloads and compiles 2,646 and 974 packages (docs/developers/measurements.md says how long).
 # And the rehearsal's stepper, rehearsal/stepper/bin/stepper (a Go module of its own that imports the planner's packages
 # and requires its modules at the planner's versions): Karpenter's controllers against the twin on a simulated clock.
 twin: $(VENV)/.installed

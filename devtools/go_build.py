@@ -50,7 +50,7 @@ HELPERS = {
         "bin/planner",
         (".",),
         "Karpenter 1.14.1's scheduler",
-        # docs/planner.md, "How long it takes": about 1,000 packages in 16 min 8 s (7 min 29 s of CPU).
+        # docs/developers/measurements.md, "The planner": about 1,000 packages in 16 min 8 s (7 min 29 s of CPU).
         "about 1,000 packages, 16 min on 2 cores",
         trimpath=False,
     ),
@@ -67,7 +67,7 @@ HELPERS = {
         "bin/promtool",
         ("github.com/prometheus/prometheus/cmd/promtool",),
         "Prometheus's rule and query checker",
-        # docs/development.md, "Two commands": 19 CPU-minutes, 63 min wall under a load of 35.
+        # docs/developers/measurements.md, "promtool": 19 CPU-minutes, 63 min wall under a load of 35.
         "Prometheus, 19 CPU-minutes (an hour on 2 busy cores)",
     ),
     # One go build for the five: each of their 2,646 packages (go list -deps) compiles once, as it would in five builds
@@ -83,7 +83,8 @@ HELPERS = {
             ),
         ),
         "the rehearsal's control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)",
-        # docs/rehearsal.md, "How long it takes": 300 s under a load of 3 (8.6 CPU-minutes); 112 min under 25 to 50.
+        # docs/developers/measurements.md, "The twin and KWOK": 300 s under a load of 3 (8.6 CPU-minutes); 112 min under
+        # 25 to 50.
         "2,646 packages, 9 CPU-minutes: 5 min on 2 quiet cores, 112 min for two of the five on busy ones",
         # The same cache entries as `go build` without it (a developer's own builds of the module share them).
         trimpath=False,
@@ -111,7 +112,7 @@ HELPERS = {
         "bin/kwok",
         ("sigs.k8s.io/kwok/cmd/kwok",),
         "KWOK, the twin's node and pod status",
-        # docs/rehearsal.md, "How long it takes": 90 s under a load of 2 (164 CPU-seconds).
+        # docs/developers/measurements.md, "The twin and KWOK": 90 s under a load of 2 (164 CPU-seconds).
         "974 packages, 3 CPU-minutes (90 s on 2 quiet cores)",
         trimpath=False,
     ),

@@ -7,9 +7,9 @@ stepped one JSON line at a time.
         karpenter.at(t, make_pods)    # the clock to t, then an action there (learners arrive), then settled again
 
 `advance` returns the stepper's answer: `now`, `events` (nodeLaunched, nodeDeleted, disrupted, podBound; the shared
-format docs/rehearsal.md describes), `nodes` and `wall` (where the step's wall-clock time went), with `unsettled`
-when the controllers had not settled within the stepper's step limit. The first answer's `shortenedTimers` (the
-`timers` attribute) are rehearsal.json's.
+format docs/developers/rehearsal.md describes), `nodes` and `wall` (where the step's wall-clock time went), with
+`unsettled` when the controllers had not settled within the stepper's step limit. The first answer's `shortenedTimers`
+(the `timers` attribute) are rehearsal.json's.
 """
 
 from __future__ import annotations

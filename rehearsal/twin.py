@@ -4,8 +4,8 @@ modules (rehearsal/controlplane, `make twin`), started on loopback ports in a sc
 account with a token the API server issued (TokenRequest).
 
 Nothing here models AWS: no node exists until the rehearsal makes one, and KWOK plays the kubelet of each node
-annotated FAKE_NODE (status, heartbeats, its pods' status; no container runs). docs/rehearsal.md says what the twin
-is and what it leaves out.
+annotated FAKE_NODE (status, heartbeats, its pods' status; no container runs). docs/developers/rehearsal.md says what
+the twin is, and docs/rehearsal.md what it leaves out.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ import (
 	"github.com/gpulab/planner/render"
 )
 
-// event is one line of the shared event format (rehearsal/karpenter.py; docs/rehearsal.md): what, at which
+// event is one line of the shared event format (rehearsal/karpenter.py; docs/developers/rehearsal.md): what, at which
 // simulated time, in which lab, and the fields of its kind.
 type event struct {
 	At           string  `json:"at"`

@@ -1,5 +1,6 @@
 // Command stepper is the rehearsal's stepper: Karpenter 1.14.1's controllers against the rehearsal's twin on a
-// simulated clock that rehearsal/karpenter.py steps (rehearse.go; docs/rehearsal.md, "Karpenter on a clock").
+// simulated clock that rehearsal/karpenter.py steps (rehearse.go; docs/developers/rehearsal.md, "Karpenter on a
+// clock").
 //
 //	stepper -kubeconfig <file> -region <aws region> -start <RFC3339> <render dir>
 //

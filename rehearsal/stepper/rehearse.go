@@ -3,7 +3,8 @@ package main
 // Karpenter 1.14.1's controllers, wired as the AWS provider's cmd/controller/main.go wires them
 // (sigs.k8s.io/karpenter pkg/controllers NewControllers, in a controller-runtime manager as pkg/operator builds it),
 // against the API server of the rehearsal's twin (rehearsal/controlplane, rehearsal/twin.py), on a simulated clock that
-// a driver steps with one JSON line at a time (rehearsal/karpenter.py; docs/rehearsal.md, "Karpenter on a clock").
+// a driver steps with one JSON line at a time (rehearsal/karpenter.py; docs/developers/rehearsal.md, "Karpenter on a
+// clock").
 //
 //	stepper -kubeconfig <file> -region <aws region> -start <RFC3339> <render dir>
 //
@@ -215,7 +216,8 @@ type stepper struct {
 	wall       *stepWall    // where the step under way spends its wall-clock time
 }
 
-// stepWall is where one step's wall-clock time went (the answer's "wall"; docs/rehearsal.md, "How long it takes"):
+// stepWall is where one step's wall-clock time went (the answer's "wall"; docs/developers/measurements.md,
+// "Rehearsals"):
 // waiting for the caches and for each kind of unsettled condition (unsettled's kinds), in the disruption controller's
 // passes, and annotating objects with the clock; with the number of passes and of the clock's moves.
 type stepWall struct {
