@@ -294,3 +294,18 @@ def test_a_labs_nodes_pull_its_learners_image_first():
     intro = lab(["g4dn.xlarge"], 3, prepullImages=["ubuntu:24.04", NOTEBOOK_IMAGE])
     labs = load(with_secret(hub_stack({"notebookImage": NOTEBOOK_IMAGE}, intro=intro))).settings.labs
     assert labs["intro"].node_images == [NOTEBOOK_IMAGE, "docker.io/library/ubuntu:24.04"]
+
+
+@pytest.mark.parametrize(("secret", "what"), [("", "empty"), ("  \n", "only blanks")])
+def test_an_empty_client_secret_is_refused_by_name(secret, what):
+    # `pulumi config set --secret gpulab:jupyterhubClientSecret "$UNSET_VARIABLE"` stores an empty secret: the hub
+    # would send it to GitHub, and every sign-in would fail there.
+    assert problems(with_secret(hub_stack(), secret)) == [
+        f"{SECRET_KEY}: is {what}; it must be the OAuth app's client secret, which gpulab:jupyterhub.auth.type github "
+        f"needs; set it with `pulumi config set --secret {SECRET_KEY} <secret>`"
+    ]
+
+
+def test_a_client_secret_of_digits_stays_text():
+    # The engine hands plain strings over as they are; decoded as JSON, these would be a number.
+    assert load(with_secret(hub_stack(), "1234567890")).jupyterhub_client_secret == "1234567890"

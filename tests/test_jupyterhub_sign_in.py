@@ -2,15 +2,18 @@
 authenticator's own handlers, tests/support/hub_app.py) gets plain http from the proxy and must still send the learner's
 browser, and the platform or provider, https:// URLs only, and mark every cookie it sets Secure."""
 
+import asyncio
 import functools
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
 from tests.conftest import ROOT
 from tests.support.hub_app import Response, hub_responses
-from tests.support.hub_config import stack_hub_config
+from tests.support.hub_config import authenticator_class, stack_hub_config
 from tests.support.rendered import HUB_STACKS, STACKS, rendered
 
 # The sign-in types that send the browser to a provider with a redirect URI of the hub's.
@@ -104,3 +107,63 @@ def test_the_uris_the_docs_give_are_the_staging_hubs_own():
         configuration["oidc_initiation_url"],
     ]
     assert [uri for uri in sent if f"`{uri}`" not in docs] == []
+
+
+class _GitHub:
+    """GitHub's API as an allow-list check sees it: a token of the scopes the sign-in asked for, and an organization
+    team whose member `private` is visible only to a token with read:org (GitHub REST API, "Get team membership for a
+    user": private memberships need read:org; without it GitHub answers 404)."""
+
+    def __init__(self, org_team: str, member: str):
+        org, _, team = org_team.partition(":")
+        self.path = f"/api/v3/orgs/{org}/teams/{team}/members/{member}"
+        self.tokens: dict[str, list[str]] = {}
+        github = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                token = self.headers.get("Authorization", "").split()[-1]
+                member = self.path == github.path and "read:org" in github.tokens.get(token, [])
+                self.send_response(204 if member else 404)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def grant(self, authorize_location: str) -> str:
+        """A token of the scopes the hub's authorize redirect asks for (space-separated, RFC 6749 3.3)."""
+        (scope,) = parse_qs(urlsplit(authorize_location).query).get("scope", [""])
+        token = f"token-{len(self.tokens)}"
+        self.tokens[token] = scope.split()
+        return token
+
+
+@pytest.mark.parametrize("stack", _signing_in("github"))
+def test_a_private_team_member_signs_in_with_github(stack):
+    # GitHubOAuthenticator (oauthenticator 17.4.0, github.py) checks allowed_organizations with the learner's own
+    # token: without the read:org scope only public members get in.
+    hub = _hub(stack)
+    assert hub.auth.allowed_organizations, "the GitHub stack lets an organization in"
+    org_team = hub.auth.allowed_organizations[0]
+    config = stack_hub_config(stack)
+    assert "read:org" in config.GitHubOAuthenticator.scope
+    github = _GitHub(org_team, "private-member")
+    try:
+        (login,) = hub_responses(config, hub.host, [("GET", "/hub/oauth_login", None)])
+        assert login.location is not None and login.location.startswith("https://github.com/login/oauth/authorize?")
+        token = github.grant(login.location)
+        authenticator = authenticator_class("github")(config=config, github_url=github.url)
+        auth_model = {
+            "name": "private-member",
+            "admin": None,  # as OAuthenticator builds it for a user not in admin_users (oauth2.py, authenticate)
+            "auth_state": {"token_response": {"access_token": token, "token_type": "bearer"}},
+        }
+        allowed = asyncio.run(authenticator.check_allowed("private-member", auth_model))
+        outsider = asyncio.run(authenticator.check_allowed("outsider", auth_model))
+    finally:
+        github.server.shutdown()
+    assert (allowed, outsider) == (True, False)

@@ -103,9 +103,20 @@ def _client_secret_problems(auth: str | None, client_secret: Any) -> list[str]:
     if auth == _UNKNOWN:  # a wrong gpulab:jupyterhub.auth.type, which its own line names
         return []
     if auth in NEEDS_CLIENT_SECRET:
-        if not isinstance(client_secret, str) or not client_secret:
+        if client_secret is None:
             return [
                 f"{key}: required with gpulab:jupyterhub.auth.type {auth}: the OAuth app's client secret; {_SET_SECRET}"
+            ]
+        if not isinstance(client_secret, str) or not client_secret.strip():
+            # An empty secret (`pulumi config set --secret` of an empty string, or of a shell variable that was not
+            # set) would reach the provider as the app's secret and every sign-in would fail there, not here.
+            if not isinstance(client_secret, str):
+                what = f"a {type(client_secret).__name__}, not text"
+            else:
+                what = "only blanks" if client_secret else "empty"
+            return [
+                f"{key}: is {what}; it must be the OAuth app's client secret, which gpulab:jupyterhub.auth.type "
+                f"{auth} needs; {_SET_SECRET}"
             ]
         return []
     if client_secret is not None:
@@ -117,7 +128,12 @@ def from_cli(everything: Mapping[str, Any]) -> StackConfig:
     """The `gpulab:` keys and `aws:region` of a stack's configuration as the Pulumi CLI hands it to a program (and as
     render/run.py read_stack_file reads a stack file), validated; raises ConfigError."""
     prefix = f"{NAMESPACE}:"
-    values = {key[len(prefix) :]: _decode(raw) for key, raw in everything.items() if key.startswith(prefix)}
+    # The client secret is text as it was set: decoded as JSON, a secret of digits would become a number.
+    values = {
+        key[len(prefix) :]: raw if key == f"{prefix}{CLIENT_SECRET_KEY}" else _decode(raw)
+        for key, raw in everything.items()
+        if key.startswith(prefix)
+    }
     return parse(values, everything.get("aws:region"))
 
 
