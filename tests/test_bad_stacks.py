@@ -47,6 +47,8 @@ def hub(auth: str = "type: dummy\n", **changes: str) -> str:
         "  gpulab:jupyterhub:\n"
         f"    host: {keys['host']}\n"
         f"    notebookImage: {keys['notebookImage']}\n"
+        # The hub culls idle servers, so learners' files need volumes of their own (homes: none is refused).
+        "    homes: perLearner\n"
         "    loadBalancer:\n"
         f"      scheme: {keys['scheme']}\n"
         f"      subnetIds: {keys['subnetIds']}\n"

@@ -1,11 +1,14 @@
-"""gpulab's idle-GPU culler against a real JupyterHub 5.5 (its REST API and pages, started here with a dummy spawner)
-and a fake metrics workspace: it stops the idle learner's server and only that one, with the token scopes it is given
-in production, logs the stop, and the learner's page says why."""
+"""gpulab's idle-GPU culler against a real JupyterHub 5.5 (its REST API and pages, started here with a dummy spawner,
+and the pages the staging stack renders) and a fake metrics workspace: it stops the idle learner's server and only that
+one, with the token scopes it is given in production, logs the stop, and the learner's page says why and what happened
+to their files."""
 
 import asyncio
+import html
 import json
 import logging
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -20,9 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from components.jupyterhub import culling, gpu_culler
+from components.jupyterhub import culling, gpu_culler, notices
+from components.jupyterhub.hub import RELEASE
 from tests.conftest import ROOT
+from tests.support.rendered import rendered
 
+# The stack whose hub pages the learners read: staging's, which culls idle GPUs and keeps a home volume per learner.
+STACK = "staging"
 CULLER_TOKEN = "culler-" + "0" * 32
 ADMIN_TOKEN = "admin-" + "1" * 32
 LEARNERS = ("ada", "grace", "alan")
@@ -63,6 +70,22 @@ class Workspace:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
+def stack_pages(stack: str) -> dict[str, str]:
+    """The hub's page templates of a rendered stack, by file name, as its hub's pod mounts them."""
+    files = rendered(stack).release(RELEASE).values["hub"]["extraFiles"]
+    return {
+        Path(f["mountPath"]).name: f["stringData"]
+        for f in files.values()
+        if Path(f["mountPath"]).parent == Path(notices.TEMPLATES)
+    }
+
+
+def notice(page: str, id_: str) -> str | None:
+    """The text of the page's notice of that id, or None."""
+    found = re.search(f'<div class="alert alert-info" role="status" id="{id_}">(.*?)</div>', page, re.DOTALL)
+    return html.unescape(found[1]) if found else None
+
+
 class Hub:
     """A JupyterHub process and a client of its API."""
 
@@ -71,7 +94,7 @@ class Hub:
         self.api = f"http://127.0.0.1:{self.port}/hub/api"
         templates = folder / "templates"
         templates.mkdir()
-        for page, text in culling.PAGES.items():
+        for page, text in stack_pages(STACK).items():
             (templates / page).write_text(text)
         roles = [
             {"name": culling.SERVICE, "scopes": culling.SCOPES, "services": [culling.SERVICE]},
@@ -210,9 +233,22 @@ def test_the_culler_stops_only_the_idle_learners_server(hub, caplog):
     assert "stopped ada's server (lab alpha, pod jupyter-ada): its GPU stayed under 5% for 20m" in caplog.text
     assert hub.call("GET", f"/groups/{culling.GROUP}")["users"] == ["ada"]
 
-    # ada's page says why; grace's does not.
-    assert 'id="gpulab-gpu-idle"' in hub.page("ada", "/user/ada/")
-    assert 'id="gpulab-gpu-idle"' not in hub.page("grace", "/home")
+    # ada's page says why, and what happened to her files: staging keeps a volume per learner; grace's page has only
+    # what the hub says to everyone about files.
+    stack = rendered(STACK).run.stack.settings
+    hub_settings = stack.jupyterhub
+    assert hub_settings.homes == "perLearner"
+    ada = hub.page("ada", "/user/ada/")
+    assert notice(ada, "gpulab-gpu-idle") == notices.gpu_idle_notice()
+    assert "files you saved in your home folder (/home/jovyan) are kept" in notice(ada, "gpulab-gpu-idle")
+    grace = hub.page("grace", "/home")
+    assert notice(grace, "gpulab-gpu-idle") is None
+    for page in (ada, grace):
+        assert notice(page, "gpulab-files") == notices.files_notice(hub_settings, stack.labs)
+    assert notice(grace, "gpulab-files").startswith(
+        "When your server stops, the files you saved in your home folder (/home/jovyan) are kept on a volume of your "
+        "own"
+    )
 
     # ada starts again and the series no longer has her: her notice goes, and nobody is stopped.
     hub.start("ada")

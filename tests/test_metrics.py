@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 import render.run
-from components.jupyterhub import culling, gpu_culler
+from components.jupyterhub import culling, gpu_culler, notices
 from components.jupyterhub.hub import HUB_SERVICE_ACCOUNT
 from components.metrics import dcgm_exporter, kube_state_metrics
 from components.metrics.recording_rules import rule_groups
@@ -192,7 +192,31 @@ def test_culler_and_proxy_run_in_hub_pod_as_identity_account():
     assert pod["serviceAccountName"] == HUB_SERVICE_ACCOUNT
     assert [c["name"] for c in pod["containers"]] == ["hub", "sigv4-proxy"]
     mounts = {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
-    assert {f"{culling.FILES}/gpu_culler.py", *(f"{culling.TEMPLATES}/{page}" for page in culling.PAGES)} <= mounts
+    pages = (f"{notices.TEMPLATES}/{page}" for page in ("home.html", "not_running.html"))
+    assert {f"{culling.FILES}/gpu_culler.py", *pages} <= mounts
+
+
+def test_culler_role_trusts_its_associations_account():
+    # In a namespace of the hub's own: a trust that named another namespace than the association's (the default
+    # jupyterhub, say) would leave the culler without credentials, and only this stack would show it.
+    values = metered(intro=lab(["g4dn.xlarge"], 3, notebookImage=NOTEBOOK_IMAGE, gpuIdleTimeout="30m"))
+    values["gpulab:jupyterhub"] = {**HUB, "namespace": "learners"}
+    run = run_values(values)
+    association = run.one("aws:eks/podIdentityAssociation:PodIdentityAssociation", "jupyterhub-gpu-culler").inputs
+    role = run.one("aws:iam/role:Role", "jupyterhub-gpu-culler")
+    release = run.one("kubernetes:helm.sh/v3:Release", "jupyterhub").inputs
+    assert association["namespace"] == release["namespace"] == "learners"
+    assert association["serviceAccount"] == HUB_SERVICE_ACCOUNT
+    assert association["roleArn"].startswith("arn:aws:iam::123456789012:role/jupyterhub-gpu-culler-")
+    (statement,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
+    assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert statement["Condition"]["StringEquals"] == {
+        "aws:RequestTag/eks-cluster-arn": "arn:aws:eks:eu-west-1:123456789012:cluster/lab-test",
+        "aws:RequestTag/kubernetes-namespace": association["namespace"],
+        "aws:RequestTag/kubernetes-service-account": association["serviceAccount"],
+    }
+    # The conditions read the session tags, which an association can turn off.
+    assert association["disableSessionTags"] is False
 
 
 def test_a_hub_without_a_culled_lab_gets_no_culler():

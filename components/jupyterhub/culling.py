@@ -1,24 +1,25 @@
 """Pure builder of the hub values that run gpulab's idle-GPU culler (components/jupyterhub/gpu_culler.py) in the hub's
-pod, for the labs with a gpuIdleTimeout: the service and its role, the files it and the hub's pages need, and the
-SigV4 proxy beside the hub through which it queries the metrics workspace (zero-to-jupyterhub 4.4.0: hub.services,
-hub.loadRoles, hub.extraFiles, hub.templatePaths and hub.extraContainers, files/hub/jupyterhub_config.py).
+pod, for the labs with a gpuIdleTimeout: the service and its role, its source file, and the SigV4 proxy beside the
+hub through which it queries the metrics workspace (zero-to-jupyterhub 4.4.0: hub.services, hub.loadRoles,
+hub.extraFiles and hub.extraContainers, files/hub/jupyterhub_config.py). The notice the learners it stopped read is
+components/jupyterhub/notices.py's.
 """
 
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from components.jupyterhub.notices import FILES, GPU_IDLE_GROUP
 from components.security import unprivileged
 from domain.stack.metrics import Metrics
 from domain.stack.model import Lab
 from domain.upstream.versions import AWS_SIGV4_PROXY_IMAGE
 
 SERVICE = "gpu-culler"
-GROUP = "gpulab-gpu-idle"
+# The learners it stopped, whom the hub's pages tell why (components/jupyterhub/notices.py).
+GROUP = GPU_IDLE_GROUP
 # The hub's API from inside its pod, as the chart's own idle culler reaches it (jupyterhub_config.py, cull_cmd).
 HUB_API = "http://localhost:8081/hub/api"
-FILES = "/usr/local/etc/gpulab"
-TEMPLATES = f"{FILES}/templates"
 PROXY_PORT = 8005
 CULLER_SOURCE = Path(__file__).with_name("gpu_culler.py")
 # What the culler does and no more (JupyterHub 5.5 scopes, jupyterhub/scopes.py): read learners' servers, stop them,
@@ -31,23 +32,6 @@ SCOPES = [
     f"groups!group={GROUP}",
     f"admin:groups!group={GROUP}",
 ]
-# The notice on the hub's pages (JupyterHub 5.5 share/jupyterhub/templates): the page a learner's old tab lands on, and
-# the home page. Each extends JupyterHub's own template.
-_NOTICE = (
-    '{% if user and user.groups | selectattr("name", "equalto", "' + GROUP + '") | list %}\n'
-    '<div class="container"><div class="alert alert-info" role="status" id="gpulab-gpu-idle">'
-    "Your server was stopped because its GPU stayed idle longer than your lab allows, so that another learner could "
-    "use it. Your files are as you saved them; start your server again when you need the GPU.</div></div>\n"
-    "{% endif %}\n"
-)
-PAGES = {
-    page: '{% extends "templates/'
-    + page
-    + '" %}\n{% block main %}\n'
-    + _NOTICE
-    + "{{ super() }}\n{% endblock main %}\n"
-    for page in ("home.html", "not_running.html")
-}
 
 
 def culled_labs(labs: Mapping[str, Lab]) -> dict[str, Lab]:
@@ -89,17 +73,11 @@ def sigv4_proxy(region: str) -> dict[str, Any]:
 
 def hub_values(labs: Mapping[str, Lab], metrics: Metrics, workspace_id: str, region: str) -> dict[str, Any]:
     """The chart's `hub` values that run the culler."""
-    files = {"gpu-culler": {"mountPath": f"{FILES}/gpu_culler.py", "stringData": CULLER_SOURCE.read_text()}}
-    for page, text in PAGES.items():
-        files[f"gpu-idle-{page.removesuffix('.html').replace('_', '-')}"] = {
-            "mountPath": f"{TEMPLATES}/{page}",
-            "stringData": text,
-        }
     return {
         "services": {SERVICE: {"command": command(labs, metrics, workspace_id)}},
         "loadRoles": {SERVICE: {"scopes": SCOPES, "services": [SERVICE]}},
-        "extraFiles": files,
-        "templatePaths": [TEMPLATES],
+        # The pages that tell the learners it stopped why are the hub's own (values.py, notices.py).
+        "extraFiles": {"gpu-culler": {"mountPath": f"{FILES}/gpu_culler.py", "stringData": CULLER_SOURCE.read_text()}},
         "extraContainers": [sigv4_proxy(region)],
     }
 

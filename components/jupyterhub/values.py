@@ -3,9 +3,12 @@ files/hub/jupyterhub_config.py at that tag), from gpulab:jupyterhub and the labs
 
 """
 
+import copy
+import json
 from collections.abc import Mapping
 from typing import Any
 
+from components.jupyterhub import notices
 from components.jupyterhub.spawn_profiles import profile_list
 from components.jupyterhub.user_scheduler import user_scheduler
 from components.jupyterhub.walls import learner_network_policy
@@ -118,14 +121,41 @@ def authenticator_config(hub: JupyterHub) -> dict[str, Any]:
 
 
 def culler(hub: JupyterHub) -> dict[str, Any]:
+    """The chart's jupyterhub-idle-culler (z2jh 4.4.0 files/hub/jupyterhub_config.py turns these into its flags)."""
     culling = hub.culling
+    if not culling.enabled:
+        return {"enabled": False}
     return {
         "enabled": True,
         "timeout": durations.seconds(culling.idle_timeout),
         "every": durations.seconds(culling.every),
         # The chart reads 0 as no maximum age.
         "maxAge": durations.seconds(culling.max_age) if culling.max_age else 0,
+        # It stops servers, never deletes users: deleting a user deletes their home volume (KubeSpawner 7.0.0
+        # delete_pvc, True by default: delete_forever deletes claim-<user>), and users: true (--cull-users) deletes
+        # every user idle for the timeout. Named servers are not offered; removing one would delete its claim too.
+        # Both are the chart's defaults, written here so that a change is a decision.
+        "users": False,
+        "removeNamedServers": False,
     }
+
+
+# Every cookie the hub and the learners' servers set is Secure. TLS ends at the load balancer and the proxy passes the
+# request on as http (X-Forwarded-Proto: http), so JupyterHub 5.5.0 decides alone (handlers/base.py _set_cookie:
+# Secure from an https public_url; _xsrf_utils.py: the hub's _xsrf from xsrf_cookie_kwargs, which app.py fills from
+# cookie_options only), and a learner's server (services/auth.py HubOAuth.set_cookie: Secure only for an https
+# request) learns the hub's cookie_options from JUPYTERHUB_COOKIE_OPTIONS, which the spawner sets from them
+# (spawner.py get_env; user.py passes the hub's tornado_settings cookie_options). The chart sets tornado_settings to
+# {"slow_spawn_timeout": 0} and hub.config replaces the whole dict (jupyterhub_config.py, c[section].update), so it is
+# repeated here.
+TORNADO_SETTINGS = {"slow_spawn_timeout": 0, "cookie_options": {"secure": True}}
+# A learner's server's own _xsrf cookie takes only its web app's xsrf_cookie_kwargs (jupyterhub 5.5.0 _xsrf_utils.py,
+# which the singleuser extension uses: the path defaults to the server's prefix, as jupyter-server's own default);
+# jupyter-server (serverapp.py, init_webapp) merges ServerApp.tornado_settings into those settings. A config file in
+# /usr/local/etc/jupyter, a config directory of Jupyter (jupyter_core.paths SYSTEM_CONFIG_PATH) that the Jupyter
+# Docker Stacks images leave free (theirs is /etc/jupyter/jupyter_server_config.py, which sets no tornado_settings).
+SERVER_CONFIG_PATH = "/usr/local/etc/jupyter/jupyter_server_config.json"
+SERVER_CONFIG = {"ServerApp": {"tornado_settings": {"xsrf_cookie_kwargs": {"secure": True}}}}
 
 
 def helm_values(hub: JupyterHub, labs: Mapping[str, Lab], kubernetes_version: str) -> dict[str, Any]:
@@ -136,6 +166,7 @@ def helm_values(hub: JupyterHub, labs: Mapping[str, Lab], kubernetes_version: st
     # JupyterHub 5.5 marks its cookies Secure only when public_url is https or the request was (handlers/base.py,
     # _set_cookie), and the request the proxy passes on is http; the redirects it builds take their host from it too.
     config["JupyterHub"]["public_url"] = hub.address
+    config["JupyterHub"]["tornado_settings"] = copy.deepcopy(TORNADO_SETTINGS)
     hub_values: dict[str, Any] = {
         "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
         "config": config,
@@ -143,6 +174,8 @@ def helm_values(hub: JupyterHub, labs: Mapping[str, Lab], kubernetes_version: st
             "type": "sqlite-pvc",
             "pvc": {"storageClassName": STORAGE_CLASS, "storage": f"{hub.hub_database_size_gib}Gi"},
         },
+        # What the hub's pages tell learners about their files (notices.py).
+        **notices.hub_values(hub, labs),
     }
     if hub.auth.type in ("github", "oidc"):
         hub_values["extraEnv"] = {
@@ -182,6 +215,10 @@ def helm_values(hub: JupyterHub, labs: Mapping[str, Lab], kubernetes_version: st
             # A learner without a warm seat waits for a new GPU node and its notebook image: as long as gpulab's
             # default class warmup reckons that takes, not the chart's 300 s, after which the hub gives up.
             "startTimeout": durations.seconds(DEFAULT_WARMUP),
+            # The server's _xsrf cookie Secure (SERVER_CONFIG above).
+            "extraFiles": {
+                "gpulab-secure-cookies": {"mountPath": SERVER_CONFIG_PATH, "stringData": json.dumps(SERVER_CONFIG)}
+            },
         },
         "cull": culler(hub),
     }

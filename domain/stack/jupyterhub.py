@@ -5,7 +5,8 @@ secret `gpulab:jupyterhubClientSecret` (domain/stack/load.py), so that the stack
 """
 
 import re
-from typing import Annotated, Literal, get_args
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
@@ -243,6 +244,11 @@ class LoadBalancer(Model):
 class Culling(Model):
     """When the hub stops learners' servers (jupyterhub-idle-culler), so that a forgotten notebook frees its slice."""
 
+    enabled: bool = Field(
+        default=True,
+        description="Stop idle servers (and old ones, with maxAge); false: a server runs until its learner stops it, "
+        "and its GPU slice stays taken.",
+    )
     idle_timeout: Annotated[Duration, AfterValidator(_at_least_a_minute)] = Field(
         default="1h", description="Stop a server after this long without activity."
     )
@@ -252,6 +258,14 @@ class Culling(Model):
     max_age: Annotated[Duration, AfterValidator(_at_least_a_minute)] | None = Field(
         default=None, description="Stop a server this long after it started, active or not; unset: never."
     )
+
+    @field_validator("max_age")
+    @classmethod
+    def _only_when_culling(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # The chart runs jupyterhub-idle-culler only with cull.enabled, and its maxAge is an option of that culler.
+        if value is not None and info.data.get("enabled") is False:
+            raise ValueError("is an option of culling: it needs culling.enabled: true, or remove it")
+        return value
 
 
 class JupyterHub(Model):
@@ -328,8 +342,41 @@ def hub_has_its_labs(hub: JupyterHub | None, info: ValidationInfo) -> JupyterHub
             for name, lab in offered.items()
             if lab.notebook_image is None and hub.notebook_image is None
         ]
+        if problem := _work_lost(hub, labs):
+            problems.append(FieldProblem("jupyterhub.homes", problem))
     report(problems)
     return hub
+
+
+def server_stoppers(hub: JupyterHub, labs: Mapping[str, Any]) -> list[str]:
+    """What stops a learner's server without the learner asking, as the stack's keys say it: the hub's idle culler
+    (jupyterhub-idle-culler: inactivity, and maxAge even when active) and gpulab's idle-GPU culler (a lab's
+    gpuIdleTimeout, components/jupyterhub/gpu_culler.py)."""
+    stoppers = []
+    if hub.culling.enabled:
+        stoppers.append(f"gpulab:jupyterhub.culling (idleTimeout {hub.culling.idle_timeout}; on unless enabled: false)")
+        if hub.culling.max_age:
+            stoppers.append(f"gpulab:jupyterhub.culling.maxAge {hub.culling.max_age}")
+    stoppers += [
+        f"gpulab:labs.{name}.gpuIdleTimeout {lab.gpu_idle_timeout}"
+        for name, lab in labs.items()
+        if lab.gpu_idle_timeout
+    ]
+    return stoppers
+
+
+def _work_lost(hub: JupyterHub, labs: Mapping[str, Any]) -> str | None:
+    """Why the stack would delete learners' work by its own choice, or None. With homes: none a learner's files live in
+    the server's pod, and every stop deletes the pod (KubeSpawner 7.0.0, stop); a stop the learner did not ask for
+    must not cost them their files."""
+    if hub.homes != "none" or not (stoppers := server_stoppers(hub, labs)):
+        return None
+    return (
+        "none keeps a learner's files only while their server runs, and this stack stops servers itself: "
+        f"{', '.join(stoppers)}; each such stop would delete the learner's files. Set homes: perLearner (a volume per "
+        "learner, kept when the server stops), or stop no server by the stack's choice (culling: {enabled: false}, "
+        "no maxAge, no lab's gpuIdleTimeout)"
+    )
 
 
 def _load_balancer_problems(lb: LoadBalancer, private_subnet_ids: list[str]) -> list[ValueError]:

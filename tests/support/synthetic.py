@@ -23,6 +23,9 @@ HUB: dict[str, Any] = {
         "certificateArn": "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9",
     },
     "auth": {"type": "github", "clientId": "Iv1.0123456789abcdef", "allowedOrganizations": ["example-org:teachers"]},
+    # The hub's idle culler stops servers (on by default), so learners' files need a volume of their own: a hub with
+    # homes: none is refused unless it stops no server itself.
+    "homes": "perLearner",
 }
 
 SYNTHETIC: dict[str, dict[str, Any]] = {
@@ -103,7 +106,7 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
                 ),
                 "staff-only": lab(["g5.xlarge"], 1, onSpawnPage=False),
             },
-            "gpulab:jupyterhub": {**HUB, "homes": "perLearner", "culling": {"idleTimeout": "45m"}},
+            "gpulab:jupyterhub": {**HUB, "culling": {"idleTimeout": "45m"}},
             "gpulab:jupyterhubClientSecret": {"secure": "v1:c3RhbmQtaW4="},
         }
     ),
