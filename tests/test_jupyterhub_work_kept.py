@@ -22,7 +22,7 @@ NONE = {**HUB, "homes": "none"}
 WAYS_OUT = (
     "each such stop would delete the learner's files. Set homes: perLearner (a volume per learner, kept when the "
     "server stops), or stop no server by the stack's choice (culling: {enabled: false}, no maxAge, no lab's "
-    "gpuIdleTimeout)"
+    "gpuIdleTimeout, consolidationPolicy WhenEmpty)"
 )
 LOSES_WORK = (
     "gpulab:jupyterhub.homes: none keeps a learner's files only while their server runs, and this stack stops "
@@ -58,6 +58,18 @@ STOPPING = {
     "the idle culler and a maximum age": (
         hub_stack({**NONE, "culling": {"idleTimeout": "45m", "maxAge": "4h"}}),
         "gpulab:jupyterhub.culling (idleTimeout 45m; on unless enabled: false), gpulab:jupyterhub.culling.maxAge 4h",
+    ),
+    "consolidation that moves running learners": (
+        hub_stack(
+            {**NONE, "culling": {"enabled": False}},
+            intro=lab(
+                ["g4dn.xlarge"],
+                3,
+                notebookImage=NOTEBOOK_IMAGE,
+                disruption={"consolidationPolicy": "WhenEmptyOrUnderutilized"},
+            ),
+        ),
+        "gpulab:labs.intro.disruption.consolidationPolicy WhenEmptyOrUnderutilized",
     ),
     "a lab's idle-GPU culler alone": (
         _metered({**NONE, "culling": {"enabled": False}}, gpuIdleTimeout="30m"),
@@ -132,14 +144,14 @@ def test_home_volumes_notice_says_saved_files_stay():
 
 def test_with_home_volumes_and_no_culling_the_notice_says_so():
     text = notices.files_notice(_hub(culling={"enabled": False}), _labs())
-    assert text.endswith("files anywhere else, are gone. This hub never stops a server by itself.")
+    assert text.endswith("files anywhere else, are gone. This hub does not stop idle servers.")
 
 
 def test_without_home_volumes_the_notice_says_nothing_is_kept():
     text = notices.files_notice(_hub(homes="none", culling={"enabled": False}), _labs())
     assert text == (
         "This hub keeps no files when a server stops: everything in your server goes with it. Download what you want "
-        "to keep before you stop it. This hub never stops a server by itself."
+        "to keep before you stop it. This hub does not stop idle servers."
     )
 
 

@@ -32,6 +32,10 @@ def _stops(hub: JupyterHub, labs: Mapping[str, Lab]) -> list[str]:
             stops.append(f"{hub.culling.max_age} after it started, active or not")
     if any(lab.gpu_idle_timeout for lab in labs.values()):
         stops.append("when its GPU stays idle as long as its lab allows")
+    if any(
+        lab.on_spawn_page and lab.disruption.consolidation_policy == "WhenEmptyOrUnderutilized" for lab in labs.values()
+    ):
+        stops.append("when its lab moves it to pack its GPU nodes tighter")
     return stops
 
 
@@ -53,7 +57,8 @@ def files_notice(hub: JupyterHub, labs: Mapping[str, Lab]) -> str:
             "This hub keeps no files when a server stops: everything in your server goes with it. Download what you "
             "want to keep before you stop it."
         )
-    when = f" This hub stops a server {', and '.join(stops)}." if stops else " This hub never stops a server by itself."
+    # Not "never stops a server": a node's expiry and drift replace it whatever runs on it.
+    when = f" This hub stops a server {', and '.join(stops)}." if stops else " This hub does not stop idle servers."
     return kept + when
 
 

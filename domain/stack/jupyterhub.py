@@ -350,8 +350,9 @@ def hub_has_its_labs(hub: JupyterHub | None, info: ValidationInfo) -> JupyterHub
 
 def server_stoppers(hub: JupyterHub, labs: Mapping[str, Any]) -> list[str]:
     """What stops a learner's server without the learner asking, as the stack's keys say it: the hub's idle culler
-    (jupyterhub-idle-culler: inactivity, and maxAge even when active) and gpulab's idle-GPU culler (a lab's
-    gpuIdleTimeout, components/jupyterhub/gpu_culler.py)."""
+    (jupyterhub-idle-culler: inactivity, and maxAge even when active), gpulab's idle-GPU culler (a lab's
+    gpuIdleTimeout, components/jupyterhub/gpu_culler.py) and consolidation that moves running learners. Not here: a
+    node's expiry (expireAfter) and drift, which replace a node whatever runs on it (docs/jupyterhub.md)."""
     stoppers = []
     if hub.culling.enabled:
         stoppers.append(f"gpulab:jupyterhub.culling (idleTimeout {hub.culling.idle_timeout}; on unless enabled: false)")
@@ -361,6 +362,12 @@ def server_stoppers(hub: JupyterHub, labs: Mapping[str, Any]) -> list[str]:
         f"gpulab:labs.{name}.gpuIdleTimeout {lab.gpu_idle_timeout}"
         for name, lab in labs.items()
         if lab.gpu_idle_timeout
+    ]
+    # Karpenter's consolidation of underutilized nodes moves running learners, that is deletes their pods.
+    stoppers += [
+        f"gpulab:labs.{name}.disruption.consolidationPolicy WhenEmptyOrUnderutilized"
+        for name, lab in labs.items()
+        if lab.on_spawn_page and lab.disruption.consolidation_policy == "WhenEmptyOrUnderutilized"
     ]
     return stoppers
 
@@ -375,7 +382,7 @@ def _work_lost(hub: JupyterHub, labs: Mapping[str, Any]) -> str | None:
         "none keeps a learner's files only while their server runs, and this stack stops servers itself: "
         f"{', '.join(stoppers)}; each such stop would delete the learner's files. Set homes: perLearner (a volume per "
         "learner, kept when the server stops), or stop no server by the stack's choice (culling: {enabled: false}, "
-        "no maxAge, no lab's gpuIdleTimeout)"
+        "no maxAge, no lab's gpuIdleTimeout, consolidationPolicy WhenEmpty)"
     )
 
 
