@@ -115,6 +115,21 @@ def start_user_scheduler(
 LEARNER_NAMESPACE = "default"
 
 
+def _without_claims(pod: dict[str, Any]) -> dict[str, Any]:
+    """The learner's pod without its PersistentVolumeClaim volumes: the home volume of gpulab:jupyterhub.homes:
+    perLearner. KubeSpawner creates the claim claim-<user> before the pod, and the EBS CSI driver provisions it where
+    the scheduler put the pod (WaitForFirstConsumer); the twin has neither, so the claim would never bind and the pod
+    never be scheduled. On a learner's first start the claim places nothing (the volume follows the node), which is
+    the class day the rehearsal plays; a returning learner's pod, bound to the zone of its volume, it does not play."""
+    spec = pod["spec"]
+    claims = {v["name"] for v in spec.get("volumes") or [] if "persistentVolumeClaim" in v}
+    if claims:
+        spec["volumes"] = [v for v in spec["volumes"] if v["name"] not in claims]
+        for container in [*(spec.get("initContainers") or []), *spec["containers"]]:
+            container["volumeMounts"] = [m for m in container.get("volumeMounts") or [] if m["name"] not in claims]
+    return pod
+
+
 class Learners:
     """Each learner's pod of the day, made and deleted on the twin: as the hub's KubeSpawner builds it for a lab on
     the spawn page when gpulab:jupyterhub is on (rehearsal/learner_pods.py), its schedulerName the hub's
@@ -148,7 +163,7 @@ class Learners:
             namespace, spawner_config = self.hub
             pod = learner_pods.learner_pod(spawner_config, lab, learner)
             pod["metadata"]["namespace"] = namespace
-            return pod
+            return _without_claims(pod)
         meta = {"name": learner, "namespace": LEARNER_NAMESPACE}
         return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": copy.deepcopy(self.specs[lab])}
 
