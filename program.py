@@ -31,6 +31,7 @@ from components.node_role import NodeRole
 from components.nvidia.device_plugin import DevicePlugin
 from domain.cost.price_book import LIST, PriceBook
 from domain.cost.stack_cost import full_cost, lab_term, labs_ceilings, stack_cost, term_days
+from domain.stack.budgets import ACTIVATE
 from domain.upstream.ami_releases import ami_warnings
 
 # Python's cyclic garbage collector makes a young collection every 700 net allocations by default (gc.get_threshold),
@@ -72,7 +73,7 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
         ).book
     cluster = Cluster("cluster", settings.cluster)
     node_role = NodeRole("karpenter-nodes", cluster_name=cluster.cluster_name)
-    DiscoveryTags(
+    discovery = DiscoveryTags(
         "discovery",
         cluster_name=cluster.cluster_name,
         subnet_ids=settings.cluster.private_subnet_ids,
@@ -89,11 +90,16 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
         node_overlays=settings.shares_gpus,
         capacity_buffers=settings.has_classes,
     )
-    DevicePlugin("nvidia-device-plugin", settings.nvidia_device_plugin, settings.labs, provider=cluster.provider)
+    plugin = DevicePlugin(
+        "nvidia-device-plugin", settings.nvidia_device_plugin, settings.labs, provider=cluster.provider
+    )
+    # Every component, for the one step that waits for all of them (the tag's activation, below).
+    built: list[pulumi.Resource] = [cluster, node_role, discovery, karpenter, plugin]
     meter = None
     if settings.metrics:
-        Exporters("metrics", settings.metrics, provider=cluster.provider)
+        built.append(Exporters("metrics", settings.metrics, provider=cluster.provider))
         store = Store("metrics", settings, cluster.cluster_arn, cluster.security_group_id)
+        built.append(store)
         meter = Meter(settings.metrics, store, stack.region)
         pulumi.export("metrics", {"workspaceId": store.workspace_id, "prometheusEndpoint": store.prometheus_endpoint})
     amis_found = check_ami_releases(settings.labs, settings.cluster.kubernetes_version)
@@ -111,20 +117,23 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
             amis_found=amis_found,
             provider=cluster.provider,
         )
+        built.append(pools[lab_name])
         if lab.classes:
-            ClassSeats(lab_name, lab, karpenter=karpenter.release, provider=cluster.provider)
-
-    # Validation gives every stack with a budget its alerts (domain/stack/budgets.py alerts_fit).
-    if (budgets := settings.budgets) and settings.budget_alerts:
-        LabBudgets("budgets", settings.cluster.name, budgets, settings.budget_alerts)
+            built.append(ClassSeats(lab_name, lab, karpenter=karpenter.release, provider=cluster.provider))
 
     if settings.jupyterhub:
         hub = Hub("jupyterhub", settings.jupyterhub, settings.labs, cluster, stack.jupyterhub_client_secret, meter)
+        built.append(hub)
         # The address learners open; the load balancer's own DNS name is known only once the Service has one.
         pulumi.export(
             "jupyterhub",
             {"address": hub.address, "profiles": [p["slug"] for p in profile_list(settings.labs)]},
         )
+
+    # Last, the activation waiting for every other component (docs/cost.md, "The tag must be active").
+    activate = settings.cost_allocation_tag == ACTIVATE
+    if settings.budgets or activate:
+        LabBudgets("budgets", settings.cluster.name, settings.budgets, settings.budget_alerts, activate, after=built)
 
     pulumi.export("clusterName", cluster.cluster_name)
     pulumi.export("kubeconfig", cluster.kubeconfig)

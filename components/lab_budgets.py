@@ -1,13 +1,23 @@
-"""gpulab:billing:LabBudgets, an AWS Budgets cost budget per budgeted lab, over the cost allocation tag its nodes carry.
+"""gpulab:billing:LabBudgets, an AWS Budgets cost budget per budgeted lab, over the cost allocation tag its nodes carry,
+and the tag's activation where the stack asks for it (gpulab:costAllocationTag: activate).
 
 Every instance Karpenter launches for a lab carries the tag `gpulab.dev/lab: <lab>` (the EC2NodeClass's `tags`,
 components/karpenter/manifests.py; Karpenter 1.14.1's CRD refuses only eks:eks-cluster-name, kubernetes.io/cluster/*,
 karpenter.sh/nodepool, karpenter.sh/nodeclaim and karpenter.k8s.aws/ec2nodeclass there). A budget filters on a tag
-once the tag key is activated for cost allocation, under the name `user:<key>` (AWS Billing User Guide, "Using
-user-defined cost allocation tags").
+under the name `user:<key>` and counts from the day the key is activated for cost allocation (AWS Billing User Guide,
+"Using user-defined cost allocation tags").
+
+The budgets never wait for the activation: AWS refuses to activate a key it has not yet seen on a resource
+(terraform-provider-aws #29068, "empty result"), and refuses a member account of an organization (the guide above), so
+the activation is the step that may fail. It comes last instead, after the budgets and the stack's other components
+(it depends on them): Pulumi lets a failed step's running neighbours finish but starts no new step (Pulumi blog,
+"Continue on Error in the Pulumi CLI"), so a refused activation still leaves every budget, and the labs a node needs to
+run (the key is offered only once one has), made. AWS documents no refusal of a budget whose tag is not active;
+such a budget is made and reads 0 until the tag is (terraform-provider-aws #39850, a filter on a key billing did not
+know). Not tried here against AWS.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pulumi
 import pulumi_aws as aws
@@ -26,51 +36,61 @@ def tag_filter_value(lab_name: str) -> str:
 
 
 class LabBudgets(pulumi.ComponentResource):
-    """The activation of the lab tag for cost allocation, and one monthly cost budget per entry of `budgets` (USD by
-    lab name) with an alert when the month's actual spend passes it and one when AWS forecasts it will."""
+    """One monthly cost budget per entry of `budgets` (USD by lab name) with an alert when the month's actual spend
+    passes it and one when AWS forecasts it will; with `activate`, the activation of the lab tag for cost allocation,
+    after the budgets and every resource of `after` (the stack's other components)."""
 
     def __init__(
         self,
         name: str,
         cluster_name: str,
         budgets: Mapping[str, float],
-        alerts: BudgetAlerts,
+        alerts: BudgetAlerts | None,
+        activate: bool,
+        after: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__(TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        # Activation is account-wide (the management account's, in an organization): another stack's budgets may rely
-        # on it, so destroying this stack leaves the tag active.
-        tag = aws.costexplorer.CostAllocationTag(
-            f"{name}-lab-tag",
-            tag_key=LAB_LABEL,
-            status="Active",
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(retain_on_delete=True)),
-        )
-        after_tag = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[tag]))
-        subscribers = {
-            "subscriber_email_addresses": alerts.emails or None,
-            "subscriber_sns_topic_arns": [alerts.sns_topic_arn] if alerts.sns_topic_arn else None,
-        }
+        made: list[pulumi.Resource] = []
         for lab_name, amount in budgets.items():
-            aws.budgets.Budget(
-                f"{name}-{lab_name}",
-                name=budget_name(cluster_name, lab_name),
-                budget_type="COST",
-                time_unit="MONTHLY",
-                limit_amount=limit_amount(amount),
-                limit_unit="USD",
-                cost_filters=[aws.budgets.BudgetCostFilterArgs(name=TAG_FILTER, values=[tag_filter_value(lab_name)])],
-                notifications=[
-                    aws.budgets.BudgetNotificationArgs(
-                        notification_type=kind,
-                        comparison_operator="GREATER_THAN",
-                        threshold=100,
-                        threshold_type="PERCENTAGE",
-                        **subscribers,
-                    )
-                    for kind in ("ACTUAL", "FORECASTED")
-                ],
-                opts=after_tag,
+            # Validation gives every stack with a budget its alerts (domain/stack/budgets.py alerts_fit).
+            assert alerts is not None
+            made.append(
+                aws.budgets.Budget(
+                    f"{name}-{lab_name}",
+                    name=budget_name(cluster_name, lab_name),
+                    budget_type="COST",
+                    time_unit="MONTHLY",
+                    limit_amount=limit_amount(amount),
+                    limit_unit="USD",
+                    cost_filters=[
+                        aws.budgets.BudgetCostFilterArgs(name=TAG_FILTER, values=[tag_filter_value(lab_name)])
+                    ],
+                    notifications=[
+                        aws.budgets.BudgetNotificationArgs(
+                            notification_type=kind,
+                            comparison_operator="GREATER_THAN",
+                            threshold=100,
+                            threshold_type="PERCENTAGE",
+                            subscriber_email_addresses=alerts.emails or None,
+                            subscriber_sns_topic_arns=[alerts.sns_topic_arn] if alerts.sns_topic_arn else None,
+                        )
+                        for kind in ("ACTUAL", "FORECASTED")
+                    ],
+                    opts=child,
+                )
+            )
+        if activate:
+            # Activation is account-wide (the management account's, in an organization): another stack's budgets may
+            # rely on it, so destroying this stack, or setting gpulab:costAllocationTag back to managementAccount,
+            # leaves the tag active.
+            aws.costexplorer.CostAllocationTag(
+                f"{name}-lab-tag",
+                tag_key=LAB_LABEL,
+                status="Active",
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(retain_on_delete=True, depends_on=[*made, *after])
+                ),
             )
         self.register_outputs({})

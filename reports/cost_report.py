@@ -3,11 +3,13 @@
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from components.labels import LAB_LABEL
 from domain.cost.lab_cost import DECIMALS, usd
 from domain.cost.price_book import LIST
 from domain.cost.prices import DISK_PRICE_SOURCE, HOURS_PER_MONTH, PRICE_SOURCE
 from domain.cost.stack_cost import StackCost, labs_ceilings, stack_cost, term
-from domain.stack import StackConfig
+from domain.stack import Settings, StackConfig
+from domain.stack.budgets import ACTIVATE, limit_amount
 from reports.table import Column, lead_in, markdown
 
 NONE = "-"
@@ -163,4 +165,42 @@ def stack_table(stack: StackConfig, figures: Mapping[str, Any], planned: bool = 
             f"labs' cost (labs without classes at their ceiling all term), beside {_or(found.always_on, 'no price')} "
             f"USD always on; {_or(found.total, 'not known')} USD in all"
         ),
+    ]
+
+
+# How the tag the lab budgets filter on is activated, by a person (AWS Billing User Guide, "Activating AWS-generated
+# tags cost allocation tags", whose console steps user-defined tags share) or a script (AWS CLI reference,
+# `aws ce update-cost-allocation-tags-status`, shorthand TagKey=string,Status=string).
+HOW_TO_ACTIVATE = (
+    f"Billing and Cost Management console > Cost allocation tags > {LAB_LABEL} > Activate, or `aws ce "
+    f"update-cost-allocation-tags-status --cost-allocation-tags-status TagKey={LAB_LABEL},Status=Active`"
+)
+
+
+def budgets(settings: Settings) -> list[str]:
+    """The labs' AWS Budgets budgets and, plainly, from when their tag filter counts and who activates the tag: until
+    it is active a budget reads 0 whatever the lab spends (docs/cost.md, "The tag must be active"). Nothing without a
+    budget."""
+    if not settings.budgets:
+        return []
+    amounts = ", ".join(f"{lab} {limit_amount(amount)}" for lab, amount in settings.budgets.items())
+    if settings.cost_allocation_tag == ACTIVATE:
+        who = (
+            "this stack activates it (gpulab:costAllocationTag: activate); AWS refuses that, failing the update, "
+            "until the key is offered and from a member account of an organization: there, set managementAccount; "
+            "before the key is offered, run `pulumi up` again a day after a lab's first node"
+        )
+    else:
+        who = (
+            "this stack does not activate it (gpulab:costAllocationTag: managementAccount): the organization's "
+            f"management account, or this account if it is in no organization, activates it once offered: "
+            f"{HOW_TO_ACTIVATE}"
+        )
+    return [
+        *lead_in(f"lab budgets (AWS Budgets, USD a month, alerts to gpulab:budgetAlerts; docs/cost.md): {amounts}"),
+        *lead_in(
+            f"- they count a lab's spend from the day the cost allocation tag {LAB_LABEL} is active, not before: AWS "
+            "offers the key up to 24 hours after a lab's first node, and activation takes up to 24 hours more"
+        ),
+        *lead_in(f"- {who}"),
     ]

@@ -187,6 +187,7 @@ def summary(run: harness.Run, day: datetime.date | None = None, planned: Mapping
         *lines,
         "",
         *cost_report.table(figures),
+        *(["", *budget_lines] if (budget_lines := cost_report.budgets(settings)) else []),
         "",
         *cost_report.stack_table(run.stack, figures, planned is not None),
     ]

@@ -1,5 +1,7 @@
 """A spending limit AWS keeps: per budgeted lab an AWS Budgets cost budget over the tag every instance of the lab
-carries, the tag activated for cost allocation, alerts to gpulab:budgetAlerts; none without a budget."""
+carries, alerts to gpulab:budgetAlerts; none without a budget. The tag activated for cost allocation only with
+gpulab:costAllocationTag: activate, and then after, never before, the budgets: a first `pulumi up` makes the budgets
+whether or not AWS activates the tag (docs/cost.md, "The tag must be active")."""
 
 import re
 
@@ -7,12 +9,15 @@ import pytest
 
 import domain.stack
 from render import harness
+from reports import cost_report
+from reports.summary import summary
 from tests.conftest import as_cli_config, run_values, stack_values
 from tests.support.synthetic import lab
 
 BUDGET = "aws:budgets/budget:Budget"
 TAG = "aws:costexplorer/costAllocationTag:CostAllocationTag"
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 ALERTS = {"emails": ["ops@example.com", "finance@example.com"], "snsTopicArn": "arn:aws:sns:eu-west-1:123456789012:gpu"}
 # AWS Budgets' filter of one value of a user-defined cost allocation tag: user:<tag key>$<tag value>.
 TAG_FILTER = re.compile(r"user:(?P<key>[^$]+)\$(?P<value>.+)")
@@ -28,10 +33,8 @@ def budgets_of(run: harness.Run) -> dict[str, dict]:
     return {r.name: r.inputs for r in run.of_type(BUDGET)}
 
 
-def test_a_budget_counts_instances_with_its_labs_active_tag():
+def test_a_budget_counts_instances_with_its_labs_tag():
     run = run_values(budgeted())
-    (tag,) = run.of_type(TAG)
-    assert tag.inputs == {"tagKey": "gpulab.dev/lab", "status": "Active"}
     node_class_tags = {r.name.removeprefix("ec2nodeclass-"): r.inputs["spec"]["tags"] for r in run.of_type(NODE_CLASS)}
     budgets = budgets_of(run)
     assert set(budgets) == {"budgets-intro", "budgets-advanced"}
@@ -43,9 +46,67 @@ def test_a_budget_counts_instances_with_its_labs_active_tag():
         match = TAG_FILTER.fullmatch(value)
         assert match, f"{value!r} is not AWS Budgets' user:<key>$<value>"
         # The key the budget filters on is the one activated, and every instance of the lab carries it.
-        assert match["key"] == tag.inputs["tagKey"] and match["value"] == lab_name
+        assert match["key"] == "gpulab.dev/lab" and match["value"] == lab_name
         assert node_class_tags[lab_name][match["key"]] == lab_name
-        assert f"{TAG}::{tag.name}" in run.one(BUDGET, name).dependencies
+
+
+def test_a_member_accounts_first_up_makes_the_budgets_and_no_activation():
+    """The default, managementAccount: nothing AWS refuses before a lab's first node, or in a member account."""
+    run = run_values(budgeted())
+    assert run.stack.settings.cost_allocation_tag == "managementAccount"
+    assert sorted(r.name for r in run.of_type(BUDGET)) == ["budgets-advanced", "budgets-intro"]
+    assert run.of_type(TAG) == []
+    assert not any("costexplorer" in r.type for r in run.resources)
+
+
+def test_activate_makes_the_tag_after_the_budgets_and_the_labs_never_before():
+    run = run_values(budgeted(**{"gpulab:costAllocationTag": "activate"}))
+    (tag,) = run.of_type(TAG)
+    assert tag.inputs == {"tagKey": "gpulab.dev/lab", "status": "Active"}
+    assert tag.name == "budgets-lab-tag"
+    # No budget waits for the activation, which AWS refuses before the key is offered (terraform-provider-aws #29068).
+    for budget in run.of_type(BUDGET):
+        assert not any(d.startswith(f"{TAG}::") for d in budget.dependencies), budget.dependencies
+    # The activation waits for every budget, and for what a lab's node needs: Pulumi starts nothing after a failed step.
+    assert {f"{BUDGET}::{b.name}" for b in run.of_type(BUDGET)} <= set(tag.dependencies)
+    assert {f"{NODE_POOL}::{p.name}" for p in run.of_type(NODE_POOL)} <= set(tag.dependencies)
+
+
+def test_activate_without_a_budget_activates_the_tag_only():
+    run = run_values(stack_values(**{"gpulab:costAllocationTag": "activate"}))
+    assert run.of_type(BUDGET) == [] and len(run.of_type(TAG)) == 1
+
+
+def budget_summary(values: dict) -> list[str]:
+    lines = summary(run_values(values))
+    start = next(i for i, line in enumerate(lines) if line.startswith("lab budgets"))
+    return lines[start : lines.index("", start)]
+
+
+def test_the_summary_says_when_the_budgets_count_and_how_to_activate_the_tag():
+    text = " ".join(budget_summary(budgeted()))
+    assert text.startswith(
+        "lab budgets (AWS Budgets, USD a month, alerts to gpulab:budgetAlerts; docs/cost.md): intro 100.00, "
+        "advanced 250.00"
+    )
+    assert (
+        "they count a lab's spend from the day the cost allocation tag gpulab.dev/lab is active, not before: AWS "
+        "offers the key up to 24 hours after a lab's first node, and activation takes up to 24 hours more"
+    ) in text
+    assert "this stack does not activate it (gpulab:costAllocationTag: managementAccount)" in text
+    assert " ".join(cost_report.HOW_TO_ACTIVATE.split()) in text
+    assert "TagKey=gpulab.dev/lab,Status=Active" in cost_report.HOW_TO_ACTIVATE
+
+
+def test_the_summary_of_activate_says_when_to_run_up_again():
+    text = " ".join(budget_summary(budgeted(**{"gpulab:costAllocationTag": "activate"})))
+    assert "this stack activates it (gpulab:costAllocationTag: activate)" in text
+    assert "run `pulumi up` again a day after a lab's first node" in text
+    assert "does not activate" not in text
+
+
+def test_without_a_budget_the_summary_has_no_budget_lines(base_run):
+    assert not any(line.startswith("lab budgets") for line in summary(base_run))
 
 
 def test_a_budget_alerts_every_address_on_actual_and_forecast():
@@ -113,6 +174,10 @@ def problems(values: dict) -> list[str]:
         (
             {"gpulab:budgetAlerts": {"emails": [f"ops{i}@example.com" for i in range(11)]}},
             "gpulab:budgetAlerts.emails: must be at most 10, the addresses AWS Budgets mails an alert to, got 11",
+        ),
+        (
+            {"gpulab:costAllocationTag": "yes"},
+            "gpulab:costAllocationTag: must be one of 'managementAccount' or 'activate', got 'yes'",
         ),
         ({"gpulab:monthlyBudget": 0}, "gpulab:monthlyBudget: must be a positive amount of US dollars, got 0"),
         ({"gpulab:monthlyBudget": 0.001}, "gpulab:monthlyBudget: must be at least 0.01 US dollars a month, got 0.001"),

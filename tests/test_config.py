@@ -161,7 +161,7 @@ def test_learner_seats_are_max_gpus_times_slices():
         (
             stack_values(**{"gpulab:lab": {}}),
             "gpulab:lab: unknown key; did you mean labs? allowed keys: budgetAlerts, cluster, costAlertThreshold, "
-            "jupyterhub, karpenter, labs",
+            "costAllocationTag, jupyterhub, karpenter, labs",
         ),
         (stack_values(**{"aws:region": ""}), "aws:region: required"),
         (

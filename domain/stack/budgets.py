@@ -1,12 +1,13 @@
-"""A spending limit AWS keeps: per lab, an AWS Budgets cost budget of the lab's instances, and who hears when it is
-passed (gpulab:monthlyBudget, labs.<lab>.monthlyBudget, gpulab:budgetAlerts; docs/cost.md).
+"""A spending limit AWS keeps: per lab, an AWS Budgets cost budget of the lab's instances, who hears when it is passed,
+and who activates the tag it filters on (gpulab:monthlyBudget, labs.<lab>.monthlyBudget, gpulab:budgetAlerts,
+gpulab:costAllocationTag; docs/cost.md).
 
 AWS Budgets alerts; it stops nothing. gpulab sets no budget actions: they apply an IAM or SCP policy or run an SSM
 document that stops EC2 instances, and a lab's stopped instances are Karpenter's to replace while learners wait (it
 watches their state changes). The budget is a bell; the NodePool limit stays the brake.
 """
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, model_validator
 
@@ -20,6 +21,20 @@ MAX_BUDGET_NAME = 100
 # The budget's limit is written in cents: AWS Budgets keeps the amount as text (Spend.Amount), and a dollar amount
 # below a cent would be written as 0.00.
 SMALLEST_BUDGET = 0.01
+
+# Who activates the lab tag for cost allocation (gpulab:costAllocationTag; docs/cost.md, "The tag must be active"):
+# - managementAccount (the default): not this stack. Only an organization's management account, or an account outside
+#   any organization, may activate a cost allocation tag (AWS Billing User Guide, "Using user-defined cost allocation
+#   tags"), and a key is offered for activation only up to 24 hours after a resource first carries it (pulumi-aws
+#   7.51.1, costexplorer.CostAllocationTag; activating a key not yet offered fails, terraform-provider-aws #29068). A
+#   first `pulumi up` therefore succeeds whatever the account, with no node yet run.
+# - activate: this stack activates it (aws.costexplorer.CostAllocationTag), for a management or standalone account once
+#   the key is offered. Refused, it fails the update, and Pulumi starts no further step after a failed one (Pulumi blog,
+#   "Continue on Error in the Pulumi CLI"), hence not the default.
+# Either way the lab budgets are made, and never wait for the activation (components/lab_budgets.py).
+TagActivation = Literal["managementAccount", "activate"]
+MANAGEMENT_ACCOUNT: TagActivation = "managementAccount"
+ACTIVATE: TagActivation = "activate"
 
 # A mailbox as SES and SNS accept one: local part, @, a domain with a dot. AWS Budgets itself checks only that an
 # address has no line break (Subscriber.Address), so a typo would be an alert nobody gets.

@@ -51,7 +51,7 @@ from domain.cost.lab_cost import LabCost, alert_threshold, lab_cost, threshold_k
 from domain.cost.price_book import LIST, PriceBook
 from domain.problems import FieldProblem, report
 from domain.stack import context
-from domain.stack.budgets import BudgetAlerts, alerts_fit, budget_amount, lab_budget
+from domain.stack.budgets import MANAGEMENT_ACCOUNT, BudgetAlerts, TagActivation, alerts_fit, budget_amount, lab_budget
 from domain.stack.classes import (
     DEFAULT_WARMUP,
     at_least_a_minute,
@@ -731,6 +731,13 @@ class Settings(Model):
         validate_default=True,
         description="Where the labs' budgets send their actual and forecast alerts; needed with, and only with, a "
         "budget.",
+    )
+    cost_allocation_tag: TagActivation = Field(
+        default=MANAGEMENT_ACCOUNT,
+        description="Who activates the tag gpulab.dev/lab for cost allocation, which the labs' budgets filter on: "
+        "managementAccount (not this stack: the organization's management account, or this account outside one) or "
+        "activate (this stack, once AWS offers the key, up to 24 hours after a lab's first node). The budgets are "
+        "made either way and count from the day the tag is active (docs/cost.md).",
     )
 
     @model_validator(mode="before")
