@@ -50,7 +50,7 @@ def test_a_budget_counts_instances_with_its_labs_tag():
         assert node_class_tags[lab_name][match["key"]] == lab_name
 
 
-def test_a_member_accounts_first_up_makes_the_budgets_and_no_activation():
+def test_by_default_a_first_up_makes_budgets_and_no_activation():
     """The default, managementAccount: nothing AWS refuses before a lab's first node, or in a member account."""
     run = run_values(budgeted())
     assert run.stack.settings.cost_allocation_tag == "managementAccount"
@@ -59,7 +59,7 @@ def test_a_member_accounts_first_up_makes_the_budgets_and_no_activation():
     assert not any("costexplorer" in r.type for r in run.resources)
 
 
-def test_activate_makes_the_tag_after_the_budgets_and_the_labs_never_before():
+def test_activate_makes_the_tag_after_the_budgets_and_the_labs():
     run = run_values(budgeted(**{"gpulab:costAllocationTag": "activate"}))
     (tag,) = run.of_type(TAG)
     assert tag.inputs == {"tagKey": "gpulab.dev/lab", "status": "Active"}
@@ -83,7 +83,7 @@ def budget_summary(values: dict) -> list[str]:
     return lines[start : lines.index("", start)]
 
 
-def test_the_summary_says_when_the_budgets_count_and_how_to_activate_the_tag():
+def test_the_summary_says_when_budgets_count_how_to_activate():
     text = " ".join(budget_summary(budgeted()))
     assert text.startswith(
         "lab budgets (AWS Budgets, USD a month, alerts to gpulab:budgetAlerts; docs/cost.md): intro 100.00, "
