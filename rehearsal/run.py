@@ -115,6 +115,16 @@ def start_user_scheduler(
 LEARNER_NAMESPACE = "default"
 
 
+# rehearsal.json's `substitutions` entry for the learners' home volumes that _without_claims leaves out.
+HOME_VOLUMES = {
+    "component": "learners' home volumes (gpulab:jupyterhub.homes perLearner: KubeSpawner's claim-<user>, which the "
+    "EBS CSI driver provisions where the learner's pod is scheduled)",
+    "inTheRehearsal": "left out of each learner's pod: the twin runs no CSI driver, so the claim would never bind; on "
+    "a learner's first start the volume places nothing, and a returning learner's pod, tied to its volume's zone, is "
+    "not played",
+}
+
+
 def _without_claims(pod: dict[str, Any]) -> dict[str, Any]:
     """The learner's pod without its PersistentVolumeClaim volumes: the home volume of gpulab:jupyterhub.homes:
     perLearner. KubeSpawner creates the claim claim-<user> before the pod, and the EBS CSI driver provisions it where
@@ -153,6 +163,7 @@ class Learners:
         # The schedulerName of each pod made that is still there (not left, not withdrawn), likewise.
         self.scheduler_of: dict[tuple[str, str], str] = {}
         self.unscheduled: dict[tuple[str, str], list[str]] = {}  # (lab, schedulerName) -> its learners not made
+        self.left_out_claims = False  # whether a learner's pod was made without its home volume (_without_claims)
 
     @staticmethod
     def _outputs(render_dir: Path) -> dict[str, Any]:
@@ -163,7 +174,9 @@ class Learners:
             namespace, spawner_config = self.hub
             pod = learner_pods.learner_pod(spawner_config, lab, learner)
             pod["metadata"]["namespace"] = namespace
-            return _without_claims(pod)
+            played = _without_claims(copy.deepcopy(pod))
+            self.left_out_claims |= played != pod
+            return played
         meta = {"name": learner, "namespace": LEARNER_NAMESPACE}
         return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": copy.deepcopy(self.specs[lab])}
 
@@ -324,6 +337,7 @@ def play_day(
         "labs": {n: class_day.lab_section(n, stack.labs[n], s, observed) for n, s in days.items() if s},
         "shortenedTimers": timers,
         "unscheduled": learners.not_scheduled(),
+        "substitutions": [HOME_VOLUMES] if learners.left_out_claims else [],
         "unsettled": unsettled,
         "stepWall": {kind: _rounded(wall) for kind, wall in sorted(walls.items())},
     }
@@ -368,7 +382,8 @@ def rehearse(render_dir: Path, stack: Settings, today: datetime.date, region: st
             "rbacDenied": denied + cron_jobs.denied(jobs) + (scheduler.denied() if scheduler else []),
             "jobsFailed": cron_jobs.failed(jobs),
             "userScheduler": scheduler.record() if scheduler else None,
-            "substitutions": scheduler.substitutions() if scheduler and not scheduler.problem else [],
+            "substitutions": (scheduler.substitutions() if scheduler and not scheduler.problem else [])
+            + played.pop("substitutions", []),
             **played,
             "wallSeconds": round(time.monotonic() - started, 1),
         }

@@ -10,6 +10,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -52,6 +53,17 @@ def test_learner_pods_name_the_user_schedulers_configured_name(hub_render) -> No
     objects = _objects(out)
     pod = learner_pods.learner_pod(learner_pods.hub_config(objects, run.stack.settings.jupyterhub.namespace), LAB)
     assert pod["spec"]["schedulerName"] in user_scheduler_process.rendered(objects).scheduler_names
+
+
+def test_home_volumes_left_out_are_listed_as_a_substitution(hub_render) -> None:
+    """The twin has no CSI driver: a learner's pod is played without its home claim, and rehearsal.json says so."""
+    out, run = hub_render
+    learners = rehearsal.run.Learners(SimpleNamespace(admin=None), out, run.stack.settings, lambda: [])  # type: ignore[arg-type]
+    assert not learners.left_out_claims
+    played = learners._pod(LAB, "ada")
+    assert not [v for v in played["spec"]["volumes"] if "persistentVolumeClaim" in v]
+    assert learners.left_out_claims
+    assert rehearsal.run.HOME_VOLUMES["component"].startswith("learners' home volumes")
 
 
 def test_api_refusals_are_read_from_klogs_quoted_errors_once() -> None:
