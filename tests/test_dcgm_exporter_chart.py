@@ -1,6 +1,7 @@
 """gpulab's dcgm-exporter DaemonSet is what NVIDIA's chart at 4.5.3-4.8.2 installs with the same settings: `helm
 template` of the chart from the upstream reference data (`make upstream`), its DaemonSet's pod compared with
-gpulab's."""
+gpulab's, and its access to the API server (with `kubernetes.enablePodUID`, the chart's way to a pod's UID) with
+gpulab's narrower one."""
 
 import pytest
 
@@ -21,6 +22,9 @@ def chart_values() -> dict:
     chart_env = {"DCGM_EXPORTER_KUBERNETES", "DCGM_EXPORTER_LISTEN", "NODE_NAME"}  # the chart sets these itself
     return {
         "fullnameOverride": dcgm_exporter.NAME,
+        # The chart mounts the token and makes its role on pods only with pod UIDs or labels (templates/
+        # serviceaccount.yaml:27, daemonset.yaml:61, clusterrole.yaml:1); the per-pod path needs the UIDs.
+        "kubernetes": {"enablePodUID": True},
         "arguments": container["args"],
         "hostPID": ours["hostPID"],
         # null removes a default of the chart's (its SYS_ADMIN), as in a values file.
@@ -38,7 +42,13 @@ def chart_values() -> dict:
     }
 
 
-def chart_pod() -> dict:
+# Set by the chart's enablePodUID, not by gpulab: it only adds pod_uid to the fields copied from the whole GPU
+# (FB_FREE, XID; NVIDIA/dcgm-exporter 4.5.3-4.8.2 internal/pkg/transformation/kubernetes.go:385-387). The per-pod
+# GPU_UTIL and FB_USED, all gpulab's rules read, carry pod_uid whatever it says (kubernetes.go:243).
+CHART_ONLY_ENV = "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID"
+
+
+def chart_objects() -> list[dict]:
     if not (CHART / "Chart.yaml").is_file():
         pytest.skip(absent(CHART))
     try:
@@ -46,8 +56,11 @@ def chart_pod() -> dict:
     except charts.Unavailable as missing:
         pytest.skip(str(missing))
     release = charts.Release(dcgm_exporter.NAME, "dcgm-exporter", None, "4.8.2", "gpu-metrics", chart_values(), True)
-    objects = load_objects(charts.template(release, "1.34", helm, CHART))
-    (daemonset,) = [o for o in objects if o["kind"] == "DaemonSet"]
+    return load_objects(charts.template(release, "1.34", helm, CHART))
+
+
+def chart_pod() -> dict:
+    (daemonset,) = [o for o in chart_objects() if o["kind"] == "DaemonSet"]
     return daemonset["spec"]["template"]["spec"]
 
 
@@ -61,10 +74,31 @@ def test_the_charts_daemonset_runs_the_same_exporter_as_gpulabs():
     assert their_container["image"] == our_container["image"] == DCGM_EXPORTER_IMAGE
     for key in ("args", "securityContext", "resources", "ports", "livenessProbe", "readinessProbe"):
         assert their_container[key] == our_container[key], key
-    assert by_name(their_container["env"]) == by_name(our_container["env"])
+    their_env = by_name(their_container["env"])
+    assert their_env.pop(CHART_ONLY_ENV) == {"name": CHART_ONLY_ENV, "value": "true"}
+    assert their_env == by_name(our_container["env"])
     assert by_name(their_container["volumeMounts"]) == by_name(our_container["volumeMounts"])
-    for key in ("hostPID", "priorityClassName", "nodeSelector", "affinity", "tolerations", "serviceAccountName"):
+    keys = ("hostPID", "priorityClassName", "nodeSelector", "affinity", "tolerations", "serviceAccountName")
+    for key in (*keys, "automountServiceAccountToken"):
         assert theirs[key] == ours[key], key
     assert by_name(theirs["volumes"]) == by_name(ours["volumes"])
-    # The chart mounts no service account token unless it reads pod labels; gpulab's account has none to mount.
-    assert theirs["automountServiceAccountToken"] is False
+
+
+def test_gpulabs_exporter_reads_pods_as_the_chart_does_with_fewer_rights():
+    """The same token and binding as the chart's with pod UIDs, and a role that grants a part of the chart's: list and
+    watch on pods, without its get and resourceslices (which only DRA reads: components/metrics/dcgm_exporter.py)."""
+    theirs = {(o["kind"], o["metadata"]["name"]): o for o in chart_objects()}
+    account = theirs[("ServiceAccount", dcgm_exporter.NAME)]
+    assert (
+        account["automountServiceAccountToken"]
+        is dcgm_exporter.service_account("gpu-metrics")["automount_service_account_token"]
+        is True
+    )
+    ours = dcgm_exporter.cluster_role()
+    (their_rule,) = theirs[("ClusterRole", ours["metadata"]["name"])]["rules"]
+    (our_rule,) = ours["rules"]
+    for key in ("apiGroups", "resources", "verbs"):
+        assert set(our_rule[key]) < set(their_rule[key]), key
+    binding = theirs[("ClusterRoleBinding", ours["metadata"]["name"])]
+    our_binding = dcgm_exporter.cluster_role_binding("gpu-metrics")
+    assert (binding["roleRef"], binding["subjects"]) == (our_binding["roleRef"], our_binding["subjects"])

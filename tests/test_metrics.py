@@ -152,6 +152,48 @@ def test_dcgm_exporter_reads_the_host_engine_gpu_use_per_pod():
     assert {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"} <= set(counters)
 
 
+def _grants_to(objects: list[dict], namespace: str, account: str) -> list[dict]:
+    """Every rule of every Role and ClusterRole bound to the service account `account` of `namespace`."""
+    roles = {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o for o in objects}
+    found = []
+    for binding in (o for o in objects if o["kind"] in ("RoleBinding", "ClusterRoleBinding")):
+        subject = {"kind": "ServiceAccount", "name": account, "namespace": namespace}
+        if subject in binding["subjects"]:
+            ref = binding["roleRef"]
+            scope = binding["metadata"].get("namespace") if ref["kind"] == "Role" else None
+            found.extend(roles[(ref["kind"], scope, ref["name"])]["rules"])
+    return found
+
+
+def test_dcgm_exporter_may_list_and_watch_pods_and_nothing_else():
+    # Its pod informer (NVIDIA/dcgm-exporter 4.5.3-4.8.2 internal/pkg/transformation/kubernetes.go:109-140) needs
+    # the account's token and list and watch on pods at cluster scope: without them every pod's UID is "", and every
+    # seat reads 0 (kubernetes.go:920-946, pidmapper.go:83-88, kubernetes.go:271-279; docs/metrics.md).
+    r = rendered(METERED)
+    objects = r.manifests()
+    namespace = r.run.stack.settings.metrics.namespace
+    by_kind = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    account = by_kind[("ServiceAccount", dcgm_exporter.NAME)]
+    assert (account["metadata"]["namespace"], account["automountServiceAccountToken"]) == (namespace, True)
+    pod = by_kind[("DaemonSet", dcgm_exporter.NAME)]["spec"]["template"]["spec"]
+    assert (pod["serviceAccountName"], pod["automountServiceAccountToken"]) == (dcgm_exporter.NAME, True)
+    assert _grants_to(objects, namespace, dcgm_exporter.NAME) == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]}
+    ]
+    assert by_kind[("ClusterRoleBinding", dcgm_exporter.READ_PODS)] == {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": dcgm_exporter.READ_PODS, "labels": {"app.kubernetes.io/name": dcgm_exporter.NAME}},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": dcgm_exporter.READ_PODS},
+        "subjects": [{"kind": "ServiceAccount", "name": dcgm_exporter.NAME, "namespace": namespace}],
+    }
+    # What gpulab kept of its pod-resources, host-PID and node settings, which the per-pod path needs too.
+    (exporter,) = pod["containers"]
+    env = {e["name"]: e.get("value") or e["valueFrom"]["fieldRef"]["fieldPath"] for e in exporter["env"]}
+    assert (env["NODE_NAME"], env["KUBERNETES_VIRTUAL_GPUS"], pod["hostPID"]) == ("spec.nodeName", "true", True)
+    assert {"name": "pod-gpu-resources", "hostPath": {"path": "/var/lib/kubelet/pod-resources"}} in pod["volumes"]
+
+
 def test_kube_state_metrics_labels_lab_learner_reads_pods_only():
     objects = {(o["kind"], o["metadata"]["name"]): o for o in rendered(METERED).manifests()}
     deployment = objects[("Deployment", kube_state_metrics.NAME)]

@@ -9,6 +9,14 @@ mapped to pods by their cgroups in /proc, so it needs the host's PIDs (hostPID);
 (internal/pkg/transformation/kubernetes.go, process_metrics.go, pidmapper.go). Other fields are the whole GPU's, copied
 to every pod that shares it (#587, #642).
 
+The API server, for each pod's UID: kubelet's answer names pods without their UID (k8s.io/kubelet v0.36.0
+pkg/apis/podresources/v1/api.proto:34-38), and the exporter matches a process's cgroup to a pod by UID. At 4.5.3-4.8.2
+(commit 691c927) the UID comes only from a pod informer that NewPodMapper builds from the in-cluster configuration, the
+service account's token (internal/pkg/transformation/kubernetes.go:109-112, 124-140; createPodInfo :920-946); with no
+token, or a token without the right to list pods, every UID is "", pidmapper.go:83-88 maps no process to any pod, and
+buildIdlePodValues (kubernetes.go:271-279) gives every pod 0 with pod_uid="": every seat would read idle. So the
+account's token is mounted and a ClusterRole lets it list and watch pods (cluster_role), nothing more.
+
 One DCGM host engine per node: the EKS node monitoring agent's dcgm-server runs `nv-hostengine -n -b ALL` on host port
 5555 (aws/eks-node-monitoring-agent v1.6.1, templates/dcgm-daemonset.yaml). An exporter that embedded its own host
 engine beside it would fail to initialise some DCGM modules (NVIDIA's maintainer in NVIDIA/dcgm-exporter#61), so it
@@ -41,10 +49,38 @@ def _metadata(namespace: str) -> dict[str, Any]:
     return {"name": NAME, "namespace": namespace, "labels": dict(LABELS)}
 
 
+# The chart's name for its role on pods (deployment/templates/clusterrole.yaml:5, `<fullname>-read-pods`).
+READ_PODS = f"{NAME}-read-pods"
+METRICS_PORT_NAME = "metrics"
+
+
 def service_account(namespace: str) -> dict[str, Any]:
-    # The exporter reads kubelet's socket, not the API: the account gets no token (the chart mounts one only for pod
-    # labels or UIDs, templates/daemonset.yaml automountServiceAccountToken).
-    return {"metadata": _metadata(namespace), "automount_service_account_token": False}
+    # The token the pod informer authenticates with (kubernetes.go:109, rest.InClusterConfig reads
+    # /var/run/secrets/kubernetes.io/serviceaccount/token): the chart mounts it when it reads pod UIDs or labels
+    # (deployment/templates/serviceaccount.yaml:27, daemonset.yaml:61).
+    return {"metadata": _metadata(namespace), "automount_service_account_token": True}
+
+
+def cluster_role() -> dict[str, Any]:
+    """What the exporter asks of the API server at 4.5.3-4.8.2 on gpulab's path, and nothing else: a shared informer on
+    pods of every namespace, narrowed to the node by a field selector (kubernetes.go:124-140), i.e. list and watch at
+    cluster scope; the lister reads the informer's cache (kubernetes.go:926), so no get is ever sent. The chart's role
+    also grants get, and resourceslices (clusterrole.yaml:9-11), which only --kubernetes-enable-dra reads
+    (kubernetes.go:142-150, dra.go:43); the exporter reads no nodes, and its only other API call, a ConfigMap get for
+    `-m` (counters/counter_config.go:173), gpulab does not make (it passes `-f`)."""
+    return {
+        "metadata": {"name": READ_PODS, "labels": dict(LABELS)},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]}],
+    }
+
+
+def cluster_role_binding(namespace: str) -> dict[str, Any]:
+    # deployment/templates/clusterrolebinding.yaml: the role to the exporter's service account.
+    return {
+        "metadata": {"name": READ_PODS, "labels": dict(LABELS)},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": READ_PODS},
+        "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
+    }
 
 
 def counters(namespace: str) -> dict[str, Any]:
@@ -69,6 +105,8 @@ def pod_spec() -> dict[str, Any]:
     probe = {"httpGet": health, "initialDelaySeconds": 45, "periodSeconds": 5}
     return {
         "serviceAccountName": NAME,
+        # The chart's pod sets it as its service account does (daemonset.yaml:61): the pod informer's token.
+        "automountServiceAccountToken": True,
         "priorityClassName": "system-node-critical",
         "hostPID": True,
         # Lab nodes only: the device plugin's label, which every GPU NodePool puts on its nodes.
@@ -82,7 +120,7 @@ def pod_spec() -> dict[str, Any]:
                 # Kubernetes expands $(NODE_IP) from the container's env.
                 "args": ["-f", COUNTERS_FILE, "-r", f"$(NODE_IP):{HOST_ENGINE_PORT}"],
                 "env": env,
-                "ports": [{"name": "metrics", "containerPort": METRICS_PORT}],
+                "ports": [{"name": METRICS_PORT_NAME, "containerPort": METRICS_PORT}],
                 # The chart's securityContext less SYS_ADMIN, which only profiling fields (DCGM_FI_PROF_*) need and
                 # the host engine, not the exporter, reads.
                 "securityContext": {

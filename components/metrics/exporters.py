@@ -11,6 +11,13 @@ from domain.stack.metrics import Metrics
 TYPE = "gpulab:metrics:Exporters"
 
 
+def _cluster_role(name: str, role: dict, binding: dict, opts: pulumi.ResourceOptions) -> None:
+    k8s.rbac.v1.ClusterRole(name, **role, opts=opts)
+    k8s.rbac.v1.ClusterRoleBinding(
+        name, metadata=binding["metadata"], role_ref=binding["roleRef"], subjects=binding["subjects"], opts=opts
+    )
+
+
 class Exporters(pulumi.ComponentResource):
     def __init__(
         self, name: str, settings: Metrics, provider: k8s.Provider, opts: pulumi.ResourceOptions | None = None
@@ -25,19 +32,19 @@ class Exporters(pulumi.ComponentResource):
         k8s.core.v1.ServiceAccount(f"{name}-dcgm-exporter", **account, opts=inside)
         counters = dcgm_exporter.counters(ns)
         k8s.core.v1.ConfigMap(f"{name}-dcgm-exporter", **counters, opts=inside)
+        # Its pod informer's right to list and watch pods, the only API use on gpulab's path (dcgm_exporter.py).
+        _cluster_role(
+            f"{name}-dcgm-exporter", dcgm_exporter.cluster_role(), dcgm_exporter.cluster_role_binding(ns), child
+        )
         daemonset = dcgm_exporter.daemonset(ns)
         k8s.apps.v1.DaemonSet(f"{name}-dcgm-exporter", **daemonset, opts=inside)
 
         k8s.core.v1.ServiceAccount(f"{name}-kube-state-metrics", **kube_state_metrics.service_account(ns), opts=inside)
-        role = kube_state_metrics.cluster_role()
-        k8s.rbac.v1.ClusterRole(f"{name}-kube-state-metrics", **role, opts=child)
-        binding = kube_state_metrics.cluster_role_binding(ns)
-        k8s.rbac.v1.ClusterRoleBinding(
+        _cluster_role(
             f"{name}-kube-state-metrics",
-            metadata=binding["metadata"],
-            role_ref=binding["roleRef"],
-            subjects=binding["subjects"],
-            opts=child,
+            kube_state_metrics.cluster_role(),
+            kube_state_metrics.cluster_role_binding(ns),
+            child,
         )
         k8s.apps.v1.Deployment(f"{name}-kube-state-metrics", **kube_state_metrics.deployment(ns), opts=inside)
         self.register_outputs({})
