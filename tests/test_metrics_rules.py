@@ -1,5 +1,7 @@
 """The workspace's rules, run by Prometheus's own promtool (`check rules`, `test rules`) on synthetic series of two
-labs: an idle seat, a busy seat, a seat idle for less than its lab's timeout, a pod too young to be idle, a pending
+labs: a seat idle all along, a busy one, one idle for less than its lab's timeout, one busy in a single sample, a pod
+too young to be idle, and the seats that must be unmeasured, never idle: no per-pod series, a series that went stale,
+one that stopped without a staleness marker, one without the pod's UID, and a restarted exporter's gap; a pending
 learner, Karpenter's nodes and cost; and the planted defects those tests catch. The scraper's configuration passes
 `promtool check config`."""
 
@@ -11,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.jupyterhub import gpu_culler
 from components.metrics import recording_rules
 from components.metrics.scrape import scrape_configuration
 from domain.stack.load import parse
@@ -43,33 +46,76 @@ def rule_file() -> dict[str, Any]:
     return recording_rules.rule_groups(s.labs, s.metrics)
 
 
-def seat(pod: str, lab_name: str, utilisation: str, started: int, phase: str = "Running", user: str = "") -> list:
-    """The series of one learner's pod over an hour, one sample a minute (promtool's expanding notation)."""
+def seat(
+    pod: str,
+    lab_name: str,
+    utilisation: str | list[tuple[str, str]],
+    started: int,
+    phase: str = "Running",
+    user: str = "",
+    node: str = "a2",
+    uid: bool = True,
+) -> list:
+    """The series of one learner's pod over an hour, one sample a minute (promtool's expanding notation).
+    `utilisation`: dcgm-exporter's per-pod values, or (exporter instance, values) for each exporter that reported it;
+    `uid`: whether its series carry the pod's UID (the exporter's token and role)."""
     where = f'namespace="{HUB_NAMESPACE}", pod="{pod}", uid="uid-{pod}"'
     series = [
         (f'kube_pod_nodeselectors{{{where}, nodeselector_gpulab_dev_lab="{lab_name}"}}', "1x60"),
         (f'kube_pod_status_phase{{{where}, phase="{phase}"}}', "1x60"),
         (f"kube_pod_start_time{{{where}}}", f"{started}x60"),
+        (f'kube_pod_info{{{where}, node="{node}"}}', "1x60"),
     ]
-    if utilisation:
-        # dcgm-exporter's per-pod series: the learner's pod and namespace, the shared GPU's replica.
-        gpu = f'namespace="{HUB_NAMESPACE}", pod="{pod}", container="notebook", gpu="0", vgpu="0"'
-        series.append((f"DCGM_FI_DEV_GPU_UTIL{{{gpu}}}", utilisation))
+    exporters = [("10.0.1.1:9400", utilisation)] if isinstance(utilisation, str) else utilisation
+    for instance, values in exporters:
+        if values:
+            # dcgm-exporter's per-pod series: the learner's pod and namespace, its UID, the shared GPU's replica.
+            gpu = f'namespace="{HUB_NAMESPACE}", pod="{pod}", container="notebook", gpu="0", vgpu="0"'
+            gpu += f', instance="{instance}"' + (f', pod_uid="uid-{pod}"' if uid else "")
+            series.append((f"DCGM_FI_DEV_GPU_UTIL{{{gpu}}}", values))
     if user:
         series.append((f'kube_pod_annotations{{{where}, annotation_hub_jupyter_org_username="{user}"}}', "1x60"))
     return [{"series": name, "values": values} for name, values in series]
 
 
+# The seats judged at minute 60 (and 45) that must be unmeasured, all on node a1 of alpha (window 20m), all JupyterHub
+# learners: were one called idle, the culler would stop its server.
+UNMEASURED = {
+    # No per-pod series at all (no exporter on the node, no pod-resources answer).
+    "jupyter-ken": "",
+    # Scraped until minute 40, then a failed scrape's staleness marker.
+    "jupyter-dennis": "0x40 stale",
+    # Scraped until minute 40, then nothing, not even a staleness marker: read for the 5-minute lookback.
+    "jupyter-john": "0x40 _x20",
+    # Measured all hour, but without the pod's UID: the exporter without its token or role reads 0 for every pod.
+    "jupyter-niklaus": "0x60",
+}
 INPUT = [
-    # alpha: idle the whole hour; busy; busy until minute 45, so idle only 15 of its 20 minutes at minute 60; idle, but
-    # started at minute 50.
+    # alpha, on node a2: idle the whole hour; busy; busy until minute 45, so idle only 15 of its 20 minutes at minute
+    # 60; idle, but started at minute 50; idle but for one busy sample at minute 51 (4.5% on average over the window).
     *seat("jupyter-ada", "alpha", "0x60", 0, user="ada"),
     *seat("jupyter-grace", "alpha", "60x60", 0, user="grace"),
     *seat("jupyter-alan", "alpha", "80x45 0x15", 0, user="alan"),
     *seat("jupyter-edsger", "alpha", "0x60", 3000, user="edsger"),
+    *seat("jupyter-hedy", "alpha", "0x50 90 0x9", 0, user="hedy"),
+    # Idle, its exporter restarted: the old pod's series until minute 30 then stale, the new pod's from minute 33.
+    *seat(
+        "jupyter-linus",
+        "alpha",
+        [("10.0.1.1:9400", "0x30 stale"), ("10.0.1.2:9400", "_x33 0x27")],
+        0,
+        user="linus",
+    ),
+    *(
+        series
+        for name, values in UNMEASURED.items()
+        for series in seat(
+            name, "alpha", values, 0, user=name.removeprefix("jupyter-"), node="a1", uid=name != "jupyter-niklaus"
+        )
+    ),
     # beta: idle for its 30 minutes (not a hub pod), and a learner still waiting for a node.
-    *seat("smoke", "beta", "2x60", 0),
-    *seat("jupyter-barbara", "beta", "", 0, phase="Pending", user="barbara"),
+    *seat("smoke", "beta", "2x60", 0, node="b1"),
+    *seat("jupyter-barbara", "beta", "", 0, phase="Pending", user="barbara", node=""),
     # Karpenter: two alpha nodes (3 slices each), one beta node (4 slices), the NodePools' hourly cost.
     *[
         {"series": f'karpenter_nodes_allocatable{{node_name="{n}", nodepool="{p}", resource_type="{r}"}}', "values": v}
@@ -90,57 +136,107 @@ def pod(name: str, lab_name: str) -> dict[str, str]:
     return {"lab": lab_name, "namespace": HUB_NAMESPACE, "pod": name}
 
 
+def seats(record: str, value: float, names: list[str], lab_name: str = "alpha") -> list[dict[str, Any]]:
+    return [sample(record, value, **pod(name, lab_name)) for name in names]
+
+
 AT = "60m"
-EXPECTED = [
-    (
-        recording_rules.SEAT_IDLE,
-        [
-            sample(recording_rules.SEAT_IDLE, 0, **pod("jupyter-ada", "alpha")),
-            sample(recording_rules.SEAT_IDLE, 2, **pod("smoke", "beta")),
-        ],
-    ),
-    (
-        recording_rules.LEARNER_IDLE,
-        [sample(recording_rules.LEARNER_IDLE, 0, **pod("jupyter-ada", "alpha"), username="ada")],
-    ),
-    (
-        recording_rules.SEATS_IDLE,
-        [sample(recording_rules.SEATS_IDLE, 1, lab="alpha"), sample(recording_rules.SEATS_IDLE, 1, lab="beta")],
-    ),
-    (
-        recording_rules.SEATS_IN_USE,
-        [sample(recording_rules.SEATS_IN_USE, 4, lab="alpha"), sample(recording_rules.SEATS_IN_USE, 1, lab="beta")],
-    ),
-    (
-        recording_rules.PENDING,
-        [sample(recording_rules.PENDING, 0, lab="alpha"), sample(recording_rules.PENDING, 1, lab="beta")],
-    ),
-    (
-        recording_rules.SEAT_UTILISATION,
-        [
-            sample(recording_rules.SEAT_UTILISATION, value, **pod(name, lab_name))
-            for name, lab_name, value in (
-                ("jupyter-ada", "alpha", 0),
-                ("jupyter-grace", "alpha", 60),
-                ("jupyter-alan", "alpha", 0),
-                ("jupyter-edsger", "alpha", 0),
-                ("smoke", "beta", 2),
-            )
-        ],
-    ),
-    (
-        recording_rules.SEATS,
-        [sample(recording_rules.SEATS, 6, lab="alpha"), sample(recording_rules.SEATS, 4, lab="beta")],
-    ),
-    (
-        recording_rules.NODES,
-        [sample(recording_rules.NODES, 2, lab="alpha"), sample(recording_rules.NODES, 1, lab="beta")],
-    ),
-    (
-        recording_rules.COST,
-        [sample(recording_rules.COST, 1.052, lab="alpha"), sample(recording_rules.COST, 1.006, lab="beta")],
-    ),
-]
+# Minute 45: hedy's burst (minute 51) not yet in her window, linus's restart gap (minutes 31-32) in his, john's last
+# sample (minute 40) still within Prometheus's lookback.
+EARLIER = "45m"
+EXPECTED = {
+    AT: [
+        (
+            recording_rules.SEAT_IDLE,
+            [
+                *seats(recording_rules.SEAT_IDLE, 0, ["jupyter-ada", "jupyter-linus"]),
+                sample(recording_rules.SEAT_IDLE, 2, **pod("smoke", "beta")),
+            ],
+        ),
+        # What the culler reads: the idle learners, none of the unmeasured ones, whose GPU use is not known.
+        (
+            recording_rules.LEARNER_IDLE,
+            [
+                sample(recording_rules.LEARNER_IDLE, 0, **pod(f"jupyter-{name}", "alpha"), username=name)
+                for name in ("ada", "linus")
+            ],
+        ),
+        (recording_rules.SEAT_UNMEASURED, seats(recording_rules.SEAT_UNMEASURED, 1, [*UNMEASURED])),
+        (
+            recording_rules.SEATS_UNMEASURED,
+            [
+                sample(recording_rules.SEATS_UNMEASURED, 4, lab="alpha"),
+                sample(recording_rules.SEATS_UNMEASURED, 0, lab="beta"),
+            ],
+        ),
+        (
+            recording_rules.SEATS_IDLE,
+            [sample(recording_rules.SEATS_IDLE, 2, lab="alpha"), sample(recording_rules.SEATS_IDLE, 1, lab="beta")],
+        ),
+        (
+            recording_rules.SEATS_IN_USE,
+            [
+                sample(recording_rules.SEATS_IN_USE, 10, lab="alpha"),
+                sample(recording_rules.SEATS_IN_USE, 1, lab="beta"),
+            ],
+        ),
+        (
+            recording_rules.PENDING,
+            [sample(recording_rules.PENDING, 0, lab="alpha"), sample(recording_rules.PENDING, 1, lab="beta")],
+        ),
+        # Only fresh series with the pod's UID: none for ken, dennis, john, niklaus.
+        (
+            recording_rules.SEAT_UTILISATION,
+            [
+                sample(recording_rules.SEAT_UTILISATION, value, **pod(name, lab_name))
+                for name, lab_name, value in (
+                    ("jupyter-ada", "alpha", 0),
+                    ("jupyter-grace", "alpha", 60),
+                    ("jupyter-alan", "alpha", 0),
+                    ("jupyter-edsger", "alpha", 0),
+                    ("jupyter-hedy", "alpha", 0),
+                    ("jupyter-linus", "alpha", 0),
+                    ("smoke", "beta", 2),
+                )
+            ],
+        ),
+        (
+            recording_rules.SEATS,
+            [sample(recording_rules.SEATS, 6, lab="alpha"), sample(recording_rules.SEATS, 4, lab="beta")],
+        ),
+        (
+            recording_rules.NODES,
+            [sample(recording_rules.NODES, 2, lab="alpha"), sample(recording_rules.NODES, 1, lab="beta")],
+        ),
+        (
+            recording_rules.COST,
+            [sample(recording_rules.COST, 1.052, lab="alpha"), sample(recording_rules.COST, 1.006, lab="beta")],
+        ),
+    ],
+    EARLIER: [
+        (
+            recording_rules.SEAT_IDLE,
+            [
+                *seats(recording_rules.SEAT_IDLE, 0, ["jupyter-ada", "jupyter-hedy"]),
+                sample(recording_rules.SEAT_IDLE, 2, **pod("smoke", "beta")),
+            ],
+        ),
+        (
+            recording_rules.LEARNER_IDLE,
+            [
+                sample(recording_rules.LEARNER_IDLE, 0, **pod(f"jupyter-{name}", "alpha"), username=name)
+                for name in ("ada", "hedy")
+            ],
+        ),
+        (
+            recording_rules.SEAT_UNMEASURED,
+            seats(recording_rules.SEAT_UNMEASURED, 1, [*UNMEASURED, "jupyter-linus"]),
+        ),
+    ],
+}
+# The seats of node a1 judged from minute 21 (older than alpha's 20 minutes) and never measured since (ken, niklaus):
+# the alert waits alpha's 20 minutes. Node a2's seats are measured, but for linus's two minutes.
+UNMEASURED_ALERT = [{"exp_labels": {"lab": "alpha", "node": "a1", "severity": "warning"}}]
 
 
 def unit_tests() -> dict[str, Any]:
@@ -151,7 +247,11 @@ def unit_tests() -> dict[str, Any]:
             {
                 "interval": "1m",
                 "input_series": INPUT,
-                "promql_expr_test": [{"expr": expr, "eval_time": AT, "exp_samples": exp} for expr, exp in EXPECTED],
+                "promql_expr_test": [
+                    {"expr": expr, "eval_time": at, "exp_samples": exp}
+                    for at, expected in EXPECTED.items()
+                    for expr, exp in expected
+                ],
                 "alert_rule_test": [
                     {
                         "eval_time": AT,
@@ -165,6 +265,9 @@ def unit_tests() -> dict[str, Any]:
                         "exp_alerts": [{"exp_labels": {"lab": "beta", "severity": "warning"}}],
                     },
                     {"eval_time": "10m", "alertname": "LearnersPending", "exp_alerts": []},
+                    {"eval_time": "40m", "alertname": "GpuSeatsUnmeasured", "exp_alerts": []},
+                    {"eval_time": "42m", "alertname": "GpuSeatsUnmeasured", "exp_alerts": UNMEASURED_ALERT},
+                    {"eval_time": AT, "alertname": "GpuSeatsUnmeasured", "exp_alerts": UNMEASURED_ALERT},
                 ],
             }
         ],
@@ -198,40 +301,80 @@ def test_the_rules_find_only_the_idle_seat_counting_labs_apart(tmp_path):
     assert status == 0 and "SUCCESS" in output, output
 
 
+def test_the_culler_reads_the_idle_learners_alone_which_only_idle_seats_make():
+    """The culler stops what gpulab:learner_gpu_idle:percent holds and nothing else; that record reads the idle seats
+    alone, so an unmeasured seat never reaches it (the unit tests above: ken, dennis, john, niklaus and linus's gap)."""
+    assert gpu_culler.IDLE_SERIES == recording_rules.LEARNER_IDLE
+    rules = {r.get("record"): r["expr"] for r in rule_file()["groups"][0]["rules"]}
+    assert set(re.findall(r"gpulab:\w+:\w+", rules[recording_rules.LEARNER_IDLE])) == {recording_rules.SEAT_IDLE}
+
+
 def planted(file: dict[str, Any], record: str, old: str, new: str) -> dict[str, Any]:
+    """`file` with `old` replaced by `new` in the expression of each rule that records (or alerts as) `record`."""
     changed = copy.deepcopy(file)
-    found = [r for r in changed["groups"][0]["rules"] if r.get("record") == record and old in r["expr"]]
+    found = [
+        r for r in changed["groups"][0]["rules"] if record in (r.get("record"), r.get("alert")) and old in r["expr"]
+    ]
     assert found, f"{record} has no {old!r} to plant a defect in"
     for rule in found:
         rule["expr"] = rule["expr"].replace(old, new)
     return changed
 
 
-@pytest.mark.parametrize(
-    ("record", "old", "new", "caught"),
-    [
-        # The idle threshold compared the wrong way: busy seats would be stopped, idle ones kept.
-        (recording_rules.SEAT_IDLE, " < 5", " > 5", recording_rules.SEAT_IDLE),
-        # Seats summed across labs: one figure for the stack instead of one per lab.
-        (
-            recording_rules.SEATS_IN_USE,
-            "count by (lab) (gpulab:pod_lab:info and",
-            "count (gpulab:pod_lab:info and",
-            recording_rules.SEATS_IN_USE,
-        ),
-        # A seat counted idle as soon as its utilisation dips, whatever the pod's age.
-        (
-            recording_rules.SEAT_IDLE,
-            "and on (namespace, pod) (time() - kube_pod_start_time",
-            "or on (namespace, pod) (time() - kube_pod_start_time",
-            recording_rules.SEAT_IDLE,
-        ),
-    ],
-    ids=["idle-threshold-reversed", "seats-summed-across-labs", "young-pods-idle"],
-)
-def test_a_planted_rule_defect_fails_promtools_unit_tests(tmp_path, record, old, new, caught):
+R = recording_rules
+MEASURED = f" and on (namespace, pod) {R.SEAT_MEASURED}"
+PLANTED = {
+    # The idle threshold compared the wrong way: busy seats would be stopped, idle ones kept.
+    "idle-threshold-reversed": (R.SEAT_IDLE, " < 5", " > 5", R.SEAT_IDLE),
+    # Seats summed across labs: one figure for the stack instead of one per lab.
+    "seats-summed-across-labs": (
+        R.SEATS_IN_USE,
+        "count by (lab) (gpulab:pod_lab:info and",
+        "count (gpulab:pod_lab:info and",
+        R.SEATS_IN_USE,
+    ),
+    # A seat judged whatever its pod's age (edsger, started at minute 50, called idle).
+    "young-pods-idle": (
+        R.SEAT_JUDGED,
+        "and on (namespace, pod) (time() - kube_pod_start_time",
+        "or on (namespace, pod) (time() - kube_pod_start_time",
+        R.SEAT_IDLE,
+    ),
+    "young-pods-judged": (R.SEAT_JUDGED, "> 1200", "> 0", R.SEAT_IDLE),
+    # The average of the window: hedy's one busy sample among 20 averages 4.5%, under 5%.
+    "bursts-averaged": (R.SEAT_IDLE, "max_over_time", "avg_over_time", R.SEAT_IDLE),
+    # The exporter's zeros without a pod UID taken as measurements (niklaus called idle).
+    "series-without-pod-uid": (R.SEAT_UTILISATION, ', pod_uid!=""', "", R.SEAT_IDLE),
+    # Idle without being measured over the window (dennis, john, linus called idle at minute 45).
+    "coverage-dropped": (R.SEAT_IDLE, MEASURED, "", R.SEAT_IDLE),
+    "coverage-of-one-sample": (R.SEAT_MEASURED, ">= 19", ">= 1", R.SEAT_IDLE),
+    # A series read for the whole lookback after its last sample (john called idle at minute 45).
+    "freshness-dropped": (R.SEAT_UTILISATION, f"<= {R.FRESH_SECONDS})", "<= 100000)", R.SEAT_IDLE),
+    # Unmeasured seats given to the culler.
+    "culler-reads-unmeasured": (
+        R.LEARNER_IDLE,
+        f"{R.SEAT_IDLE} *",
+        f"({R.SEAT_IDLE} or {R.SEAT_UNMEASURED}) *",
+        R.LEARNER_IDLE,
+    ),
+    # Unmeasured seats counted as measured ones.
+    "unmeasured-reversed": (R.SEAT_UNMEASURED, " unless ", " and ", R.SEAT_UNMEASURED),
+    # The unmeasured alert by lab only: which node's exporter to look at is lost.
+    "unmeasured-alert-without-node": (
+        "GpuSeatsUnmeasured",
+        "count by (lab, node)",
+        "count by (lab)",
+        "alertname: GpuSeatsUnmeasured",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", PLANTED)
+def test_a_planted_rule_defect_fails_promtools_unit_tests(tmp_path, case):
+    record, old, new, caught = PLANTED[case]
     status, output = run_unit_tests(tmp_path, planted(rule_file(), record, old, new))
-    assert status == 1 and f"expr: {caught!r}" in output.replace('"', "'"), output
+    where = caught if caught.startswith("alertname:") else f"expr: {caught!r}"
+    assert status == 1 and where in output.replace('"', "'"), output
 
 
 def test_the_scraper_config_passes_promtool_check_config(tmp_path):

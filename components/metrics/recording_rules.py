@@ -5,14 +5,20 @@ aws.amp.RuleGroupNamespace takes as it is; tests/test_metrics_rules.py runs prom
 Every aggregation keeps the lab (`by (lab)`): a lab's figures never mix with another's. A pod's lab is the lab its node
 selector names (components/learner_pod.py), as kube-state-metrics reports it; a node's lab is its NodePool, which
 carries the lab's name (components/karpenter/gpu_node_pool.py), as Karpenter reports it.
+
+Idle means measured and idle. A seat is judged once its pod runs and is older than its lab's window; it is idle only
+when dcgm-exporter measured it at (nearly) every evaluation of the window and every sample stayed under the threshold
+(max_over_time: a burst in any sample keeps the seat), and unmeasured otherwise, which the culler never reads. Only
+per-pod series with a pod_uid are measurements: the exporter gives a pod it cannot tell by UID the value 0 with
+pod_uid="" (NVIDIA/dcgm-exporter 4.5.3-4.8.2 internal/pkg/transformation/kubernetes.go:243, 271-279; docs/metrics.md).
 """
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from components.metrics.kube_state_metrics import LAB_SELECTOR, SERVERNAME, USERNAME
 from domain.stack.classes import DEFAULT_WARMUP
-from domain.stack.metrics import Metrics, idle_window
+from domain.stack.metrics import SCRAPE_INTERVAL_SECONDS, Metrics, idle_window
 from domain.stack.model import Lab
 from domain.time import durations
 
@@ -22,7 +28,11 @@ EVALUATION_INTERVAL = "1m"
 
 POD_LAB = "gpulab:pod_lab:info"
 SEAT_UTILISATION = "gpulab:seat_gpu_utilisation:percent"
+SEAT_JUDGED = "gpulab:seat_judged:info"
+SEAT_MEASURED = "gpulab:seat_gpu_measured:count"
 SEAT_IDLE = "gpulab:seat_gpu_idle:percent"
+SEAT_UNMEASURED = "gpulab:seat_gpu_unmeasured:info"
+SEATS_UNMEASURED = "gpulab:lab_seats_unmeasured:count"
 LEARNER_IDLE = "gpulab:learner_gpu_idle:percent"
 SEATS_IN_USE = "gpulab:lab_seats_in_use:count"
 SEATS = "gpulab:lab_seats:count"
@@ -30,6 +40,12 @@ SEATS_IDLE = "gpulab:lab_seats_idle:count"
 PENDING = "gpulab:lab_learners_pending:count"
 NODES = "gpulab:lab_nodes:count"
 COST = "gpulab:lab_cost_usd_per_hour"
+
+# A per-pod series is a measurement only with the pod's UID (see above), and only while its last sample is at most three
+# scrape intervals old: a series that stopped without a staleness marker (a scrape that was never answered) would
+# otherwise be read at its last value for Prometheus's 5-minute lookback.
+MEASURED_GPU_UTIL = 'DCGM_FI_DEV_GPU_UTIL{pod!="", pod_uid!=""}'
+FRESH_SECONDS = 3 * SCRAPE_INTERVAL_SECONDS
 
 
 def _per_lab_count(selection: str) -> str:
@@ -47,12 +63,32 @@ def _allocatable(resource: str) -> str:
     return f'karpenter_nodes_allocatable{{resource_type="{resource}"}}'
 
 
-def _idle_seats(lab_name: str, lab: Lab, metrics: Metrics) -> str:
-    window = idle_window(lab, metrics)
-    # A seat whose pod is younger than the window has not been measured over all of it: it is not idle yet.
+def _per_lab(labs: Mapping[str, Lab], metrics: Metrics, expression: Callable[[str, str], str]) -> str:
+    """One expression over every lab, each with its own window: `expression(lab name, window)`, or-joined."""
+    return "\nor\n".join(f"({expression(name, idle_window(lab, metrics))})" for name, lab in labs.items())
+
+
+def _judged(lab_name: str, window: str) -> str:
+    # A running seat whose pod is older than the window: one younger has not been measurable over all of it.
     return (
-        f'(max_over_time({SEAT_UTILISATION}{{lab="{lab_name}"}}[{window}]) < {metrics.idle_utilisation_percent}\n'
-        f" and on (namespace, pod) (time() - kube_pod_start_time > {durations.seconds(window)}))"
+        f'{POD_LAB}{{lab="{lab_name}"}} and on (namespace, pod) (kube_pod_status_phase{{phase="Running"}} == 1)\n'
+        f" and on (namespace, pod) (time() - kube_pod_start_time > {durations.seconds(window)})"
+    )
+
+
+def _measured(lab_name: str, window: str) -> str:
+    # The seat's utilisation recorded at every evaluation of the window but one: a window with a gap (the exporter
+    # restarting, a failed scrape, a pod the exporter could not name) is not a measurement of all of it.
+    evaluations = durations.seconds(window) // durations.seconds(EVALUATION_INTERVAL)
+    return f'count_over_time({SEAT_UTILISATION}{{lab="{lab_name}"}}[{window}]) >= {evaluations - 1}'
+
+
+def _idle(lab_name: str, window: str, metrics: Metrics) -> str:
+    # Under the threshold in every sample of the window (max_over_time: one busy sample keeps the seat), measured over
+    # all of it, and judged.
+    return (
+        f'max_over_time({SEAT_UTILISATION}{{lab="{lab_name}"}}[{window}]) < {metrics.idle_utilisation_percent}\n'
+        f" and on (namespace, pod) {SEAT_MEASURED} and on (namespace, pod) {SEAT_JUDGED}"
     )
 
 
@@ -68,11 +104,13 @@ def rule_groups(labs: Mapping[str, Lab], metrics: Metrics) -> dict[str, Any]:
             "expr": f'max by (namespace, pod, lab) (label_replace(kube_pod_nodeselectors{{{LAB_SELECTOR}!=""}}, '
             f'"lab", "$1", "{LAB_SELECTOR}", "(.+)"))',
         },
-        # dcgm-exporter's per-pod series carry the learner's pod and namespace; its whole-GPU series have no pod.
+        # dcgm-exporter's per-pod series carry the learner's pod and namespace; its whole-GPU series have no pod. Only
+        # fresh series with the pod's UID (MEASURED_GPU_UTIL); a restarted exporter's new series joins the old one.
         {
             "record": SEAT_UTILISATION,
-            "expr": f'max by (namespace, pod, lab) (DCGM_FI_DEV_GPU_UTIL{{pod!=""}} * on (namespace, pod) '
-            f"group_left (lab) {POD_LAB})",
+            "expr": f"max by (namespace, pod, lab) (\n  ({MEASURED_GPU_UTIL}\n"
+            f"   and (time() - timestamp({MEASURED_GPU_UTIL}) <= {FRESH_SECONDS}))\n"
+            f"  * on (namespace, pod) group_left (lab) {POD_LAB})",
         },
         {
             "record": SEATS_IN_USE,
@@ -86,13 +124,20 @@ def rule_groups(labs: Mapping[str, Lab], metrics: Metrics) -> dict[str, Any]:
                 f'{POD_LAB} and on (namespace, pod) (kube_pod_status_phase{{phase="Pending"}} == 1)'
             ),
         },
-        # One rule, each lab's window its own: a record name that several rules write is one Prometheus warns of.
+        # One rule each, each lab's window its own: a record name that several rules write is one Prometheus warns of.
         *(
-            [{"record": SEAT_IDLE, "expr": "\nor\n".join(_idle_seats(n, lab, metrics) for n, lab in labs.items())}]
+            [
+                {"record": SEAT_JUDGED, "expr": _per_lab(labs, metrics, _judged)},
+                {"record": SEAT_MEASURED, "expr": _per_lab(labs, metrics, _measured)},
+                {"record": SEAT_IDLE, "expr": _per_lab(labs, metrics, lambda n, w: _idle(n, w, metrics))},
+                # Judged but not measured over its window: never idle, never culled; shown, and alerted on below.
+                {"record": SEAT_UNMEASURED, "expr": f"{SEAT_JUDGED} unless on (namespace, pod) {SEAT_MEASURED}"},
+            ]
             if labs
             else []
         ),
         {"record": SEATS_IDLE, "expr": _per_lab_count(SEAT_IDLE)},
+        {"record": SEATS_UNMEASURED, "expr": _per_lab_count(SEAT_UNMEASURED)},
         # The idle seats of JupyterHub's learners, by the learner's name and server, which the idle-GPU culler stops.
         {
             "record": LEARNER_IDLE,
@@ -115,6 +160,27 @@ def rule_groups(labs: Mapping[str, Lab], metrics: Metrics) -> dict[str, Any]:
                 "gpuIdleTimeout, or gpulab:metrics.idleAfter; each holds a GPU slice another learner could use.",
             },
         },
+        # Per lab, its own window: a lab node whose judged seats have had no fresh measurement for that long (its
+        # exporter down or without its token and role, no host engine, failing scrapes). Their servers are not culled.
+        *(
+            {
+                "alert": "GpuSeatsUnmeasured",
+                "expr": f'count by (lab, node) (\n  ({SEAT_JUDGED}{{lab="{name}"}} unless on (namespace, pod) '
+                f"{SEAT_UTILISATION})\n  * on (namespace, pod) group_left (node) max by (namespace, pod, node) "
+                "(kube_pod_info)\n) > 0",
+                "for": idle_window(lab, metrics),
+                # The lab's own label (the one its expression keeps): one rule per lab, which promtool tells apart.
+                "labels": {"severity": "warning", "lab": name},
+                "annotations": {
+                    "summary": "Lab {{ $labels.lab }} has {{ $value }} seats on node {{ $labels.node }} that "
+                    f"dcgm-exporter has not measured for {idle_window(lab, metrics)}",
+                    "description": "Their GPU use is unknown, so the idle-GPU culler leaves them running: check the "
+                    "node's dcgm-exporter pod (its log, its service account's token and role) and the node's "
+                    "dcgm-server.",
+                },
+            }
+            for name, lab in labs.items()
+        ),
         {
             "alert": "LearnersPending",
             "expr": f"{PENDING} > 0",
