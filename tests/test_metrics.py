@@ -15,9 +15,9 @@ from components.metrics.recording_rules import rule_groups
 from components.metrics.scrape import scrape_configuration
 from domain.capacity.daemonsets import DCGM_SERVER
 from domain.upstream.versions import DCGM_EXPORTER_IMAGE, KUBE_STATE_METRICS_IMAGE
-from render import harness
+from render import charts, harness
 from tests.conftest import BASE, as_cli_config, run_values, stack_values
-from tests.support.rendered import rendered
+from tests.support.rendered import load_objects, rendered
 from tests.support.synthetic import HUB, NOTEBOOK_IMAGE, SYNTHETIC, lab
 from tests.test_jupyterhub_config import problems
 
@@ -124,12 +124,74 @@ def test_workspace_scraper_and_rules_are_built_for_the_cluster():
     assert [*groups] == eks["securityGroupIds"]
     workspace = _one(r.run, WORKSPACE)
     assert scraper["destination"]["amp"]["workspaceArn"].endswith(f":workspace/{workspace.name}-id")
-    assert yaml.safe_load(scraper["scrapeConfiguration"]) == scrape_configuration("meter", settings.karpenter.namespace)
+    assert yaml.safe_load(scraper["scrapeConfiguration"]) == scrape_configuration(settings.metrics, settings.karpenter)
     rules = _one(r.run, "aws:amp/ruleGroupNamespace:RuleGroupNamespace::metrics-rules").inputs
     assert yaml.safe_load(rules["data"]) == rule_groups(settings.labs, settings.metrics)
     assert rules["workspaceId"] == f"{workspace.name}-id"
     # AWS's own key: one of the account's would need the scraper to carry IAM roles of its own.
     assert "kmsKeyArn" not in workspace.inputs
+
+
+# The metered stack, and one with the meter and Karpenter each in a namespace of their own (not kube-system).
+MOVED = stack_values(
+    **{
+        "gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3)},
+        "gpulab:metrics": {"namespace": "gpu-meter"},
+        "gpulab:karpenter": {"namespace": "autoscaler"},
+    }
+)
+
+
+def _pods_rendered(stack: str, tmp_path) -> tuple[harness.Run, list[dict]]:
+    """The stack's run and every pod template it installs (manifests and charts), with its namespace."""
+    if stack == METERED:
+        r = rendered(METERED)
+        run, files = r.run, r.files()
+    else:
+        run = run_values(MOVED, "moved-meter")
+        render.run.write(run, tmp_path)
+        if not_rendered := charts.write(run, tmp_path):
+            pytest.skip("; ".join(not_rendered))
+        files = {
+            str(p): load_objects(p.read_text())
+            for folder in ("manifests", "charts")
+            for p in (tmp_path / folder).glob("*.yaml")
+        }
+    workloads = [
+        o for objects in files.values() for o in objects if o["kind"] in ("Deployment", "DaemonSet", "StatefulSet")
+    ]
+    return run, [{"namespace": o["metadata"].get("namespace"), **o["spec"]["template"]} for o in workloads]
+
+
+@pytest.mark.charts
+@pytest.mark.parametrize("stack", [METERED, "moved"])
+def test_every_scrape_job_finds_its_pods_where_the_stack_deploys_them(stack, tmp_path):
+    """Each job of the scraper the stack renders names a namespace, a pod label and a port name; exactly one workload
+    the stack installs (its own manifests or a chart's render) has them all. Moving the meter or Karpenter moves the
+    job with it."""
+    run, pods = _pods_rendered(stack, tmp_path)
+    (scraper,) = [r for r in run.resources if r.token == "aws:amp/scraper:Scraper::metrics-scraper"]
+    jobs = yaml.safe_load(scraper.inputs["scrapeConfiguration"])["scrape_configs"]
+    settings = run.stack.settings
+    where = {job["job_name"]: job["kubernetes_sd_configs"][0]["namespaces"]["names"] for job in jobs}
+    assert where == {
+        dcgm_exporter.NAME: [settings.metrics.namespace],
+        kube_state_metrics.NAME: [settings.metrics.namespace],
+        "karpenter": [settings.karpenter.namespace],
+    }
+    if stack != METERED:
+        assert (settings.metrics.namespace, settings.karpenter.namespace) == ("gpu-meter", "autoscaler")
+    for job in jobs:
+        (keep,) = [r for r in job["relabel_configs"] if r.get("action") == "keep"]
+        app, port = keep["regex"].split(";")
+        found = [
+            pod
+            for pod in pods
+            if pod["namespace"] in where[job["job_name"]]
+            and pod["metadata"].get("labels", {}).get("app.kubernetes.io/name") == app
+            and any(p.get("name") == port for c in pod["spec"]["containers"] for p in c.get("ports", []))
+        ]
+        assert len(found) == 1, (job["job_name"], where[job["job_name"]], app, port)
 
 
 def test_dcgm_exporter_reads_the_host_engine_gpu_use_per_pod():

@@ -379,8 +379,6 @@ def test_a_planted_rule_defect_fails_promtools_unit_tests(tmp_path, case):
 
 def test_the_scraper_config_passes_promtool_check_config(tmp_path):
     s = settings()
-    (tmp_path / "scrape.yaml").write_text(
-        yaml.safe_dump(scrape_configuration(s.metrics.namespace, s.karpenter.namespace), sort_keys=False)
-    )
+    (tmp_path / "scrape.yaml").write_text(yaml.safe_dump(scrape_configuration(s.metrics, s.karpenter), sort_keys=False))
     done = promtool("check", "config", "--syntax-only", "scrape.yaml", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

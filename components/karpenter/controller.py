@@ -27,6 +27,11 @@ RELEASE = "karpenter"
 SERVICE_ACCOUNT = "karpenter"
 # The interruption queue must not keep messages longer than Karpenter can still act on them.
 QUEUE_RETENTION_SECONDS = 300
+# What the karpenter chart names its controller's pods and their metrics port, which the metrics scraper finds them by
+# (charts/karpenter/templates/_helpers.tpl karpenter.selectorLabels: app.kubernetes.io/name is the chart's name, no
+# nameOverride here; templates/deployment.yaml: containerPort controller.metrics.port, named http-metrics).
+POD_NAME_LABEL = "karpenter"
+METRICS_PORT_NAME = "http-metrics"
 
 
 def helm_values(

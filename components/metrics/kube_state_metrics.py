@@ -15,6 +15,7 @@ from domain.upstream.versions import KUBE_STATE_METRICS_IMAGE
 
 NAME = "kube-state-metrics"
 METRICS_PORT = 8080
+METRICS_PORT_NAME = "http-metrics"
 LABELS = {"app.kubernetes.io/name": NAME}
 USERNAME_ANNOTATION = "hub.jupyter.org/username"
 SERVERNAME_ANNOTATION = "hub.jupyter.org/servername"
@@ -62,11 +63,11 @@ def deployment(namespace: str) -> dict[str, Any]:
         "image": KUBE_STATE_METRICS_IMAGE,
         "args": ARGS,
         "ports": [
-            {"containerPort": METRICS_PORT, "name": "http-metrics"},
+            {"containerPort": METRICS_PORT, "name": METRICS_PORT_NAME},
             {"containerPort": 8081, "name": "telemetry"},
         ],
         "livenessProbe": {
-            "httpGet": {"path": "/livez", "port": "http-metrics"},
+            "httpGet": {"path": "/livez", "port": METRICS_PORT_NAME},
             "initialDelaySeconds": 5,
             "timeoutSeconds": 5,
         },

@@ -7,13 +7,12 @@ their IP addresses through its network interfaces in the cluster's subnets (AMP 
 
 from typing import Any
 
-from components.karpenter.controller import RELEASE as KARPENTER
+from components.karpenter import controller as karpenter
 from components.metrics import dcgm_exporter, kube_state_metrics
-from domain.stack.metrics import SCRAPE_INTERVAL_SECONDS
+from domain.stack.metrics import SCRAPE_INTERVAL_SECONDS, Metrics
+from domain.stack.model import Karpenter
 
-# Karpenter's chart names its controller's pods and its metrics port so (charts/karpenter/templates/_helpers.tpl
-# karpenter.selectorLabels, templates/deployment.yaml: containerPort controller.metrics.port, named http-metrics).
-KARPENTER_PORT = "http-metrics"
+APP = "app.kubernetes.io/name"
 
 
 def _pods(job: str, namespace: str, app: str, port: str, *, own_labels: bool) -> dict[str, Any]:
@@ -38,18 +37,32 @@ def _pods(job: str, namespace: str, app: str, port: str, *, own_labels: bool) ->
     }
 
 
-def scrape_configuration(metrics_namespace: str, karpenter_namespace: str) -> dict[str, Any]:
+def scrape_configuration(metrics: Metrics, karpenter_settings: Karpenter) -> dict[str, Any]:
+    """Each job where the stack deploys its component (components/metrics/exporters.py in the metrics namespace, the
+    Karpenter controller's release in Karpenter's), by the pod label and port name the component's builder gives it."""
     return {
         "global": {"scrape_interval": f"{SCRAPE_INTERVAL_SECONDS}s"},
         "scrape_configs": [
-            _pods(dcgm_exporter.NAME, metrics_namespace, dcgm_exporter.NAME, "metrics", own_labels=True),
             _pods(
-                kube_state_metrics.NAME,
-                metrics_namespace,
-                kube_state_metrics.NAME,
-                "http-metrics",
+                dcgm_exporter.NAME,
+                metrics.namespace,
+                dcgm_exporter.LABELS[APP],
+                dcgm_exporter.METRICS_PORT_NAME,
                 own_labels=True,
             ),
-            _pods(KARPENTER, karpenter_namespace, KARPENTER, KARPENTER_PORT, own_labels=False),
+            _pods(
+                kube_state_metrics.NAME,
+                metrics.namespace,
+                kube_state_metrics.LABELS[APP],
+                kube_state_metrics.METRICS_PORT_NAME,
+                own_labels=True,
+            ),
+            _pods(
+                karpenter.RELEASE,
+                karpenter_settings.namespace,
+                karpenter.POD_NAME_LABEL,
+                karpenter.METRICS_PORT_NAME,
+                own_labels=False,
+            ),
         ],
     }

@@ -42,7 +42,7 @@ class Store(pulumi.ComponentResource):
             data=yaml.safe_dump(rule_groups(settings.labs, metrics), sort_keys=False),
             opts=child,
         )
-        scrape = scrape_configuration(metrics.namespace, settings.karpenter.namespace)
+        scrape = scrape_configuration(metrics, settings.karpenter)
         aws.amp.Scraper(
             f"{name}-scraper",
             alias=alias,
