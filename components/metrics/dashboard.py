@@ -1,7 +1,7 @@
 """The stack's Grafana dashboard, built with Grafana's own grafana-foundation-sdk (its Grafana 10.4 schema, which Amazon
 Managed Grafana's 10.4 workspaces and every later Grafana import): per lab, the seats in use, the pending learners,
-the idle seats, each seat's GPU use, Karpenter's nodes and their hourly cost. Every panel reads the workspace's
-recording rules (components/metrics/recording_rules.py), per lab.
+the idle and the unmeasured seats, each seat's GPU use, Karpenter's nodes and their hourly cost. Every panel reads the
+workspace's recording rules (components/metrics/recording_rules.py), per lab.
 
 PANELS is the one list of panels: the dashboard, docs/metrics.md and the tests' PromQL parse all read it.
 """
@@ -75,6 +75,15 @@ PANELS = (
         "{{lab}}",
         "short",
         "Seats whose GPU stayed under the idle threshold for the lab's gpuIdleTimeout or the stack's idleAfter.",
+    ),
+    Panel(
+        "Unmeasured seats",
+        "timeseries",
+        f"{recording_rules.SEATS_UNMEASURED}{{{LAB}}}",
+        "{{lab}}",
+        "short",
+        "Running seats older than the idle window that dcgm-exporter did not measure over all of it (no per-pod series "
+        "with the pod's UID, or a gap in it): their GPU use is unknown, and they are never stopped for it.",
     ),
     Panel(
         "GPU utilisation per seat",
