@@ -84,7 +84,7 @@ def test_the_charts_daemonset_runs_the_same_exporter_as_gpulabs():
     assert by_name(theirs["volumes"]) == by_name(ours["volumes"])
 
 
-def test_gpulabs_exporter_reads_pods_as_the_chart_does_with_fewer_rights():
+def test_the_exporter_reads_pods_as_the_chart_with_fewer_rights():
     """The same token and binding as the chart's with pod UIDs, and a role that grants a part of the chart's: list and
     watch on pods, without its get and resourceslices (which only DRA reads: components/metrics/dcgm_exporter.py)."""
     theirs = {(o["kind"], o["metadata"]["name"]): o for o in chart_objects()}

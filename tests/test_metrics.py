@@ -165,7 +165,7 @@ def _pods_rendered(stack: str, tmp_path) -> tuple[harness.Run, list[dict]]:
 
 @pytest.mark.charts
 @pytest.mark.parametrize("stack", [METERED, "moved"])
-def test_every_scrape_job_finds_its_pods_where_the_stack_deploys_them(stack, tmp_path):
+def test_each_scrape_job_finds_its_pods_where_they_are_deployed(stack, tmp_path):
     """Each job of the scraper the stack renders names a namespace, a pod label and a port name; exactly one workload
     the stack installs (its own manifests or a chart's render) has them all. Moving the meter or Karpenter moves the
     job with it."""

@@ -301,7 +301,7 @@ def test_the_rules_find_only_the_idle_seat_counting_labs_apart(tmp_path):
     assert status == 0 and "SUCCESS" in output, output
 
 
-def test_the_culler_reads_the_idle_learners_alone_which_only_idle_seats_make():
+def test_the_culler_reads_idle_learners_made_of_idle_seats_only():
     """The culler stops what gpulab:learner_gpu_idle:percent holds and nothing else; that record reads the idle seats
     alone, so an unmeasured seat never reaches it (the unit tests above: ken, dennis, john, niklaus and linus's gap)."""
     assert gpu_culler.IDLE_SERIES == recording_rules.LEARNER_IDLE
