@@ -124,3 +124,20 @@ def test_known_releases_follow_amazon_eks_ami_s_notes():
     assert NVIDIA_AMIS["v20260714"] == {arch: frozenset(f"1.{m}" for m in range(30, 37)) for arch in ("amd64", "arm64")}
     assert NVIDIA_AMIS["v20250317"]["arm64"] == frozenset()
     assert "1.28" in NVIDIA_AMIS["v20251112"]["amd64"] and "1.28" not in NVIDIA_AMIS["v20251120"]["amd64"]
+
+
+@pytest.mark.parametrize("release", ["v20260930", "v20261003"])
+def test_a_release_with_a_node_breaking_defect_is_refused(release, tmp_path, capsys):
+    labs = {
+        "good": lab(["g4dn.xlarge"], 2, ami="al2023@v20261012"),
+        "bad": lab(["g4dn.xlarge"], 2, ami=f"al2023@{release}"),
+    }
+    stack = tmp_path / "Pulumi.case.yaml"
+    stack.write_text(__import__("yaml").safe_dump({"config": stack_values(**{"gpulab:labs": labs})}))
+    assert render([str(stack), "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"gpulab:labs.bad.ami: release {release} is refused: its kernel 6.12 panics during memory reclaim and nodes "
+        "reboot unexpectedly (amazon-eks-ami #2845), says the release notes of amazon-eks-ami v20261003 and v20261012; "
+        "choose v20261012 or a later release"
+    ]
+    assert not (tmp_path / "out").exists()

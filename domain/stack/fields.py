@@ -29,6 +29,7 @@ from domain.problems import Problems, report
 from domain.stack import context
 from domain.stack.images import qualify_image
 from domain.time import durations
+from domain.upstream.ami_releases import REFUSED
 from domain.upstream.versions import KUBE_PROXY_ADDON_VERSIONS
 
 
@@ -139,6 +140,12 @@ def ami_alias(value: str) -> str:
     # Karpenter resolves al2023@<version> to the release of that date; for GPU instance types it picks the NVIDIA
     # variant. amazon-eks-ami names its releases v<YYYYMMDD>, and the alias takes the name as it is.
     if re.fullmatch(r"al2023@(v[0-9]{8}|latest)", value):
+        release = value.partition("@")[2]
+        if defect := REFUSED.get(release):
+            raise ValueError(
+                f"release {release} is refused: {defect.what}, says {defect.source}; choose {defect.fixed_in} or a "
+                "later release"
+            )
         return value
     hint = ""
     if missing_v := re.fullmatch(r"al2023@([0-9]{8})", value):

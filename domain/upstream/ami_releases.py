@@ -10,6 +10,7 @@ publishes one every week or two: the render warns about it, and `pulumi preview`
 """
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Protocol
 
@@ -83,6 +84,30 @@ _RELEASES: dict[str, tuple[str, str | None]] = {
 }
 # kubernetes.io/arch: the index of that architecture in _RELEASES' pairs.
 _ARCH = {"amd64": 0, "arm64": 1}
+
+
+@dataclass(frozen=True)
+class Defect:
+    """A defect that breaks the nodes of an amazon-eks-ami release: what it does, where it is said, the release that
+    fixes it."""
+
+    what: str
+    source: str
+    fixed_in: str
+
+
+# The releases gpulab refuses by name (domain/stack/fields.py ami_alias), whatever their AMIs.
+# The kernel panic: the notes of release v20261012 (github.com/awslabs/amazon-eks-ami/releases/tag/v20261012, 14 Oct
+# 2026; the git snapshot fetched here ends at v20260724, so the release page is the source): "fixes a kernel panic
+# during memory reclaim (#2845) that caused nodes to unexpectedly reboot on releases v20260930 and v20261003". The
+# notes of v20261003 scope it to kernel 6.12.110, "kubernetes versions 1.31 to 1.35" (their AMI table gives 1.36 and
+# 1.37 kernel 6.18); refused for every version all the same, as v20261012's notes name no exception and fix it for all.
+_KERNEL_PANIC = Defect(
+    "its kernel 6.12 panics during memory reclaim and nodes reboot unexpectedly (amazon-eks-ami #2845)",
+    "the release notes of amazon-eks-ami v20261003 and v20261012",
+    "v20261012",
+)
+REFUSED: Mapping[str, Defect] = MappingProxyType({"v20260930": _KERNEL_PANIC, "v20261003": _KERNEL_PANIC})
 
 
 def _minors(span: str | None) -> frozenset[str]:
