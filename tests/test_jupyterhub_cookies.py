@@ -15,7 +15,7 @@ import copy
 import json
 import os
 import re
-from contextlib import contextmanager
+from unittest import mock
 from urllib.parse import urlencode
 
 import pytest
@@ -121,20 +121,6 @@ def test_the_hub_keeps_the_charts_spawn_setting_beside_cookies(stack):
     assert settings["slow_spawn_timeout"] == 0
 
 
-@contextmanager
-def _environment(values: dict[str, str]):
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 def _server_settings(stack: str) -> dict:
     """The web app settings jupyter-server takes from the rendered singleuser config file."""
     (secret,) = [
@@ -186,7 +172,7 @@ def server_cookies(stack: str) -> list[str]:
             await server.close_all_connections()
 
     http_client = AsyncHTTPClient.configured_class()
-    with _environment(env):
+    with mock.patch.dict(os.environ, env):
         try:
             asyncio.run(run())
         finally:
