@@ -63,7 +63,6 @@ def test_home_volumes_left_out_are_listed_as_a_substitution(hub_render) -> None:
     played = learners._pod(LAB, "ada")
     assert not [v for v in played["spec"]["volumes"] if "persistentVolumeClaim" in v]
     assert learners.left_out_claims
-    assert rehearsal.run.HOME_VOLUMES["component"].startswith("learners' home volumes")
 
 
 def test_api_refusals_are_read_from_klogs_quoted_errors_once() -> None:
