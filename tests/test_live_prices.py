@@ -1,5 +1,7 @@
 """Prices of the stack's region at `pulumi preview`: the Price List and spot look-ups (components/live_prices.py)
-answered by mocks for a eu-west-1 stack, and a type without a price there named, never priced from another region."""
+answered by mocks for a eu-west-1 stack, and a type without a price there named, never priced from another region.
+The mocked Price List API holds several products per type and honours every filter, as AWS does: a filter the program
+loses (capacitystatus, say) matches two products, and the type goes unpriced."""
 
 import json
 
@@ -16,15 +18,44 @@ GET_SPOT_PRICE = "aws:ec2/getSpotPrice:getSpotPrice"
 # What the mocked Price List API holds for eu-west-1 (made-up amounts, unlike any us-east-1 list price).
 EU_WEST_1 = {"g4dn.xlarge": "0.5870000000", "m7i.large": "0.1120000000", "g5.xlarge": "1.1230000000"}
 SPOT = {"g5.xlarge": "0.4000"}
-NOT_FOUND = "no Pricing product found"
 
 
-def product(instance_type: str, usd: str) -> str:
+# The attributes of the one product components/live_prices.py asks for: a Linux instance on shared tenancy, on demand,
+# no pre-installed software or licence, capacity in use.
+WANTED = {
+    "operatingSystem": "Linux",
+    "tenancy": "Shared",
+    "preInstalledSw": "NA",
+    "capacitystatus": "Used",
+    "licenseModel": "No License required",
+    "marketoption": "OnDemand",
+    "operation": "RunInstances",
+}
+# Products the Price List API also has for the same type and region, each differing from the wanted one in one
+# attribute (the values the AmazonEC2 offer files use), so that a query missing any one filter matches two products.
+# Made-up amounts, none the wanted product's.
+SIBLINGS = {
+    "operatingSystem": ("Windows", "1.0000000000"),
+    "tenancy": ("Dedicated", "2.0000000000"),
+    "preInstalledSw": ("SQL Web", "3.0000000000"),
+    "capacitystatus": ("UnusedCapacityReservation", "4.0000000000"),
+    "licenseModel": ("Bring your own license", "5.0000000000"),
+    "marketoption": ("Spot", "6.0000000000"),
+    "operation": ("RunInstances:0002", "7.0000000000"),
+}
+# What terraform-provider-aws's aws_pricing_product, which pulumi-aws's getProduct bridges, says when GetProducts
+# answers with no product or with several (hashicorp/terraform-provider-aws, commit 8966abc,
+# internal/service/pricing/product_data_source.go, dataSourceProductRead): it fails on both, as the mock does.
+NOT_FOUND = "Pricing product query did not return any elements"
+NOT_PRECISE = "Pricing product query not precise enough. Returned {} elements"
+
+
+def product(attributes: dict[str, str], usd: str) -> str:
     """One AmazonEC2 product as the Price List API returns it (GetProducts' PriceList entry)."""
     sku, term = "SKU1", "JRTCKXETXF"
     return json.dumps(
         {
-            "product": {"sku": sku, "attributes": {"instanceType": instance_type, "regionCode": "eu-west-1"}},
+            "product": {"sku": sku, "attributes": attributes},
             "terms": {
                 "OnDemand": {
                     f"{sku}.{term}": {
@@ -36,6 +67,28 @@ def product(instance_type: str, usd: str) -> str:
             },
         }
     )
+
+
+def catalogue() -> list[tuple[dict[str, str], str]]:
+    """The mocked Price List API's AmazonEC2 products: per eu-west-1 type, the wanted one and its SIBLINGS."""
+    found = []
+    for instance_type, usd in EU_WEST_1.items():
+        wanted = {"instanceType": instance_type, "regionCode": "eu-west-1", **WANTED}
+        found.append((wanted, usd))
+        found += [({**wanted, field: value}, amount) for field, (value, amount) in SIBLINGS.items()]
+    return found
+
+
+def get_products(filters: list[dict[str, str]]) -> str:
+    """The one product whose attributes match every filter (TERM_MATCH, as the provider asks); refused on none and on
+    several, as the provider refuses them."""
+    matching = [(a, usd) for a, usd in catalogue() if all(a.get(f["field"]) == f["value"] for f in filters)]
+    if not matching:
+        raise _Refused(NOT_FOUND)
+    if len(matching) > 1:
+        raise _Refused(NOT_PRECISE.format(len(matching)))
+    ((attributes, usd),) = matching
+    return product(attributes, usd)
 
 
 class _Refused(grpc.RpcError):
@@ -61,10 +114,7 @@ def market(monkeypatch):
         if args.token == GET_PRODUCT:
             self.invokes.append(harness.Invoke(args.token, harness.normalise(args.args)))
             providers.append(args.provider)
-            wanted = {f["field"]: f["value"] for f in args.args["filters"]}
-            if wanted["regionCode"] == "eu-west-1" and wanted["instanceType"] in EU_WEST_1:
-                return {"result": product(wanted["instanceType"], EU_WEST_1[wanted["instanceType"]])}, []
-            raise _Refused(NOT_FOUND)
+            return {"result": get_products(args.args["filters"])}, []
         if args.token == GET_SPOT_PRICE:
             self.invokes.append(harness.Invoke(args.token, harness.normalise(args.args)))
             if args.args["instanceType"] in SPOT:
