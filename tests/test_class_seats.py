@@ -32,6 +32,7 @@ from tests.support.nodes import lab_nodes, system_nodes
 from tests.support.pod_specs import karpenter_requests, pod_specs, restricted_problems
 from tests.support.scheduling import unschedulable_because
 from tests.support.synthetic import SYNTHETIC, TIME_ZONE_STACK
+from tests.support.synthetic import lab as lab_values
 
 BUFFER = "kubernetes:autoscaling.x-k8s.io/v1beta1:CapacityBuffer"
 CRON_JOB = "kubernetes:batch/v1:CronJob"
@@ -778,3 +779,76 @@ def test_an_unquoted_term_date_reaches_the_program_as_written(tmp_path):
     path.write_text("config:\n  gpulab:labs:\n    intro:\n      classes:\n        - term: {start: 2027-01-11}\n")
     labs = json.loads(render.run.read_stack_file(path)["gpulab:labs"])
     assert labs["intro"]["classes"][0]["term"] == {"start": "2027-01-11"}
+
+
+# --- a term from Monday 1 March 2027 whose classes warm up on the evening before ------------------------------------
+
+# 00:10 in UTC and 00:30 in Berlin (UTC+1 until Sunday 28 March, then UTC+2), each warmed 20m ahead: their first
+# warm-up is on Sunday 28 February in UTC. Monday 15 March is skipped; the term ends on Monday 29 March. Two warm seats
+# each, as the two overlap on the lab's four seats.
+MIDNIGHT_TERM = {"start": "2027-03-01", "end": "2027-03-29", "skip": ["2027-03-15"]}
+
+
+@pytest.fixture(scope="module")
+def midnight():
+    classes = [
+        {"schedule": "10 0 * * mon", "duration": "1h", "timeZone": "Etc/UTC", "term": MIDNIGHT_TERM, "warmSeats": 2},
+        {
+            "schedule": "30 0 * * mon",
+            "duration": "1h",
+            "timeZone": "Europe/Berlin",
+            "term": MIDNIGHT_TERM,
+            "warmSeats": 2,
+        },
+    ]
+    return run_values(stack_values(**{"gpulab:labs": {"night": lab_values(["g4dn.xlarge"], 2, classes=classes)}}))
+
+
+def test_a_1_march_term_warmed_before_midnight_keeps_february(midnight):
+    budgets = midnight.one(NODE_POOL, "nodepool-night").inputs["spec"]["disruption"]["budgets"]
+    windows = [(b["reasons"], b["schedule"], b["duration"]) for b in budgets[1:]]
+    assert windows == [
+        # UTC: warmed from 23:50 on the Sundays of February (the 28th) and March.
+        (["Drifted", "Underutilized"], "50 23 * 2-3 sun", "1h20m"),
+        (["Empty"], "50 23 * 2-3 sun", "35m"),
+        # Berlin at UTC+1: 00:10 on Mondays is 23:10 UTC on the Sundays from 28 February to 21 March.
+        (["Drifted", "Underutilized"], "10 23 * 2-3 sun", "1h20m"),
+        (["Empty"], "10 23 * 2-3 sun", "35m"),
+        # Berlin at UTC+2 (29 March): 22:10 UTC on Sunday 28 March.
+        (["Drifted", "Underutilized"], "10 22 * 3 sun", "1h20m"),
+        (["Empty"], "10 22 * 3 sun", "35m"),
+    ]
+
+
+@requires_sh
+def test_a_warmup_on_the_day_before_warms_class_days_only(midnight):
+    (utc_class, berlin_class) = midnight.stack.settings.labs["night"].classes
+    jobs = cron_jobs_of(midnight, "night")
+    runs = [
+        (
+            utc_class,
+            {
+                "2027-02-28T23:50:00+00:00": True,  # the evening before the term's first class
+                "2027-03-07T23:50:00+00:00": True,
+                "2027-03-14T23:50:00+00:00": False,  # before Monday 15 March, skipped
+                "2027-03-28T23:50:00+00:00": True,  # before the last class
+                "2027-04-04T23:50:00+00:00": False,  # after the term
+                "2027-02-21T23:50:00+00:00": False,  # a week before the term
+            },
+        ),
+        (
+            berlin_class,
+            {
+                "2027-02-28T23:10:00+00:00": True,  # Sunday 00:10 in Berlin on Monday 1 March
+                "2027-03-14T23:10:00+00:00": False,
+                "2027-03-28T22:10:00+00:00": True,  # on summer time, before Monday 29 March
+                "2027-04-04T22:10:00+00:00": False,
+            },
+        ),
+    ]
+    for lab_class, expected in runs:
+        warm = jobs[f"{class_key(lab_class)}-warm"]
+        container = warm["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+        name = warm["metadata"]["name"]
+        ran = patches(container, [f"{name}-{minute_of(t)}" for t in expected])
+        assert {t: f"{name}-{minute_of(t)}" in ran for t in expected} == expected, lab_class.zone

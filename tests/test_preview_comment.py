@@ -391,6 +391,17 @@ def test_a_ceiling_rise_over_the_threshold_is_flagged_on_top(threshold, flagged)
     assert "[!WARNING]" not in preview_comment.comment("staging", base, PREVIEW, base=head, threshold=threshold)
 
 
+def test_a_percentage_threshold_is_of_the_bases_ceiling():
+    # 9 -> 10 GPUs: the ceiling rises by 11.1% of the base's, by 10% of the head's; "10%" flags it (more than 10%).
+    base, head = (labs_of({"intro": lab(["g4dn.xlarge"], 3, gpus)}) for gpus in (9, 10))
+    body = preview_comment.comment("staging", head, PREVIEW, base=base, threshold="10%")
+    assert body.splitlines()[3:5] == [
+        "> [!WARNING]",
+        "> This change raises the labs' ceiling by +0.5282 USD per hour (4.7538 → 5.2820, +11.1%), more than "
+        "gpulab:costAlertThreshold (10%).",
+    ]
+
+
 def test_a_cut_comment_diffs_every_labs_ceiling_in_its_total(staging_render):
     (one,) = staging_labs(staging_render).values()
     dearer = {**one, "cost": {**one["cost"], "ceilingPerHour": one["cost"]["ceilingPerHour"] * 2}}
