@@ -21,7 +21,8 @@ SPOT = {"g5.xlarge": "0.4000"}
 
 
 # The attributes of the one product components/live_prices.py asks for: a Linux instance on shared tenancy, on demand,
-# no pre-installed software or licence, capacity in use.
+# no pre-installed software or licence, capacity in use. Written out here, not imported from the program: a catalogue
+# built from the program's filters would lose a filter together with it.
 WANTED = {
     "operatingSystem": "Linux",
     "tenancy": "Shared",
