@@ -235,8 +235,8 @@ def with_intro(**changes) -> dict:
         ),
         (
             stack_values(**{"gpulab:cluster": {**BASE["gpulab:cluster"], "kubernetesVersion": "1.27"}}),
-            "gpulab:cluster.kubernetesVersion: gpulab pins the kube-proxy add-on for Kubernetes 1.28, 1.29, 1.30, "
-            "1.31, 1.32, 1.33, 1.34, not 1.27",
+            "gpulab:cluster.kubernetesVersion: gpulab runs Kubernetes 1.28 to 1.36, not 1.27: a version needs its "
+            "kube-proxy add-on and kube-scheduler pinned",
         ),
     ],
 )

@@ -8,58 +8,66 @@ from domain.upstream.versions import KUBE_PROXY_ADDON_VERSIONS, KUBE_SCHEDULER_V
 from tests.support.chart_checks import one
 from tests.support.rendered import HUB_STACKS, rendered
 
-# Everything the system:kube-scheduler and system:volume-scheduler ClusterRoles of Kubernetes 1.34 grant (kubernetes
-# v1.34.12 plugin/pkg/auth/authorizer/rbac/bootstrappolicy/testdata/cluster-roles.yaml, read from the k8s.io/kubernetes
-# module of that tag), as (API group, resource, verbs); the leader's lease is the one rule upstream limits to a name,
-# its own lock (kube-scheduler), which the user-scheduler's configuration names instead. A kube-scheduler whose
+# Everything the system:kube-scheduler and system:volume-scheduler ClusterRoles of each Kubernetes version grant
+# (plugin/pkg/auth/authorizer/rbac/bootstrappolicy/testdata/cluster-roles.yaml of kubernetes v1.34.12, v1.35.8 and
+# v1.36.5, read from the k8s.io/kubernetes modules of those tags: 1.35's is 1.34's), as (API group, resource, verbs);
+# the leader's lease is the one rule upstream limits to a name, its own lock (kube-scheduler), which the
+# user-scheduler's configuration names instead. A kube-scheduler whose
 # informers cannot list what they watch never schedules a pod; one that cannot write what its plugins write fails
 # their pods. A hub on a cluster version without its role here fails the test below: bumping the cluster's minor version
 # bumps the user-scheduler's, whose role must then be compared again.
-SCHEDULER_ROLES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
-    "1.34": [
-        ("", "events", ("create", "patch", "update")),
-        ("events.k8s.io", "events", ("create", "patch", "update")),
-        ("coordination.k8s.io", "leases", ("create",)),
+_ROLE_1_34 = [
+    ("", "events", ("create", "patch", "update")),
+    ("events.k8s.io", "events", ("create", "patch", "update")),
+    ("coordination.k8s.io", "leases", ("create",)),
+    (
+        "coordination.k8s.io",
+        "leasecandidates",
         (
-            "coordination.k8s.io",
-            "leasecandidates",
-            (
-                "create",
-                "delete",
-                "deletecollection",
-                "get",
-                "list",
-                "patch",
-                "update",
-                "watch",
-            ),
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
         ),
-        ("", "nodes", ("get", "list", "watch")),
-        ("", "pods", ("delete", "get", "list", "watch")),
-        ("", "bindings", ("create",)),
-        ("", "pods/binding", ("create",)),
-        ("", "pods/status", ("patch", "update")),
-        ("", "replicationcontrollers", ("get", "list", "watch")),
-        ("", "services", ("get", "list", "watch")),
-        ("apps", "replicasets", ("get", "list", "watch")),
-        ("apps", "statefulsets", ("get", "list", "watch")),
-        ("policy", "poddisruptionbudgets", ("get", "list", "watch")),
-        ("", "persistentvolumeclaims", ("get", "list", "patch", "update", "watch")),
-        ("", "persistentvolumes", ("get", "list", "patch", "update", "watch")),
-        ("authentication.k8s.io", "tokenreviews", ("create",)),
-        ("authorization.k8s.io", "subjectaccessreviews", ("create",)),
-        ("storage.k8s.io", "csinodes", ("get", "list", "watch")),
-        ("storage.k8s.io", "volumeattachments", ("get", "list", "watch")),
-        ("", "namespaces", ("get", "list", "watch")),
-        ("storage.k8s.io", "csidrivers", ("get", "list", "watch")),
-        ("storage.k8s.io", "csistoragecapacities", ("get", "list", "watch")),
-        ("storage.k8s.io", "storageclasses", ("get", "list", "watch")),
-        ("resource.k8s.io", "deviceclasses", ("get", "list", "watch")),
-        ("resource.k8s.io", "resourceclaims", ("get", "list", "patch", "update", "watch")),
-        ("resource.k8s.io", "resourceclaims/status", ("get", "list", "patch", "update", "watch")),
-        ("", "pods/finalizers", ("update",)),
-        ("resource.k8s.io", "resourceslices", ("get", "list", "watch")),
-    ]
+    ),
+    ("", "nodes", ("get", "list", "watch")),
+    ("", "pods", ("delete", "get", "list", "watch")),
+    ("", "bindings", ("create",)),
+    ("", "pods/binding", ("create",)),
+    ("", "pods/status", ("patch", "update")),
+    ("", "replicationcontrollers", ("get", "list", "watch")),
+    ("", "services", ("get", "list", "watch")),
+    ("apps", "replicasets", ("get", "list", "watch")),
+    ("apps", "statefulsets", ("get", "list", "watch")),
+    ("policy", "poddisruptionbudgets", ("get", "list", "watch")),
+    ("", "persistentvolumeclaims", ("get", "list", "patch", "update", "watch")),
+    ("", "persistentvolumes", ("get", "list", "patch", "update", "watch")),
+    ("authentication.k8s.io", "tokenreviews", ("create",)),
+    ("authorization.k8s.io", "subjectaccessreviews", ("create",)),
+    ("storage.k8s.io", "csinodes", ("get", "list", "watch")),
+    ("storage.k8s.io", "volumeattachments", ("get", "list", "watch")),
+    ("", "namespaces", ("get", "list", "watch")),
+    ("storage.k8s.io", "csidrivers", ("get", "list", "watch")),
+    ("storage.k8s.io", "csistoragecapacities", ("get", "list", "watch")),
+    ("storage.k8s.io", "storageclasses", ("get", "list", "watch")),
+    ("resource.k8s.io", "deviceclasses", ("get", "list", "watch")),
+    ("resource.k8s.io", "resourceclaims", ("get", "list", "patch", "update", "watch")),
+    ("resource.k8s.io", "resourceclaims/status", ("get", "list", "patch", "update", "watch")),
+    ("", "pods/finalizers", ("update",)),
+    ("resource.k8s.io", "resourceslices", ("get", "list", "watch")),
+]
+SCHEDULER_ROLES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
+    "1.34": _ROLE_1_34,
+    "1.35": _ROLE_1_34,
+    "1.36": [
+        *_ROLE_1_34,
+        ("resource.k8s.io", "resourceclaims", ("create", "delete")),
+        ("resource.k8s.io", "resourceclaims/binding", ("patch", "update")),
+    ],
 }
 LEADER_LEASE_VERBS = ("get", "list", "update", "watch")
 

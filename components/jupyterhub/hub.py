@@ -176,7 +176,7 @@ class Hub(pulumi.ComponentResource):
                 opts=in_namespace,
             )
         # The user-scheduler's kube-scheduler is the cluster's version, and needs that version's permissions.
-        scheduler_rules, scheduler_binding = extra_permissions(settings.namespace)
+        scheduler_rules, scheduler_binding = extra_permissions(settings.namespace, cluster.kubernetes_version)
         scheduler_role = k8s.rbac.v1.ClusterRole(f"{name}-user-scheduler", **scheduler_rules, opts=k8s_child)
         needs.append(
             k8s.rbac.v1.ClusterRoleBinding(

@@ -43,6 +43,12 @@ EXTRA_RULES: list[dict[str, Any]] = [
     },
     {"apiGroups": [""], "resources": ["pods/finalizers"], "verbs": ["update"]},
 ]
+# What system:kube-scheduler of Kubernetes 1.36 grants beyond 1.34's and 1.35's (which are the same): kubernetes
+# v1.36.5 against v1.35.8 and v1.34.12, bootstrappolicy/testdata/cluster-roles.yaml. Given from 1.36 on only.
+RULES_FROM_1_36: list[dict[str, Any]] = [
+    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["create", "delete"]},
+    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/binding"], "verbs": ["patch", "update"]},
+]
 
 
 def user_scheduler(kubernetes_version: str) -> dict[str, Any]:
@@ -75,9 +81,11 @@ def user_scheduler(kubernetes_version: str) -> dict[str, Any]:
     }
 
 
-def extra_permissions(namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The ClusterRole of EXTRA_RULES and its binding to the user-scheduler's service account."""
-    role = {"metadata": {"name": EXTRA_PERMISSIONS}, "rules": EXTRA_RULES}
+def extra_permissions(namespace: str, kubernetes_version: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ClusterRole of EXTRA_RULES (and RULES_FROM_1_36 on 1.36 and later) and its binding to the user-scheduler's
+    service account."""
+    newer = RULES_FROM_1_36 if int(kubernetes_version.split(".")[1]) >= 36 else []
+    role = {"metadata": {"name": EXTRA_PERMISSIONS}, "rules": [*EXTRA_RULES, *newer]}
     binding = {
         "metadata": {"name": EXTRA_PERMISSIONS},
         "role_ref": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": EXTRA_PERMISSIONS},

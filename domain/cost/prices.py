@@ -103,33 +103,7 @@ SYSTEM_NODE_USD_PER_HOUR: Mapping[str, float] = MappingProxyType({
 # us-east-1's (the EKS pricing page itself was not read here).
 EKS_USD_PER_CLUSTER_HOUR = MappingProxyType({"standard": "0.10", "extended": "0.60"})
 EKS_PRICE_SOURCE = "AWS Containers blog, Amazon EKS extended support for Kubernetes versions pricing (2024)"
-# When each Kubernetes version of domain/upstream/versions.py leaves EKS standard support and extended support: billing
-# for extended support "starts at the beginning of the day that the version reaches end of standard support". 1.28 to
-# 1.31: the Amazon EKS User Guide's release calendar (awsdocs/amazon-eks-user-guide, commit 4d52b4d,
-# latest/ug/clusters/kubernetes-versions.adoc); 1.32 to 1.34 are newer than that copy and come from endoflife.date's
-# amazon-eks page, not from AWS's own calendar: check the User Guide before relying on them.
-EKS_END_OF_STANDARD_SUPPORT = MappingProxyType(
-    {
-        "1.28": "2024-11-26",
-        "1.29": "2025-03-23",
-        "1.30": "2025-07-23",
-        "1.31": "2025-11-26",
-        "1.32": "2026-03-23",
-        "1.33": "2026-07-29",
-        "1.34": "2026-12-02",
-    }
-)
-EKS_END_OF_EXTENDED_SUPPORT = MappingProxyType(
-    {
-        "1.28": "2025-11-26",
-        "1.29": "2026-03-23",
-        "1.30": "2026-07-23",
-        "1.31": "2026-11-26",
-        "1.32": "2027-03-23",
-        "1.33": "2027-07-29",
-        "1.34": "2027-12-02",
-    }
-)
+# When a version leaves standard support, and so when the extended price starts: domain/upstream/eks_calendar.py.
 
 # The hub's Classic Load Balancer (components/jupyterhub/values.py), USD per load-balancer-hour in us-east-1; data
 # processed (per GB) is not counted. The commonly quoted figure of aws.amazon.com/elasticloadbalancing/pricing ("each

@@ -17,11 +17,8 @@ from typing import Any
 from domain.capacity.disks import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS, Volume
 from domain.cost.lab_cost import DECIMALS, root_volume_per_hour, rounded
 from domain.cost.price_book import PriceBook
-from domain.cost.prices import (
-    EKS_END_OF_EXTENDED_SUPPORT,
-    EKS_END_OF_STANDARD_SUPPORT,
-    HOURS_PER_MONTH,
-)
+from domain.cost.prices import HOURS_PER_MONTH
+from domain.upstream.eks_calendar import CALENDAR
 
 # The EKS API's CreateNodegroup `diskSize`: "The default disk size is 20 GiB for Linux" (the system node group sets
 # none: components/cluster.py). Priced as gp3 at gp3's included performance; that EKS gives it gp3 and not gp2 is not
@@ -78,8 +75,8 @@ def per_month(per_hour: float | None) -> float | None:
 def control_plane(kubernetes_version: str, support_type: str, book: PriceBook) -> tuple[float, str]:
     """USD per hour of the cluster on the book's day: extended support's price from the day its version leaves
     standard support, when the cluster keeps it (supportType EXTENDED), else standard's (EKS upgrades it)."""
-    standard_ends = datetime.date.fromisoformat(EKS_END_OF_STANDARD_SUPPORT[kubernetes_version])
-    extended_ends = datetime.date.fromisoformat(EKS_END_OF_EXTENDED_SUPPORT[kubernetes_version])
+    standard_ends = CALENDAR[kubernetes_version].end_of_standard
+    extended_ends = CALENDAR[kubernetes_version].end_of_extended
     extended = support_type == "EXTENDED" and standard_ends <= book.day < extended_ends
     price = book.eks_per_hour["extended" if extended else "standard"]
     if extended:

@@ -30,7 +30,8 @@ from domain.stack import context
 from domain.stack.images import qualify_image
 from domain.time import durations
 from domain.upstream.ami_releases import REFUSED
-from domain.upstream.versions import KUBE_PROXY_ADDON_VERSIONS
+from domain.upstream.eks_calendar import CALENDAR
+from domain.upstream.versions import KUBE_PROXY_ADDON_VERSIONS, KUBE_SCHEDULER_VERSIONS
 
 
 class Model(BaseModel):
@@ -114,12 +115,20 @@ def quoted_version(value: object) -> object:
     return value
 
 
-def kube_proxy_pinned(version: str) -> str:
-    # EKS builds kube-proxy per Kubernetes minor version, and gpulab pins the build (domain/upstream/versions.py).
-    if version not in KUBE_PROXY_ADDON_VERSIONS:
+# The versions gpulab runs: EKS builds kube-proxy per Kubernetes minor version and gpulab pins the build and the
+# user-scheduler's kube-scheduler (domain/upstream/versions.py), and it prices and checks each version's support from
+# EKS's calendar (domain/upstream/eks_calendar.py). A version is known when all three have it.
+KNOWN_VERSIONS = sorted(
+    set(KUBE_PROXY_ADDON_VERSIONS) & set(KUBE_SCHEDULER_VERSIONS) & set(CALENDAR), key=lambda v: int(v.split(".")[1])
+)
+
+
+def known_version(version: str) -> str:
+    if version not in KNOWN_VERSIONS:
         raise ValueError(
-            f"gpulab pins the kube-proxy add-on for Kubernetes {', '.join(sorted(KUBE_PROXY_ADDON_VERSIONS))}, not "
-            f"{version}: add its EKS add-on version to KUBE_PROXY_ADDON_VERSIONS in domain/upstream/versions.py"
+            f"gpulab runs Kubernetes {KNOWN_VERSIONS[0]} to {KNOWN_VERSIONS[-1]}, not {version}: a version needs its "
+            "kube-proxy add-on and kube-scheduler pinned (domain/upstream/versions.py) and its EKS support dates "
+            "(domain/upstream/eks_calendar.py)"
         )
     return version
 

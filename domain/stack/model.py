@@ -91,7 +91,7 @@ from domain.stack.fields import (
     at_least,
     between,
     data_checked,
-    kube_proxy_pinned,
+    known_version,
     matching,
     positive_amount,
     two_or_more,
@@ -150,7 +150,7 @@ class SystemNodes(Model):
 
 class Cluster(Model):
     name: ClusterName = Field(description="EKS cluster name; also the karpenter.sh/discovery tag value.")
-    kubernetes_version: Annotated[KubernetesVersion, AfterValidator(kube_proxy_pinned)] = Field(
+    kubernetes_version: Annotated[KubernetesVersion, AfterValidator(known_version)] = Field(
         description="Kubernetes minor version of the control plane."
     )
     vpc_id: VpcId = Field(description="The existing VPC the cluster runs in.")
