@@ -1,5 +1,6 @@
-"""The pull-request comment of one stack's preview: what the change does to the labs' cost against the base branch's
-render (reports/cost_diff.py, when given one; a rise above gpulab:costAlertThreshold flagged first), its cost table, its
+"""The pull-request comment of one stack's preview: a Kubernetes version change EKS would refuse, against the base
+branch's render (reports/version_change.py), first; what the change does to the labs' cost against that render
+(reports/cost_diff.py, when given one; a rise above gpulab:costAlertThreshold flagged first), its cost table, its
 classes (on their clocks and in UTC, their terms and next occurrences: reports/class_table.py, from the stack file),
 what Karpenter would launch for a full lab and at each class start (when the render has a plan.json), the class day the
 rehearsal played on the twin (when a rehearsal.json is beside the render; else one line says it did not run), then the
@@ -10,7 +11,9 @@ rehearsal played on the twin (when a rehearsal.json is beside the render; else o
         [--rehearsal <render dir>/rehearsal.json] [--run-url URL] [--today YYYY-MM-DD]
 
 Prints the comment's Markdown. Its first line marks the stack's comment, so that .ci/preview-comment updates it on the
-next push instead of adding another.
+next push instead of adding another. The Kubernetes versions come from the resources.json beside each outputs.json.
+Exits with status 3 (REFUSED) once the comment is printed when EKS would refuse the version change (the reason on
+stderr too, for the job's log), 2 without a comment for a stack file with problems.
 """
 
 import argparse
@@ -29,7 +32,7 @@ import render.run
 from domain.time import utc
 from planner import plan
 from rehearsal import report
-from reports import class_table, cost_diff, cost_report
+from reports import class_table, cost_diff, cost_report, version_change
 
 # GitHub refuses comments over 65536 characters.
 MAX_COMMENT_CHARS = 65_536
@@ -37,6 +40,9 @@ MAX_COMMENT_CHARS = 65_536
 # reviewer reads first, and a stack of a few hundred labs would otherwise fill the comment with its tables alone.
 PREVIEW_MIN_CHARS = 16_384
 CUT_NOTE = "[... the start is cut; the whole output is in the run's log]"
+# The exit status of a comment printed for a change whose Kubernetes version EKS would refuse: .ci/preview-comment
+# posts it, then fails (a Python error exits with 1, and prints no comment to post).
+REFUSED = 3
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -56,12 +62,14 @@ def comment(
     threshold: float | str | None = None,
     costs: tuple[dict | None, dict | None] = (None, None),
     rehearsed: dict | None = None,
+    refused: str | None = None,
 ) -> str:
     """The comment; `classes` gives the class table of the labs shown, `whole_stack` the whole stack's cost and term
     from every lab's figures (reports/cost_report.py stack_table); `base` is the base branch's `labs` output, and a rise
     of all labs' ceiling over it by more than `threshold` (gpulab:costAlertThreshold) is flagged first; `costs` are the
     base's and the head's `cost` outputs, whose totals the diff compares; `rehearsed` is the rehearsal.json beside the
-    render, None when the rehearsal did not run."""
+    render, None when the rehearsal did not run; `refused` says why EKS would refuse the change's Kubernetes version
+    (reports/version_change.py), on top."""
     preview = _ANSI.sub("", preview).strip()
     run = f": {run_url}" if run_url else "."
     failed = "The preview did not finish; its log is in the workflow run" + run
@@ -83,6 +91,7 @@ def comment(
             marker(stack),
             f"#### `pulumi preview` of {stack}",
             "",
+            *([f"> [!CAUTION]\n> {refused}", ""] if refused else []),
             *([flag, ""] if flag else []),
             *([*cost_diff.table(base, labs, rows), "", *whole_diff] if base is not None else []),
             *cost_report.table(figures, rows),
@@ -169,8 +178,15 @@ def main(argv: list[str] | None = None) -> int:
     whole = functools.partial(cost_report.stack_table, stack, planned=planned is not None)
     threshold = stack.settings.cost_alert_threshold
     costs = (base_outputs.get("cost"), outputs.get("cost"))
-    body = comment(args.stack, labs, preview, args.run_url, planned, classes, whole, base, threshold, costs, rehearsed)
+    versions = [version_change.rendered_version(f.parent) if f else None for f in (args.base_outputs, args.outputs)]
+    refused = version_change.refusal(*versions)
+    body = comment(
+        args.stack, labs, preview, args.run_url, planned, classes, whole, base, threshold, costs, rehearsed, refused
+    )
     sys.stdout.write(body)
+    if refused:
+        print(refused, file=sys.stderr)
+        return REFUSED
     return 0
 
 

@@ -15,8 +15,9 @@ import domain.stack
 import render.run
 from domain.cost.lab_cost import usd
 from domain.cost.price_book import LIST
+from domain.upstream.versions import KUBE_PROXY_ADDON_VERSIONS
 from rehearsal import class_day, report
-from reports import class_table, cost_diff, preview_comment
+from reports import class_table, cost_diff, preview_comment, version_change
 from tests.conftest import BASE, ROOT, as_cli_config, run_values, stack_values
 from tests.support import tables
 from tests.support.synthetic import TIME_ZONE_STACK, lab
@@ -141,10 +142,16 @@ else:
 
 
 def post(
-    tmp_path: Path, staging_render: Path, comments: list[dict], preview: str | None = PREVIEW, base: Path | None = None
+    tmp_path: Path,
+    staging_render: Path,
+    comments: list[dict],
+    preview: str | None = PREVIEW,
+    base: Path | None = None,
+    status: int = 0,
 ) -> list[dict]:
     """Runs .ci/preview-comment for staging on pull request 42 against a fake gh; the calls it made. A preview of
-    None leaves no preview file, as a job that failed before the preview step does; `base` is the base's render."""
+    None leaves no preview file, as a job that failed before the preview step does; `base` is the base's render;
+    `status` the script's exit status expected."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "gh").write_text(f"#!{sys.executable}\n{FAKE_GH}")
@@ -160,7 +167,8 @@ def post(
     )
     command = [str(ROOT / ".ci/preview-comment"), "staging", "42", str(staging_render), str(tmp_path / "preview.txt")]
     command += [str(base)] if base else []
-    subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    assert done.returncode == status, done.stderr
     return [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
 
 
@@ -641,3 +649,102 @@ def test_comment_shows_classless_seating_and_usd_cost_vs_bound(tmp_path, staging
     (row,) = [tables.cells(line) for line in lines if tables.cells(line)[:2] == ["intro", f"{day['nodeHours']:g}"]]
     assert row[3:] == [usd(day["cost"]), usd(day["lowerBoundCost"])]
     assert day["lowerBoundCost"] < day["cost"]  # four nodes up until the day's end, against the learners there
+
+
+# --- a Kubernetes version change EKS would refuse, against the base's render (reports/version_change.py) -----------
+
+
+def with_version(render_dir: Path, out: Path, version: str | None) -> Path:
+    """The render's outputs.json and resources.json in `out`, its cluster asking for `version` (None: for none)."""
+    out.mkdir()
+    shutil.copy(render_dir / "outputs.json", out)
+    resources = json.loads((render_dir / "resources.json").read_text())
+    (cluster,) = [r for r in resources if r["type"] == version_change.CLUSTER_TYPE]
+    cluster["inputs"].pop("version")
+    if version is not None:
+        cluster["inputs"]["version"] = version
+    (out / "resources.json").write_text(json.dumps(resources))
+    return out
+
+
+def gate(tmp_path: Path, staging_render: Path, base: Path | None, capsys) -> tuple[int, list[str], str]:
+    """preview_comment.main for the staging render against `base`: its status, comment lines and stderr."""
+    (tmp_path / "preview.txt").write_text(PREVIEW)
+    stack_file = tmp_path / "Pulumi.staging.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": BASE}))
+    capsys.readouterr()
+    files = ["--outputs", str(staging_render / "outputs.json"), "--preview", str(tmp_path / "preview.txt")]
+    files += ["--base-outputs", str(base / "outputs.json")] if base else []
+    status = preview_comment.main(["--stack", str(stack_file), *files])
+    captured = capsys.readouterr()
+    return status, captured.out.splitlines(), captured.err
+
+
+REFUSED = {
+    ("1.34", "1.36"): [
+        "gpulab:cluster.kubernetesVersion: this change moves the cluster from Kubernetes 1.34 to 1.36 at once",
+        '"Upgrades of more than one Kubernetes version are not supported"',
+        "Move it to 1.35 in this change, and on to 1.36 one minor version per change once each is applied",
+    ],
+    ("1.35", "1.34"): [
+        "gpulab:cluster.kubernetesVersion: this change moves the cluster back from Kubernetes 1.35 to 1.34",
+        "EKS does not downgrade a cluster",
+        "an EKS version rollback to the previous minor version within 7 days of the upgrade, an EKS operation made "
+        "outside Pulumi (https://docs.aws.amazon.com/eks/latest/userguide/rollback-cluster.html)",
+    ],
+}
+
+
+@pytest.mark.parametrize(("base", "head"), [*REFUSED, ("1.35", "1.36"), ("1.35", "1.35"), (None, "1.36")])
+def test_a_version_eks_refuses_fails_the_preview_saying_why(tmp_path, staging_render, capsys, base, head):
+    head_render = with_version(staging_render, tmp_path / "head", head)
+    base_render = with_version(staging_render, tmp_path / "base", base)
+    status, lines, err = gate(tmp_path, head_render, base_render, capsys)
+    if (base, head) not in REFUSED:
+        assert status == 0 and err == "" and "> [!CAUTION]" not in lines
+        return
+    assert status == preview_comment.REFUSED == 3
+    assert lines[3] == "> [!CAUTION]" and lines[4].startswith("> ") and lines[5] == ""
+    assert err.strip() == lines[4].removeprefix("> ")
+    for words in REFUSED[(base, head)]:
+        assert words in lines[4]
+    # The rest of the comment is there as ever: the cost diff, then the preview.
+    assert tables.table(lines, cost_diff.LEAD_IN) and "<pre>" in lines
+
+
+def test_without_a_base_render_any_version_passes(tmp_path, staging_render, capsys):
+    status, lines, err = gate(tmp_path, with_version(staging_render, tmp_path / "head", "1.36"), None, capsys)
+    assert status == 0 and err == "" and "> [!CAUTION]" not in lines
+
+
+def test_renders_at_two_versions_pass_up_and_fail_down(tmp_path, capsys):
+    older, newer = sorted(KUBE_PROXY_ADDON_VERSIONS, key=version_change.minor)[-2:]
+    renders = {}
+    for version in (older, newer):
+        out = tmp_path / version
+        out.mkdir()
+        stack_file = out / "Pulumi.staging.yaml"
+        stack_file.write_text(yaml.safe_dump({"config": stack_values(**{"gpulab:cluster": cluster(version)})}))
+        assert render.run.main([str(stack_file), "--out", str(out), "--no-charts"]) == 0
+        renders[version] = out
+    assert gate(tmp_path, renders[newer], renders[older], capsys)[0] == 0
+    status, lines, _ = gate(tmp_path, renders[older], renders[newer], capsys)
+    assert status == 3 and f"moves the cluster back from Kubernetes {newer} to {older}" in lines[4]
+
+
+def cluster(version: str) -> dict:
+    return {**BASE["gpulab:cluster"], "kubernetesVersion": version}
+
+
+@needs_jq
+def test_a_refused_version_is_posted_then_fails_the_step(tmp_path, staging_render):
+    base = with_version(staging_render, tmp_path / "base", "1.33")
+    head = with_version(staging_render, tmp_path / "head", "1.35")
+    (call,) = post(tmp_path, head, [], base=base, status=preview_comment.REFUSED)
+    assert call["method"] == "POST" and call["body"].splitlines()[3:5] == [
+        "> [!CAUTION]",
+        "> gpulab:cluster.kubernetesVersion: this change moves the cluster from Kubernetes 1.33 to 1.35 at once, and "
+        'EKS upgrades a control plane one minor version at a time ("Upgrades of more than one Kubernetes version are '
+        'not supported", https://docs.aws.amazon.com/eks/latest/eksctl/cluster-upgrade.html). Move it to 1.34 in this '
+        "change, and on to 1.35 one minor version per change once each is applied (docs/upgrading.md).",
+    ]
