@@ -47,6 +47,10 @@ class Registration:
     delete_timeout: str | None = None
     # Input properties Pulumi leaves to others after creation (ignore_changes); not rendered.
     ignore_changes: tuple[str, ...] = ()
+    # The options that make Pulumi replace the resource where it would update it, or delete it before its replacement,
+    # each as "<option>" or "<option>: <value>" (replaceOnChanges, replaceWith, replacementTrigger,
+    # deleteBeforeReplace); not rendered.
+    replacement_options: tuple[str, ...] = ()
 
     @property
     def token(self) -> str:
@@ -282,9 +286,23 @@ class _Monitor(pulumi_mocks.MockMonitor):
         provider = urn_token(request.provider.rsplit("::", 1)[0]) if request.provider else None
         delete_timeout = request.customTimeouts.delete or None
         ignored = tuple(request.ignoreChanges)
+        replacement = (
+            *(f"replaceOnChanges: {path}" for path in request.replaceOnChanges),
+            *(f"replaceWith: {urn_token(urn)}" for urn in request.replace_with),
+            *(["replacementTrigger"] if request.HasField("replacement_trigger") else []),
+            *(["deleteBeforeReplace"] if request.deleteBeforeReplace else []),
+        )
         self.registrations.append(
             Registration(
-                request.type, request.name, parent, normalise(inputs), dependencies, provider, delete_timeout, ignored
+                request.type,
+                request.name,
+                parent,
+                normalise(inputs),
+                dependencies,
+                provider,
+                delete_timeout,
+                ignored,
+                replacement,
             )
         )
 
