@@ -12,8 +12,12 @@ render: $(VENV)/.installed $(HELM)
 	$(PY) -m tools.render $(STACK) --out out/$(STACK)
 
 # The render plus what Karpenter 1.14.1 would launch for each lab (out/$(STACK)/plan.json; needs Go 1.26, docs/planner.md).
+# Its inputs (the stack file, helm, the charts, Go) are checked first, in under a second (render/inputs.py), then the
+# planner is built (with its progress), then the render runs it; the render itself downloads nothing.
 plan: $(VENV)/.installed $(HELM)
-	$(PY) -m tools.render $(STACK) --out out/$(STACK) --plan
+	$(PY) -m render.inputs $(STACK) --for plan
+	@$(MAKE) --no-print-directory planner
+	GPULAB_PLANNER=$${GPULAB_PLANNER:-$(CURDIR)/planner/bin/planner} $(PY) -m tools.render $(STACK) --out out/$(STACK) --plan
 
 # The Go helpers (Go 1.26; each from its own go.mod and go.sum via the module proxy): devtools/go_build.py says what it
 # builds and how long a first build took here, then its progress; a warm build takes seconds.
@@ -54,8 +58,11 @@ twin: $(VENV)/.installed
 	$(PY) -m devtools.go_build kwok
 	$(PY) -m devtools.go_build stepper
 
-# The class rehearsal of a stack on the twin (rehearsal/run.py): out/$(STACK)-rehearsal/rehearsal.json.
-rehearse: $(VENV)/.installed $(HELM) twin
+# The class rehearsal of a stack on the twin (rehearsal/run.py): out/$(STACK)-rehearsal/rehearsal.json. Its inputs are
+# checked before the twin is built (render/inputs.py): a missing chart shows in a second, not after the builds.
+rehearse: $(VENV)/.installed $(HELM)
+	$(PY) -m render.inputs $(STACK) --for rehearse
+	@$(MAKE) --no-print-directory twin
 	$(PY) -m tools.rehearse $(STACK) --out out/$(STACK)-rehearsal
 
 # Every test, one process per core (pyproject.toml); `make test-charts` runs the slowest part alone: the tests that

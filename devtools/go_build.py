@@ -11,6 +11,7 @@ as Go wrote them. `make planner`, `make helm-batch`, `make promtool` and `make t
 the planner and the rehearsal for its stepper.
 """
 
+import os
 import re
 import subprocess
 import sys
@@ -137,9 +138,19 @@ def _minutes(seconds: float) -> str:
     return f"{int(seconds // 60)} min {int(seconds % 60)} s" if seconds >= 60 else f"{int(seconds)} s"
 
 
-def build(name: str, go: str = "go", say: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> str:
+# What Go says of a module an offline build would have to download.
+OFFLINE_REFUSAL = "module lookup disabled by GOPROXY=off"
+
+
+def build(
+    name: str,
+    go: str = "go",
+    say: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+    offline: bool = False,
+) -> str:
     """Builds helper `name` with `go`, saying what it does through `say`; returns Go's own lines of a failed build, ""
-    when it succeeded."""
+    when it succeeded. `offline` downloads nothing (GOPROXY=off): a module not in Go's module cache fails the build
+    with OFFLINE_REFUSAL."""
     helper = HELPERS[name]
     say(
         f"{name}: building {helper.binary.relative_to(ROOT)}, {helper.what} (Go: a first build downloads and compiles "
@@ -152,7 +163,10 @@ def build(name: str, go: str = "go", say: Callable[[str], None] = lambda line: p
     start = last = time.monotonic()
     modules = packages = 0
     errors: list[str] = []
-    with subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:
+    env = {**os.environ, "GOPROXY": "off"} if offline else None
+    with subprocess.Popen(
+        command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as process:
         assert process.stdout is not None
         for line in process.stdout:
             line = line.rstrip("\n")

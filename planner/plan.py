@@ -65,9 +65,15 @@ def binary() -> Path:
 
 
 def build() -> Path:
-    """planner/bin/planner, built from planner/go.mod and go.sum; go rebuilds only what changed. It says on stderr what
-    it builds and, on a first build, its progress (devtools/go_build.py)."""
-    errors = go_build.build("planner", go())
+    """planner/bin/planner, built from planner/go.mod and go.sum without downloading (the render is offline: `make
+    planner` downloads the modules); go rebuilds only what changed. It says on stderr what it builds and, on a first
+    build, its progress (devtools/go_build.py)."""
+    errors = go_build.build("planner", go(), offline=True)
+    if go_build.OFFLINE_REFUSAL in errors:
+        raise Unavailable(
+            "planner not run: planner/'s Go modules are not downloaded here, and the render downloads nothing: "
+            f"`make planner` downloads and builds them; {UNCHECKED}"
+        )
     if errors:
         raise Failed(f"go build of planner/ failed: {errors}")
     return BINARY

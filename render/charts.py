@@ -5,10 +5,12 @@ inputs and the cluster's Kubernetes version shows every object that install crea
 release skips them), in Helm's install order, the same bytes on every run.
 
 Where the charts come from, the first that has the release's chart at the release's version (its Chart.yaml says so):
-`$GPULAB_CHARTS/<chart>/`, the upstream reference data (`$GPULAB_UPSTREAM`, else `.upstream/` once `make upstream`
-has fetched it, else ../shared/upstream beside the repository: `*/charts/<chart>/`), then `helm pull` from the
-release's own repository into a cache. helm is `$GPULAB_HELM`, else the one beside the Python interpreter
-(.ci/install-helm puts it in .venv/bin), else on PATH.
+`$GPULAB_CHARTS/<chart>/`, else the upstream reference data (`$GPULAB_UPSTREAM`, else `.upstream/` once `make upstream`
+has fetched it, else ../shared/upstream beside the repository: `*/charts/<chart>/`). Nothing is downloaded: a chart
+that is not there is named with the command that fetches it (`make upstream`, domain/upstream/fetch.py), at once; a
+`helm pull` the render once fell back to was silent for up to 300 s per chart without a network (issue 50).
+helm is `$GPULAB_HELM`, else the one beside the Python interpreter (.ci/install-helm puts it in .venv/bin), else on
+PATH.
 """
 
 from __future__ import annotations
@@ -16,9 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,12 +26,11 @@ from typing import Any
 
 import yaml
 
+from domain.upstream import fetch
 from render import harness, helm_cache, object_size
 
 ROOT = Path(__file__).resolve().parent.parent
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
-# A pull that cannot reach its repository fails in well under a second; a slow mirror gets this long.
-PULL_TIMEOUT_SECONDS = 300
 
 
 class Unavailable(Exception):
@@ -145,54 +144,46 @@ def _local_place() -> str:
     if configured:
         return f"$GPULAB_CHARTS={configured}"
     place = upstream_place()
-    return f"{place} (the upstream data)" if place else "the upstream data (none here; `make upstream` fetches it)"
-
-
-def _host(release: Release) -> str:
-    """The host a chart is pulled from: oci://<registry>/... or the repository's URL."""
-    return (release.repository or release.chart).split("://", 1)[-1].split("/", 1)[0]
+    return f"{place} (the upstream data)" if place else "the upstream data (there is none here)"
 
 
 def cache_home() -> Path:
-    """gpulab's folder in the user's cache: pulled charts, and the tests' helm results (render/helm_cache.py)."""
+    """gpulab's folder in the user's cache: the tests' helm results (render/helm_cache.py)."""
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "gpulab"
 
 
-def _cache_folder() -> Path:
-    return cache_home() / "charts"
+def fetch_command() -> str:
+    """The command that fetches the upstream reference data where the render looks for it."""
+    if os.environ.get("GPULAB_UPSTREAM"):
+        return '`make upstream UPSTREAM="$GPULAB_UPSTREAM"`'
+    return "`make upstream`"
 
 
-def _pull(release: Release, helm: Path) -> Path:
-    """`helm pull` of the release's chart at its version, cached; raises Unavailable when it cannot be fetched."""
-    cached = _cache_folder() / f"{release.chart_name}-{release.version}" / release.chart_name
-    if _chart_identity(cached) == (release.chart_name, release.version):
-        return cached
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cached.parent) as staging:
-        command = [str(helm), "pull", release.chart, "--version", release.version, "--untar", "--untardir", staging]
-        if release.repository:
-            command += ["--repo", release.repository]
-        missing = f"not in {_local_place()}, and helm pull from {_host(release)}"
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=PULL_TIMEOUT_SECONDS, check=False)
-        except subprocess.TimeoutExpired:
-            raise Unavailable(f"{missing} timed out after {PULL_TIMEOUT_SECONDS} s") from None
-        if done.returncode != 0:
-            # helm's last words, without the URLs and addresses before them (the host is named already): with no
-            # network, "no such host"; behind a closed proxy, "connection refused".
-            reason = (done.stderr.strip().splitlines() or ["failed"])[-1].removeprefix("Error: ").rsplit(": ", 1)[-1]
-            raise Unavailable(f"{missing} failed: {reason}")
-        shutil.rmtree(cached, ignore_errors=True)
-        (Path(staging) / release.chart_name).rename(cached)
-    return cached
+def not_here(chart: str, version: str) -> str:
+    """Why chart `chart` at `version` is not on this machine, and the command that brings it: `make upstream` for
+    the versions it fetches, else where to put it."""
+    source = fetch.chart_source(chart, version)
+    if source is not None and os.environ.get("GPULAB_CHARTS"):
+        return f"not in {_local_place()}: put it there, or unset GPULAB_CHARTS and run {fetch_command()}"
+    if source is not None:
+        return f"not in {_local_place()}: {fetch_command()} fetches it ({source.name}, with the other pinned sources)"
+    pinned = ", ".join(s.version for s in fetch.SOURCES if chart in s.charts) or "none"
+    return (
+        f"not in {_local_place()}, and `make upstream` fetches only the pinned version ({pinned}): put the chart at "
+        f"{version} in $GPULAB_CHARTS/{chart}/ (`helm pull --untar` of it)"
+    )
 
 
-def chart_folder(release: Release, helm: Path) -> Path:
-    """The release's chart at its version: a local copy, else pulled; raises Unavailable."""
-    for folder in _local_candidates(release.chart_name):
-        if _chart_identity(folder) == (release.chart_name, release.version):
-            return folder
-    return _pull(release, helm)
+def local_chart(chart: str, version: str) -> Path | None:
+    """Chart `chart` at `version` on this machine, or None."""
+    return next((f for f in _local_candidates(chart) if _chart_identity(f) == (chart, version)), None)
+
+
+def chart_folder(release: Release) -> Path:
+    """The release's chart at its version on this machine; raises Unavailable, naming what fetches it."""
+    if (folder := local_chart(release.chart_name, release.version)) is None:
+        raise Unavailable(not_here(release.chart_name, release.version))
+    return folder
 
 
 # Values a chart makes up at random when its `lookup` of its own earlier Secret finds no cluster, as in helm template:
@@ -283,13 +274,13 @@ def write(run: harness.Run, out: Path) -> list[str]:
         helm = helm_binary()
     except Unavailable as missing:
         return [f"charts/ not rendered: {missing}"]
-    # The charts each cause keeps out, e.g. both Karpenter charts when their registry cannot be reached.
+    # The charts each cause keeps out, e.g. both Karpenter charts when their source is not fetched.
     skipped: dict[str, list[str]] = {}
     kubernetes_version = run.stack.settings.cluster.kubernetes_version
     found: list[tuple[Release, helm_cache.Call]] = []
     for release in stack_releases:
         try:
-            found.append((release, _call(release, kubernetes_version, chart_folder(release, helm), None)))
+            found.append((release, _call(release, kubernetes_version, chart_folder(release), None)))
         except Unavailable as missing:
             skipped.setdefault(str(missing), []).append(f"{release.chart_name} {release.version}")
     # All at once: two helm processes at a time, or for the tests two helm-batch processes (render/helm_cache.py).

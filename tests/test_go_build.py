@@ -3,7 +3,10 @@ and hands Go's errors back as Go wrote them (devtools/go_build.py): a first buil
 
 from pathlib import Path
 
+import pytest
+
 from devtools import go_build
+from planner import plan
 
 # A stand-in for go build -v: two modules downloaded, three packages compiled, then what its last line says.
 FAKE_GO = """#!/bin/sh
@@ -66,3 +69,18 @@ def test_twin_builds_in_one_go_build_stamped_etcd_named_etcd(tmp_path, monkeypat
     assert "-X k8s.io/client-go/pkg/version.gitMinor=35" in args
     assert args.count("k8s.io/kubernetes/cmd/") == 4 and "go.etcd.io/etcd/server/v3" in args
     assert sorted(p.name for p in (module / "bin").iterdir()) == ["etcd", "kube-apiserver"]
+
+
+def test_the_renders_planner_build_downloads_nothing(tmp_path, monkeypatch):
+    # Go as it answers with GOPROXY=off and a module not in its cache; anything else would fail the test.
+    go = fake_go(
+        tmp_path,
+        'test "$GOPROXY" = off || exit 9; echo "plan.go:3:2: module lookup disabled by GOPROXY=off" >&2; exit 1',
+    )
+    monkeypatch.setenv("GPULAB_GO", go)
+    with pytest.raises(plan.Unavailable) as refused:
+        plan.build()
+    assert str(refused.value) == (
+        "planner not run: planner/'s Go modules are not downloaded here, and the render downloads nothing: "
+        f"`make planner` downloads and builds them; {plan.UNCHECKED}"
+    )

@@ -30,7 +30,7 @@ def _answers(release: charts.Release, kubernetes_version: str, values: list, bat
     else:
         monkeypatch.delenv("GPULAB_HELM_BATCH", raising=False)
     helm = charts.helm_binary()
-    chart = charts.chart_folder(release, helm)
+    chart = charts.chart_folder(release)
     return [str(a) for a in charts.template_each(release, kubernetes_version, helm, chart, values)]
 
 

@@ -6,6 +6,7 @@ pipelines rewrite), one file the sparse checkout must leave out, and a tag; the 
 """
 
 import json
+import re
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -228,3 +229,17 @@ def test_the_command_names_an_unknown_source(capsys):
         fetch.main(["out", "--url", "karpenter=file:///x"])
     names = ", ".join(s.name for s in fetch.SOURCES)
     assert f"--url: no source named karpenter; sources: {names}\n" in capsys.readouterr().err
+
+
+def test_fetch_says_what_it_fetches_and_how_much_each_step(tmp_path):
+    sources = list(_fake_sources(tmp_path).values())[:2]
+    lines: list[str] = []
+    fetch.fetch(tmp_path / "upstream", sources, lines.append)
+    first, second = sources
+    assert lines[0] == (
+        f"upstream: [1/2] {first.name}: {first.url} at {first.tag}, only {', '.join(p.strip('/') for p in first.paths)}"
+    )
+    assert re.fullmatch(rf"upstream: \[1/2\] {first.name}: \d+ kB downloaded, \d+ kB kept, \d+ s", lines[1])
+    assert lines[2].startswith(f"upstream: [2/2] {second.name}: {second.url} at {second.tag}, only ")
+    assert re.fullmatch(r"upstream: 2 sources, \d+ kB downloaded in \d+ s", lines[4])
+    assert len(lines) == 5

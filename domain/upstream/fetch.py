@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -52,6 +53,12 @@ class Source:
     commit: str
     paths: tuple[str, ...]  # what the sparse checkout needs (git's non-cone patterns)
     arrange: Callable[[Path, Path], None]  # (checkout, destination folder)
+    # The Helm charts it lays out in charts/, at the version its name ends with: the render finds them there.
+    charts: tuple[str, ...] = ()
+
+    @property
+    def version(self) -> str:
+        return self.name.rsplit("-", 1)[1]
 
 
 def _copy(src: Path, dst: Path) -> None:
@@ -160,6 +167,7 @@ SOURCES = (
             "/pkg/providers/pricing/zz_generated.pricing_aws.go",
         ),
         arrange=_karpenter,
+        charts=("karpenter", "karpenter-crd"),
     ),
     Source(
         name=f"nvidia-device-plugin-{NVIDIA_DEVICE_PLUGIN_CHART_VERSION}",
@@ -168,6 +176,7 @@ SOURCES = (
         commit="1b826acc6af3079d8923bac395c3124b8861a9a6",
         paths=("/deployments/helm/nvidia-device-plugin/",),
         arrange=_nvidia_device_plugin,
+        charts=("nvidia-device-plugin",),
     ),
     Source(
         name=f"jupyterhub-{JUPYTERHUB_CHART_VERSION}",
@@ -176,6 +185,7 @@ SOURCES = (
         commit="5c5f5df751588a68a7781ead01d0f62e88e2e72f",
         paths=("/jupyterhub/", "/tools/generate-json-schema.py"),
         arrange=_jupyterhub,
+        charts=("jupyterhub",),
     ),
     # The chart components/metrics/dcgm_exporter.py writes the objects of (tests/test_dcgm_exporter_chart.py compares);
     # its folder is named after the chart's version, 4.8.2, of release 4.5.3-4.8.2.
@@ -186,6 +196,7 @@ SOURCES = (
         commit="691c92762eb551313c825f6efe4ceeee20982801",
         paths=("/deployment/",),
         arrange=_dcgm_exporter,
+        charts=("dcgm-exporter",),
     ),
     Source(
         name=f"amazon-vpc-cni-k8s-{VPC_CNI_TAG}",
@@ -224,6 +235,12 @@ SOURCES = (
 FOLDERS = {source.name.rsplit("-", 1)[0]: source.name for source in SOURCES}
 
 
+def chart_source(chart: str, version: str) -> Source | None:
+    """The source whose folder holds chart `chart` at `version`, which `make upstream` fetches; None for another
+    version."""
+    return next((s for s in SOURCES if chart in s.charts and s.version == version), None)
+
+
 def _reason(done: subprocess.CompletedProcess[str]) -> str:
     """The last line a failed command wrote, which is where git and Python say why."""
     lines = done.stderr.strip().splitlines()
@@ -248,11 +265,28 @@ def checkout(source: Source, into: Path) -> None:
     _git("checkout", "--quiet", cwd=into)
 
 
-def fetch(folder: Path, sources: Sequence[Source] = SOURCES) -> list[Path]:
-    """Fetches each source into `folder/<name>/`, replacing what is there, and writes the folder's README.md."""
+def size(path: Path) -> int:
+    """Bytes of the files under `path`."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def amount(count: int) -> str:
+    """Bytes as a person reads them: kB under a megabyte, MB with one decimal above."""
+    return f"{count / 1e3:.0f} kB" if count < 1e6 else f"{count / 1e6:.1f} MB"
+
+
+def fetch(folder: Path, sources: Sequence[Source] = SOURCES, say: Callable[[str], None] = print) -> list[Path]:
+    """Fetches each source into `folder/<name>/`, replacing what is there, and writes the folder's README.md. Says
+    through `say` what it fetches before each source, and after it how much git downloaded (the clone's .git) and
+    how long it took: one line each, so that a CI log shows every step too."""
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for source in sources:
+    start = time.monotonic()
+    downloaded = 0
+    for i, source in enumerate(sources, 1):
+        step = f"upstream: [{i}/{len(sources)}] {source.name}"
+        say(f"{step}: {source.url} at {source.tag}, only {', '.join(p.strip('/') for p in source.paths)}")
+        began = time.monotonic()
         with tempfile.TemporaryDirectory() as scratch:
             work = Path(scratch)
             try:
@@ -260,10 +294,15 @@ def fetch(folder: Path, sources: Sequence[Source] = SOURCES) -> list[Path]:
                 source.arrange(work / "src", work / "out")
             except UpstreamError as error:
                 raise UpstreamError(f"{source.name} ({source.url} at {source.tag}): {error}") from None
+            fetched = size(work / "src" / ".git")
             dst = folder / source.name
             shutil.rmtree(dst, ignore_errors=True)
             shutil.move(work / "out", dst)
+        downloaded += fetched
+        kept = amount(size(dst))
+        say(f"{step}: {amount(fetched)} downloaded, {kept} kept, {time.monotonic() - began:.0f} s")
         written.append(dst)
+    say(f"upstream: {len(sources)} sources, {amount(downloaded)} downloaded in {time.monotonic() - start:.0f} s")
     # Where each folder came from; ../shared/upstream/README.md says what each file in it is.
     lines = [f"- `{s.name}/`: {s.url}, tag {s.tag}, commit {s.commit}\n" for s in sources]
     (folder / "README.md").write_text("# Upstream reference data (domain/upstream/fetch.py)\n\n" + "".join(lines))
@@ -286,9 +325,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown := sorted(set(urls) - set(names)):
         parser.error(f"--url: no source named {', '.join(unknown)}; sources: {', '.join(names)}")
     sources = [replace(source, url=urls.get(source.name, source.url)) for source in SOURCES]
+    print(f"upstream: fetching {len(sources)} sources from git into {args.folder} (a shallow, sparse clone each)")
     try:
-        for path in fetch(args.folder, sources):
-            print(f"upstream: {path}")
+        fetch(args.folder, sources)
     except UpstreamError as error:
         print(f"upstream: {error}", file=sys.stderr)
         return 1

@@ -100,7 +100,7 @@ class Rendered:
         missing = {key: v for key, v in zip(keys, values, strict=True) if key not in _TEMPLATES}
         if missing:
             helm = charts.helm_binary()
-            chart = charts.chart_folder(release, helm)
+            chart = charts.chart_folder(release)
             outputs = charts.template_each(release, self.kubernetes_version, helm, chart, list(missing.values()))
             _TEMPLATES.update(zip(missing, outputs, strict=True))
         return [_TEMPLATES[key] for key in keys]
