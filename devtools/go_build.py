@@ -5,10 +5,11 @@ its stepper.
 
 A first build downloads the helper's modules and compiles its packages, which takes minutes on a small machine and
 printed nothing but `go: downloading` lines; so a build first says what it builds and how long a first build took here,
-then, while it runs, how many modules it has downloaded and packages it has compiled (go build -v names each package as
-it compiles it, and none that its cache already holds: a warm build prints no progress). Go's own errors are printed
-as Go wrote them. `make planner`, `make helm-batch`, `make promtool` and `make twin` run it, and so do the render for
-the planner and the rehearsal for its stepper.
+then, on a terminal, a line redrawn every second with how many modules it has downloaded and packages it has compiled,
+of how many a first build compiles, and for how long (devtools/progress.py; go build -v names each package as it
+compiles it, and none that its cache already holds), and when it ends one line with the totals; in a CI log, the first
+and the last line only. Go's own errors are printed as Go wrote them. `make planner`, `make helm-batch`, `make
+promtool` and `make twin` run it, and so does the render for the planner (offline: GOPROXY=off).
 """
 
 import os
@@ -19,10 +20,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
+
+from devtools.progress import Progress, elapsed_text
 
 ROOT = Path(__file__).resolve().parent.parent
-# A progress line at most this often, in seconds: often enough to show the build is alive, seldom enough to read.
-EVERY = 30
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,9 @@ class Helper:
     what: str  # what the helper is for, for the first line
     # How long the first build took on this project's 2-core machines (where it was measured): the first line says it.
     first_build: str
+    # How many packages that first build compiled (its go build -v lines), where it was counted: the progress line's
+    # "of about"; None where only the time was measured.
+    first_packages: int | None = None
     # The same binary in every clone (helm-batch's results are cached under its digest; render/helm_cache.py).
     trimpath: bool = True
     # Binaries go build names after their package's path, renamed: (as Go names it, as gpulab calls it) pairs.
@@ -53,6 +58,7 @@ HELPERS = {
         "Karpenter 1.14.1's scheduler",
         # docs/developers/measurements.md, "The planner": about 1,000 packages in 16 min 8 s (7 min 29 s of CPU).
         "about 1,000 packages, 16 min on 2 cores",
+        first_packages=1000,
         trimpath=False,
     ),
     "helm-batch": Helper(
@@ -62,6 +68,7 @@ HELPERS = {
         "helm template for the tests",
         # Measured: 599 packages in 28 min 42 s (4 min 26 s of CPU) under a load of 38; issue 37 saw 8.5 min.
         "about 600 packages, 4.5 CPU-minutes (8 to 30 min on 2 busy cores)",
+        first_packages=599,
     ),
     "promtool": Helper(
         "devtools/promtool",
@@ -87,6 +94,7 @@ HELPERS = {
         # docs/developers/measurements.md, "The twin and KWOK": 300 s under a load of 3 (8.6 CPU-minutes); 112 min under
         # 25 to 50.
         "2,646 packages, 9 CPU-minutes: 5 min on 2 quiet cores, 112 min for two of the five on busy ones",
+        first_packages=2646,
         # The same cache entries as `go build` without it (a developer's own builds of the module share them).
         trimpath=False,
         # etcd's command is its server module's root package, which go build names "server" (the path's /v3 dropped).
@@ -104,6 +112,7 @@ HELPERS = {
         # Measured with an empty build cache (GOCACHE), modules downloaded: 1,123 packages in 7 min 12 s under a load of
         # 8 to 11 (3 min 50 s of CPU); 12 s once the planner, whose packages it compiles with the same flags, is built.
         "1,123 packages, 4 CPU-minutes (seconds after the planner's build, which compiles the same ones)",
+        first_packages=1123,
         # The same cache entries as the planner's build, which is not trimmed either.
         trimpath=False,
     ),
@@ -115,6 +124,7 @@ HELPERS = {
         "KWOK, the twin's node and pod status",
         # docs/developers/measurements.md, "The twin and KWOK": 90 s under a load of 2 (164 CPU-seconds).
         "974 packages, 3 CPU-minutes (90 s on 2 quiet cores)",
+        first_packages=974,
         trimpath=False,
     ),
 }
@@ -134,10 +144,6 @@ def kubernetes_ldflags(module: Path) -> str:
     return " ".join(f"-X {pkg}.{name}={value}" for pkg in VERSION_PACKAGES for name, value in values.items())
 
 
-def _minutes(seconds: float) -> str:
-    return f"{int(seconds // 60)} min {int(seconds % 60)} s" if seconds >= 60 else f"{int(seconds)} s"
-
-
 # What Go says of a module an offline build would have to download.
 OFFLINE_REFUSAL = "module lookup disabled by GOPROXY=off"
 
@@ -147,10 +153,11 @@ def build(
     go: str = "go",
     say: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
     offline: bool = False,
+    stream: TextIO | None = None,
 ) -> str:
-    """Builds helper `name` with `go`, saying what it does through `say`; returns Go's own lines of a failed build, ""
-    when it succeeded. `offline` downloads nothing (GOPROXY=off): a module not in Go's module cache fails the build
-    with OFFLINE_REFUSAL."""
+    """Builds helper `name` with `go`, saying what it does through `say` and its progress on `stream` (stderr) where
+    that is a terminal; returns Go's own lines of a failed build, "" when it succeeded. `offline` downloads nothing
+    (GOPROXY=off): a module not in Go's module cache fails the build with OFFLINE_REFUSAL."""
     helper = HELPERS[name]
     say(
         f"{name}: building {helper.binary.relative_to(ROOT)}, {helper.what} (Go: a first build downloads and compiles "
@@ -160,13 +167,17 @@ def build(
     ldflags = ["-ldflags", kubernetes_ldflags(folder)] if helper.kubernetes_version else []
     command = [go, "build", "-v", *(["-trimpath"] if helper.trimpath else []), *ldflags, "-o", helper.output]
     command += helper.packages
-    start = last = time.monotonic()
+    start = time.monotonic()
     modules = packages = 0
     errors: list[str] = []
+    of_about = f" of about {helper.first_packages:,}" if helper.first_packages else ""
     env = {**os.environ, "GOPROXY": "off"} if offline else None
-    with subprocess.Popen(
-        command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    ) as process:
+    with (
+        Progress(f"  {name}", stream) as progress,
+        subprocess.Popen(
+            command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        ) as process,
+    ):
         assert process.stdout is not None
         for line in process.stdout:
             line = line.rstrip("\n")
@@ -176,9 +187,7 @@ def build(
                 packages += 1  # -v: the import path of a package as it is compiled
             else:
                 errors.append(line)
-            if time.monotonic() - last >= EVERY:
-                last = time.monotonic()
-                say(f"  {name}: {modules} modules downloaded, {packages} packages compiled, {_minutes(last - start)}")
+            progress.update(f"{packages}{of_about} packages compiled, {modules} modules downloaded")
     if process.returncode:
         return "\n".join(errors) or f"go build exited with status {process.returncode}"
     for as_go_names, ours in helper.renames:
@@ -186,7 +195,7 @@ def build(
     for line in errors:  # what Go printed besides progress on a build that worked: a warning, say
         say(line)
     if packages or modules:
-        say(f"  {name}: built in {_minutes(time.monotonic() - start)} ({modules} modules, {packages} packages)")
+        say(f"  {name}: built in {elapsed_text(time.monotonic() - start)} ({modules} modules, {packages} packages)")
     return ""
 
 

@@ -25,6 +25,7 @@ import render.run
 from devtools import go_build
 from render import charts, harness
 from tests.support import allowed_skips
+from tests.support.suite_progress import SuiteProgress
 
 # jsonschema registers the "iri" formats when it can import rfc3987_syntax (jsonschema/_format.py), which builds 38
 # lark grammars as it is imported: 2 s in every test process. The tests check no iri format (tests/support/crd_schema.py
@@ -80,6 +81,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # CI's check that no test skips unless .ci/allowed-skips lists it (GPULAB_ALLOWED_SKIPS, set by .ci/run).
     if not config.pluginmanager.is_registered(allowed_skips):
         config.pluginmanager.register(allowed_skips, "gpulab-allowed-skips")
+    # What runs when no test has finished for a while, on a terminal (the controller hears every worker's tests).
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(SuiteProgress(config), "gpulab-suite-progress")
     if not hasattr(config, "workerinput") and config.getoption("numprocesses", None):
         folder = tempfile.mkdtemp(prefix="gpulab-runs-")
         os.environ[SHARED_RUNS] = folder

@@ -1,11 +1,13 @@
 """A build of a Go helper says what it builds and how long a first build takes before it starts, then its progress,
 and hands Go's errors back as Go wrote them (devtools/go_build.py): a first build is minutes of silence otherwise."""
 
+import io
+import re
 from pathlib import Path
 
 import pytest
 
-from devtools import go_build
+from devtools import go_build, progress
 from planner import plan
 
 # A stand-in for go build -v: two modules downloaded, three packages compiled, then what its last line says.
@@ -26,15 +28,35 @@ def fake_go(tmp_path: Path, last: str) -> str:
     return str(go)
 
 
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
 def test_a_build_says_what_and_how_long_then_its_progress(tmp_path, monkeypatch):
-    monkeypatch.setattr(go_build, "EVERY", 0)
+    monkeypatch.setattr(progress, "INTERVAL", 0.01)
+    monkeypatch.delenv("CI", raising=False)
     lines: list[str] = []
-    assert go_build.build("planner", fake_go(tmp_path, "exit 0"), lines.append) == ""
-    first, *progress, done = lines
+    terminal = Terminal()
+    assert go_build.build("planner", fake_go(tmp_path, "sleep 0.3"), lines.append, stream=terminal) == ""
+    first, done = lines
     assert first.startswith("planner: building planner/bin/planner, Karpenter 1.14.1's scheduler (Go: a first build")
     assert go_build.HELPERS["planner"].first_build in first
-    assert progress[-1].startswith("  planner: 2 modules downloaded, 3 packages compiled, ")
     assert done.startswith("  planner: built in ") and done.endswith("(2 modules, 3 packages)")
+    # On a terminal, one line redrawn: how far along, of how many a first build compiles, and for how long.
+    drawn = terminal.getvalue().split(progress.CLEAR)
+    assert re.fullmatch(r"  planner: 3 of about 1,000 packages compiled, 2 modules downloaded, \d+ s", drawn[-2])
+    assert drawn[-1] == ""  # erased when the build ends, before its last line
+
+
+def test_in_a_ci_log_a_build_prints_its_first_and_last_line_only(tmp_path, monkeypatch):
+    monkeypatch.setattr(progress, "INTERVAL", 0.01)
+    monkeypatch.setenv("CI", "true")
+    terminal = Terminal()
+    lines: list[str] = []
+    assert go_build.build("planner", fake_go(tmp_path, "sleep 0.3"), lines.append, stream=terminal) == ""
+    assert terminal.getvalue() == ""
+    assert len(lines) == 2
 
 
 def test_a_failed_build_returns_gos_own_lines(tmp_path):
