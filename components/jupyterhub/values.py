@@ -11,7 +11,7 @@ from typing import Any
 from components.jupyterhub import notices
 from components.jupyterhub.spawn_profiles import profile_list
 from components.jupyterhub.user_scheduler import user_scheduler
-from components.jupyterhub.walls import learner_network_policy
+from components.jupyterhub.walls import LEARNER_POD_NAME_TEMPLATE, learner_network_policy
 from components.labels import SYSTEM_NODE_LABEL, SYSTEM_NODE_SELECTOR, SYSTEM_NODE_VALUE
 from domain.stack.classes import DEFAULT_WARMUP
 from domain.stack.jupyterhub import JupyterHub
@@ -212,6 +212,8 @@ def helm_values(hub: JupyterHub, labs: Mapping[str, Lab], kubernetes_version: st
             "cloudMetadata": {"blockWithIptables": False},
             # Learners walled off from each other, the cluster and the VPC (components/jupyterhub/walls.py).
             "networkPolicy": learner_network_policy(),
+            # One set of the network policy agent's rules per learner's server (walls.py).
+            "podNameTemplate": LEARNER_POD_NAME_TEMPLATE,
             # A learner without a warm seat waits for a new GPU node and its notebook image: as long as gpulab's
             # default class warmup reckons that takes, not the chart's 300 s, after which the hub gives up.
             "startTimeout": durations.seconds(DEFAULT_WARMUP),

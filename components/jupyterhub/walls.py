@@ -4,11 +4,12 @@ singleuser.networkPolicy), and one NetworkPolicy per lab whose learners may reac
 
 The chart's policy takes a learner's traffic in only from pods labelled hub.jupyter.org/network-access-singleuser
 (the hub and the proxy), on the notebook port, and lets it out to the hub's API (8081), the proxy (8000, the pages the
-load balancer serves anyway) and, with the rules kept on here, DNS in kube-system. Policies only add what they allow,
+load balancer serves anyway) and, with the rule added here, DNS to CoreDNS's pods. Policies only add what they allow,
 so the internet cannot be closed to one lab by a policy of its own: it is opened to each lab that keeps it instead.
 The VPC CNI's network policy agent enforces them (components/cluster.py); docs/jupyterhub.md has the truth table.
 """
 
+import copy
 from collections.abc import Mapping, Sequence
 from ipaddress import ip_network
 from typing import Any
@@ -17,10 +18,11 @@ from components.labels import LAB_LABEL
 from domain.stack.model import Lab
 
 # The chart's egressAllowRules for learners, every one named so that a new chart default cannot open a way out.
-# - dnsPortsKubeSystemNamespace: DNS to kube-system, CoreDNS's namespace. EKS's network policy controller adds the
-#   ClusterIPs of that namespace's Services whose selectors match the rule's (here empty) pod selector, kube-dns's
-#   among them, since its eBPF programs see the address before kube-proxy's DNAT (aws/amazon-network-policy-
-#   controller-k8s pkg/resolvers/endpoints.go, getMatchingServiceClusterIPs, at ecc7e6a).
+# - dnsPortsKubeSystemNamespace off: it allows 53 to every pod of kube-system, and EKS's network policy controller
+#   resolves a host-network pod there (aws-node, kube-proxy, the Pod Identity agent run on every node) to its node's
+#   IP (aws/amazon-network-policy-controller-k8s v1.1.7 = ecc7e6a, pkg/resolvers/endpoints.go 233-253 lists peers
+#   with no hostNetwork filter, pkg/k8s/pod_utils.go 16-22 GetPodIP): port 53 of every node would be open. COREDNS
+#   below allows DNS to CoreDNS's pods alone.
 # - dnsPortsPrivateIPs off: it would open port 53 of every address in 10/8, 172.16/12 and 192.168/16, every other
 #   learner's and the VPC's among them.
 # - dnsPortsCloudMetadataServer and cloudMetadataServer off: the instance metadata service is the node's, its role's
@@ -30,7 +32,7 @@ from domain.stack.model import Lab
 LEARNER_EGRESS_ALLOW_RULES = {
     "cloudMetadataServer": False,
     "dnsPortsCloudMetadataServer": False,
-    "dnsPortsKubeSystemNamespace": True,
+    "dnsPortsKubeSystemNamespace": False,
     "dnsPortsPrivateIPs": False,
     "nonPrivateIPs": False,
     "privateIPs": False,
@@ -47,9 +49,32 @@ NOT_INTERNET = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"
 LEARNER_COMPONENT = {"component": "singleuser-server"}
 
 
+# CoreDNS as the EKS add-on runs it: kube-system, pods labelled k8s-app=kube-dns behind the kube-dns Service (EKS
+# User Guide, managing-coredns). The controller also adds the ClusterIP of each Service in kube-system whose selector
+# this pod selector matches, kube-dns's, with these ports, since the agent's eBPF programs see the address before
+# kube-proxy's DNAT (endpoints.go 256-259, getMatchingServiceClusterIPs 451-567).
+COREDNS_NAMESPACE = "kube-system"
+COREDNS_LABELS = {"k8s-app": "kube-dns"}
+DNS_PORT = 53
+LEARNER_DNS_EGRESS = {
+    "to": [
+        {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": COREDNS_NAMESPACE}},
+            "podSelector": {"matchLabels": dict(COREDNS_LABELS)},
+        }
+    ],
+    "ports": [{"port": DNS_PORT, "protocol": "UDP"}, {"port": DNS_PORT, "protocol": "TCP"}],
+}
+
+
 def learner_network_policy() -> dict[str, Any]:
-    """The chart's singleuser.networkPolicy."""
-    return {"enabled": True, "egressAllowRules": dict(LEARNER_EGRESS_ALLOW_RULES)}
+    """The chart's singleuser.networkPolicy: its rules named above, and DNS to CoreDNS (singleuser.networkPolicy.egress,
+    which the chart appends to the learners' egress rules, templates/_helpers-netpol.tpl renderEgressRules)."""
+    return {
+        "enabled": True,
+        "egressAllowRules": dict(LEARNER_EGRESS_ALLOW_RULES),
+        "egress": [copy.deepcopy(LEARNER_DNS_EGRESS)],
+    }
 
 
 def internet_exceptions(vpc_cidrs: Sequence[str]) -> list[str]:
@@ -76,3 +101,16 @@ def internet_policy(lab_name: str, namespace: str, release: str, vpc_cidrs: Sequ
             "egress": [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": internet_exceptions(vpc_cidrs)}}]}],
         },
     }
+
+
+# The name of a learner's pod. The VPC CNI's network policy agent (aws/aws-network-policy-agent v1.3.1 = 6035dc5)
+# keeps one set of eBPF maps per "pod identifier", the pod's name without its last "-" part plus its namespace
+# (pkg/utils/utils.go 156-167 GetPodIdentifier), fills it with every PolicyEndpoint that selects any pod of that
+# identifier in the cluster (controllers/policyendpoints_controller.go 553-561, 589-616, 357-426), and shares it among
+# that identifier's pods on a node (pkg/ebpf/bpf_client.go 746-772). KubeSpawner 7.0.0's default, jupyter-{user_server}
+# (kubespawner/spawner.py pod_name_template), gives jupyter-alice and jupyter-bob one identifier, jupyter-<namespace>:
+# every learner would get the union of all labs' walls, a closed lab the internet of an open one. A fixed last part
+# keeps the whole server name ({user_server}, unique per server in the namespace, hence so is the pod's name) in the
+# identifier: one identifier per learner's server. The chart's singleuser.podNameTemplate sets it (z2jh 4.4.0
+# jupyterhub_config.py). 8 + 48 (KubeSpawner's longest slug) + 2 characters, within a DNS label.
+LEARNER_POD_NAME_TEMPLATE = "jupyter-{user_server}-0"
