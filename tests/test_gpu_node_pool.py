@@ -7,7 +7,7 @@ from tests.conftest import BASE, STACK_FILES, run_stack_file, run_values, stack_
 from tests.support.crd_schema import crd_problems, requires_upstream
 from tests.support.dependencies import waits_for
 from tests.support.synthetic import SYNTHETIC
-from tests.support.user_data_parts import mime_parts
+from tests.support.user_data_parts import mime_parts, prepull_script
 
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
@@ -58,10 +58,10 @@ def test_default_node_class_is_the_origin_node_images_on_nvme(base_run):
 
 def test_user_data_sets_the_pid_limit_and_prepulls_lab_images():
     run = run_values(with_intro(prepullImages=["tensorflow/tensorflow:2.12.0-gpu"]))
-    parts = mime_parts(spec(run, NODE_CLASS, "ec2nodeclass-intro")["userData"])
-    node_config = yaml.safe_load(parts[0].get_payload())
+    user_data = spec(run, NODE_CLASS, "ec2nodeclass-intro")["userData"]
+    node_config = yaml.safe_load(mime_parts(user_data)[0].get_payload())
     assert node_config["spec"]["kubelet"]["config"]["podPidsLimit"] == 32768
-    assert "docker.io/tensorflow/tensorflow:2.12.0-gpu" in parts[1].get_payload()
+    assert "docker.io/tensorflow/tensorflow:2.12.0-gpu" in prepull_script(user_data)
 
 
 def test_pool_labels_pick_the_plugin_profile_and_name_the_lab(base_run):

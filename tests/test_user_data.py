@@ -20,7 +20,7 @@ from components.karpenter.user_data import (
     PREPULL_UNIT,
     node_user_data,
 )
-from tests.support.user_data_parts import flag, mime_parts, prepull_script, pull_command
+from tests.support.user_data_parts import firewall_script, flag, mime_parts, prepull_script, pull_command, scripts
 
 TENSORFLOW = "docker.io/tensorflow/tensorflow:2.12.0-gpu"
 UBUNTU = "docker.io/library/ubuntu:22.04"
@@ -40,7 +40,7 @@ def test_user_data_starts_with_a_mime_header_karpenter_knows():
 
 
 def test_nodeconfig_part_carries_pod_pids_limit():
-    (part,) = mime_parts(node_user_data(pod_pids_limit=4096, prepull_images=[], fast_image_pull=False))
+    part, _ = mime_parts(node_user_data(pod_pids_limit=4096, prepull_images=[], fast_image_pull=False))
     assert part.get_content_type() == "application/node.eks.aws"
     config = yaml.safe_load(part.get_payload())
     assert config["apiVersion"] == "node.eks.aws/v1alpha1"
@@ -48,20 +48,18 @@ def test_nodeconfig_part_carries_pod_pids_limit():
     assert config["spec"]["kubelet"]["config"]["podPidsLimit"] == 4096
 
 
-def test_without_images_user_data_has_no_script_part():
-    types = [
-        part.get_content_type()
-        for part in mime_parts(node_user_data(pod_pids_limit=1024, prepull_images=(), fast_image_pull=False))
-    ]
-    assert types == ["application/node.eks.aws"]
-
-
-def test_nodeconfig_part_comes_before_the_script_part():
-    types = [
-        part.get_content_type()
-        for part in mime_parts(node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False))
-    ]
+def test_without_images_the_one_script_is_the_firewall():
+    user_data = node_user_data(pod_pids_limit=1024, prepull_images=(), fast_image_pull=False)
+    types = [part.get_content_type() for part in mime_parts(user_data)]
     assert types == ["application/node.eks.aws", "text/x-shellscript"]
+    assert scripts(user_data) == [firewall_script(user_data)]
+
+
+def test_nodeconfig_then_the_firewall_then_the_prepull():
+    user_data = node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=False)
+    types = [part.get_content_type() for part in mime_parts(user_data)]
+    assert types == ["application/node.eks.aws", "text/x-shellscript", "text/x-shellscript"]
+    assert scripts(user_data) == [firewall_script(user_data), prepull_script(user_data)]
 
 
 def test_parts_use_no_transfer_encoding_karpenter_would_drop():
@@ -85,11 +83,9 @@ def cri_snapshotter(node_config: dict) -> str:
 
 @pytest.mark.parametrize("fast_image_pull", [False, True])
 def test_the_prepull_lands_where_the_cri_unpacks_images(fast_image_pull):
-    node_config_part, script_part = mime_parts(
-        node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=fast_image_pull)
-    )
-    node_config = yaml.safe_load(node_config_part.get_payload())
-    command = pull_command(script_part.get_payload())
+    user_data = node_user_data(pod_pids_limit=1024, prepull_images=[TENSORFLOW], fast_image_pull=fast_image_pull)
+    node_config = yaml.safe_load(mime_parts(user_data)[0].get_payload())
+    command = pull_command(prepull_script(user_data))
     # nerdctl passes a soci snapshotter the image and layer labels its parallel pull needs; ctr does not.
     assert command[0] == "nerdctl" and "pull" in command
     assert flag(command, "--namespace") == "k8s.io"
@@ -98,7 +94,7 @@ def test_the_prepull_lands_where_the_cri_unpacks_images(fast_image_pull):
 
 def test_the_gate_is_in_the_nodeconfig_only_when_asked_for():
     def gates(fast_image_pull):
-        (part,) = mime_parts(node_user_data(pod_pids_limit=1024, prepull_images=[], fast_image_pull=fast_image_pull))
+        part, _ = mime_parts(node_user_data(pod_pids_limit=1024, prepull_images=[], fast_image_pull=fast_image_pull))
         return yaml.safe_load(part.get_payload())["spec"].get("featureGates")
 
     assert (gates(True), gates(False)) == ({"FastImagePull": True}, None)

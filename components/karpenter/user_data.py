@@ -1,4 +1,5 @@
-"""EC2NodeClass `userData` for AL2023 GPU nodes: the pod PID limit, parallel image pull and image pre-pulling.
+"""EC2NodeClass `userData` for AL2023 GPU nodes: the pod PID limit, parallel image pull, the host firewall
+(host_firewall.py) and image pre-pulling.
 
 The v1 EC2NodeClass `kubelet` block has no `podPidsLimit` and no feature gates, so both travel as a nodeadm NodeConfig
 part.
@@ -15,6 +16,8 @@ import shlex
 from collections.abc import Sequence
 
 import yaml
+
+from components.karpenter import host_firewall
 
 MIME_BOUNDARY = "GPULAB"
 NODECONFIG_CONTENT_TYPE = "application/node.eks.aws"  # the media type nodeadm looks for in a multipart document
@@ -156,7 +159,8 @@ systemctl start --no-block {PREPULL_UNIT}
 
 
 def node_user_data(*, pod_pids_limit: int, prepull_images: Sequence[str], fast_image_pull: bool) -> str:
-    """MIME multi-part user data for AL2023: a NodeConfig part, then (only with images) the pre-pull script part.
+    """MIME multi-part user data for AL2023: a NodeConfig part, the host firewall's script part, then (only with
+    images) the pre-pull script part.
 
     `prepull_images` are fully qualified references (domain/stack/images.py). The output is deterministic (a fixed
     boundary, images in the given order) so that an unchanged lab never shows a userData diff, which would make
@@ -166,6 +170,8 @@ def node_user_data(*, pod_pids_limit: int, prepull_images: Sequence[str], fast_i
 
     config = node_config(pod_pids_limit=pod_pids_limit, fast_image_pull=fast_image_pull)
     parts = [(NODECONFIG_CONTENT_TYPE, yaml.dump(config, Dumper=yaml.CSafeDumper, sort_keys=False))]
+    # Learners share these nodes: the node's own services are closed to its pods (host_firewall.py).
+    parts.append((SHELL_SCRIPT_CONTENT_TYPE, host_firewall.script()))
     if images:
         parts.append((SHELL_SCRIPT_CONTENT_TYPE, _prepull_script(images, fast_image_pull)))
 

@@ -20,7 +20,11 @@ account's token is mounted and a ClusterRole lets it list and watch pods (cluste
 One DCGM host engine per node: the EKS node monitoring agent's dcgm-server runs `nv-hostengine -n -b ALL` on host port
 5555 (aws/eks-node-monitoring-agent v1.6.1, templates/dcgm-daemonset.yaml). An exporter that embedded its own host
 engine beside it would fail to initialise some DCGM modules (NVIDIA's maintainer in NVIDIA/dcgm-exporter#61), so it
-connects to the node's (`-r <node IP>:5555`) and runs only where the dcgm-server runs.
+connects to the node's (`-r <node IP>:5555`) and runs only where the dcgm-server runs. On the host's network: the lab
+nodes' host firewall drops every connection a pod on the pod network opens to its node
+(components/karpenter/host_firewall.py), the host port among them; the node's own processes reach it through the
+loopback, as the node monitoring agent does. Its metrics port is then the node's, which the same firewall closes to
+the learners on the node and their policies to every other.
 """
 
 from typing import Any
@@ -109,6 +113,8 @@ def pod_spec() -> dict[str, Any]:
         "automountServiceAccountToken": True,
         "priorityClassName": "system-node-critical",
         "hostPID": True,
+        # The host engine's port on the node's own address, which the host firewall closes to the pod network.
+        "hostNetwork": True,
         # Lab nodes only: the device plugin's label, which every GPU NodePool puts on its nodes.
         "nodeSelector": {"kubernetes.io/os": "linux", GPU_PRESENT_LABEL: "true"},
         "affinity": _where_the_host_engine_runs(),

@@ -1,9 +1,11 @@
-"""Reads a lab's AL2023 user data back as nodeadm and cloud-init do: its MIME parts, the pre-pull script, its pull."""
+"""Reads a lab's AL2023 user data back as nodeadm and cloud-init do: its MIME parts, its scripts (the host firewall,
+the pre-pull), the pull."""
 
 import email
 import shlex
 
-from components.karpenter.user_data import MIME_BOUNDARY
+from components.karpenter import host_firewall
+from components.karpenter.user_data import MIME_BOUNDARY, PREPULL_UNIT
 
 
 def mime_parts(user_data: str) -> list[email.message.Message]:
@@ -14,11 +16,21 @@ def mime_parts(user_data: str) -> list[email.message.Message]:
     return message.get_payload()
 
 
+def scripts(user_data: str) -> list[str]:
+    """The shell-script parts, in order."""
+    return [p.get_payload() for p in mime_parts(user_data) if p.get_content_type() == "text/x-shellscript"]
+
+
 def prepull_script(user_data: str) -> str:
-    """The one shell-script part: the pre-pull."""
-    scripts = [p.get_payload() for p in mime_parts(user_data) if p.get_content_type() == "text/x-shellscript"]
-    assert len(scripts) == 1
-    return scripts[0]
+    """The one shell-script part that installs the pre-pull unit."""
+    (script,) = [s for s in scripts(user_data) if PREPULL_UNIT in s]
+    return script
+
+
+def firewall_script(user_data: str) -> str:
+    """The one shell-script part that installs the host firewall."""
+    (script,) = [s for s in scripts(user_data) if host_firewall.UNIT in s]
+    return script
 
 
 def pull_command(script: str) -> list[str]:
