@@ -36,7 +36,7 @@ try:
     from domain.upstream.ami_releases import ami_warnings
     from planner import gate, plan
     from rehearsal import report
-    from render import addons, charts, harness
+    from render import addons, charts, harness, walls
     from reports.summary import summary
 except ModuleNotFoundError as missing:  # an interpreter without the project's requirements, e.g. the system python3
     sys.exit(
@@ -52,7 +52,7 @@ DASHBOARD = "grafana-dashboard.json"
 # rehearsal.json a rehearsal puts beside it (.ci/run): it played the earlier render.
 OWNED = (
     *("resources.json", "invokes.json", "outputs.json", "manifests", "helm", "charts"),
-    *(plan.INSTANCE_TYPES, plan.PLAN, addons.FILE, DASHBOARD, report.REHEARSAL),
+    *(plan.INSTANCE_TYPES, plan.PLAN, addons.FILE, DASHBOARD, walls.FILE, report.REHEARSAL),
 )
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -258,6 +258,19 @@ def _write_yaml(path: Path, document: Any) -> None:
     path.write_text(yaml.dump(document, Dumper=_Dumper, sort_keys=False, default_flow_style=False))
 
 
+def stack_run(stack: str) -> tuple[str, harness.Run] | None:
+    """The stack's name and its program run under mocks, or None once the reason it is refused is printed (a stack
+    file with problems, or one of the program's own refusals, e.g. an AMI release that does not exist)."""
+    try:
+        name, path = stack_file(stack)
+        return name, harness.run(name, read_stack_file(path))
+    except domain.stack.ConfigError as error:
+        print("\n".join(error.lines), file=sys.stderr)
+    except pulumi.RunError as error:
+        print(error, file=sys.stderr)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.render", description=__doc__.splitlines()[0])
     parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml beside Pulumi.yaml) or path of a stack file")
@@ -279,15 +292,9 @@ def main(argv: list[str] | None = None) -> int:
     # The render, like the program, builds what it writes and keeps it to the end (program.collect_rarely).
     program.collect_rarely()
     clean(args.out)
-    try:
-        name, path = stack_file(args.stack)
-        run = harness.run(name, read_stack_file(path))
-    except domain.stack.ConfigError as error:
-        print("\n".join(error.lines), file=sys.stderr)
+    if (loaded := stack_run(args.stack)) is None:
         return 2
-    except pulumi.RunError as error:  # the program's own refusals, e.g. an AMI release that does not exist
-        print(error, file=sys.stderr)
-        return 2
+    _, run = loaded
     # As `pulumi preview` warns, before it looks the release up.
     for warning in ami_warnings(run.stack.settings.labs, run.stack.settings.cluster.kubernetes_version):
         print(warning, file=sys.stderr)
@@ -303,6 +310,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for line in not_rendered:
         print(line, file=sys.stderr)
+    if not_rendered:
+        print("walls not checked: they read the charts, and charts/ is not rendered (above)", file=sys.stderr)
+    # A learner who reaches what it must not is the program's defect, as a chart helm refuses is.
+    elif not args.no_charts and (breaches := walls.check(run, args.out)):
+        print("\n".join(f"gpulab: walls: {line}" for line in breaches), file=sys.stderr)
+        return 1
     planned = None
     if not_rendered:  # the planner reads the charts' DaemonSets and Karpenter's settings
         print(
@@ -338,6 +351,38 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print("\n".join(["", *plan.table(planned)]))
     return 0
+
+
+def walls_main(argv: list[str] | None = None) -> int:
+    """`python -m tools.walls <stack> --out <dir>`: the render with its charts and walls.json (render/walls.py)."""
+    parser = argparse.ArgumentParser(prog="python -m tools.walls", description=walls.__doc__.splitlines()[0])
+    parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml beside Pulumi.yaml) or path of a stack file")
+    parser.add_argument("--out", required=True, type=Path, help="directory to write the render and walls.json into")
+    args = parser.parse_args(argv)
+    program.collect_rarely()
+    clean(args.out)
+    if (loaded := stack_run(args.stack)) is None:
+        return 2
+    name, run = loaded
+    if run.stack.settings.jupyterhub is None:
+        print(
+            f"gpulab: the stack {name} runs no JupyterHub (gpulab:jupyterhub): it has no learners to wall off",
+            file=sys.stderr,
+        )
+        return 2
+    write(run, args.out)
+    try:
+        not_rendered = charts.write(run, args.out)
+    except (charts.Oversized, charts.TemplateError) as error:
+        print(f"gpulab: {error}", file=sys.stderr)
+        return 1
+    if not_rendered:
+        print("\n".join([*not_rendered, "walls not checked: they read the charts"]), file=sys.stderr)
+        return 1
+    breaches = walls.check(run, args.out)
+    print("\n".join(f"gpulab: walls: {line}" for line in breaches), file=sys.stderr)
+    print(f"{args.out / walls.FILE}: {len(breaches)} breaches")
+    return 1 if breaches else 0
 
 
 if __name__ == "__main__":

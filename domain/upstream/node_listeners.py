@@ -1,0 +1,161 @@
+"""What listens on a lab node's own addresses, from each component's source at the version gpulab pins, and whether it
+authenticates its callers. The walls (render/walls.py) probe every one of them from a learner on that node and on
+another; docs/network-walls.md lists them with how each is closed.
+
+A listener on 127.0.0.1 or a unix socket is out of a pod's reach (a pod's 127.0.0.1 is its own) and is not listed:
+aws-node's introspection 127.0.0.1:61679 and gRPC 127.0.0.1:50051 (amazon-vpc-cni-k8s v1.21.1 pkg/ipamd/introspect.go
+32-36, rpc_handler.go 46), the Pod Identity agent's probes localhost:2703 (eks-pod-identity-agent v0.1.37
+cmd/server.go 107, 137), kubelet's healthz (127.0.0.1:10248, kubelet's default: REPORTED), the device plugin's and the
+network policy agent's unix sockets (NVIDIA/k8s-device-plugin v0.20.0 internal/plugin/server.go 179;
+aws-network-policy-agent v1.3.1 pkg/rpc/rpc_handler.go 199-213). Pods on the pod network (ebs-csi-node's 9808/9809) are
+not the node's: a learner reaches them only through its policies, which refuse
+every private address; gpulab's dcgm-exporter runs on the node's network, so it is listed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The EKS add-ons' DaemonSets whose pods run on the node's network (domain/capacity/daemonsets.py keeps only their
+# placement and requests): their listeners are the node's, and no NetworkPolicy applies to them.
+HOST_NETWORK_DAEMONSETS = {
+    "aws-node": "aws/amazon-vpc-cni-k8s v1.21.1 config/master/aws-k8s-cni.yaml 438. CONFIRMED",
+    "eks-node-monitoring-agent": "aws/eks-node-monitoring-agent v1.6.1 templates/daemonset.yaml 41. CONFIRMED",
+    "eks-pod-identity-agent": "aws/eks-pod-identity-agent v0.1.37 charts/eks-pod-identity-agent/templates/"
+    "daemonset.yaml 35. CONFIRMED",
+    "kube-proxy": "eksctl-io/eksctl v0.230.0 pkg/addons/default/testdata/sample-1.25.json (EKS's DaemonSet for "
+    "Kubernetes 1.25). REPORTED for the pinned add-on",
+}
+
+# The node monitoring agent's DCGM host engine, the one listener that gives control without authentication.
+DCGM_SERVER = "dcgm-server"
+DCGM_PORT = 5555
+KUBELET_PORT = 10250
+# The Pod Identity agent's link-local address, on a dummy interface of every node (eks-pod-identity-agent v0.1.37
+# configuration/config.go 4-5): a local address of the learner's own node only.
+POD_IDENTITY_ADDRESS = "169.254.170.23"
+
+
+@dataclass(frozen=True)
+class Listener:
+    component: str
+    daemonset: str | None  # the DaemonSet (domain/capacity/daemonsets.py names) that brings it; None: the host's own
+    port: int
+    protocol: str
+    authenticates: str | None  # how it authenticates a caller, or None: anyone who connects is served
+    source: str
+    address: str | None = None  # the one local address it binds, when not every address of the node
+
+    @property
+    def name(self) -> str:
+        return f"{self.component} {self.port}/{self.protocol}"
+
+
+LISTENERS: tuple[Listener, ...] = (
+    Listener(
+        "DCGM host engine (nv-hostengine, privileged, every GPU)",
+        DCGM_SERVER,
+        DCGM_PORT,
+        "TCP",
+        None,
+        "aws/eks-node-monitoring-agent v1.6.1 charts/eks-node-monitoring-agent/templates/dcgm-daemonset.yaml 47-48 "
+        "(nv-hostengine -n -b ALL), 57-59 (hostPort 5555); NVIDIA/DCGM v4.5.2 modules/core/DcgmModuleCore.cpp "
+        "1697-1717: a client's login carries no credential. CONFIRMED",
+    ),
+    Listener(
+        "kubelet",
+        None,
+        KUBELET_PORT,
+        "TCP",
+        "x509 client certificates or a bearer token checked by the API server (webhook authentication, anonymous "
+        "off) and webhook authorization",
+        "awslabs/amazon-eks-ami v20260714 nodeadm/internal/kubelet/config.go 86-105 (120: read-only port 0). CONFIRMED",
+    ),
+    Listener(
+        "EKS node monitoring agent health",
+        "eks-node-monitoring-agent",
+        8002,
+        "TCP",
+        None,
+        "aws/eks-node-monitoring-agent v1.6.1 templates/daemonset.yaml 41 (hostNetwork), 52 (--probe-address=:8002). "
+        "CONFIRMED",
+    ),
+    Listener(
+        "EKS node monitoring agent metrics",
+        "eks-node-monitoring-agent",
+        8003,
+        "TCP",
+        None,
+        "aws/eks-node-monitoring-agent v1.6.1 templates/daemonset.yaml 53 (--metrics-address=:8003). CONFIRMED",
+    ),
+    Listener(
+        "VPC CNI ipamd metrics",
+        "aws-node",
+        61678,
+        "TCP",
+        None,
+        "aws/amazon-vpc-cni-k8s v1.21.1 cmd/aws-k8s-agent/main.go 37-38, 171; "
+        'utils/prometheusmetrics/prometheusmetrics.go 207-213 (Addr ":" + port). CONFIRMED',
+    ),
+    Listener(
+        "network policy agent metrics",
+        "aws-node",
+        8162,
+        "TCP",
+        None,
+        "aws/amazon-vpc-cni-k8s v1.21.1 config/master/aws-k8s-cni.yaml 583 (--metrics-bind-addr=:8162). CONFIRMED",
+    ),
+    Listener(
+        "network policy agent health",
+        "aws-node",
+        8163,
+        "TCP",
+        None,
+        "aws/amazon-vpc-cni-k8s v1.21.1 config/master/aws-k8s-cni.yaml 584 (--health-probe-bind-addr=:8163). CONFIRMED",
+    ),
+    Listener(
+        "EKS Pod Identity agent metrics",
+        "eks-pod-identity-agent",
+        2705,
+        "TCP",
+        None,
+        "aws/eks-pod-identity-agent v0.1.37 cmd/server.go 108, 138-139 (always on 0.0.0.0:2705). CONFIRMED for the "
+        "chart's tag; the add-on build's: REPORTED",
+    ),
+    Listener(
+        "EKS Pod Identity agent credentials",
+        "eks-pod-identity-agent",
+        80,
+        "TCP",
+        "the caller's own service account token, exchanged at EKS Auth AssumeRoleForPodIdentity",
+        "aws/eks-pod-identity-agent v0.1.37 templates/daemonset.yaml 75-76 (--port 80), configuration/config.go 4-5, "
+        "pkg/handlers/eks_credential_handler.go 66-80. CONFIRMED",
+        address=POD_IDENTITY_ADDRESS,
+    ),
+    Listener(
+        "gpulab's dcgm-exporter metrics (per-pod GPU use)",
+        "dcgm-exporter",
+        9400,
+        "TCP",
+        None,
+        "components/metrics/dcgm_exporter.py (hostNetwork, DCGM_EXPORTER_LISTEN :9400)",
+    ),
+    Listener(
+        "kube-proxy health",
+        "kube-proxy",
+        10256,
+        "TCP",
+        None,
+        "upstream kube-proxy's healthzBindAddress default 0.0.0.0:10256; the EKS add-on's configuration is not "
+        "public. REPORTED",
+    ),
+    Listener(
+        "sshd",
+        None,
+        22,
+        "TCP",
+        "public keys only where the EC2NodeClass or EC2 Instance Connect adds one",
+        "awslabs/amazon-eks-ami v20260714 templates/al2023/provisioners/install-worker.sh 55-58, 106-107 (sshd and "
+        "ec2-instance-connect installed); sshd's bind and authentication defaults: REPORTED",
+    ),
+)

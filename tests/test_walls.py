@@ -1,0 +1,345 @@
+"""The walls around learners as EKS enforces them (render/walls.py over render/network_policy_agent.py): one test per
+kind of probe on every stack with a hub, the defects each must catch when planted, and the agent's rules where they
+differ from the NetworkPolicy specification, on small clusters built here."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import ipaddress
+import json
+from typing import Any
+
+import pytest
+
+from components.jupyterhub.walls import NOT_INTERNET
+from domain.upstream.node_listeners import DCGM_PORT, KUBELET_PORT
+from render import network_policy_agent as npa
+from render import walls
+from render.run import walls_main
+from reports.walls_table import table
+from tests.conftest import ROOT
+from tests.support.rendered import HUB_STACKS, rendered
+
+pytestmark = pytest.mark.charts
+
+PLANTED = "synthetic-jupyterhub"  # two labs: isolated keeps the internet, turns is closed to it
+
+
+@functools.cache
+def _layout(stack: str) -> walls.Layout:
+    r = rendered(stack)
+    r.require_charts()
+    return walls.layout(r.run, r.out)
+
+
+@functools.cache
+def _document(stack: str) -> dict[str, Any]:
+    return walls.walls(_layout(stack))
+
+
+def _probes(stack: str, kind: str) -> list[dict[str, Any]]:
+    found = [p for p in _document(stack)["probes"] if p["to"] == kind or p["to"].startswith(f"{kind}:")]
+    assert found, kind
+    return found
+
+
+def _labs(stack: str) -> set[str]:
+    return set(_layout(stack).learners)
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_every_hub_stack_keeps_its_walls(stack):
+    assert walls.breaches(_document(stack)) == []
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_a_learner_reaches_no_other_learner(stack):
+    found = _probes(stack, "learner")
+    assert {p["from"] for p in found if p["to"] == p["from"]} == {f"learner:{lab}" for lab in _labs(stack)}
+    assert not [p for p in found if p["allowed"]]
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_the_hubs_api_and_no_other_hub_port(stack):
+    found = _probes(stack, "hub")
+    assert {(p["port"], p["allowed"]) for p in found} == {(8081, True)} | {
+        (p["port"], False) for p in found if p["port"] != 8081
+    }
+    # Through the pod and through the hub Service's ClusterIP, which the agent sees before DNAT.
+    assert len({p["address"] for p in found if p["port"] == 8081}) == 2
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_never_the_proxys_api(stack):
+    found = _probes(stack, "proxy-api")
+    assert {(p["port"], p["allowed"]) for p in found} == {(8001, False)}
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_no_service_of_its_own_node_without_authentication(stack):
+    found = _probes(stack, "node-self")
+    ports = {p["port"] for p in found}
+    assert {DCGM_PORT, KUBELET_PORT} <= ports
+    assert not [p for p in found if p["allowed"] and "no authentication" in p["why"]]
+    # The agent lets it through (the node-IP rule); the host firewall is what closes it.
+    dcgm = [p["why"] for p in found if p["port"] == DCGM_PORT]
+    assert dcgm and all("the node's own IP, always allowed" in w and "host firewall drops it" in w for w in dcgm)
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_no_service_of_another_node(stack):
+    found = _probes(stack, "node-other")
+    assert {DCGM_PORT, KUBELET_PORT} <= {p["port"] for p in found}
+    assert not [p for p in found if p["allowed"]]
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_no_kubernetes_api(stack):
+    found = _probes(stack, "kube-api")
+    assert {p["address"] for p in found} == {walls.API_SERVICE_IP, _layout(stack).api_endpoint}
+    assert not [p for p in found if p["allowed"]]
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_no_instance_metadata(stack):
+    assert [p["allowed"] for p in _probes(stack, "imds")] == [False] * len(_labs(stack))
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_no_private_range(stack):
+    found = [p for p in _probes(stack, "cidr") if p["to"] != "cidr:0.0.0.0/0"]
+    assert {p["to"] for p in found} == {
+        f"cidr:{c}" for c in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
+    }
+    assert not [p for p in found if p["allowed"]]
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_the_internet_as_each_lab_says(stack):
+    found = {p["from"]: p["allowed"] for p in _probes(stack, "cidr:0.0.0.0/0")}
+    assert found == {f"learner:{lab}": open_ for lab, open_ in _layout(stack).internet.items()}
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_dns_reaches_coredns(stack):
+    found = _probes(stack, "coredns")
+    assert {(p["address"], p["protocol"]) for p in found if p["allowed"]} == {
+        (a, proto) for a in (_layout(stack).coredns.ip, walls.KUBE_DNS_IP) for proto in ("UDP", "TCP")
+    }
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_dns_goes_nowhere_else(stack):
+    found = _probes(stack, "dns-elsewhere")
+    assert {p["port"] for p in found} == {53}
+    assert not [p for p in found if p["allowed"]]
+
+
+# --- planted defects: each must fail the walls -----------------------------------------------------------------------
+def _with_policies(w: walls.Layout, policies: list[dict[str, Any]]) -> walls.Layout:
+    return dataclasses.replace(w, cluster=dataclasses.replace(w.cluster, policies=tuple(policies)))
+
+
+def _with_learners(w: walls.Layout, change) -> walls.Layout:
+    renamed = {p: change(p) for pair in w.learners.values() for p in pair}
+    pods = tuple(renamed.get(p, p) for p in w.cluster.pods)
+    learners = {lab: (renamed[a], renamed[b]) for lab, (a, b) in w.learners.items()}
+    return dataclasses.replace(w, cluster=dataclasses.replace(w.cluster, pods=pods), learners=learners)
+
+
+def _internet_policy(w: walls.Layout) -> dict[str, Any]:
+    (policy,) = [p for p in w.cluster.policies if p["metadata"]["name"].startswith("learners-internet-")]
+    return policy
+
+
+def _singleuser(w: walls.Layout) -> dict[str, Any]:
+    (policy,) = [p for p in w.cluster.policies if p["metadata"]["name"] == "singleuser"]
+    return policy
+
+
+def _breaches(w: walls.Layout) -> list[str]:
+    return walls.breaches(walls.walls(w))
+
+
+def test_an_internet_policy_that_lets_172_16_in_fails():
+    w = _layout(PLANTED)
+    policy = _internet_policy(w)
+    (rule,) = policy["spec"]["egress"]
+    (peer,) = rule["to"]
+    block = {**peer["ipBlock"], "except": [c for c in peer["ipBlock"]["except"] if c != "172.16.0.0/12"]}
+    planted = {**policy, "spec": {**policy["spec"], "egress": [{"to": [{"ipBlock": block}]}]}}
+    others = [p for p in w.cluster.policies if p is not policy]
+    found = _breaches(_with_policies(w, [*others, planted]))
+    assert [line for line in found if "cidr:172.16.0.0/12" in line], found
+
+
+def test_kubespawners_own_pod_names_share_rules_and_fail():
+    # KubeSpawner 7.0.0's own pod_name_template, jupyter-{user_server}: learner-1, learner-2... lose the part that
+    # tells them apart, and every lab's learners get one set of rules, the union of all the labs' walls.
+    w = _with_learners(
+        _layout(PLANTED), lambda p: dataclasses.replace(p, name=f"jupyter-{p.name.split('-', 1)[1].rsplit('-', 1)[0]}")
+    )
+    found = _breaches(w)
+    assert [line for line in found if "share the network policy agent's rules" in line], found
+    assert [line for line in found if line.startswith("learner:turns reaches cidr:0.0.0.0/0")], found
+
+
+def test_the_charts_dns_rule_to_all_of_kube_system_fails():
+    w = _layout(PLANTED)
+    singleuser = _singleuser(w)
+    dns = {"ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]}
+    dns["to"] = [{"namespaceSelector": {"matchLabels": {npa.NAMESPACE_NAME_LABEL: "kube-system"}}}]
+    planted = {**singleuser, "spec": {**singleuser["spec"], "egress": [*singleuser["spec"]["egress"], dns]}}
+    others = [p for p in w.cluster.policies if p is not singleuser]
+    found = _breaches(_with_policies(w, [*others, planted]))
+    other_node = next(iter(w.other_node.values()))
+    assert [line for line in found if f"dns-elsewhere {other_node}:53/UDP" in line], found
+
+
+def test_lab_nodes_without_the_host_firewall_fail():
+    w = _layout(PLANTED)
+    found = _breaches(dataclasses.replace(w, firewalled=dict.fromkeys(w.firewalled, False)))
+    assert [line for line in found if "node-self" in line and f":{DCGM_PORT}/TCP" in line], found
+
+
+def test_more_ports_than_the_agent_keeps_toward_the_hub_fail():
+    w = _layout(PLANTED)
+    singleuser = _singleuser(w)
+    (to_hub,) = [r for r in singleuser["spec"]["egress"] if {"port": 8081} in r.get("ports", [])]
+    many = {**to_hub, "ports": [{"port": 9000 + i} for i in range(npa.MAX_ENTRIES)]}
+    planted = {**singleuser, "spec": {**singleuser["spec"], "egress": [*singleuser["spec"]["egress"], many]}}
+    others = [p for p in w.cluster.policies if p is not singleuser]
+    found = _breaches(_with_policies(w, [*others, planted]))
+    assert [line for line in found if "cannot reach hub" in line and "more than the agent's 24" in line], found
+
+
+def test_a_learner_on_the_hosts_network_fails():
+    w = _with_learners(_layout(PLANTED), lambda p: dataclasses.replace(p, host_network=True, ip=p.node_ip))
+    found = _breaches(w)
+    assert [line for line in found if "reaches cidr:10.0.0.0/8" in line and "host-network" in line], found
+
+
+def test_a_policy_that_opens_learners_to_each_other_fails():
+    w = _layout(PLANTED)
+    learners = {"podSelector": {"matchLabels": {"component": "singleuser-server"}}}
+    planted = {
+        "metadata": {"name": "planted", "namespace": _singleuser(w)["metadata"]["namespace"]},
+        "spec": {
+            **learners,
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": [learners]}],
+            "egress": [{"to": [learners]}],
+        },
+    }
+    found = _breaches(_with_policies(w, [*w.cluster.policies, planted]))
+    assert [line for line in found if line.startswith("learner:turns reaches learner:isolated")], found
+
+
+def test_docs_hold_stagings_table_as_the_walls_answer_it():
+    doc = (ROOT / "docs" / "network-walls.md").read_text()
+    assert "\n".join(table(_document("staging"))) in doc, "regenerate it: docs/network-walls.md says how"
+
+
+def test_tools_walls_writes_the_table_of_the_issue(tmp_path):
+    assert walls_main(["staging", "--out", str(tmp_path)]) == 0
+    document = json.loads((tmp_path / walls.FILE).read_text())
+    assert document["enforcedBy"].startswith("aws-network-policy-agent v1.3.1")
+    for probe in document["probes"]:
+        assert set(probe) == {"from", "to", "address", "port", "protocol", "allowed", "why"}
+        assert probe["protocol"] in ("TCP", "UDP") and isinstance(probe["allowed"], bool)
+
+
+# --- the agent's own rules, on small clusters ------------------------------------------------------------------------
+NODE, OTHER_NODE = "10.0.0.1", "10.0.0.2"
+
+
+def _pod(name: str, ip: str, ns: str = "lab", **labels: str) -> npa.Pod:
+    return npa.Pod(name, ns, labels, ip, NODE, ports=(npa.ContainerPort(8888, "TCP", "notebook-port"),))
+
+
+def _policy(name: str, spec: dict[str, Any], ns: str = "lab") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def _cluster(pods, policies, strict: bool = False) -> npa.Cluster:
+    namespaces = {p.namespace for p in pods}
+    return npa.Cluster(tuple(pods), (), {n: {npa.NAMESPACE_NAME_LABEL: n} for n in namespaces}, tuple(policies), strict)
+
+
+@pytest.mark.parametrize(
+    ("name", "identifier"),
+    [
+        ("jupyter-alice", "jupyter-lab"),
+        ("jupyter-ann-lee", "jupyter-ann-lab"),
+        ("jupyter-alice-0", "jupyter-alice-lab"),
+        ("hub-5d8f7c6b9-x2x7k", "hub-5d8f7c6b9-lab"),
+        ("a.b-c", "a_b-lab"),
+        ("solo", "solo-lab"),
+    ],
+)
+def test_the_pod_identifier_drops_the_last_part_of_the_name(name, identifier):
+    assert npa.pod_identifier(name, "lab") == identifier
+
+
+def test_no_policy_narrows_the_nodes_own_ip():
+    learner = _pod("jupyter-a-0", "10.1.0.5", component="learner")
+    dns_only = {"podSelector": {}, "policyTypes": ["Egress"]}
+    dns_only["egress"] = [
+        {
+            "to": [{"ipBlock": {"cidr": f"{ip}/32"}} for ip in (NODE, OTHER_NODE)],
+            "ports": [{"port": 53, "protocol": "UDP"}],
+        }
+    ]
+    agent = npa.Agent(_cluster([learner], [_policy("dns", dns_only)]))
+    assert agent.connection(learner, NODE, "TCP", DCGM_PORT)[0].allowed  # fw_rule_processor.go 80-84, 101-103
+    assert not agent.connection(learner, OTHER_NODE, "TCP", DCGM_PORT)[0].allowed
+    assert agent.connection(learner, OTHER_NODE, "UDP", 53)[0].allowed
+
+
+def test_one_policys_except_denies_anothers_broader_allow():
+    # Upstream allows 10.1.2.3:443 through the second policy; the agent keeps one map per pod, where 10/8 is deny-all.
+    learner = _pod("jupyter-a-0", "192.168.0.5")
+    internet = {"ipBlock": {"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8"]}}
+    policies = [
+        _policy("internet", {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"to": [internet]}]}),
+        _policy("https", {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"ports": [{"port": 443}]}]}),
+    ]
+    agent = npa.Agent(_cluster([learner], policies))
+    assert not agent.connection(learner, "10.1.2.3", "TCP", 443)[0].allowed
+    assert agent.connection(learner, "203.0.113.7", "TCP", 443)[0].allowed
+
+
+def test_named_ports_resolve_on_pods_never_on_an_ip_block():
+    a, b = _pod("jupyter-a-0", "10.1.0.5", app="x"), _pod("jupyter-b-0", "10.1.0.6", app="x")
+    ingress = {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    ingress["ingress"] = [{"from": [{"podSelector": {}}], "ports": [{"port": "notebook-port"}]}]
+    ingress["egress"] = [
+        {"to": [{"podSelector": {}}], "ports": [{"port": "notebook-port"}]},
+        {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"port": "notebook-port"}]},
+    ]
+    agent = npa.Agent(_cluster([a, b], [_policy("named", ingress)]))
+    egress, into = agent.connection(a, b.ip, "TCP", 8888)
+    assert egress.allowed and into is not None and into.allowed
+    assert not agent.connection(a, "203.0.113.7", "TCP", 8888)[0].allowed  # endpoints.go 220-223
+
+
+@pytest.mark.parametrize(("strict", "allowed"), [(False, True), (True, False)])
+def test_a_pod_no_policy_selects_follows_the_enforcing_mode(strict, allowed):
+    pod = _pod("loner-0", "10.1.0.9")
+    agent = npa.Agent(_cluster([pod], [], strict))
+    assert agent.connection(pod, "169.254.169.254", "TCP", 80)[0].allowed is allowed
+
+
+def test_the_twenty_fifth_port_of_an_address_is_not_certain():
+    trie = npa.firewall_map(
+        NODE, [npa.Endpoint("10.9.0.0/16", tuple(npa.PortRule("TCP", 1000 + i) for i in range(25)), "p")]
+    )
+    assert npa.lookup(trie, "10.9.1.1", "TCP", 1000).allowed is False
+    assert npa.lookup(trie, "10.9.1.1", "TCP", 1000).certain is False
+    assert npa.lookup(trie, "10.9.1.1", "TCP", 80).allowed is False
+
+
+def test_probes_cover_every_range_the_walls_keep_out():
+    kinds = {p["to"] for p in _document(PLANTED)["probes"]}
+    assert {f"cidr:{c}" for c in NOT_INTERNET if ipaddress.ip_network(c).prefixlen < 16} <= kinds
