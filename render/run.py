@@ -310,10 +310,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for line in not_rendered:
         print(line, file=sys.stderr)
-    if not_rendered:
+    if not_rendered and run.stack.settings.jupyterhub is not None:
         print("walls not checked: they read the charts, and charts/ is not rendered (above)", file=sys.stderr)
     # A learner who reaches what it must not is the program's defect, as a chart helm refuses is.
-    elif not args.no_charts and (breaches := walls.check(run, args.out)):
+    elif not not_rendered and not args.no_charts and (breaches := walls.check(run, args.out)):
         print("\n".join(f"gpulab: walls: {line}" for line in breaches), file=sys.stderr)
         return 1
     planned = None

@@ -19,6 +19,8 @@ its learners' and another. Addresses are the render's stand-in VPC's (render/har
 
 from __future__ import annotations
 
+import contextlib
+import io
 import ipaddress
 import json
 from collections.abc import Iterator, Mapping
@@ -150,7 +152,8 @@ def layout(run: harness.Run, out: Path) -> Layout:
         if o["kind"] == "Deployment":
             pod = deployment(o)
             by_name[(pod.namespace, o["metadata"]["name"])] = pod
-    config = hub_config(chart, namespace)
+    with contextlib.redirect_stdout(io.StringIO()):  # the chart's jupyterhub_config.py prints what it loads
+        config = hub_config(chart, namespace)
     learners: dict[str, tuple[npa.Pod, npa.Pod]] = {}
     for i, name in enumerate(labs):
         pair = []
