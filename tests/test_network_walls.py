@@ -1,6 +1,7 @@
 """Learners walled off: what a learner's server reaches and what reaches it, through every NetworkPolicy a stack
-installs, as the upstream NetworkPolicy engine of devtools/netpol answers it (tests/support/reachability.py); the VPC
-CNI's agent that enforces them is tests/test_cluster.py's."""
+installs, as the upstream NetworkPolicy engine of devtools/netpol answers it (tests/support/reachability.py); as EKS's
+network policy agent enforces them, with the lab nodes' host firewall, is tests/test_walls.py's; that the VPC CNI's
+agent is on, tests/test_cluster.py's."""
 
 import dataclasses
 

@@ -14,11 +14,13 @@ import pytest
 
 from components.jupyterhub.walls import NOT_INTERNET
 from domain.upstream.node_listeners import DCGM_PORT, KUBELET_PORT
+from rehearsal.learner_pods import learner_pod
 from render import network_policy_agent as npa
 from render import walls
 from render.run import walls_main
 from reports.walls_table import table
 from tests.conftest import ROOT
+from tests.support.hub_config import stack_hub_config
 from tests.support.rendered import HUB_STACKS, rendered
 
 pytestmark = pytest.mark.charts
@@ -92,6 +94,18 @@ def test_no_service_of_another_node(stack):
     found = _probes(stack, "node-other")
     assert {DCGM_PORT, KUBELET_PORT} <= {p["port"] for p in found}
     assert not [p for p in found if p["allowed"]]
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_learners_hold_no_token_for_kubelet_or_the_api(stack):
+    # The kubelet and the API server authenticate their callers, and a learner's server has nothing to show them:
+    # KubeSpawner 7.0.0 mounts no token without a service_account (spawner.py automount_service_account_token).
+    layout = _layout(stack)
+    config = stack_hub_config(stack)
+    for lab in layout.learners:
+        spec = learner_pod(config, lab, user="learner-1")["spec"]
+        assert spec["automountServiceAccountToken"] is False and not spec.get("serviceAccountName")
+        assert not [v for v in spec.get("volumes", []) if "projected" in v]
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
