@@ -46,15 +46,18 @@ netpol:
 	@echo "make: building the NetworkPolicy evaluator, devtools/netpol/bin/netpol (minutes cold, seconds warm)"
 	go -C devtools/netpol build -trimpath -o bin/netpol .
 
-# The twin's control plane, rehearsal/controlplane/bin (Go 1.26; docs/rehearsal.md): etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler and kubectl from k8s.io/kubernetes at the version rehearsal/controlplane/go.mod
-# pins, that version stamped in as its release build does (devtools/go_build.py kubernetes_ldflags), so that clients see
-# it and not v0.0.0-master; and KWOK (sigs.k8s.io/kwok, rehearsal/kwok/bin/kwok, a module of its own) for the nodes' and
-# pods' status. Cold, it downloads and compiles 2,646 and 974 packages (docs/developers/measurements.md says how long).
-# And the rehearsal's stepper, rehearsal/stepper/bin/stepper (a Go module of its own that imports the planner's packages
-# and requires its modules at the planner's versions): Karpenter's controllers against the twin on a simulated clock.
+# The twin's control plane of each Kubernetes minor version the stack files name, or of those TWINS lists (`make twin
+# TWINS="1.35 1.36"`): rehearsal/controlplane/<minor>/bin (Go 1.26; rehearsal/twins.py, docs/developers/rehearsal.md):
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from k8s.io/kubernetes at the version that
+# minor's go.mod pins, that version stamped in as its release build does (devtools/go_build.py kubernetes_ldflags), so
+# that clients see it and not v0.0.0-master; and KWOK (sigs.k8s.io/kwok, rehearsal/kwok/bin/kwok, a module of its own)
+# for the nodes' and pods' status. Cold, a twin downloads and compiles about 2,650 packages and KWOK 974
+# (docs/developers/measurements.md says how long). And the rehearsal's stepper, rehearsal/stepper/bin/stepper (a Go
+# module of its own that imports the planner's packages and requires its modules at the planner's versions): Karpenter's
+# controllers against the twin on a simulated clock. The rehearsal builds the twin of its stack's minor itself.
+TWINS ?=
 twin: $(VENV)/.installed
-	$(PY) -m devtools.go_build twin
+	$(PY) -m rehearsal.twins $(TWINS)
 	$(PY) -m devtools.go_build kwok
 	$(PY) -m devtools.go_build stepper
 

@@ -1,7 +1,7 @@
 """Builds gpulab's Go helpers and says what it is doing: the planner, helm-batch, promtool, the rehearsal's twin and
 its stepper.
 
-    python -m devtools.go_build <planner | helm-batch | promtool | twin | kwok | stepper>
+    python -m devtools.go_build <planner | helm-batch | promtool | kwok | stepper | twin-<minor>>
 
 A first build downloads the helper's modules and compiles its packages, which takes minutes on a small machine and
 printed nothing but `go: downloading` lines; so a build first says what it builds and how long a first build took here,
@@ -25,6 +25,9 @@ from typing import TextIO
 from devtools.progress import Progress, elapsed_text
 
 ROOT = Path(__file__).resolve().parent.parent
+# The twin's control plane, one Go module per Kubernetes minor version (rehearsal/twins.py): helper "twin-<minor>".
+CONTROLPLANE = ROOT / "rehearsal" / "controlplane"
+TWIN = "twin-"
 
 
 @dataclass(frozen=True)
@@ -78,29 +81,6 @@ HELPERS = {
         # docs/developers/measurements.md, "promtool": 19 CPU-minutes, 63 min wall under a load of 35.
         "Prometheus, 19 CPU-minutes (an hour on 2 busy cores)",
     ),
-    # One go build for the five: each of their 2,646 packages (go list -deps) compiles once, as it would in five builds
-    # through the build cache, and the five link in parallel: 300 s cold here, against 411 s for five builds in a row.
-    "twin": Helper(
-        "rehearsal/controlplane",
-        "bin/",
-        (
-            "go.etcd.io/etcd/server/v3",
-            *(
-                f"k8s.io/kubernetes/cmd/{c}"
-                for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
-            ),
-        ),
-        "the rehearsal's control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)",
-        # docs/developers/measurements.md, "The twin and KWOK": 300 s under a load of 3 (8.6 CPU-minutes); 112 min under
-        # 25 to 50.
-        "2,646 packages, 9 CPU-minutes: 5 min on 2 quiet cores, 112 min for two of the five on busy ones",
-        first_packages=2646,
-        # The same cache entries as `go build` without it (a developer's own builds of the module share them).
-        trimpath=False,
-        # etcd's command is its server module's root package, which go build names "server" (the path's /v3 dropped).
-        renames=(("server", "etcd"),),
-        kubernetes_version=True,
-    ),
     # The rehearsal's stepper, Karpenter 1.14.1's controllers on the twin on a simulated clock: a module of its own
     # (rehearsal/stepper/go.mod) that imports the planner's packages through a replace and requires every module at the
     # planner's version, so that a build after the planner's compiles only its own package and links.
@@ -128,6 +108,44 @@ HELPERS = {
         trimpath=False,
     ),
 }
+
+
+def _twin(minor: str) -> Helper:
+    """The twin of one Kubernetes minor version. One go build for the five: each of their packages (2,646 for 1.34,
+    go list -deps) compiles once, as it would in five builds through the build cache, and the five link in parallel:
+    300 s cold here for 1.34, against 411 s for five builds in a row."""
+    return Helper(
+        f"rehearsal/controlplane/{minor}",
+        "bin/",
+        (
+            "go.etcd.io/etcd/server/v3",
+            *(
+                f"k8s.io/kubernetes/cmd/{c}"
+                for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+            ),
+        ),
+        f"the rehearsal's control plane of Kubernetes {minor} (etcd, kube-apiserver, kube-controller-manager, "
+        "kube-scheduler, kubectl)",
+        # docs/developers/measurements.md, "The twin and KWOK": 1.34's in 300 s under a load of 3 (8.6 CPU-minutes),
+        # 112 min under 25 to 50; 1.36's 2,172 packages not in the machine's cache in 7 min 15 s under 6 to 17.
+        "about 2,650 packages, 9 CPU-minutes: 5 min on 2 quiet cores, an hour and more on busy ones",
+        # go list -deps of the five: 2,725 for 1.36 (2,646 for 1.34).
+        first_packages=2725,
+        # The same cache entries as `go build` without it (a developer's own builds of the module share them).
+        trimpath=False,
+        # etcd's command is its server module's root package, which go build names "server" (the path's /v3 dropped).
+        renames=(("server", "etcd"),),
+        kubernetes_version=True,
+    )
+
+
+HELPERS.update(
+    (TWIN + minor, _twin(minor))
+    for minor in sorted(
+        (go_mod.parent.name for go_mod in CONTROLPLANE.glob("*/go.mod")),
+        key=lambda minor: tuple(map(int, minor.split("."))),
+    )
+)
 
 # The variables Kubernetes' release build stamps (hack/lib/version.sh, ldflags): without them the API server and
 # kubectl report v0.0.0-master, and clients see that.

@@ -136,7 +136,7 @@ def run_container(plane: twin.ControlPlane, pod: dict[str, Any], timeout: int) -
     identity = plane.service_account(namespace, pod["spec"].get("serviceAccountName") or "default")
     with tempfile.TemporaryDirectory(prefix="gpulab-job-") as folder:
         scratch = Path(folder)
-        (scratch / "kubectl").symlink_to(twin.BIN / "kubectl")
+        (scratch / "kubectl").symlink_to(plane.binaries["kubectl"])
         (scratch / "kubeconfig").write_text(json.dumps(identity.kubeconfig()))
         env = {
             "PATH": f"{scratch}:{os.environ.get('PATH', '/usr/bin:/bin')}",

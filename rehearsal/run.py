@@ -1,17 +1,19 @@
-"""The class rehearsal: a stack's render played on a twin of its cluster, a real Kubernetes control plane built from
-the pinned modules (rehearsal/twin.py, `make twin`).
+"""The class rehearsal: a stack's render played on a twin of its cluster, a real Kubernetes control plane of the
+stack's minor version built from the pinned modules (rehearsal/twin.py, rehearsal/twins.py).
 
     python -m tools.rehearse <stack name or stack file> --out <dir>
 
-Renders the stack into <dir>/render (as render/run.py, charts included), starts the twin, applies the render as
-`pulumi up` would (rehearsal/apply.py), plays the class day on Karpenter's controllers on a simulated clock (play_day:
-the classes' CronJobs, learners' pods made and deleted, rehearsal/class_day.py's timeline) and writes
-<dir>/rehearsal.json. Every object the API server refuses (its schema, CEL rules, admission including Pod Security, on
-the objects and on the pods their workloads make) fails the rehearsal with the server's own message: one `rehearsal:
-refused ...` line each, exit status 1; so does each other finding of `problems` (docs/rehearsal.md lists them: RBAC
-denials, failed class Jobs, the hub's user-scheduler, the classes' and labs' promises on the clock). A stack file with
-problems exits with status 2 and its `gpulab:` lines, as the render does; a twin not built, with status 1 and one line
-saying how to build it. docs/rehearsal.md says how to read rehearsal.json.
+Builds the twin of the stack's gpulab:cluster.kubernetesVersion where it is not built or not up to date (minutes cold,
+seconds warm; rehearsal/twins.py), renders the stack into <dir>/render (as render/run.py, charts included), starts the
+twin, applies the render as `pulumi up` would (rehearsal/apply.py), plays the class day on Karpenter's controllers on a
+simulated clock (play_day: the classes' CronJobs, learners' pods made and deleted, rehearsal/class_day.py's timeline)
+and writes <dir>/rehearsal.json. Every object the API server refuses (its schema, CEL rules, admission including Pod
+Security, on the objects and on the pods their workloads make) fails the rehearsal with the server's own message: one
+`rehearsal: refused ...` line each, exit status 1; so does each other finding of `problems` (docs/rehearsal.md lists
+them: RBAC denials, failed class Jobs, the hub's user-scheduler, the classes' and labs' promises on the clock). A stack
+file with problems exits with status 2 and its `gpulab:` lines, as the render does, and so does one on a minor version
+without a twin; a twin that cannot be built, with status 1 and one line saying why. docs/rehearsal.md says how to read
+rehearsal.json.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ try:
     from domain.stack.model import Settings
     from domain.time import utc
     from planner import plan
-    from rehearsal import apply, class_day, cron_jobs, learner_pods, report, twin, user_scheduler_process
+    from rehearsal import apply, class_day, cron_jobs, learner_pods, report, twin, twins, user_scheduler_process
     from rehearsal import karpenter as karpenter_twin
     from render import charts, harness
 except ModuleNotFoundError as missing:  # an interpreter without the project's requirements
@@ -55,16 +57,18 @@ class Unavailable(Exception):
     """The rehearsal cannot run here (the twin not built, the charts not rendered): one line says why."""
 
 
-def render_stack(stack: str, out: Path) -> harness.Run:
-    """The stack rendered into `out` with its charts; raises domain.stack.ConfigError or pulumi.RunError for bad
-    input."""
-    render.run.clean(out)
+def stack_run(stack: str) -> harness.Run:
+    """The stack's program run; raises domain.stack.ConfigError or pulumi.RunError for bad input."""
     name, path = render.run.stack_file(stack)
-    run = harness.run(name, render.run.read_stack_file(path))
+    return harness.run(name, render.run.read_stack_file(path))
+
+
+def render_stack(run: harness.Run, out: Path) -> None:
+    """The run's render written into `out`, its charts included."""
+    render.run.clean(out)
     render.run.write(run, out)
     if not_rendered := charts.write(run, out):
         raise Unavailable("the rehearsal applies the charts, which are not rendered: " + "; ".join(not_rendered))
-    return run
 
 
 def hub_learners(
@@ -356,7 +360,7 @@ def rehearse(render_dir: Path, stack: Settings, today: datetime.date, region: st
     and prices those of `region`. With `day` false, the classes' CronJobs run one after the other and no class day
     is played (no `labs`): what the API server refuses and RBAC denies is the same, in seconds, not minutes."""
     started = time.monotonic()
-    with twin.running() as plane, contextlib.ExitStack() as hub:
+    with twin.running(stack.cluster.kubernetes_version) as plane, contextlib.ExitStack() as hub:
         _, refused = apply.apply_render(plane.admin, render_dir)
         denied: list[dict[str, str]] = []
         scheduler: user_scheduler_process.UserScheduler | None = None
@@ -426,8 +430,10 @@ def main(argv: list[str] | None = None) -> int:
     program.collect_rarely()
     (args.out / REHEARSAL).unlink(missing_ok=True)
     try:
-        twin.require_built()
-        run = render_stack(args.stack, args.out / RENDER)
+        run = stack_run(args.stack)
+        # Before the render, which takes seconds: a stack without a twin says so at once.
+        twins.build(run.stack.settings.cluster.kubernetes_version)
+        render_stack(run, args.out / RENDER)
         today = utc.today()
         rehearsal = rehearse(args.out / RENDER, run.stack.settings, today, run.stack.region)
     except domain.stack.ConfigError as error:
@@ -439,8 +445,12 @@ def main(argv: list[str] | None = None) -> int:
     except charts.TemplateError as error:
         print(f"gpulab: {error}", file=sys.stderr)
         return 1
+    except twins.NoTwin as error:
+        print(error, file=sys.stderr)
+        return 2
     except (
-        twin.NotBuilt,
+        twins.NotBuilt,
+        twins.Failed,
         Unavailable,
         twin.Failed,
         plan.Unavailable,

@@ -1,7 +1,7 @@
 """The twin's control plane: etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from the pinned Go
-modules (rehearsal/controlplane, `make twin`), started on loopback ports in a scratch folder, with KWOK's controller
-(rehearsal/kwok) in the kubelets' place, and a client that talks to its API server as the admin, or as a service
-account with a token the API server issued (TokenRequest).
+modules of the stack's Kubernetes minor version (rehearsal/controlplane/<minor>, rehearsal/twins.py), started on
+loopback ports in a scratch folder, with KWOK's controller (rehearsal/kwok) in the kubelets' place, and a client that
+talks to its API server as the admin, or as a service account with a token the API server issued (TokenRequest).
 
 Nothing here models AWS: no node exists until the rehearsal makes one, and KWOK plays the kubelet of each node
 annotated FAKE_NODE (status, heartbeats, its pods' status; no container runs). docs/developers/rehearsal.md says what
@@ -29,14 +29,10 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-MODULE = ROOT / "rehearsal" / "controlplane"
-BIN = MODULE / "bin"
-KWOK_MODULE = ROOT / "rehearsal" / "kwok"
-BINARIES = {
-    **{name: BIN / name for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")},
-    "kwok": KWOK_MODULE / "bin" / "kwok",
-}
+from devtools import go_build
+from rehearsal import twins
+
+KWOK_MODULE = go_build.ROOT / go_build.HELPERS["kwok"].module
 # The nodes KWOK manages carry this annotation, as sigs.k8s.io/karpenter's kwok cloud provider sets it (v1.14.1
 # kwok/apis/v1alpha1/labels.go KwokLabelKey, KwokLabelValue).
 FAKE_NODE = ("kwok.x-k8s.io/node", "fake")
@@ -65,24 +61,8 @@ TOKEN_SECONDS = 6 * 3600
 NODE_LEASE_SECONDS = 40
 
 
-class NotBuilt(Exception):
-    """The twin's binaries are missing: `make twin` builds them. The message says so in one line."""
-
-
 class Failed(Exception):
     """A control-plane process did not start or stopped; the message names it and ends with its log."""
-
-
-def missing() -> list[str]:
-    return [str(path.relative_to(ROOT)) for path in BINARIES.values() if not path.exists()]
-
-
-def require_built() -> None:
-    if absent := missing():
-        raise NotBuilt(
-            f"the twin is not built ({', '.join(absent)} missing): `make twin` builds it (the first build takes "
-            "minutes: docs/rehearsal.md)"
-        )
 
 
 def _kwok_source() -> Path:
@@ -175,6 +155,7 @@ class ControlPlane:
     folder: Path
     admin: Client
     version: str
+    binaries: Mapping[str, Path]
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
 
     def check_running(self) -> None:
@@ -205,8 +186,8 @@ def start_process(folder: Path, name: str, binary: Path, args: list[str]) -> sub
         return subprocess.Popen([str(binary), *args], stdout=log, stderr=subprocess.STDOUT, cwd=folder)
 
 
-def _start(folder: Path, name: str, args: list[str]) -> subprocess.Popen[bytes]:
-    return start_process(folder, name, BINARIES[name], args)
+def _start(folder: Path, binaries: Mapping[str, Path], name: str, args: list[str]) -> subprocess.Popen[bytes]:
+    return start_process(folder, name, binaries[name], args)
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
@@ -226,9 +207,10 @@ def write_kubeconfig(folder: Path, client: Client, name: str) -> Path:
 
 
 @contextlib.contextmanager
-def running() -> Iterator[ControlPlane]:
-    """A fresh control plane, stopped and removed on exit."""
-    require_built()
+def running(minor: str) -> Iterator[ControlPlane]:
+    """A fresh control plane of Kubernetes `minor` (the twin built: rehearsal/twins.py), stopped and removed on exit."""
+    twins.require_built(minor)
+    binaries = twins.binaries(minor)
     folder = Path(tempfile.mkdtemp(prefix="gpulab-twin-"))
     processes: dict[str, subprocess.Popen] = {}
     try:
@@ -236,6 +218,7 @@ def running() -> Iterator[ControlPlane]:
         etcd = f"http://127.0.0.1:{etcd_port}"
         processes["etcd"] = _start(
             folder,
+            binaries,
             "etcd",
             [
                 f"--data-dir={folder / 'etcd'}",
@@ -268,6 +251,7 @@ def running() -> Iterator[ControlPlane]:
         certs = folder / "certs"
         processes["kube-apiserver"] = _start(
             folder,
+            binaries,
             "kube-apiserver",
             [
                 f"--etcd-servers={etcd}",
@@ -300,12 +284,13 @@ def running() -> Iterator[ControlPlane]:
             if time.monotonic() > deadline:
                 raise Failed(f"kube-apiserver not ready after {READY_SECONDS} s")
             time.sleep(0.5)
-        plane = ControlPlane(folder, admin, admin.get("/version")["gitVersion"], processes)
+        plane = ControlPlane(folder, admin, admin.get("/version")["gitVersion"], binaries, processes)
         controller_manager = write_kubeconfig(
             folder, Client(server, tokens["controller-manager"], ca), "controller-manager"
         )
         processes["kube-controller-manager"] = _start(
             folder,
+            binaries,
             "kube-controller-manager",
             [
                 f"--kubeconfig={controller_manager}",
@@ -321,9 +306,9 @@ def running() -> Iterator[ControlPlane]:
         )
         scheduler = write_kubeconfig(folder, Client(server, tokens["scheduler"], ca), "scheduler")
         processes["kube-scheduler"] = _start(
-            folder, "kube-scheduler", [f"--kubeconfig={scheduler}", "--leader-elect=false", "--secure-port=0"]
+            folder, binaries, "kube-scheduler", [f"--kubeconfig={scheduler}", "--leader-elect=false", "--secure-port=0"]
         )
-        processes["kwok"] = _start_kwok(folder, admin, Client(server, tokens["kwok"], ca))
+        processes["kwok"] = _start_kwok(folder, binaries, admin, Client(server, tokens["kwok"], ca))
         yield plane
     finally:
         for process in reversed(list(processes.values())):
@@ -333,7 +318,7 @@ def running() -> Iterator[ControlPlane]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _start_kwok(folder: Path, admin: Client, kwok: Client) -> subprocess.Popen:
+def _start_kwok(folder: Path, binaries: Mapping[str, Path], admin: Client, kwok: Client) -> subprocess.Popen:
     """KWOK's controller for the nodes annotated FAKE_NODE, with its own ClusterRole bound to its user."""
     source = _kwok_source()
     (role,) = [d for d in yaml.safe_load_all((source / KWOK_ROLE).read_text()) if d]
@@ -349,6 +334,7 @@ def _start_kwok(folder: Path, admin: Client, kwok: Client) -> subprocess.Popen:
     key, value = FAKE_NODE
     return _start(
         folder,
+        binaries,
         "kwok",
         [
             f"--kubeconfig={write_kubeconfig(folder, kwok, 'kwok')}",

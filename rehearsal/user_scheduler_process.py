@@ -1,7 +1,7 @@
-"""The hub's user-scheduler on the twin: the twin's kube-scheduler binary (rehearsal/controlplane, built at the release
-the chart's image runs) started a second time, as the jupyterhub chart's user-scheduler Deployment starts it, so that
-the learner pods KubeSpawner builds (their schedulerName the user-scheduler's profile) are bound by it, with the hub's
-rendered scheduler configuration, as its own service account.
+"""The hub's user-scheduler on the twin: the twin's kube-scheduler binary (rehearsal/controlplane/<minor>, at the
+release the chart's image runs) started a second time, as the jupyterhub chart's user-scheduler Deployment starts it,
+so that the learner pods KubeSpawner builds (their schedulerName the user-scheduler's profile) are bound by it, with
+the hub's rendered scheduler configuration, as its own service account.
 
 What the Deployment's container gets and how the twin gives it:
 - its command's flags, as rendered; `--config` the file the Deployment mounts (its ConfigMap volume's key at that
@@ -309,7 +309,7 @@ def running(
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
     ]
-    binary = twin.BINARIES["kube-scheduler"]
+    binary = plane.binaries["kube-scheduler"]
     # "Kubernetes v1.34.12" (component-base's version flag).
     reported = subprocess.run([str(binary), "--version"], capture_output=True, text=True, check=False).stdout.split()
     scheduler.version = reported[-1] if reported else None

@@ -69,23 +69,27 @@ def test_a_failed_build_returns_gos_own_lines(tmp_path):
 
 
 def test_every_helper_the_makefile_builds_is_one_go_build_knows():
+    """Each by its name, and the twins (one per rehearsal/controlplane/<minor>) through rehearsal/twins.py."""
     makefile = (go_build.ROOT / "Makefile").read_text()
-    assert {name for name in go_build.HELPERS if f"devtools.go_build {name}" in makefile} == set(go_build.HELPERS)
+    named = {name for name in go_build.HELPERS if f"devtools.go_build {name}" in makefile}
+    assert named == {name for name in go_build.HELPERS if not name.startswith(go_build.TWIN)}
+    assert "rehearsal.twins $(TWINS)" in makefile
     assert all((go_build.ROOT / h.module / "go.mod").is_file() for h in go_build.HELPERS.values())
 
 
 def test_twin_builds_in_one_go_build_stamped_etcd_named_etcd(tmp_path, monkeypatch):
     """The API server and kubectl report the k8s.io/kubernetes version of the twin's go.mod (a go.mod moved to another
     release moves the stamp with it), and etcd's command, which go build names "server", is bin/etcd."""
-    module = tmp_path / go_build.HELPERS["twin"].module
+    twin = next(name for name in go_build.HELPERS if name.startswith(go_build.TWIN))
+    module = tmp_path / go_build.HELPERS[twin].module
     module.mkdir(parents=True)
-    go_mod = (go_build.ROOT / go_build.HELPERS["twin"].module / "go.mod").read_text()
-    (module / "go.mod").write_text(go_mod.replace("k8s.io/kubernetes v1.34.12", "k8s.io/kubernetes v1.35.4"))
+    go_mod = (go_build.ROOT / go_build.HELPERS[twin].module / "go.mod").read_text()
+    (module / "go.mod").write_text(re.sub(r"k8s\.io/kubernetes v\S+", "k8s.io/kubernetes v1.35.4", go_mod))
     monkeypatch.setattr(go_build, "ROOT", tmp_path)
     go = tmp_path / "go"
     go.write_text('#!/bin/sh\necho "$@" > args\nmkdir -p bin && touch bin/server bin/kube-apiserver\n')
     go.chmod(0o755)
-    assert go_build.build("twin", str(go), lambda line: None) == ""
+    assert go_build.build(twin, str(go), lambda line: None) == ""
     args = (module / "args").read_text()
     assert "-X k8s.io/component-base/version.gitVersion=v1.35.4" in args
     assert "-X k8s.io/client-go/pkg/version.gitMinor=35" in args

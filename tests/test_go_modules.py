@@ -3,28 +3,14 @@ the planner's packages through a replace of ../../planner, and its go.mod requir
 at the planner's version. Go would build it with the higher of two versions without a word; these tests say which
 module moved on one side alone (`go get` the same version in both, then `go mod tidy` in both)."""
 
-import re
 from pathlib import Path
+
+from tests.support.go_mod import directives, requires
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANNER = ROOT / "planner" / "go.mod"
 STEPPER = ROOT / "rehearsal" / "stepper" / "go.mod"
 PLANNER_MODULE = "github.com/gpulab/planner"
-
-
-def _directives(go_mod: Path, verb: str) -> list[str]:
-    """The lines of every `verb` directive in go_mod, a block's or a single line's, comments dropped."""
-    text = re.sub(r"//.*", "", go_mod.read_text())
-    lines = []
-    for block in re.findall(rf"^{verb}\s*\((.*?)^\)", text, re.M | re.S):
-        lines += block.splitlines()
-    lines += re.findall(rf"^{verb}\s+([^(\s].*)$", text, re.M)
-    return [line.strip() for line in lines if line.strip()]
-
-
-def requires(go_mod: Path) -> dict[str, str]:
-    """Each module go_mod requires, with its version, direct or indirect."""
-    return dict(line.split()[:2] for line in _directives(go_mod, "require"))
 
 
 def test_the_stepper_requires_the_planners_module_versions():
@@ -37,13 +23,13 @@ def test_the_stepper_requires_the_planners_module_versions():
 
 def test_the_stepper_replaces_the_planner_and_nothing_else():
     assert requires(STEPPER)[PLANNER_MODULE] == "v0.0.0"
-    assert _directives(STEPPER, "replace") == [f"{PLANNER_MODULE} => ../../planner"]
-    assert _directives(PLANNER, "replace") == []
+    assert directives(STEPPER, "replace") == [f"{PLANNER_MODULE} => ../../planner"]
+    assert directives(PLANNER, "replace") == []
 
 
 def test_both_modules_name_the_same_go():
-    assert _directives(PLANNER, "go") == _directives(STEPPER, "go")
-    assert _directives(PLANNER, "toolchain") == _directives(STEPPER, "toolchain")
+    assert directives(PLANNER, "go") == directives(STEPPER, "go")
+    assert directives(PLANNER, "toolchain") == directives(STEPPER, "toolchain")
 
 
 def test_a_version_moved_on_one_side_is_found(tmp_path):

@@ -76,7 +76,7 @@ def _slices_per_gpu(out: Path) -> int:
 @pytest.fixture
 def karpenter(request: pytest.FixtureRequest, binary: Path, tmp_path: Path) -> Iterator[tuple[Any, Path, Any]]:
     out = _render(tmp_path, getattr(request, "param", None))
-    with twin.running() as plane:
+    with twin.running(twin_tests.MINOR) as plane:
         _, refused = apply.apply_render(plane.admin, out)
         assert refused == [], refused
         with karpenter_twin.running(plane, out, BASE["aws:region"], START, binary) as k:

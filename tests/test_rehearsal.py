@@ -1,14 +1,13 @@
 """The class rehearsal on the twin (rehearsal/run.py, rehearsal/apply.py, rehearsal/twin.py): each render applied to a
 real API server of the stack's Kubernetes version, where every object the server refuses fails the rehearsal with the
 server's own words. Without the twin's binaries (`make twin`) these tests skip in one line, as the planner's do without
-Go; the check of what the twin is built from runs anyway.
+Go; what each twin is built from is checked by tests/test_twins.py.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
-import re
 import shutil
 import time
 from collections.abc import Callable
@@ -19,7 +18,6 @@ import pytest
 import yaml
 
 import rehearsal.run
-import render.run
 from components.karpenter import class_seats_manifests as seats
 from domain.upstream.versions import KUBE_SCHEDULER_VERSIONS
 from rehearsal import apply, twin
@@ -37,27 +35,11 @@ def built() -> None:
     twin_tests.require_twin()
 
 
-def _go_mod() -> str:
-    return (twin.MODULE / "go.mod").read_text()
-
-
-def test_the_twin_runs_every_stack_files_kubernetes_release() -> None:
-    """The control plane is the release gpulab's own user-scheduler runs on the stack's minor version, its staging
-    modules at the same release: a stack on another minor version needs the twin moved with it."""
-    pinned = re.search(r"^\tk8s\.io/kubernetes (v\S+)( // indirect)?$", _go_mod(), re.M)
-    assert pinned, "rehearsal/controlplane/go.mod requires no k8s.io/kubernetes"
-    for path in STACK_FILES:
-        minor = render.run.read_stack_file(path)["gpulab:cluster"]
-        version = yaml.safe_load(minor)["kubernetesVersion"]
-        assert KUBE_SCHEDULER_VERSIONS[version] == pinned[1], path.name
-    staging = re.findall(r"^\t(k8s\.io/\S+) => (k8s\.io/\S+) (v\S+)$", _go_mod(), re.M)
-    assert len(staging) == 31, "each of k8s.io/kubernetes's 31 staging modules is replaced"
-    assert all(a == b and v == "v0" + pinned[1][2:] for a, b, v in staging), staging
-
-
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
-def test_the_api_server_accepts_every_object_of_each_stack(built: None, path: Path) -> None:
+def test_the_api_server_accepts_every_object_of_each_stack(path: Path) -> None:
+    """On the twin of the stack's minor version, which says so."""
     r = rendered(path.name.split(".")[1])
+    twin_tests.require_twin(r.kubernetes_version)
     r.require_charts()
     done = rehearsal.run.rehearse(r.out, r.run.stack.settings, TODAY, r.run.stack.region, day=False)
     assert done["refused"] == [], "\n".join(rehearsal.run.problems(done))
@@ -202,7 +184,7 @@ def test_twin_controllers_and_scheduler_make_and_bind_a_pod(built: None) -> None
     """The controllers run under their own service accounts and the scheduler as system:kube-scheduler: a Deployment
     gets its ReplicaSet and pod from the controller manager, and the scheduler binds the pod to the one Ready node. A
     missing permission of either (the bootstrap roles of the release) leaves the pod unmade or unbound."""
-    with twin.running() as plane:
+    with twin.running(twin_tests.MINOR) as plane:
         admin = plane.admin
         admin.request("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}})
         resources = {"cpu": "2", "memory": "4Gi", "pods": "10"}
@@ -245,7 +227,7 @@ def test_kwok_keeps_a_fake_node_ready_and_runs_its_bound_pods(built: None) -> No
     without the annotation is left alone, as a real node without a kubelet would be."""
     key, value = twin.FAKE_NODE
     resources = {"cpu": "2", "memory": "4Gi", "pods": "10"}
-    with twin.running() as plane:
+    with twin.running(twin_tests.MINOR) as plane:
         admin = plane.admin
         for name, annotations in (("fake-1", {key: value}), ("other-1", {})):
             meta = {"name": name, "annotations": annotations, "labels": {"kubernetes.io/hostname": name}}

@@ -85,7 +85,7 @@ def built() -> None:
 def hub_twin(built: None, hub_render) -> Iterator[tuple[twin.ControlPlane, Path, Any, Any]]:
     out, run = hub_render
     hub = run.stack.settings.jupyterhub
-    with twin.running() as plane:
+    with twin.running(twin_tests.MINOR) as plane:
         _, refused = apply.apply_render(plane.admin, out)
         assert refused == []
         with rehearsal.run.start_user_scheduler(plane, out, hub) as scheduler:
@@ -254,7 +254,7 @@ def test_refused_bindings_withdraw_learners_not_wait_on_them(built: None, hub_re
     out = _planted(hub_render, without_bindings, tmp_path)
     run = hub_render[1]
     namespace = run.stack.settings.jupyterhub.namespace
-    with twin.running() as plane:
+    with twin.running(twin_tests.MINOR) as plane:
         assert apply.apply_render(plane.admin, out)[1] == []
         with rehearsal.run.start_user_scheduler(plane, out, run.stack.settings.jupyterhub) as scheduler:
             assert scheduler is not None

@@ -13,15 +13,19 @@ import pytest
 import render.run
 from planner import plan
 from rehearsal import karpenter as karpenter_twin
-from rehearsal import twin
+from rehearsal import twins
 from render import charts, harness
+from tests.conftest import BASE
+
+# The twin of the tests' own stacks (tests/conftest.py BASE): the one their twin.running(MINOR) and rehearsals run.
+MINOR = BASE["gpulab:cluster"]["kubernetesVersion"]
 
 
-def require_twin() -> None:
-    """Skips the test where the twin is not built (`make twin`)."""
+def require_twin(minor: str = MINOR) -> None:
+    """Skips the test where the twin of Kubernetes `minor` is not built (`make twin TWINS=<minor>`)."""
     try:
-        twin.require_built()
-    except twin.NotBuilt as missing:
+        twins.require_built(minor)
+    except twins.NotBuilt as missing:
         pytest.skip(str(missing))
 
 

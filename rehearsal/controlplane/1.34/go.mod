@@ -1,11 +1,15 @@
-// The twin's control plane: kube-apiserver, kube-scheduler, kube-controller-manager and kubectl from
-// k8s.io/kubernetes at the version gpulab's user-scheduler runs on 1.34 (domain/upstream/versions.py
-// KUBE_SCHEDULER_VERSIONS), and etcd from go.etcd.io/etcd/server/v3 at the version that release requires. k8s.io/kubernetes reaches its staging
-// modules through replace lines to ./staging, which a dependent module does not inherit: each is replaced here by its
-// published v0.34.12 (the replace block of k8s.io/kubernetes v1.34.12 go.mod lists the 31).
-module github.com/gpulab/rehearsal/controlplane
+// The twin of Kubernetes 1.34 (rehearsal/twins.py): kube-apiserver, kube-scheduler, kube-controller-manager and kubectl
+// from k8s.io/kubernetes at the release gpulab's user-scheduler runs on 1.34 (domain/upstream/versions.py
+// KUBE_SCHEDULER_VERSIONS), and etcd from go.etcd.io/etcd/server/v3 at the version that release requires (v3.6.4). The
+// go and godebug lines are the release's own (its go.mod), so that the binaries run with the GODEBUG defaults of its
+// release build. k8s.io/kubernetes reaches its staging modules through replace lines to ./staging, which a dependent
+// module does not inherit: each is replaced here by its published v0.34.12 (the replace block of k8s.io/kubernetes
+// v1.34.12 go.mod lists the 31). tests/test_twin_modules.py holds all this to that go.mod.
+module github.com/gpulab/rehearsal/controlplane/1.34
 
 go 1.25.0
+
+godebug default=go1.24
 
 tool (
 	go.etcd.io/etcd/server/v3
