@@ -29,8 +29,9 @@ from components.metrics.exporters import Exporters
 from components.metrics.store import Store
 from components.node_role import NodeRole
 from components.nvidia.device_plugin import DevicePlugin
+from domain.cost import learner_cost
 from domain.cost.price_book import LIST, PriceBook
-from domain.cost.stack_cost import full_cost, lab_term, labs_ceilings, stack_cost, term_days
+from domain.cost.stack_cost import StackCost, lab_term, labs_ceilings, stack_cost, term_days
 from domain.stack.budgets import ACTIVATE
 from domain.upstream.ami_releases import ami_warnings
 
@@ -141,6 +142,33 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
     pulumi.export("nodeRoleArn", node_role.role_arn)
     pulumi.export("interruptionQueueName", karpenter.queue_name)
     days = term_days(settings.labs)
+    hub_gib = settings.jupyterhub.hub_database_size_gib if settings.jupyterhub else None
+    all_seats = sum(lab.learner_seats for lab in settings.labs.values())
+
+    def figures(prices: PriceBook) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+        """Each lab's `cost` output and the stack's, at `prices`: the labs' shares of the always-on parts first."""
+        cluster = settings.cluster
+
+        def whole(ceilings: dict[str, float | None]) -> StackCost:
+            return stack_cost(
+                stack.region,
+                cluster.kubernetes_version,
+                cluster.support_type,
+                cluster.system_nodes.instance_types,
+                cluster.system_nodes.size,
+                hub_gib,
+                ceilings,
+                prices,
+            )
+
+        always_on = whole({}).always_on
+        costs = {
+            name: _lab_cost(name, lab, stack.region, days, prices, always_on, all_seats)
+            for name, lab in settings.labs.items()
+        }
+        return costs, whole(labs_ceilings(costs)).as_output()
+
+    found = _at(book, figures)
     labs = {
         name: {
             "nodePool": pools[name].node_pool_name,
@@ -149,7 +177,7 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
             "learnerCpu": lab.learner_requests["cpu"],
             "learnerMemory": lab.learner_requests["memory"],
             **lab.learner_share.as_output(),
-            "cost": _at(book, functools.partial(_lab_cost, name, lab, stack.region, days)),
+            "cost": _pick(found, functools.partial(_lab_figures, name)),
             # What the planner (planner/) schedules: a learner's pod, and each class's buffer and warm seats.
             "learnerPodSpec": learner_pod_spec(name, lab, PLACEHOLDER_IMAGE),
             "classes": classes_output(name, lab),
@@ -157,23 +185,7 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
         for name, lab in settings.labs.items()
     }
     pulumi.export("labs", labs)
-    hub_gib = settings.jupyterhub.hub_database_size_gib if settings.jupyterhub else None
-
-    def whole(prices: PriceBook) -> dict[str, Any]:
-        costs = {name: _lab_cost(name, lab, stack.region, days, prices) for name, lab in settings.labs.items()}
-        cluster = settings.cluster
-        return stack_cost(
-            stack.region,
-            cluster.kubernetes_version,
-            cluster.support_type,
-            cluster.system_nodes.instance_types,
-            cluster.system_nodes.size,
-            hub_gib,
-            labs_ceilings(costs),
-            prices,
-        ).as_output()
-
-    pulumi.export("cost", _at(book, whole))
+    pulumi.export("cost", _pick(found, lambda f: f[1]))
 
 
 def _at(book: PriceBook | pulumi.Output[PriceBook], figure: Callable[[PriceBook], T]) -> T | pulumi.Output[T]:
@@ -181,19 +193,48 @@ def _at(book: PriceBook | pulumi.Output[PriceBook], figure: Callable[[PriceBook]
     return book.apply(figure) if isinstance(book, pulumi.Output) else figure(book)
 
 
+def _lab_figures(name: str, found: tuple[dict[str, dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+    return found[0][name]
+
+
+def _pick(found: T | pulumi.Output[T], part: Callable[[T], Any]) -> Any:
+    """A part of figures made by _at, at once offline or as an Output."""
+    return found.apply(part) if isinstance(found, pulumi.Output) else part(found)
+
+
 def _lab_cost(
-    name: str, lab: domain.stack.Lab, region: str, days: tuple[datetime.date, datetime.date] | None, book: PriceBook
+    name: str,
+    lab: domain.stack.Lab,
+    region: str,
+    days: tuple[datetime.date, datetime.date] | None,
+    book: PriceBook,
+    always_on: float | None,
+    all_seats: int,
 ) -> dict[str, Any]:
-    """The `labs.<lab>.cost` output, the region of its prices beside the stack's, and the lab's term figure over the
-    stack's term `days` (domain/cost/stack_cost.py lab_term, which the summary's term adds up). At a preview's prices a
-    lab whose cap fails there is refused, as the list's is at validation (domain/cost/lab_cost.py
-    within_max_hourly_cost)."""
+    """The `labs.<lab>.cost` output: the region of its prices beside the stack's, its term figure over the stack's
+    term `days` (domain/cost/stack_cost.py lab_term, which the summary's term adds up), and its one "at most" figure
+    and per-learner lines (domain/cost/learner_cost.py), at the arithmetic bound: the render makes them Karpenter's
+    where the planner runs (planner/plan.py). `always_on`: USD per hour of the stack's always-on parts, shared by the
+    labs' `all_seats` learner seats. At a preview's prices a lab whose cap fails there is refused, as the list's is at
+    validation (domain/cost/lab_cost.py within_max_hourly_cost)."""
     cost = lab.cost_at(book)
     if book.live and (problem := cost.cap_problem):
         raise pulumi.RunError(f"gpulab:labs.{name}.maxHourlyCost: {problem}")
     spot = {t: dict(book.spot[t]) for t in lab.instance_types if t in book.spot}
-    output = {**cost.as_output(), "region": region, "pricesFrom": book.prices_from, "spotPerHour": spot}
-    return {**output, "term": lab_term(lab, days, full_cost(output)).as_output()}
+    bound = None if cost.unpriced else cost.ceiling_per_hour
+    output = {
+        **cost.as_output(),
+        "region": region,
+        "pricesFrom": book.prices_from,
+        "spotPerHour": spot,
+        "term": lab_term(lab, days, bound).as_output(),
+        "emptyLabPerHour": learner_cost.empty_lab(
+            always_on, lab.learner_seats, all_seats, learner_cost.prices(book, region, always_on=True)
+        ),
+    }
+    how = f"the arithmetic bound, {cost.ceiling_basis}" if cost.ceiling_basis else "no price"
+    where = learner_cost.prices(book, region)
+    return learner_cost.with_at_most(output, bound, learner_cost.BOUND, how, lab.learner_seats, where)
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from devtools import go_build
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
+from domain.cost import learner_cost
 from domain.cost.lab_cost import DECIMALS, usd
 from domain.time.durations import duration_minutes
 from reports.table import Column, lead_in, markdown
@@ -135,10 +136,21 @@ def ceiling(planned: Mapping[str, Any], lab: str, disk: float) -> float | None:
     """USD an hour of the full lab, all at once or one by one, whichever launches the dearer nodes, each with its
     root volume (`disk` per node-hour); rounded up, as gpulab's own ceiling (domain/cost/lab_cost.py). None when either
     did not finish: its nodes so far bound nothing."""
+    dearest = dearer_full(planned, lab, disk)
+    return None if dearest is None else _scenario_cost(dearest, disk)
+
+
+def dearer_full(planned: Mapping[str, Any], lab: str, disk: float) -> Mapping[str, Any] | None:
+    """The full scenario (all at once, one by one) whose nodes cost more, root volumes included; None when either did
+    not finish."""
     full = _full(planned, lab)
     if not all(finished(s) for s in full):
         return None
-    return max(_up(s["costPerHour"] + disk * len(s["nodeClaims"])) for s in full)
+    return max(full, key=lambda s: _scenario_cost(s, disk))
+
+
+def _scenario_cost(scenario: Mapping[str, Any], disk: float) -> float:
+    return _up(scenario["costPerHour"] + disk * len(scenario["nodeClaims"]))
 
 
 def _full(planned: Mapping[str, Any], lab: str) -> list[Mapping[str, Any]]:
@@ -152,17 +164,19 @@ def warmup(planned: Mapping[str, Any], lab: str, index: int, minutes: int, disk:
 
 
 def with_plan(labs: Mapping[str, Any], planned: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The `labs` stack output with the figures gpulab prints (learner seats, ceiling, what warming each class costs)
-    made Karpenter's where the planner ran. A lab Karpenter launched nothing for offline (only capacity reservations,
-    which only EC2 knows) keeps gpulab's own, and so does one with an instance type without a price; so does the
-    ceiling of a lab whose full scenarios did not both finish (gpulab's: the dearest type at maxGpus, which no
-    fleet within the NodePool's limit exceeds), and its seats when neither did."""
+    """The `labs` stack output with the figures gpulab prints (learner seats, the one "at most" figure and the
+    per-learner figures that follow from it, what warming each class costs) made Karpenter's where the planner ran
+    (domain/cost/learner_cost.py with_at_most). A lab Karpenter launched nothing for offline (only capacity
+    reservations, which only EC2 knows) keeps gpulab's own, and so does one with an instance type without a price; so
+    does the "at most" figure of a lab whose full scenarios did not both finish (the arithmetic bound: the dearest type
+    at maxGpus, which no fleet within the NodePool's limit exceeds), and its seats when neither did. The render writes
+    these into outputs.json (render/run.py), so that every report reads one figure."""
     if planned is None:
         return dict(labs)
     shown: dict[str, Any] = {}
     for name, lab in labs.items():
         cost = lab["cost"]
-        if not placed(scenarios(planned, name)["one"]) or cost["ceilingPerHour"] is None or cost["unpriced"]:
+        if not placed(scenarios(planned, name)["one"]) or cost["atMostPerHour"]["usd"] is None or cost["unpriced"]:
             shown[name] = lab
             continue
         disk = cost["rootVolumePerNodeHour"] or 0.0
@@ -170,11 +184,18 @@ def with_plan(labs: Mapping[str, Any], planned: Mapping[str, Any] | None) -> dic
         for i, w in enumerate(cost["warmups"]):
             amount = warmup(planned, name, i, duration_minutes(w["warmup"]), disk)
             warmups.append({**w, "usd": [amount, amount]})
-        karpenters = ceiling(planned, name, disk)
-        figures = {"ceilingPerHour": cost["ceilingPerHour"] if karpenters is None else karpenters, "warmups": warmups}
         karpenter_seats = seats(planned, name)
         learner_seats = lab["learnerSeats"] if karpenter_seats is None else karpenter_seats
-        shown[name] = {**lab, "learnerSeats": learner_seats, "cost": {**cost, **figures}}
+        figures = {**cost, "warmups": warmups}
+        dearest = dearer_full(planned, name, disk)
+        if dearest is not None:
+            how = (
+                f"Karpenter {planned['karpenter']}'s full lab (the planner's {dearest['name']}: {_nodes(dearest)}), "
+                "root volumes included"
+            )
+            amount = _scenario_cost(dearest, disk)
+            figures = learner_cost.with_at_most(figures, amount, learner_cost.PLANNER, how, learner_seats)
+        shown[name] = {**lab, "learnerSeats": learner_seats, "cost": figures}
     return shown
 
 
@@ -182,7 +203,7 @@ def _up(amount: float) -> float:
     return math.ceil(round(amount * 10**DECIMALS, 6)) / 10**DECIMALS
 
 
-def _nodes(scenario: dict[str, Any]) -> str:
+def _nodes(scenario: Mapping[str, Any]) -> str:
     counts: dict[str, int] = {}
     for claim in scenario["nodeClaims"]:
         key = f"{claim['instanceType']} {claim['capacityType']}" + (" new" if claim.get("new") else "")
@@ -203,7 +224,9 @@ COLUMNS: tuple[Column[Row], ...] = (
     Column("buffer seats", lambda row: str(row[1]["bufferSeats"]), numeric=True),
     Column("nodes", lambda row: _nodes(row[1])),
     Column("unschedulable", lambda row: _refused(row[1]), numeric=True),
-    Column("USD per hour", lambda row: usd(row[1]["costPerHour"]), numeric=True),
+    # The instances alone: the lab's one "at most" figure (the cost table's, domain/cost/learner_cost.py) adds their
+    # root volumes to the dearer full row, so this column is not headed as a second maximum.
+    Column("instances, USD per hour", lambda row: usd(row[1]["costPerHour"]), numeric=True),
 )
 
 
@@ -223,7 +246,7 @@ def table(result: dict[str, Any], rows: tuple[str, ...] | None = None) -> list[s
         *lead_in(
             f"what Karpenter {result['karpenter']} launches (its own scheduler, offline: not EC2 capacity, boot times "
             f"or later consolidation; USD at Karpenter's {result['pricesRegion']} list prices, for a stack in "
-            f"{result['region']}; docs/planner.md):"
+            f"{result['region']}, instances without their root volumes; docs/planner.md):"
         ),
         "",
         *markdown(COLUMNS, items),

@@ -10,8 +10,9 @@ API server would refuse for their size (a hub Secret that its labs overflow).
 <dir>/charts/<release>.yaml holds what each release installs (render/charts.py); without helm or the charts, one short
 line per cause says so and the rest is written.
 With the charts, and a Go toolchain to build the planner (planner/, planner/plan.py), it also writes <dir>/plan.json,
-what Karpenter 1.14.1 would launch for each lab, and the summary shows its full-lab and class-start rows; without
-them, one line says why not. `--plan` (`make plan`) prints every scenario of the plan too, and exits with status 1
+what Karpenter 1.14.1 would launch for each lab, and the summary shows its full-lab and class-start rows; outputs.json
+then carries Karpenter's full lab as each lab's one "at most" figure (labs.<lab>.cost.atMostPerHour); without them,
+one line says why not. `--plan` (`make plan`) prints every scenario of the plan too, and exits with status 1
 when there is no plan.
 Either way it first removes what an earlier render wrote into <dir>, so that <dir> never shows a render but the
 current one.
@@ -37,6 +38,7 @@ try:
     from planner import gate, plan
     from rehearsal import report
     from render import addons, charts, harness, walls
+    from reports import cost_report
     from reports.summary import summary
 except ModuleNotFoundError as missing:  # an interpreter without the project's requirements, e.g. the system python3
     sys.exit(
@@ -216,13 +218,25 @@ def clean(out: Path) -> None:
             target.unlink()
 
 
+def write_outputs(outputs: dict[str, Any], out: Path) -> None:
+    (out / "outputs.json").write_text(json.dumps(outputs, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+def planned_outputs(run: harness.Run, planned: dict[str, Any]) -> dict[str, Any]:
+    """The stack outputs with each lab's "at most" figure and what follows from it made Karpenter's where the planner
+    ran (planner/plan.py with_plan), and the stack's `cost` with them: outputs.json then holds the one figure every
+    report shows (docs/cost.md, "One figure at most")."""
+    labs = plan.with_plan(run.outputs["labs"], planned)
+    return {**run.outputs, "labs": labs, "cost": cost_report.whole_stack(run.stack, labs, planned=True).as_output()}
+
+
 def write(run: harness.Run, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     resources = [r.as_json() for r in run.resources]
     (out / "resources.json").write_text(json.dumps(resources, indent=2, ensure_ascii=False) + "\n")
     invokes = [i.as_json() for i in run.invokes]
     (out / "invokes.json").write_text(json.dumps(invokes, indent=2, ensure_ascii=False) + "\n")
-    (out / "outputs.json").write_text(json.dumps(run.outputs, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+    write_outputs(run.outputs, out)
     (out / addons.FILE).write_text(json.dumps(addons.daemonsets(run), indent=2) + "\n")
     if metrics := run.stack.settings.metrics:
         model = dashboard_model(run.stack.settings.cluster.name, metrics)
@@ -340,6 +354,8 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(broken), file=sys.stderr)
             clean(args.out)
             return 2
+    if planned is not None:
+        write_outputs(planned_outputs(run, planned), args.out)
     lines = summary(run, args.today, planned)
     if planned is not None:
         lines += ["", *plan.summary_table(planned)]

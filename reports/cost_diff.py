@@ -1,11 +1,12 @@
 """What a change does to the labs' cost, against the base branch's render, as Infracost's diff shows a change: each
-added lab (+), removed lab (-) and changed lab (~) with its figures before and after (seats, seat-hour, ceiling, term
-cost) and the changes of its ceiling and term cost, then the ceiling and term cost of all labs before and after; and
-whether the rise is more than gpulab:costAlertThreshold.
+added lab (+), removed lab (-) and changed lab (~) with its figures before and after (learner seats, at most per hour,
+per learner-hour, term cost) and the changes of its "at most" figure and term cost, then those of all labs before and
+after; and whether the rise is more than gpulab:costAlertThreshold.
 
-Both sides are the renders' `labs` outputs (outputs.json): gpulab's own figures at the reference prices, never the
-planner's, which only the head's render may have. A lab's term cost is its `cost.term` (domain/cost/stack_cost.py
-lab_term), which a base rendered before that output existed lacks: the diff then says so and compares the rest.
+Both sides are the renders' `labs` outputs (outputs.json), and like is compared with like only: an hour with an hour,
+a term with the same term (a month with a month), Karpenter's full lab with Karpenter's full lab and the arithmetic
+bound with the bound (domain/cost/learner_cost.py basis); a change between figures of two kinds or periods is "not
+compared", with the reason under the table. A figure a base rendered before it existed lacks is "n/a", never zero.
 """
 
 from collections.abc import Callable, Collection, Mapping
@@ -23,27 +24,40 @@ NONE = "-"
 NO_PRICE = "no price"
 
 
-def _seat_hour(lab: Mapping[str, Any] | None) -> str | None:
-    if lab is None:
-        return None
-    seat_hour = lab["cost"]["seatHour"]
-    return " to ".join(dict.fromkeys(usd(a) for a in seat_hour)) if seat_hour else NO_PRICE
+# A base rendered before `labs.<lab>.cost.atMostPerHour` existed: its figure is not known, never taken for zero.
+def _line(lab: Mapping[str, Any] | None, name: str) -> Mapping[str, Any] | None:
+    return None if lab is None else lab["cost"].get(name)
+
+
+def _line_text(name: str) -> Callable[[Mapping[str, Any] | None], str | None]:
+    def text(lab: Mapping[str, Any] | None) -> str | None:
+        if lab is None:
+            return None
+        if (line := _line(lab, name)) is None:
+            return NOT_RENDERED
+        return usd(line["usd"]) if line["usd"] is not None else NO_PRICE
+
+    return text
 
 
 def _ceiling(lab: Mapping[str, Any] | None) -> float | None:
-    return None if lab is None else lab["cost"]["ceilingPerHour"]
+    line = _line(lab, "atMostPerHour")
+    return None if line is None else line["usd"]
 
 
-def _ceiling_text(lab: Mapping[str, Any] | None) -> str | None:
-    if lab is None:
-        return None
-    ceiling = _ceiling(lab)
-    return usd(ceiling) if ceiling is not None else NO_PRICE
+def basis(lab: Mapping[str, Any] | None) -> str | None:
+    """What a lab's atMostPerHour is (domain/cost/learner_cost.py PLANNER or BOUND); None without one."""
+    line = _line(lab, "atMostPerHour")
+    return None if line is None else line["basis"]
 
 
-# A base rendered before `labs.<lab>.cost.term` existed: its term figure is not known, never taken for zero.
 NOT_RENDERED = "n/a"
-NOT_RENDERED_NOTE = f"{NOT_RENDERED}: the base's render has no term cost per lab (it predates `labs.<lab>.cost.term`)"
+NOT_RENDERED_NOTE = (
+    f"{NOT_RENDERED}: the base's render has no such figure (it predates `labs.<lab>.cost.term` or "
+    "`labs.<lab>.cost.atMostPerHour`)"
+)
+# Figures of two kinds, or over two periods, are not compared (like with like): the change is NOT_COMPARED.
+NOT_COMPARED = "not compared"
 
 
 def _term(lab: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -61,8 +75,8 @@ def _term_text(lab: Mapping[str, Any] | None) -> str | None:
 # The figures a lab's row compares, each as its cell reads.
 FIGURES: tuple[tuple[str, Callable[[Mapping[str, Any] | None], str | None]], ...] = (
     ("learner seats", lambda lab: None if lab is None else str(lab["learnerSeats"])),
-    ("per seat-hour", _seat_hour),
-    ("ceiling per hour", _ceiling_text),
+    ("at most per hour", _line_text("atMostPerHour")),
+    ("per learner-hour", _line_text("perLearnerHour")),
     ("term cost", _term_text),
 )
 
@@ -75,17 +89,29 @@ class LabChange:
     after: Mapping[str, Any] | None
 
     @property
-    def ceiling_change(self) -> float:
-        return round((_ceiling(self.after) or 0.0) - (_ceiling(self.before) or 0.0), DECIMALS)
+    def ceiling_change(self) -> str:
+        """The "at most" figure's change: NOT_RENDERED when the base's render lacks it, NOT_COMPARED when the two are
+        of different kinds (Karpenter's full lab beside the arithmetic bound)."""
+        sides = [_line_text("atMostPerHour")(lab) for lab in (self.before, self.after)]
+        if NOT_RENDERED in sides:
+            return NOT_RENDERED
+        if None not in (self.before, self.after) and basis(self.before) != basis(self.after):
+            return NOT_COMPARED
+        return _signed(round((_ceiling(self.after) or 0.0) - (_ceiling(self.before) or 0.0), DECIMALS))
 
     @property
     def term_change(self) -> str:
         """The term cost's change: from nothing for an added lab, to nothing for a removed one; NOT_RENDERED when the
-        base's render lacks it, "no price" when a side has none."""
+        base's render lacks it, "no price" when a side has none, NOT_COMPARED when the two count other periods or
+        are at "at most" figures of different kinds."""
         sides = [_term_text(lab) for lab in (self.before, self.after)]
         for unknown in (NOT_RENDERED, NO_PRICE):
             if unknown in sides:
                 return unknown
+        if self.before is not None and self.after is not None:
+            periods = [_period(lab["cost"]["term"]) for lab in (self.before, self.after)]
+            if periods[0] != periods[1] or self.ceiling_change == NOT_COMPARED:
+                return NOT_COMPARED
         before, after = (0.0 if lab is None else lab["cost"]["term"]["usd"] for lab in (self.before, self.after))
         return _signed(after - before)
 
@@ -118,19 +144,22 @@ def total_term(labs: Mapping[str, Any]) -> float | None:
     return round(sum(t["usd"] for t in terms if t is not None and t["usd"] is not None), DECIMALS)
 
 
+def _period(term: Mapping[str, Any]) -> str:
+    """What a lab's term cost covers (domain/cost/stack_cost.py LabTerm: every lab of a stack has the same period)."""
+    if term["first"] is None:
+        return f"a {HOURS_PER_MONTH}-hour month at the labs' at most per hour (no class has a term)"
+    return (
+        f"the term, {term['first']} to {term['last']}: each warm-up and class and consolidateAfter after it at the "
+        "lab's at most per hour, a lab without classes at it all term"
+    )
+
+
 def term_period(labs: Mapping[str, Any]) -> str | None:
-    """What a render's term costs cover (domain/cost/stack_cost.py LabTerm: every lab of a stack has the same period);
-    None without labs, or for a base that predates the term output."""
+    """What a render's term costs cover; None without labs, or for a base that predates the term output."""
     terms = [_term(lab) for lab in labs.values()]
     if not terms or None in terms:
         return None
-    term = next(t for t in terms if t is not None)
-    if term["first"] is None:
-        return f"a {HOURS_PER_MONTH}-hour month at the ceiling (no class has a term)"
-    return (
-        f"the term, {term['first']} to {term['last']}: each warm-up and class at the lab's ceiling, a lab without "
-        "classes at it all term"
-    )
+    return _period(next(t for t in terms if t is not None))
 
 
 def _cell(change: LabChange, figure: Callable[[Mapping[str, Any] | None], str | None]) -> str:
@@ -157,37 +186,68 @@ COLUMNS: tuple[Column[LabChange], ...] = (
     Column("", lambda change: change.kind),
     Column("lab", lambda change: change.name),
     *(_figure_column(header, figure) for header, figure in FIGURES),
-    Column("ceiling change", lambda change: _signed(change.ceiling_change), numeric=True),
+    Column("at most change", lambda change: change.ceiling_change, numeric=True),
     Column("term change", lambda change: change.term_change, numeric=True),
 )
 
 
+def total_at_most(labs: Mapping[str, Any]) -> float | None:
+    """All labs' "at most" per hour (reports/cost_report.py total_ceiling); None when a lab's render has none (a base
+    that predates it)."""
+    if any(_line(lab, "atMostPerHour") is None for lab in labs.values()):
+        return None
+    return total_ceiling(labs)
+
+
+def comparable(base: Mapping[str, Any], head: Mapping[str, Any]) -> bool:
+    """Whether every lab on both sides has an "at most" figure of one kind on both (like with like)."""
+    return all(basis(base[name]) == basis(head[name]) for name in set(base) & set(head))
+
+
 def table(base: Mapping[str, Any], head: Mapping[str, Any], shown: Collection[str] | None = None) -> list[str]:
     """The diff's lead-in and table: the changed labs (those in `shown` only, the comment's room), then all labs'
-    ceiling and term cost before and after, which add up every lab; then what the term costs cover."""
+    "at most" per hour and term cost before and after, which add up every lab; then what the term costs cover, and
+    why a change is not compared where one is not."""
     found = changes(base, head)
-    before, after = total_ceiling(base), total_ceiling(head)
     counts = {kind: sum(c.kind == kind for c in found) for kind in (ADDED, REMOVED, CHANGED)}
     unchanged = len(set(base) & set(head)) - counts[CHANGED]
     summary = (
         f"{counts[ADDED]} added, {counts[REMOVED]} removed, {counts[CHANGED]} changed, {unchanged} unchanged; USD at "
         "the reference prices of the cost table below"
     )
-    term_before, term_after = total_term(base), total_term(head)
-    terms = [NOT_RENDERED if t is None else usd(t) for t in (term_before, term_after)]
-    term_change = (
-        _change(term_before, term_after) if term_before is not None and term_after is not None else NOT_RENDERED
-    )
-    last = ["", "all labs", "", "", f"{usd(before)} → {usd(after)}", " → ".join(terms), _change(before, after)]
+    kinds = comparable(base, head)
+    periods = term_period(base) == term_period(head) or None in (term_period(base), term_period(head))
+    at_most = (total_at_most(base), total_at_most(head))
+    terms = (total_term(base), total_term(head))
+    last = [
+        "",
+        "all labs",
+        "",
+        _total_cell(*at_most),
+        "",
+        _total_cell(*terms),
+        _total_change(*at_most, kinds),
+        _total_change(*terms, kinds and periods),
+    ]
     rows = [c for c in found if shown is None or c.name in shown]
     # A paragraph each: GitHub's Markdown runs consecutive lines into one.
-    notes = [line for note in _term_notes(base, head) for line in ["", *lead_in(note)]]
+    notes = [line for note in _notes(base, head, kinds) for line in ["", *lead_in(note)]]
     return [
         f"{LEAD_IN} ({summary}):",
         "",
-        *markdown(COLUMNS, rows, last=[*last, term_change]),
+        *markdown(COLUMNS, rows, last=last),
         *notes,
     ]
+
+
+def _total_cell(before: float | None, after: float | None) -> str:
+    return " → ".join(NOT_RENDERED if t is None else usd(t) for t in (before, after))
+
+
+def _total_change(before: float | None, after: float | None, alike: bool) -> str:
+    if before is None or after is None:
+        return NOT_RENDERED
+    return _change(before, after) if alike else NOT_COMPARED
 
 
 def _change(before: float, after: float) -> str:
@@ -196,14 +256,20 @@ def _change(before: float, after: float) -> str:
     return _signed(after - before) + (f" ({percent})" if percent else "")
 
 
-def _term_notes(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[str]:
-    """What the term costs cover, the base's too where it differs; that the base has none where it predates them."""
+def _notes(base: Mapping[str, Any], head: Mapping[str, Any], kinds: bool) -> list[str]:
+    """What the term costs cover, the base's too where it differs; why a change is not compared; that the base has
+    a figure missing where it predates it."""
     before, after = term_period(base), term_period(head)
     period = f"term cost: {after or before}"
     if before and after and before != after:
-        period += f"; in the base, {before}"
+        period += f"; in the base, {before}: {NOT_COMPARED}, a term beside another period"
     notes = [period] if before or after else []
-    if any(_term_text(lab) == NOT_RENDERED for lab in base.values()):
+    if not kinds:
+        notes.append(
+            f"{NOT_COMPARED}: at most per hour is Karpenter's full lab on one side and the arithmetic bound (maxGpus x "
+            "the dearest GPU-hour) on the other, where one render ran the planner and the other did not"
+        )
+    if any(NOT_RENDERED in (_term_text(lab), _line_text("atMostPerHour")(lab)) for lab in base.values()):
         notes.append(NOT_RENDERED_NOTE)
     return notes
 
@@ -221,7 +287,7 @@ def stack_total(base_cost: Mapping[str, Any] | None, head_cost: Mapping[str, Any
         return f"{usd(before)} → {usd(after)} ({_signed(after - before)})"
 
     return [
-        f"the whole stack (the `cost` output, control plane to labs' ceiling), USD per hour: {figure('perHour')}; "
+        f"the whole stack (the `cost` output, control plane to the labs at most), USD per hour: {figure('perHour')}; "
         f"per 730-hour month: {figure('perMonth')}"
     ]
 
@@ -231,14 +297,15 @@ def _or_none(amount: float | None) -> str:
 
 
 def alert(base: Mapping[str, Any], head: Mapping[str, Any], threshold: float | str | None) -> str | None:
-    """The line at the top of the comment when the change raises all labs' ceiling by more than the threshold."""
-    before, after = total_ceiling(base), total_ceiling(head)
-    if not raise_alerts(threshold, before, after):
+    """The line at the top of the comment when the change raises all labs' "at most" per hour by more than the
+    threshold; none where the two sides' figures are not of one kind, or the base has none (the diff says why)."""
+    before, after = total_at_most(base), total_at_most(head)
+    if before is None or after is None or not comparable(base, head) or not raise_alerts(threshold, before, after):
         return None
     limit = threshold if isinstance(threshold, str) else f"{threshold:g} USD per hour"
     percent = _percent(before, after)
     return (
-        f"> [!WARNING]\n> This change raises the labs' ceiling by {_signed(after - before)} USD per hour "
+        f"> [!WARNING]\n> This change raises the labs' at most by {_signed(after - before)} USD per hour "
         f"({usd(before)} → {usd(after)}{', ' + percent if percent else ''}), more than gpulab:costAlertThreshold "
         f"({limit})."
     )

@@ -1,6 +1,6 @@
 """A stack's cost table in Markdown, from its `labs` stack output: the render prints it, the PR comment shows it."""
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from components.labels import LAB_LABEL
@@ -31,15 +31,49 @@ def _range(amounts: list[float] | None) -> str:
     return " to ".join(dict.fromkeys(usd(a) for a in amounts)) if amounts else "no price"
 
 
+def _figure(name: str) -> Callable[[LabOutput], str]:
+    """A cell of one of the lab's priced lines (domain/cost/learner_cost.py)."""
+    return lambda item: _or(item[1]["cost"][name]["usd"], "no price")
+
+
 COLUMNS: tuple[Column[LabOutput], ...] = (
     Column("lab", lambda item: item[0]),
     Column("learner seats", lambda item: str(item[1]["learnerSeats"]), numeric=True),
-    Column("per seat-hour", lambda item: _range(item[1]["cost"]["seatHour"]), numeric=True),
-    Column("ceiling per hour", lambda item: _or(item[1]["cost"]["ceilingPerHour"], "no price"), numeric=True),
-    # Already in the seat-hours and the ceiling; shown so that a costly root volume stands out.
+    # The one "at most" figure (atMostPerHour): Karpenter's full lab where the planner ran, else the arithmetic bound.
+    Column("at most per hour", _figure("atMostPerHour"), numeric=True),
+    # Already in the figures; shown so that a costly root volume stands out.
     Column("root volume per node-hour", lambda item: usd(item[1]["cost"]["rootVolumePerNodeHour"]), numeric=True),
     Column("maxHourlyCost", lambda item: _or(item[1]["cost"]["maxHourlyCost"], NONE), numeric=True),
 )
+# What "at most" is, said once, then what it is made of per lab (each lab's atMostPerHour.counts, without its label).
+AT_MOST = "at most per hour: "
+AT_MOST_LEAD_IN = (
+    "at most per hour: Karpenter's full lab where the planner ran, else the arithmetic bound (maxGpus x the dearest "
+    "GPU-hour of the lab's types); each node's root volume included:"
+)
+PER_LEARNER_LEAD_IN = (
+    "per learner (docs/cost.md): per learner-hour = at most per hour / learner seats; per learner over the {period} = "
+    "(the lab's nodes for every hour they may run in it, at most per hour, + empty lab per hour x its hours) / learner "
+    "seats; an empty lab runs no GPU node and costs its share, by learner seats, of what runs always (control plane, "
+    "system nodes, hub):"
+)
+
+
+def per_learner_columns(period: str) -> tuple[Column[LabOutput], ...]:
+    return (
+        Column("lab", lambda item: item[0]),
+        Column("per learner-hour", _figure("perLearnerHour"), numeric=True),
+        Column(f"per learner, {period}", _figure("perLearnerTerm"), numeric=True),
+        Column("empty lab per hour", _figure("emptyLabPerHour"), numeric=True),
+    )
+
+
+def period(labs: Mapping[str, Any]) -> str:
+    """What perLearnerTerm covers: the stack's term, or a 730-hour month without one (the same for every lab)."""
+    terms = [lab["cost"]["term"] for lab in labs.values()]
+    return "month" if not terms or terms[0]["first"] is None else "term"
+
+
 # The total of all labs covers the priced types only: the lead-in of the table of the others says so.
 UNPRICED_LEAD_IN = "instance types without a reference price (left out of the figures above, and of their total):"
 UNPRICED_COLUMNS: tuple[Column[LabOutput], ...] = (
@@ -66,28 +100,40 @@ def _elsewhere(labs: Mapping[str, Any]) -> str:
 
 
 def total_ceiling(labs: Mapping[str, Any]) -> float:
-    """The ceiling per hour of all the labs, those without a price left out (the cost table says so): its last row,
-    and what the cost diff compares (reports/cost_diff.py)."""
-    return round(sum(c for lab in labs.values() if (c := lab["cost"]["ceilingPerHour"]) is not None), DECIMALS)
+    """The "at most" per hour of all the labs (each lab's atMostPerHour), those without a price left out (the cost
+    table says so): its last row, and what the cost diff compares (reports/cost_diff.py)."""
+    return round(sum(c for lab in labs.values() if (c := lab["cost"]["atMostPerHour"]["usd"]) is not None), DECIMALS)
 
 
 def table(labs: Mapping[str, Any], shown: Collection[str] | None = None) -> list[str]:
-    """Per lab: seat-hour price range, ceiling per hour, each node's root volume, cap; then the ceiling of all labs
-    together; then the instance types without a price and what warming each class costs, where there are any.
-    Seat-hours, ceilings and warm-ups include each node's root volume (domain/cost/lab_cost.py). `shown` keeps the rows
-    of those labs only (the pull-request comment's room); the last row still adds up every lab."""
+    """Per lab: its one "at most" figure per hour, each node's root volume, its cap; then the "at most" of all labs
+    together, and what each lab's is made of; then per learner: per learner-hour, over the term (or month), an empty
+    lab per hour; then the instance types without a price and what warming each class costs, where there are any.
+    Every figure includes each node's root volume (domain/cost/lab_cost.py). `shown` keeps the rows of those labs only
+    (the pull-request comment's room); the last row still adds up every lab."""
     total = usd(total_ceiling(labs))
     seats = sum(lab["learnerSeats"] for lab in labs.values())
     rows = [item for item in labs.items() if shown is None or item[0] in shown]
     unpriced = [item for item in rows if item[1]["cost"]["unpriced"]]
     warmups = [(name, w) for name, lab in rows for w in lab["cost"]["warmups"]]
+    made_of = [
+        f"- {name}: {lab['cost']['atMostPerHour']['counts'].removeprefix('at most per hour: ')}" for name, lab in rows
+    ]
+    over = period(labs)
     return [
         *lead_in(
             f"cost of the labs' GPU nodes in USD at {PRICE_SOURCE} and {DISK_PRICE_SOURCE}: list prices of one region"
             f"{_elsewhere(labs)}, not a bill (spot capacity costs less; docs/cost.md):"
         ),
         "",
-        *markdown(COLUMNS, rows, last=["all labs", str(seats), "", total, "", ""]),
+        *markdown(COLUMNS, rows, last=["all labs", str(seats), total, "", ""]),
+        "",
+        *lead_in(AT_MOST_LEAD_IN),
+        *[line for each in made_of for line in lead_in(each)],
+        "",
+        *lead_in(PER_LEARNER_LEAD_IN.format(period="term" if over == "term" else f"{HOURS_PER_MONTH}-hour month")),
+        "",
+        *markdown(per_learner_columns(over), rows),
         *(["", UNPRICED_LEAD_IN, "", *markdown(UNPRICED_COLUMNS, unpriced)] if unpriced else []),
         *(["", WARMUP_LEAD_IN, "", *markdown(WARMUP_COLUMNS, warmups)] if warmups else []),
     ]
@@ -98,7 +144,7 @@ PART_NAMES = {
     "controlPlane": "EKS control plane",
     "systemNodes": "system node group",
     "hub": "JupyterHub (load balancer, database volume)",
-    "labsCeiling": "labs at their ceiling",
+    "labsCeiling": "labs, at most",
 }
 
 
@@ -153,7 +199,7 @@ def stack_table(stack: StackConfig, figures: Mapping[str, Any], planned: bool = 
         return [
             *lines,
             *lead_in(
-                f"no class has a term: a {HOURS_PER_MONTH}-hour month at the ceiling is "
+                f"no class has a term: a {HOURS_PER_MONTH}-hour month, at most, is "
                 f"{_or(output['perMonth']['total'], 'not known (a part has no price)')} USD"
             ),
         ]
@@ -161,8 +207,9 @@ def stack_table(stack: StackConfig, figures: Mapping[str, Any], planned: bool = 
         *lines,
         *lead_in(
             f"the term, {found.first} to {found.last} ({found.hours} hours): "
-            f"{_or(found.classes, 'no price')} USD for {found.class_hours:g} hours of warm-ups and classes at the full "
-            f"labs' cost (labs without classes at their ceiling all term), beside {_or(found.always_on, 'no price')} "
+            f"{_or(found.classes, 'no price')} USD for {found.class_hours:g} hours of warm-ups, classes and "
+            "consolidateAfter at each lab's at most per hour (labs without classes at it all term), beside "
+            f"{_or(found.always_on, 'no price')} "
             f"USD always on; {_or(found.total, 'not known')} USD in all"
         ),
     ]

@@ -10,7 +10,13 @@ from components.karpenter.manifests import node_overlays, node_pool
 from components.labels import COST_CEILING_ANNOTATION, GPU_RESOURCE, MAX_HOURLY_COST_ANNOTATION
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
 from domain.cost.lab_cost import lab_cost, root_volume_per_hour, warmup_cost
-from domain.cost.prices import DISK_PRICE_SOURCE, ON_DEMAND_USD_PER_HOUR, PRICE_SOURCE
+from domain.cost.prices import (
+    CLB_PRICE_SOURCE,
+    DISK_PRICE_SOURCE,
+    EKS_PRICE_SOURCE,
+    ON_DEMAND_USD_PER_HOUR,
+    PRICE_SOURCE,
+)
 from tests.conftest import STACK_FILES, run_stack_file, run_values, stack_values
 from tests.support.synthetic import SYNTHETIC, lab
 
@@ -195,7 +201,46 @@ def test_stack_output_carries_the_cost_of_each_lab(base_run):
         "spotPerHour": {},  # offline: no spot prices (a preview's are EC2's, components/live_prices.py)
         # No class has a term: a 730-hour month at the ceiling (tests/test_stack_cost.py has a term's).
         "term": {"counts": "month", "first": None, "last": None, "hours": 730, "usd": 1542.344},
+        # The one "at most" figure: without the planner, the arithmetic bound, which is the ceiling.
+        "atMostPerHour": {
+            "usd": 2.1128,
+            "basis": "bound",
+            "region": "us-east-1",
+            "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}; {ELSEWHERE}",
+            "counts": "at most per hour: the arithmetic bound, maxGpus 4 x 0.528192 USD per GPU-hour of g4dn.xlarge, "
+            "its root volume included",
+        },
+        # 2.1128 / 12 seats = 0.17606667, rounded up.
+        "perLearnerHour": {
+            "usd": 0.1761,
+            "region": "us-east-1",
+            "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}; {ELSEWHERE}",
+            "counts": "atMostPerHour over 12 learner seats",
+        },
+        # The control plane (0.1) and two m7i.large system nodes (0.206), the only lab's.
+        "emptyLabPerHour": {
+            "usd": 0.306,
+            "region": "us-east-1",
+            "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}; {EKS_PRICE_SOURCE}; {CLB_PRICE_SOURCE}; {ELSEWHERE}",
+            "counts": "no GPU node (Karpenter removes a lab's empty nodes after consolidateAfter); all of what runs "
+            "always (control plane, system nodes, hub: 0.3060 USD per hour)",
+        },
+        # (1542.344 + 730 x 0.306) / 12 = 147.14366667, rounded up.
+        "perLearnerTerm": {
+            "usd": 147.1437,
+            "region": "us-east-1",
+            "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}; {EKS_PRICE_SOURCE}; {CLB_PRICE_SOURCE}; {ELSEWHERE}",
+            "counts": "a 730-hour month (no class has a term): the lab's nodes 730 hours at atMostPerHour (any hour of "
+            "the month), plus emptyLabPerHour x 730 hours, over 12 learner seats",
+        },
     }
+
+
+# Every line of a eu-west-1 stack priced offline says it is priced from another region, and why.
+ELSEWHERE = (
+    "priced from us-east-1, not eu-west-1: gpulab has no eu-west-1 prices offline (`pulumi preview` prices the "
+    "instances in eu-west-1)"
+)
 
 
 def test_an_unpriced_labs_stack_output_has_null_figures():

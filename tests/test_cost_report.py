@@ -37,13 +37,28 @@ def rows(lines: list[str]) -> dict[str, list[str]]:
     return {row["lab"]: list(row.values())[1:] for row in tables.table(lines, "cost of the labs' GPU nodes")}
 
 
-def test_summary_shows_seat_hour_ceiling_cap_and_stack_total():
+def per_learner(lines: list[str]) -> dict[str, list[str]]:
+    """The per-learner table's rows by lab."""
+    return {row["lab"]: list(row.values())[1:] for row in tables.table(lines, "per learner (docs/cost.md)")}
+
+
+def test_summary_shows_at_most_per_learner_cap_and_total():
     lines = summary(run_values(TWO_LABS))
     assert rows(lines) == {
-        "a": ["4", "0.4035", "1.6140", "0.0022", "-"],
-        "b": ["4", "2.6237", "10.4949", "0.0022", "11.0000"],
-        "all labs": ["8", "", "12.1089", "", ""],
+        "a": ["4", "1.6140", "0.0022", "-"],
+        "b": ["4", "10.4949", "0.0022", "11.0000"],
+        "all labs": ["8", "12.1089", "", ""],
     }
+    # Always on: 0.1 + 0.206 = 0.306 per hour, 4 of the 8 seats each: 0.153. Per learner-hour: 1.614 / 4 = 0.4035;
+    # 10.4949 / 4 = 2.623725, rounded up 2.6238. A 730-hour month: (730 x 1.614 + 730 x 0.153) / 4 = 322.4775;
+    # (730 x 10.4949 + 730 x 0.153) / 4 = 1943.241750, rounded up 1943.2418.
+    assert per_learner(lines) == {
+        "a": ["0.4035", "322.4775", "0.1530"],
+        "b": ["2.6238", "1943.2418", "0.1530"],
+    }
+    assert "| lab | per learner-hour | per learner, month | empty lab per hour |" in [
+        " ".join(line.split()) for line in lines
+    ]
     # Nothing unpriced, no classes: no tables for them.
     assert not [line for line in lines if line in (cost_report.UNPRICED_LEAD_IN, cost_report.WARMUP_LEAD_IN)]
 
@@ -61,10 +76,10 @@ def test_an_unpriced_lab_says_so_the_total_counts_priced_only():
     lines = summary(run_values(values))
     assert rows(lines) == {
         # The disk has a price where the instance has none: g7.2xlarge keeps its images on 440 GB of NVMe.
-        "new": ["4", "no price", "no price", "0.0022", "-"],
-        # (0.526 + 0.00219178) / 3 = 0.17606393; 8 GPUs x 0.52819178 = 4.22553425, rounded up
-        "mixed": ["24", "0.1761", "4.2256", "0.0022", "-"],
-        "all labs": ["28", "", "4.2256", "", ""],
+        "new": ["4", "no price", "0.0022", "-"],
+        # 8 GPUs x 0.52819178 = 4.22553425, rounded up; no price for the lab, as Karpenter may launch p5e.48xlarge
+        "mixed": ["24", "no price", "0.0022", "-"],
+        "all labs": ["28", "0.0000", "", ""],
     }
     unpriced = tables.table(lines, cost_report.UNPRICED_LEAD_IN)
     assert {r["lab"]: r["instance types without a price"] for r in unpriced} == {
@@ -73,14 +88,20 @@ def test_an_unpriced_lab_says_so_the_total_counts_priced_only():
     }
 
 
-def test_a_range_of_seat_hour_prices_is_shown_cheapest_first():
+def test_at_most_says_once_what_it_is_and_per_lab_its_basis():
     values = stack_values(**{"gpulab:labs": {"mix": lab(["g5.12xlarge", "g4dn.xlarge"], 2, 4)}})
-    # g4dn.xlarge (0.526 + 0.00219178) / 2 = 0.2641; g5.12xlarge (5.672 + 0.00219178) / 4 GPUs / 2 = 0.7093
-    assert rows(cost_report.table(run_values(values).outputs["labs"]))["mix"][1] == "0.2641 to 0.7093"
+    lines = cost_report.table(run_values(values).outputs["labs"])
+    start = lines.index(cost_report.lead_in(cost_report.AT_MOST_LEAD_IN)[0])
+    # g5.12xlarge: (5.672 + 0.00219178) / 4 GPUs = 1.41854795 per GPU-hour, the dearer; 4 GPUs of it 5.6742.
+    assert lines[start + 2] == (
+        "- mix: the arithmetic bound, maxGpus 4 x 1.418548 USD per GPU-hour of g5.12xlarge, its root volume included"
+    )
+    assert rows(lines)["mix"][1] == "5.6742"
+    assert sum("Karpenter's full lab where the planner ran" in line for line in lines) == 1
 
 
 def test_a_stack_without_labs_has_an_empty_table_zero_total():
-    assert rows(summary(run_values(stack_values(**{"gpulab:labs": {}})))) == {"all labs": ["0", "", "0.0000", "", ""]}
+    assert rows(summary(run_values(stack_values(**{"gpulab:labs": {}})))) == {"all labs": ["0", "0.0000", "", ""]}
 
 
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)

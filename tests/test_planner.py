@@ -415,7 +415,7 @@ def test_the_plan_names_its_prices_region_beside_the_stacks(binary):
     assert (result["region"], result["pricesRegion"]) == (run.stack.region, expected)
     # The plan's table (render summary, pull-request comment) says whose prices its USD are.
     lead = " ".join(plan.table(result))
-    assert f"USD at Karpenter's {expected} list prices, for a stack in {run.stack.region};" in lead
+    assert f"USD at Karpenter's {expected} list prices, for a stack in {run.stack.region}, instances without" in lead
 
 
 def test_planner_stack_labs_keep_every_promise_karpenter_checks(binary):
@@ -485,8 +485,14 @@ def test_render_prints_seats_and_the_dearest_scenario_ceiling(binary, tmp_path, 
     disk = out["cost"]["rootVolumePerNodeHour"]
     dearer = max(s["costPerHour"] + disk * len(s["nodeClaims"]) for s in (burst, trickle))
     (row,) = [r for r in tables.table(printed, "cost of the labs") if r["lab"] == "two-types"]
-    assert float(row["ceiling per hour"]) == pytest.approx(dearer, abs=1e-4)
+    assert float(row["at most per hour"]) == pytest.approx(dearer, abs=1e-4)
     assert row["learner seats"] == str(min(placed(burst), placed(trickle)))
+    # outputs.json holds the one figure the summary shows, Karpenter's, and what follows from it.
+    at_most = out["cost"]["atMostPerHour"]
+    assert (at_most["usd"], at_most["basis"]) == (float(row["at most per hour"]), "planner")
+    assert at_most["counts"].startswith("at most per hour: Karpenter v1.14.1's full lab (the planner's ")
+    seats = min(placed(burst), placed(trickle))
+    assert out["cost"]["perLearnerHour"]["usd"] == pytest.approx(at_most["usd"] / seats, abs=1e-4)
 
 
 def test_learners_bigger_than_sized_fail_the_render_one_by_one(binary, tmp_path):

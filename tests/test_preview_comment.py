@@ -44,7 +44,7 @@ def test_the_comment_is_marker_then_cost_table_then_preview(staging_render):
     lines = body.splitlines()
     assert lines[:2] == ["<!-- gpulab-preview:staging -->", "#### `pulumi preview` of staging"]
     table = next(
-        i for i, line in enumerate(lines) if tables.cells(line)[:3] == ["lab", "learner seats", "per seat-hour"]
+        i for i, line in enumerate(lines) if tables.cells(line)[:3] == ["lab", "learner seats", "at most per hour"]
     )
     assert table < lines.index("<pre>")
     assert [row["lab"] for row in tables.table(lines)] == ["intro", "all labs"]
@@ -106,7 +106,7 @@ def test_many_labs_show_first_rows_total_of_all_previews_end(staging_render):
     # The total still adds up every lab, those left out too: their seats and their ceilings.
     total = tables.table(lines)[-1]
     assert cost_rows[-1] == "all labs" and total["learner seats"] == str(1000 * lab["learnerSeats"])
-    assert total["ceiling per hour"] == usd(1000 * lab["cost"]["ceilingPerHour"])
+    assert total["at most per hour"] == usd(1000 * lab["cost"]["atMostPerHour"]["usd"])
     assert list(dict.fromkeys(row["lab"] for row in tables.table(lines, tables.PLAN_TABLE))) == shown
     assert (
         f"The tables leave out the last {1000 - len(shown)} of the 1000 labs to fit GitHub's limit on a comment; the "
@@ -302,22 +302,20 @@ def test_the_comment_diffs_added_removed_labs_and_max_gpus():
         intro[""] == "~"
         and intro["learner seats"] == f"{base['intro']['learnerSeats']} → {head['intro']['learnerSeats']}"
     )
-    assert (
-        intro["ceiling per hour"]
-        == f"{usd(base['intro']['cost']['ceilingPerHour'])} → {usd(head['intro']['cost']['ceilingPerHour'])}"
-    )
+    at_most = [usd(labs["intro"]["cost"]["atMostPerHour"]["usd"]) for labs in (base, head)]
+    assert intro["at most per hour"] == " → ".join(at_most)
     assert (
         rows["retired"][""] == "-"
-        and rows["retired"]["ceiling change"] == f"-{usd(base['retired']['cost']['ceilingPerHour'])}"
+        and rows["retired"]["at most change"] == f"-{usd(base['retired']['cost']['atMostPerHour']['usd'])}"
     )
-    assert rows["vision"][""] == "+" and rows["vision"]["ceiling per hour"] == usd(
-        head["vision"]["cost"]["ceilingPerHour"]
+    assert rows["vision"][""] == "+" and rows["vision"]["at most per hour"] == usd(
+        head["vision"]["cost"]["atMostPerHour"]["usd"]
     )
-    assert rows["vision"]["ceiling change"] == f"+{usd(head['vision']['cost']['ceilingPerHour'])}"
-    before = sum(lab["cost"]["ceilingPerHour"] for lab in base.values())
-    after = sum(lab["cost"]["ceilingPerHour"] for lab in head.values())
-    assert rows["all labs"]["ceiling per hour"] == f"{usd(before)} → {usd(after)}"
-    assert rows["all labs"]["ceiling change"].startswith(f"+{usd(after - before)} (+")
+    assert rows["vision"]["at most change"] == f"+{usd(head['vision']['cost']['atMostPerHour']['usd'])}"
+    before = sum(lab["cost"]["atMostPerHour"]["usd"] for lab in base.values())
+    after = sum(lab["cost"]["atMostPerHour"]["usd"] for lab in head.values())
+    assert rows["all labs"]["at most per hour"] == f"{usd(before)} → {usd(after)}"
+    assert rows["all labs"]["at most change"].startswith(f"+{usd(after - before)} (+")
     # Each lab's term cost beside its ceiling: without classes, a 730-hour month at the ceiling.
     term = {name: lab["cost"]["term"]["usd"] for name, lab in (base | head).items()}
     assert intro["term cost"] == f"{usd(base['intro']['cost']['term']['usd'])} → {usd(term['intro'])}"
@@ -330,7 +328,7 @@ def test_the_comment_diffs_added_removed_labs_and_max_gpus():
     )
     terms = [sum(lab["cost"]["term"]["usd"] for lab in labs.values()) for labs in (base, head)]
     assert rows["all labs"]["term cost"] == f"{usd(terms[0])} → {usd(terms[1])}"
-    assert "term cost: a 730-hour month at the ceiling (no class has a term)" in body.splitlines()
+    assert "term cost: a 730-hour month at the labs' at most per hour (no class has a term)" in body.splitlines()
     # Above the cost table, whose rows are the head's labs.
     lines = body.splitlines()
     assert lines.index(next(line for line in lines if line.startswith(cost_diff.LEAD_IN))) < lines.index("<pre>")
@@ -349,15 +347,16 @@ def test_a_changed_class_changes_term_cost_not_the_ceiling():
     head = labs_of({"intro": lab(["g4dn.xlarge"], 3, 4, classes=[a_class("2h")])})
     body = preview_comment.comment("staging", head, PREVIEW, base=base)
     rows = diff_rows(body)
-    # Two classes, each its 20m warm-up and its duration at the ceiling of 4 x (0.526 + 0.0021918) = 2.1128:
-    # 2 x 1h20m = 2.6667 hours cost 5.6342 (rounded up), 2 x 2h20m = 4.6667 hours 9.8598.
-    assert rows["intro"][""] == "~" and rows["intro"]["ceiling per hour"] == "2.1128"
-    assert rows["intro"]["term cost"] == "5.6342 → 9.8598" and rows["intro"]["term change"] == "+4.2256"
-    assert rows["all labs"]["term cost"] == "5.6342 → 9.8598" and rows["all labs"]["term change"] == "+4.2256 (+75.0%)"
-    assert rows["all labs"]["ceiling change"] == "+0.0000 (+0.0%)"
+    # Two classes, each its 20m warm-up, its duration and consolidateAfter (10m) at the "at most" of
+    # 4 x (0.526 + 0.0021918) = 2.1128: 2 x 1h30m = 3 hours cost 6.3384, 2 x 2h30m = 5 hours 10.564.
+    assert rows["intro"][""] == "~" and rows["intro"]["at most per hour"] == "2.1128"
+    assert rows["intro"]["term cost"] == "6.3384 → 10.5640" and rows["intro"]["term change"] == "+4.2256"
+    assert rows["all labs"]["term cost"] == "6.3384 → 10.5640"
+    assert rows["all labs"]["term change"] == "+4.2256 (+66.7%)"
+    assert rows["all labs"]["at most change"] == "+0.0000 (+0.0%)"
     assert tables.lead_ins(body.splitlines(), ("term cost:",)) == [
-        "term cost: the term, 2027-01-11 to 2027-01-24: each warm-up and class at the lab's ceiling, a lab without "
-        "classes at it all term"
+        "term cost: the term, 2027-01-11 to 2027-01-24: each warm-up and class and consolidateAfter after it at the "
+        "lab's at most per hour, a lab without classes at it all term"
     ]
 
 
@@ -393,7 +392,7 @@ def test_a_ceiling_rise_over_the_threshold_is_flagged_on_top(threshold, flagged)
     assert (lines[3] == "> [!WARNING]") is flagged
     if flagged:
         assert "more than gpulab:costAlertThreshold" in lines[4] and lines[4].startswith(
-            "> This change raises the labs' ceiling by +"
+            "> This change raises the labs' at most by +"
         )
     # A fall is never flagged.
     assert "[!WARNING]" not in preview_comment.comment("staging", base, PREVIEW, base=head, threshold=threshold)
@@ -405,22 +404,23 @@ def test_a_percentage_threshold_is_of_the_bases_ceiling():
     body = preview_comment.comment("staging", head, PREVIEW, base=base, threshold="10%")
     assert body.splitlines()[3:5] == [
         "> [!WARNING]",
-        "> This change raises the labs' ceiling by +0.5282 USD per hour (4.7538 → 5.2820, +11.1%), more than "
+        "> This change raises the labs' at most by +0.5282 USD per hour (4.7538 → 5.2820, +11.1%), more than "
         "gpulab:costAlertThreshold (10%).",
     ]
 
 
 def test_a_cut_comment_diffs_every_labs_ceiling_in_its_total(staging_render):
     (one,) = staging_labs(staging_render).values()
-    dearer = {**one, "cost": {**one["cost"], "ceilingPerHour": one["cost"]["ceilingPerHour"] * 2}}
+    at_most = one["cost"]["atMostPerHour"]
+    dearer = {**one, "cost": {**one["cost"], "atMostPerHour": {**at_most, "usd": at_most["usd"] * 2}}}
     base = {f"lab-{i:04d}": one for i in range(1000)}
     head = {f"lab-{i:04d}": dearer for i in range(1000)}
     body = preview_comment.comment("staging", head, "Resources: 1 to update", base=base)
     assert len(body) <= preview_comment.MAX_COMMENT_CHARS
     rows = diff_rows(body)
     assert 0 < len(rows) - 1 < 1000
-    assert rows["all labs"]["ceiling per hour"] == (
-        f"{usd(1000 * one['cost']['ceilingPerHour'])} → {usd(1000 * dearer['cost']['ceilingPerHour'])}"
+    assert rows["all labs"]["at most per hour"] == (
+        f"{usd(1000 * one['cost']['atMostPerHour']['usd'])} → {usd(1000 * dearer['cost']['atMostPerHour']['usd'])}"
     )
 
 
@@ -748,3 +748,77 @@ def test_a_refused_version_is_posted_then_fails_the_step(tmp_path, staging_rende
         'not supported", https://docs.aws.amazon.com/eks/latest/eksctl/cluster-upgrade.html). Move it to 1.34 in this '
         "change, and on to 1.35 one minor version per change once each is applied (docs/upgrading.md).",
     ]
+
+
+# --- like with like: an hour with an hour, a term with the same term, Karpenter's figure with Karpenter's -----------
+
+TERM_LABS = {"intro": lab(["g4dn.xlarge"], 3, 4, classes=[a_class("1h")]), "open": lab(["g5.xlarge"], 2, 2)}
+
+
+def test_an_unchanged_stack_diffs_zero_percent_in_hour_and_term():
+    labs = labs_of(TERM_LABS)
+    rows = diff_rows(preview_comment.comment("staging", labs, PREVIEW, base=labs))
+    assert list(rows) == ["all labs"]
+    assert (rows["all labs"]["at most change"], rows["all labs"]["term change"]) == (
+        "+0.0000 (+0.0%)",
+        "+0.0000 (+0.0%)",
+    )
+
+
+def test_a_doubled_lab_doubles_its_hour_and_its_term():
+    base = labs_of({"intro": lab(["g4dn.xlarge"], 3, 4, classes=[a_class("1h")])})
+    head = labs_of({"intro": lab(["g4dn.xlarge"], 3, 8, classes=[a_class("1h")])})
+    rows = diff_rows(preview_comment.comment("staging", head, PREVIEW, base=base))
+    # 4 -> 8 GPUs: 2.1128 -> 4.2256 per hour; 3 hours of the term (2 x (20m + 1h + 10m)) 6.3384 -> 12.6768.
+    assert rows["intro"]["at most per hour"] == "2.1128 → 4.2256" and rows["intro"]["at most change"] == "+2.1128"
+    assert rows["intro"]["term cost"] == "6.3384 → 12.6768" and rows["intro"]["term change"] == "+6.3384"
+    assert rows["all labs"]["at most change"] == "+2.1128 (+100.0%)"
+    assert rows["all labs"]["term change"] == "+6.3384 (+100.0%)"
+
+
+def test_a_term_beside_a_month_is_not_compared():
+    base = labs_of({"intro": lab(["g4dn.xlarge"], 3, 4)})  # no term: a 730-hour month
+    head = labs_of({"intro": lab(["g4dn.xlarge"], 3, 4, classes=[a_class("1h")])})
+    body = preview_comment.comment("staging", head, PREVIEW, base=base)
+    rows = diff_rows(body)
+    assert rows["intro"]["term cost"] == "1542.3440 → 6.3384" and rows["intro"]["term change"] == "not compared"
+    assert rows["all labs"]["term change"] == "not compared"
+    assert rows["all labs"]["at most change"] == "+0.0000 (+0.0%)"
+    (note,) = tables.lead_ins(body.splitlines(), ("term cost:",))
+    assert note.endswith(
+        "; in the base, a 730-hour month at the labs' at most per hour (no class has a term): not compared, a term "
+        "beside another period"
+    )
+
+
+def test_karpenters_figure_beside_the_bound_is_not_compared():
+    base = labs_of({"intro": lab(["g4dn.xlarge", "g4dn.2xlarge"], 3, 8)})
+    at_most = base["intro"]["cost"]["atMostPerHour"]
+    # The head as a render with the planner writes it: Karpenter's full lab of 8 x g4dn.xlarge, disks in (4.2256).
+    head = {
+        "intro": {
+            **base["intro"],
+            "cost": {**base["intro"]["cost"], "atMostPerHour": {**at_most, "usd": 4.2256, "basis": "planner"}},
+        }
+    }
+    body = preview_comment.comment("staging", head, PREVIEW, base=base, threshold="1%")
+    rows = diff_rows(body)
+    assert rows["intro"]["at most per hour"] == "6.0336 → 4.2256" and rows["intro"]["at most change"] == "not compared"
+    assert rows["all labs"]["at most change"] == "not compared"
+    assert any(
+        line.startswith("not compared: at most per hour is Karpenter's full lab on one side")
+        for line in body.splitlines()
+    )
+    assert "[!WARNING]" not in body
+
+
+def test_the_comment_shows_each_labs_per_learner_figures(staging_render):
+    labs = staging_labs(staging_render)
+    lines = preview_comment.comment("staging", labs, PREVIEW).splitlines()
+    rows = {r["lab"]: r for r in tables.table(lines, "per learner (docs/cost.md)")}
+    cost = labs["intro"]["cost"]
+    assert rows["intro"]["per learner-hour"] == usd(cost["perLearnerHour"]["usd"])
+    assert rows["intro"]["per learner, month"] == usd(cost["perLearnerTerm"]["usd"])
+    assert rows["intro"]["empty lab per hour"] == usd(cost["emptyLabPerHour"]["usd"])
+    # One "at most" figure: the cost table's, and no other column of the comment called a ceiling.
+    assert not [line for line in lines if "ceiling per hour" in line]

@@ -75,7 +75,7 @@ def test_summary_shows_stack_price_regions_and_termless_month():
     assert "us-east-1 on-demand list prices" in title and "stack in eu-west-1" in title
     rows = whole_stack_rows(lines)
     assert rows["total"][:2] == ["2.4188", "1765.7240"]
-    assert "no class has a term: a 730-hour month at the ceiling is 1765.7240 USD" in lines
+    assert "no class has a term: a 730-hour month, at most, is 1765.7240 USD" in lines
 
 
 def test_a_term_costs_warmups_and_classes_at_full_lab_plus_base():
@@ -93,12 +93,12 @@ def test_a_term_costs_warmups_and_classes_at_full_lab_plus_base():
         }
     )
     (line,) = tables.lead_ins(summary(run_values(values)), ("the term",))
-    # Classes: 2 x (20m warm-up + 1h) = 2.6667 hours x 2.1128 = 5.63413, rounded up 5.6342.
+    # Classes: 2 x (20m warm-up + 1h + 10m consolidateAfter) = 3 hours x 2.1128 = 6.3384.
     # Always on: 336 hours x (0.1 + 0.206) = 102.816.
     assert line == (
-        "the term, 2027-01-11 to 2027-01-24 (336 hours): 5.6342 USD for 2.66667 hours of warm-ups and classes at the "
-        "full labs' cost (labs without classes at their ceiling all term), beside 102.8160 USD always on; "
-        "108.4502 USD in all"
+        "the term, 2027-01-11 to 2027-01-24 (336 hours): 6.3384 USD for 3 hours of warm-ups, classes and "
+        "consolidateAfter at each lab's at most per hour (labs without classes at it all term), beside 102.8160 USD "
+        "always on; 109.1544 USD in all"
     )
 
 
@@ -130,13 +130,14 @@ def test_the_labs_term_costs_add_up_to_the_stacks_term():
     )
     run = run_values(values)
     terms = {name: lab["cost"]["term"] for name, lab in run.outputs["labs"].items()}
-    # intro: 2 x (20m + 1h) at 2.1128; open, without classes, at 0.5282 all the 336 hours of the term: 177.4752.
+    # intro: 2 x (20m + 1h + 10m) at 2.1128; open, without classes, at 0.5282 all the 336 hours of the term:
+    # 177.4752.
     assert terms["intro"] == {
         "counts": "classes",
         "first": "2027-01-11",
         "last": "2027-01-24",
-        "hours": 2.6667,
-        "usd": 5.6342,
+        "hours": 3,
+        "usd": 6.3384,
     }
     assert terms["open"] == {
         "counts": "all term",
@@ -146,7 +147,7 @@ def test_the_labs_term_costs_add_up_to_the_stacks_term():
         "usd": 177.4752,
     }
     (line,) = tables.lead_ins(summary(run), ("the term",))
-    assert line.startswith("the term, 2027-01-11 to 2027-01-24 (336 hours): 183.1094 USD for 2.66667 hours of warm-ups")
+    assert line.startswith("the term, 2027-01-11 to 2027-01-24 (336 hours): 183.8136 USD for 3 hours of warm-ups")
 
 
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
@@ -164,3 +165,31 @@ def test_every_figure_names_its_price_region_and_the_stacks(path):
         assert "us-east-1" in title
         if region != "us-east-1":
             assert f"stack in {region}; `pulumi preview` prices {region}" in title
+
+
+def test_a_term_counts_consolidate_after_and_an_overlap_once():
+    classes = [
+        {
+            "schedule": "0 9 * * mon",
+            "duration": "1h",
+            "warmSeats": 6,
+            "term": {"start": "2027-01-11", "end": "2027-01-17"},
+        },
+        {
+            "schedule": "30 9 * * mon",
+            "duration": "1h",
+            "warmSeats": 6,
+            "term": {"start": "2027-01-11", "end": "2027-01-17"},
+        },
+    ]
+    one = lab(["g4dn.xlarge"], 3, max_gpus=4, classes=classes, disruption={"consolidateAfter": "30m"})
+    cost = run_values(stack_values(**{"gpulab:labs": {"intro": one}})).outputs["labs"]["intro"]["cost"]
+    # 08:40 (the first warm-up) to 11:00 (the second class's end + 30m), not 2 x (20m + 1h + 30m) = 3h40m; x 2.1128 =
+    # 4.92986667, rounded up 4.9299.
+    assert (cost["term"]["hours"], cost["term"]["usd"]) == (pytest.approx(7 / 3), 4.9299)
+    # (4.9299 + 7 days x 24 h x 0.306 always on) / 12 seats = 4.694825, rounded up.
+    assert cost["perLearnerTerm"]["usd"] == 4.6949
+    assert cost["perLearnerTerm"]["counts"] == (
+        "the term, 2027-01-11 to 2027-01-17: the lab's nodes 2.33333 hours at atMostPerHour (each warm-up and class, "
+        "and consolidateAfter after it, overlaps once), plus emptyLabPerHour x 168 hours, over 12 learner seats"
+    )

@@ -15,9 +15,10 @@ from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 from domain.capacity.disks import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS, Volume
-from domain.cost.lab_cost import DECIMALS, root_volume_per_hour, rounded
+from domain.cost.lab_cost import root_volume_per_hour, rounded
 from domain.cost.price_book import PriceBook
 from domain.cost.prices import HOURS_PER_MONTH
+from domain.time import durations
 from domain.upstream.eks_calendar import CALENDAR
 
 # The EKS API's CreateNodegroup `diskSize`: "The default disk size is 20 GiB for Linux" (the system node group sets
@@ -127,7 +128,8 @@ def labs_ceiling(ceilings: Mapping[str, float | None]) -> tuple[float | None, st
     unpriced = sorted(name for name, ceiling in ceilings.items() if ceiling is None)
     if unpriced:
         return None, f"lab {', '.join(unpriced)} has an instance type without a price"
-    counted = "1 lab at its ceiling" if len(ceilings) == 1 else f"{len(ceilings)} labs at their ceilings"
+    counted = "1 lab" if len(ceilings) == 1 else f"{len(ceilings)} labs"
+    counted += ", each at its at most per hour"
     return _sum(c for c in ceilings.values() if c is not None), counted
 
 
@@ -167,9 +169,11 @@ def _sum(amounts: Iterable[float]) -> float:
 
 
 def full_cost(cost: Mapping[str, Any]) -> float | None:
-    """A lab's full cost per hour from its `labs.<lab>.cost` output: its ceiling, None where a type has no price:
-    Karpenter may launch that type, so the priced types' ceiling would not bound the lab."""
-    return None if cost["unpriced"] else cost["ceilingPerHour"]
+    """A lab's full cost per hour from its `labs.<lab>.cost` output: its one "at most" figure (atMostPerHour,
+    domain/cost/learner_cost.py), None where a type has no price: Karpenter may launch that type, so the priced
+    types' ceiling would not bound the lab."""
+    amount: float | None = cost["atMostPerHour"]["usd"]
+    return amount
 
 
 def labs_ceilings(costs: Mapping[str, Mapping[str, Any]]) -> dict[str, float | None]:
@@ -200,24 +204,43 @@ class LabTerm:
 
     def as_output(self) -> dict[str, Any]:
         first, last = (d.isoformat() for d in self.days) if self.days else (None, None)
-        hours = round(self.hours, DECIMALS)
-        return {"counts": self.counts, "first": first, "last": last, "hours": hours, "usd": self.usd}
+        # Not rounded: the figures at another hourly amount (Karpenter's, domain/cost/learner_cost.py) are made from it.
+        return {"counts": self.counts, "first": first, "last": last, "hours": self.hours, "usd": self.usd}
 
 
 def lab_term(lab: Any, days: tuple[datetime.date, datetime.date] | None, ceiling: float | None) -> LabTerm:
-    """A lab's term figure: with the stack's term (`days`, term_days), each warm-up and class of the lab
-    (LabClass.occurrences, warm-up to end) at `ceiling` per hour, a lab without classes at it all term; without a
-    term, a 730-hour month at it. `lab`: domain.stack.model's Lab; `ceiling`: its full cost per hour, Karpenter's where
+    """A lab's term figure: with the stack's term (`days`, term_days), every hour its nodes may run at `ceiling` per
+    hour: from each class's warm-up (LabClass.occurrences) to its end and consolidateAfter after it, when Karpenter
+    removes the emptied nodes, an hour two classes share counted once; a lab without classes at it all term. Without
+    a term, a 730-hour month at it. `lab`: domain.stack.model's Lab; `ceiling`: its atMostPerHour, Karpenter's where
     the planner ran."""
     if days is None:
         counts, hours = MONTH, Decimal(HOURS_PER_MONTH)
     elif lab.classes:
-        moments = [o for c in lab.classes for o in c.occurrences(*days)]
-        counts, hours = CLASSES, sum((Decimal((o.end - o.warm).total_seconds()) / 3600 for o in moments), Decimal(0))
+        after = datetime.timedelta(minutes=durations.duration_minutes(lab.disruption.consolidate_after))
+        spans = sorted((o.warm, o.end + after) for c in lab.classes for o in c.occurrences(*days))
+        counts, hours = CLASSES, Decimal(_covered(spans).total_seconds()) / 3600
     else:
         counts, hours = ALL_TERM, Decimal(((days[1] - days[0]).days + 1) * 24)  # it may run at any time
-    amount = None if ceiling is None else _up(hours * Decimal(str(ceiling)))
-    return LabTerm(counts, days, float(hours), amount)
+    return LabTerm(counts, days, float(hours), term_usd(hours, ceiling))
+
+
+def _covered(spans: list[tuple[datetime.datetime, datetime.datetime]]) -> datetime.timedelta:
+    """How long the sorted `spans` cover, a moment in two of them once."""
+    total, reached = datetime.timedelta(0), None
+    for start, end in spans:
+        if reached is not None and start < reached:
+            start = reached
+        if end > start:
+            total += end - start
+            reached = end
+    return total
+
+
+def term_usd(hours: Decimal, per_hour: float | None) -> float | None:
+    """`hours` at `per_hour` USD, rounded up; None without a price. The one product of a term's hours and an hourly
+    figure (lab_term; domain/cost/learner_cost.py with Karpenter's figure)."""
+    return None if per_hour is None else _up(hours * Decimal(str(per_hour)))
 
 
 @dataclass(frozen=True)
