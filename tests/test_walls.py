@@ -150,6 +150,19 @@ def test_dns_goes_nowhere_else(stack):
     assert not [p for p in found if p["allowed"]]
 
 
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_every_learners_server_has_rules_of_its_own(stack):
+    # Users whose names differ only after a "-", or only in characters KubeSpawner's slugs replace, or past its
+    # 48-character slug: the hub's own pod names keep them apart in the network policy agent's identifiers.
+    config = stack_hub_config(stack)
+    users = ["alice", "alice-1", "alice-2", "ann-lee", "ann-lee-1", "Ann.Lee@example.org", "ann.lee@example.org"]
+    users += ["l" * 60 + "-1", "l" * 60 + "-2"]
+    for lab in _layout(stack).learners:
+        pods = [learner_pod(config, lab, user=user)["metadata"] for user in users]
+        identifiers = {npa.pod_identifier(m["name"], m.get("namespace") or "hub") for m in pods}
+        assert len(identifiers) == len(users), sorted(m["name"] for m in pods)
+
+
 # --- planted defects: each must fail the walls -----------------------------------------------------------------------
 def _with_policies(w: walls.Layout, policies: list[dict[str, Any]]) -> walls.Layout:
     return dataclasses.replace(w, cluster=dataclasses.replace(w.cluster, policies=tuple(policies)))
@@ -357,3 +370,23 @@ def test_the_twenty_fifth_port_of_an_address_is_not_certain():
 def test_probes_cover_every_range_the_walls_keep_out():
     kinds = {p["to"] for p in _document(PLANTED)["probes"]}
     assert {f"cidr:{c}" for c in NOT_INTERNET if ipaddress.ip_network(c).prefixlen < 16} <= kinds
+
+
+def test_an_address_key_inherits_broader_ports_outside_excepts():
+    # The most specific key decides alone, so a /32 carries the ports of each broader range that holds it, unless it
+    # sits in that range's except (fw_rule_processor.go 124-131, 207-232).
+    learner = _pod("jupyter-a-0", "192.168.0.5")
+    egress = [
+        {"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8"]}}], "ports": [{"port": 443}]},
+        {
+            "to": [{"ipBlock": {"cidr": "203.0.113.7/32"}}, {"ipBlock": {"cidr": "10.1.2.3/32"}}],
+            "ports": [{"port": 22}],
+        },
+    ]
+    agent = npa.Agent(
+        _cluster([learner], [_policy("p", {"podSelector": {}, "policyTypes": ["Egress"], "egress": egress})])
+    )
+    assert agent.connection(learner, "203.0.113.7", "TCP", 443)[0].allowed
+    assert agent.connection(learner, "203.0.113.7", "TCP", 22)[0].allowed
+    assert not agent.connection(learner, "10.1.2.3", "TCP", 443)[0].allowed
+    assert agent.connection(learner, "10.1.2.3", "TCP", 22)[0].allowed
