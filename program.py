@@ -33,6 +33,7 @@ from domain.cost import learner_cost
 from domain.cost.price_book import LIST, PriceBook
 from domain.cost.stack_cost import StackCost, lab_term, labs_ceilings, stack_cost, term_days
 from domain.stack.budgets import ACTIVATE
+from domain.stack.warmups import timing_warnings
 from domain.upstream.ami_releases import ami_warnings
 
 # Python's cyclic garbage collector makes a young collection every 700 net allocations by default (gc.get_threshold),
@@ -247,5 +248,7 @@ def main() -> None:
     if lines := problems(stack):
         raise pulumi.RunError("the stack configuration has problems:\n" + "\n".join(lines))
     for warning in ami_warnings(stack.settings.labs, stack.settings.cluster.kubernetes_version):
+        pulumi.log.warn(warning)
+    for warning in timing_warnings(stack.settings.labs):
         pulumi.log.warn(warning)
     build(stack, live_prices=True)

@@ -34,6 +34,7 @@ try:
     import domain.stack
     import program
     from components.metrics.dashboard import dashboard_model
+    from domain.stack.warmups import timing_warnings
     from domain.upstream.ami_releases import ami_warnings
     from planner import gate, plan
     from rehearsal import report
@@ -311,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     _, run = loaded
     # As `pulumi preview` warns, before it looks the release up.
     for warning in ami_warnings(run.stack.settings.labs, run.stack.settings.cluster.kubernetes_version):
+        print(warning, file=sys.stderr)
+    for warning in timing_warnings(run.stack.settings.labs):
         print(warning, file=sys.stderr)
     write(run, args.out)
     try:

@@ -8,6 +8,7 @@ domain/stack/limits.py, sharing.py, classes.py, disruption.py, cost.py) and are 
 """
 
 import datetime
+import math
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
@@ -24,6 +25,8 @@ from pydantic import (
     model_validator,
 )
 
+from domain.capacity import boot_timings
+from domain.capacity.boot_timings import ImagePull, NodeBoot, Overrides
 from domain.capacity.daemonsets import DEVICE_PLUGIN_DEFAULTS, ContainerResources
 from domain.capacity.disks import (
     GP3_INCLUDED_IOPS,
@@ -34,6 +37,7 @@ from domain.capacity.disks import (
     DiskPlan,
     DiskStrategy,
     disk_plan,
+    fast_pull_helps,
     gate_in_release,
     root_volume_fits,
     strategy_fits,
@@ -383,6 +387,56 @@ class LabClass(Model):
         return windows(self.start, warmup, duration, planned, class_calendar.fixed_offset(self.zone), term is not None)
 
 
+def positive_size(value: float) -> float:
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"must be a positive number, got {value:g}")
+    return value
+
+
+class LabTimings(Model):
+    """How long the lab's nodes and learner image take, instead of gpulab's table (domain/capacity/boot_timings.py,
+    docs/rehearsal.md): what the rehearsal's clock plays and the warm-up check reads."""
+
+    node_registered: Duration | None = Field(
+        default=None,
+        description=f"From launch to the kubelet's registration; {boot_timings.LAUNCH_TO_REGISTERED.value:g}s unless "
+        "set. Karpenter gives up on a node not registered within 15m.",
+    )
+    node_ready: Duration | None = Field(
+        default=None,
+        description=f"From registration to Ready; {boot_timings.REGISTERED_TO_READY.value:g}s unless set.",
+    )
+    device_plugin: Duration | None = Field(
+        default=None,
+        description=f"From Ready to the GPU slices advertised; {boot_timings.READY_TO_DEVICE_PLUGIN.value:g}s unless "
+        "set.",
+    )
+    learner_image_gb: Annotated[float, AfterValidator(positive_size)] | None = Field(
+        default=None,
+        description=f"Size of the learners' notebook image in GB; {boot_timings.IMAGE_GB.value:g} unless set.",
+    )
+    pull_seconds_per_gb: Annotated[float, AfterValidator(positive_size)] | None = Field(
+        default=None,
+        description=f"Seconds a plain pull takes per GB; {boot_timings.PLAIN_SECONDS_PER_GB.value:g} unless set "
+        f"(FastImagePull, where it helps: x {boot_timings.SOCI_FACTOR.value:g}).",
+    )
+
+    def overrides(self, lab_name: str) -> Overrides:
+        """These timings as the table's overrides, named by their keys."""
+
+        def s(duration: str | None) -> float | None:
+            return None if duration is None else durations.seconds(duration)
+
+        return Overrides(
+            f"gpulab:labs.{lab_name}.timings",
+            s(self.node_registered),
+            s(self.node_ready),
+            s(self.device_plugin),
+            self.learner_image_gb,
+            self.pull_seconds_per_gb,
+        )
+
+
 class LearnerPod(Model):
     """The requests of each learner's pod, as the notebook spawner sets them; warm seats are shaped like it."""
 
@@ -479,6 +533,11 @@ class Lab(Model):
     learner_pod: Annotated[LearnerPod, AfterValidator(learner_pod_fits)] = Field(
         default_factory=LearnerPod, validate_default=True, description="CPU and memory requests of each learner's pod."
     )
+    timings: LabTimings = Field(
+        default_factory=LabTimings,
+        description="Node boot and image pull times instead of gpulab's table (docs/rehearsal.md, What the clock "
+        "models).",
+    )
     smoke_test: bool = Field(
         default=False,
         description="Run slicesPerGpu + 1 pods that each take one slice and run nvidia-smi, to watch the lab scale.",
@@ -563,6 +622,29 @@ class Lab(Model):
         boots waits for that pull only, then prepullImages."""
         first = [self.learner_image] if self.learner_image else []
         return [*first, *(image for image in self.prepull_images if image not in first)]
+
+    def node_boot(self, name: str, command_line: Overrides | None = None) -> NodeBoot:
+        """How the nodes of this lab, named `name`, boot (domain/capacity/boot_timings.py): the command line's
+        figures, else the lab's timings, else the table's (one row for every GPU family)."""
+        return boot_timings.node_boot(self._timing_layers(name, command_line))
+
+    def learner_pull(self, name: str, instance_type: str, command_line: Overrides | None = None) -> ImagePull | None:
+        """The pre-pull of the learners' image on a node of this type; None without a learner image (no
+        gpulab:jupyterhub: the rehearsal's learners run learnerPodSpec's placeholder)."""
+        if self.learner_image is None:
+            return None
+        disk = self.disk
+        soci = disk.fast_image_pull and fast_pull_helps(instance_type, disk.raid0, disk.root)
+        return boot_timings.image_pull(soci, self._timing_layers(name, command_line))
+
+    def least_warmup_seconds(self, name: str, command_line: Overrides | None = None) -> float:
+        """The least warm-up that has a class's warm seats ready at its start, on the lab's slowest instance type."""
+        boot = self.node_boot(name, command_line)
+        pulls = [self.learner_pull(name, t, command_line) for t in self.instance_types]
+        return max(boot_timings.least_warmup_seconds(boot, pull) for pull in pulls)
+
+    def _timing_layers(self, name: str, command_line: Overrides | None) -> list[Overrides]:
+        return [*([command_line] if command_line else []), self.timings.overrides(name)]
 
     def warm_seats(self, lab_class: LabClass) -> int:
         return lab_class.warm_seats or self.learner_seats
