@@ -38,7 +38,7 @@ from domain.capacity.node_capacity import seats_per_node
 from domain.cost.lab_cost import DECIMALS, seat_hour
 from domain.cost.price_book import LIST
 from domain.stack.model import Lab, Settings
-from domain.time import durations
+from domain.time import durations, zones
 from domain.time.utc import utc_text
 from rehearsal import cron_jobs
 
@@ -74,6 +74,7 @@ OBSERVED = {
     "nodeDeleted": ("node", "reason"),
     "disrupted": ("pod", "node", "reason"),
     "bound": ("learner", "node"),
+    "ready": ("learner", "node"),
 }
 
 
@@ -225,10 +226,35 @@ def _percentile(values: Sequence[float], percent: int) -> float:
     return ordered[max(math.ceil(percent / 100 * len(ordered)), 1) - 1]
 
 
+def _waits(waits: Sequence[float]) -> dict[str, float | None]:
+    """Nearest-rank p50 and p95, and the max, of waits in seconds; None each without any."""
+    return {
+        "p50": round(_percentile(waits, 50), 3) if waits else None,
+        "p95": round(_percentile(waits, 95), 3) if waits else None,
+        "max": round(max(waits), 3) if waits else None,
+    }
+
+
 def class_metrics(
-    c: PlayedClass, steps: Sequence[Step], events: Sequence[Event], after: datetime.datetime, seats: int
+    c: PlayedClass,
+    steps: Sequence[Step],
+    events: Sequence[Event],
+    after: datetime.datetime,
+    seats: int,
+    least_warmup: float,
+    zone: str,
 ) -> dict[str, Any]:
     """One class's figures from the lab's log (rehearsal.json `labs.<lab>.classes[]`), with real event times:
+
+    - `day`: the class's day played, on the clock of its `zone`.
+    - `readyAtStart`: learners who arrived at the start (the warm ones) whose notebook ran (their pod `ready`: bound,
+      and its node's image there) at the start: what the gate reads.
+    - `waitToReadySeconds`: from each learner's arrival until their notebook ran (p50, p95, max as waitSeconds); a
+      learner whose notebook never ran waits until they leave. `coldWaitToReadySeconds`: the same of the learners
+      beyond the class's warm seats (those who arrived after the start).
+    - `warmupSeconds` and `leastWarmupSeconds`: the class's warm-up lead, and the least that has its warm seats ready
+      at its start on the timing table (domain/capacity/boot_timings.py, the lab's `timings` and the command line's),
+      which the gate compares.
 
     - `warmAtStart`: learners who arrived at the start (the warm ones, all at once) and whose pod was bound to a node
       launched before the start (strictly), the binding no later than one arrival spacing after the start (when the
@@ -258,6 +284,11 @@ def class_metrics(
             raise BadLog(f"learner bound to node {node}, which the log never launched")
         return nodes[node].launched < at
 
+    ready: dict[str, datetime.datetime] = {}
+    for e in events:
+        if e["what"] == "ready" and e["learner"] in arrived:
+            ready.setdefault(e["learner"], moment(e["at"]))
+    to_ready = {n: ((ready[n] if n in ready else left[n]) - at).total_seconds() for n, at in arrived.items()}
     warm = sum(
         1
         for learner, at in arrived.items()
@@ -280,15 +311,17 @@ def class_metrics(
     disrupted = {e["pod"] for e in events if e["what"] == "disrupted" and c.start <= moment(e["at"]) < c.end}
     return {
         "index": c.index,
+        "day": c.start.astimezone(zones.zone(zone)).date().isoformat(),
         "warmSeats": c.warm_seats,
         "warmAtStart": warm,
+        "readyAtStart": sum(1 for n, at in arrived.items() if at == c.start and n in ready and ready[n] <= c.start),
+        "warmupSeconds": (c.start - c.warm).total_seconds(),
+        "leastWarmupSeconds": least_warmup,
         "learnersArrived": len(arrived),
         "boundWithoutNewNode": without_new,
-        "waitSeconds": {
-            "p50": round(_percentile(waits, 50), 3) if waits else None,
-            "p95": round(_percentile(waits, 95), 3) if waits else None,
-            "max": round(max(waits), 3) if waits else None,
-        },
+        "waitSeconds": _waits(waits),
+        "waitToReadySeconds": _waits(list(to_ready.values())),
+        "coldWaitToReadySeconds": _waits([w for n, w in to_ready.items() if arrived[n] > c.start]),
         "neverSeated": never_seated,
         "disruptedDuringClass": len(disrupted),
         "nodesAfterEnd": sum(1 for n in nodes.values() if n.up_at(after)),
@@ -414,9 +447,12 @@ def _classes_of(lab: Lab, steps: Sequence[Step]) -> list[PlayedClass]:
     return sorted(played, key=lambda c: (c.start, c.index))
 
 
-def lab_section(lab_name: str, lab: Lab, steps: Sequence[Step], observed: Iterable[Event]) -> dict[str, Any]:
+def lab_section(
+    lab_name: str, lab: Lab, steps: Sequence[Step], observed: Iterable[Event], least_warmup: float
+) -> dict[str, Any]:
     """rehearsal.json's `labs.<lab>`: the day's log (the lab's steps and the events observed of it, merged), each
-    played class's figures (class_metrics), and over the day (its last step plus settle()): `nodeHours`, each node of
+    played class's figures (class_metrics; `least_warmup`, the lab's least warm-up lead, lab.least_warmup_seconds),
+    and over the day (its last step plus settle()): `nodeHours`, each node of
     the lab from its launch to its deletion or the day's end; `lowerBoundNodeHours` (_lower_bound_hours); `cost`,
     USD, each node's pricePerHour over those hours; `lowerBoundCost`, USD, the lower bound's node-hours at
     lower_bound_price (None without a price)."""
@@ -435,7 +471,9 @@ def lab_section(lab_name: str, lab: Lab, steps: Sequence[Step], observed: Iterab
     return {
         "events": log,
         "classes": [
-            class_metrics(c, steps, log, min(c.end + settle(lab), end), lab.learner_seats)
+            class_metrics(
+                c, steps, log, min(c.end + settle(lab), end), lab.learner_seats, least_warmup, lab.classes[c.index].zone
+            )
             for c in _classes_of(lab, steps)
         ],
         **({} if lab.classes else {"trickle": trickle_metrics(lab, steps, log)}),

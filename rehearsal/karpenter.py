@@ -105,9 +105,15 @@ def add_walls(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def running(
-    plane: twin.ControlPlane, render_dir: Path, region: str, start: datetime.datetime, binary: Path | None = None
+    plane: twin.ControlPlane,
+    render_dir: Path,
+    region: str,
+    start: datetime.datetime,
+    binary: Path | None = None,
+    boot: dict[str, Any] | None = None,
 ) -> Iterator[Karpenter]:
-    """The stepper against the twin's API server as its admin, the clock at `start`; stopped on exit."""
+    """The stepper against the twin's API server as its admin, the clock at `start`; stopped on exit. `boot` is its
+    -timings (rehearsal/timings.py for_stepper): without it, a node registers with its slices at its launch."""
     binary = binary or BINARY
     if not binary.exists():
         raise plan.Unavailable(f"the rehearsal's stepper is not built ({binary}): `make twin` builds it")
@@ -115,6 +121,10 @@ def running(
     kubeconfig = plane.folder / "karpenter.kubeconfig"
     kubeconfig.write_text(json.dumps(plane.admin.kubeconfig()))
     log = plane.folder / "karpenter.log"
+    timings: list[str] = []
+    if boot is not None:
+        (plane.folder / "timings.json").write_text(json.dumps(boot))
+        timings = ["-timings", str(plane.folder / "timings.json")]
     with log.open("w") as errors:
         process = subprocess.Popen(
             [
@@ -125,6 +135,7 @@ def running(
                 region,
                 "-start",
                 _clock(start),
+                *timings,
                 str(render_dir),
             ],
             stdin=subprocess.PIPE,

@@ -55,15 +55,18 @@ def _usd(value: float | None) -> str:
     return "n/a" if value is None else usd(value)
 
 
-def _waits(c: Mapping[str, Any]) -> str:
-    return f"wait p95 {_seconds(c['waitSeconds']['p95'])} s, max {_seconds(c['waitSeconds']['max'])} s"
+def _waits(c: Mapping[str, Any], key: str = "waitSeconds") -> str:
+    """A class's waits, to the binding (waitSeconds) or to the notebook running (waitToReadySeconds)."""
+    what = "wait" if key == "waitSeconds" else "wait to ready"
+    return f"{what} p95 {_seconds(c[key]['p95'])} s, max {_seconds(c[key]['max'])} s"
 
 
 def problems(labs: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """One line per class that broke a promise on the clock: fewer warm seats at its start than warmSeats, a learner
-    the lab owed a seat never bound before they left, or a learner moved (disrupted) while it ran; each names the key
-    to look at, the class by its start, and the figures. Then one per promise a lab without classes broke as its
-    learners trickled in (_trickle)."""
+    """One line per class that broke a promise on the clock: a warm-up shorter than its warm seats need on the timing
+    table (then its warm seats are short because of it), else fewer warm seats ready at its start (notebooks running)
+    than warmSeats; a learner the lab owed a seat never bound before they left, or a learner moved (disrupted) while
+    it ran; each names the key to look at, the class by its start, and the figures. Then one per promise a lab
+    without classes broke as its learners trickled in (_trickle)."""
     lines: list[str] = []
     for name, lab in sorted(labs.items()):
         times = _class_times(lab)
@@ -72,11 +75,18 @@ def problems(labs: Mapping[str, Mapping[str, Any]]) -> list[str]:
             start, end = times[i]
             key = f"gpulab:labs.{name}.classes[{i}]"
             what = f"lab {name}'s class classes[{i}] starting {start}"
-            if c["warmAtStart"] < c["warmSeats"]:
+            ready = f"{c['readyAtStart']} of its {c['warmSeats']} warm seats ready at its start (notebooks running)"
+            if c["warmupSeconds"] < c["leastWarmupSeconds"]:
                 lines.append(
-                    f"rehearsal: {key}.warmSeats: {what} found {c['warmAtStart']} of its {c['warmSeats']} warm seats "
-                    f"at its start (learners bound on nodes up before it); the others waited for a node launched "
-                    f"after the start or were never bound ({_waits(c)})"
+                    f"rehearsal: {key}.warmup: {what} warms up {c['warmupSeconds']:g} s ahead, less than the "
+                    f"{c['leastWarmupSeconds']:g} s its warm seats need on its lab's timings (Karpenter's batch, a "
+                    f"node's boot to its GPU slices and its learner image's pre-pull; docs/rehearsal.md, What the "
+                    f"clock models): {ready} ({_waits(c, 'waitToReadySeconds')})"
+                )
+            elif c["readyAtStart"] < c["warmSeats"]:
+                lines.append(
+                    f"rehearsal: {key}.warmSeats: {what} found {ready}; the others waited for a node launched or "
+                    f"an image pulled after the start, or were never bound ({_waits(c, 'waitToReadySeconds')})"
                 )
             if c["neverSeated"]:
                 # A class plays the lab's learnerSeats learners (rehearsal/class_day.py), the seats maxGpus makes, as a
@@ -140,10 +150,10 @@ CLASS_COLUMNS: tuple[Column[ClassRow], ...] = (
     Column("lab", lambda row: row[0]),
     Column("class", lambda row: f"classes[{row[1]['index']}]"),
     Column("start (UTC)", lambda row: row[2]),
-    Column("warm at start", lambda row: f"{row[1]['warmAtStart']} of {row[1]['warmSeats']}", numeric=True),
+    Column("ready at start", lambda row: f"{row[1]['readyAtStart']} of {row[1]['warmSeats']}", numeric=True),
     Column("learners", lambda row: str(row[1]["learnersArrived"]), numeric=True),
     Column("disrupted", lambda row: str(row[1]["disruptedDuringClass"]), numeric=True),
-    Column("p95 wait s", lambda row: _seconds(row[1]["waitSeconds"]["p95"]), numeric=True),
+    Column("p95 wait to ready s", lambda row: _seconds(row[1]["waitToReadySeconds"]["p95"]), numeric=True),
     Column("nodes after", lambda row: str(row[1]["nodesAfterEnd"]), numeric=True),
 )
 LabRow = tuple[str, Mapping[str, Any]]
@@ -175,10 +185,11 @@ LAB_COLUMNS: tuple[Column[LabRow], ...] = (
 
 
 def table(rehearsal: Mapping[str, Any] | None, shown: set[str] | None = None) -> list[str]:
-    """The class day in Markdown: per class, warm seats at its start against warmSeats, learners disrupted, the p95
-    wait; per lab without classes, its learners seated against learnerSeats and the extra learner's binding; per lab,
-    the day's node-hours and their cost in USD against the lower bound's. One line when the rehearsal did not run or
-    played no class day. `shown` keeps those labs only (the pull-request comment's)."""
+    """The class day in Markdown: per class, warm seats ready at its start against warmSeats, learners disrupted,
+    the p95 wait until a learner's notebook ran; per lab without classes, its learners seated against learnerSeats
+    and the extra learner's binding; per lab, the day's node-hours and their cost in USD against the lower bound's.
+    One line when the rehearsal did not run or played no class day. `shown` keeps those labs only (the pull-request
+    comment's)."""
     if rehearsal is None:
         return [NOT_RUN]
     if "labs" not in rehearsal:

@@ -39,11 +39,22 @@ try:
     import program
     import render.run
     from components.jupyterhub.hub import RELEASE as HUB_RELEASE
+    from domain.capacity.boot_timings import Overrides
     from domain.stack.jupyterhub import JupyterHub
     from domain.stack.model import Settings
     from domain.time import utc
     from planner import plan
-    from rehearsal import apply, class_day, cron_jobs, learner_pods, report, twin, twins, user_scheduler_process
+    from rehearsal import (
+        apply,
+        class_day,
+        cron_jobs,
+        learner_pods,
+        report,
+        timings,
+        twin,
+        twins,
+        user_scheduler_process,
+    )
     from rehearsal import karpenter as karpenter_twin
     from render import charts, harness
 except ModuleNotFoundError as missing:  # an interpreter without the project's requirements
@@ -251,14 +262,15 @@ class Learners:
             del self.scheduler_of[lab, key]
 
     def observed(self, event: dict[str, Any]) -> dict[str, Any] | None:
-        """The stepper's event as class_day reads it: a learner's podBound as `bound`, naming the learner; another
-        pod's binding (a Job's, say) is none of the class day's."""
-        if event["what"] != "podBound":
+        """The stepper's event as class_day reads it: a learner's podBound as `bound` and podReady (its notebook
+        running) as `ready`, naming the learner; another pod's (a Job's, say) is none of the class day's."""
+        what = {"podBound": "bound", "podReady": "ready"}.get(event["what"])
+        if what is None:
             return event
         learner = self.pods.get((event["lab"], event["pod"]))
         if learner is None:
             return None
-        return {"at": event["at"], "what": "bound", "lab": event["lab"], "learner": learner, "node": event["node"]}
+        return {"at": event["at"], "what": what, "lab": event["lab"], "learner": learner, "node": event["node"]}
 
 
 def _firing_of(step: dict[str, Any], stack: Settings, today: datetime.date) -> cron_jobs.Firing:
@@ -279,12 +291,15 @@ def play_day(
     today: datetime.date,
     region: str,
     schedulers: Callable[[], Collection[str]],
+    given: Overrides | None = None,
 ) -> dict[str, Any]:
     """Every lab's class day (rehearsal/class_day.py timeline) on one Karpenter on the twin's simulated clock, from the
     day's first step to the last lab's day_end: at each instant, in the timeline's order, the classes' CronJobs run
     (cron_jobs.run, as their Jobs would then) and learners' pods are made and deleted; then the clock runs to the next.
-    `schedulers` names the schedulers the twin runs (Learners). Returns rehearsal.json's jobs, the learner pods
-    refused, labs, karpenter, shortenedTimers, unscheduled, unsettled and stepWall."""
+    Nodes boot and learners' images are pulled as the timing table says, with `given` (the command line's --timing)
+    over each lab's timings (rehearsal/timings.py). `schedulers` names the schedulers the twin runs (Learners).
+    Returns rehearsal.json's jobs, the learner pods refused, labs, karpenter, shortenedTimers, unscheduled, unsettled,
+    stepWall, timings and images."""
     days = class_day.timeline(stack, today)
     steps = sorted(
         (s for lab_steps in days.values() for s in lab_steps),
@@ -322,7 +337,8 @@ def play_day(
     if not steps:
         return {"jobs": jobs, "refused": refused, "labs": {}, "unscheduled": []}
     ends = [class_day.day_end(stack.labs[n], s) for n, s in days.items() if s]
-    with karpenter_twin.running(plane, render_dir, region, class_day.moment(steps[0]["at"])) as karpenter:
+    boot = timings.for_stepper(stack, given)
+    with karpenter_twin.running(plane, render_dir, region, class_day.moment(steps[0]["at"]), boot=boot) as karpenter:
         for at, group in itertools.groupby(steps, key=lambda s: class_day.moment(s["at"])):
             actions = list(group)
 
@@ -338,12 +354,17 @@ def play_day(
         "jobs": jobs,
         "refused": refused,
         "karpenter": version,
-        "labs": {n: class_day.lab_section(n, stack.labs[n], s, observed) for n, s in days.items() if s},
+        "labs": {
+            n: class_day.lab_section(n, stack.labs[n], s, observed, stack.labs[n].least_warmup_seconds(n, given))
+            for n, s in days.items()
+            if s
+        },
         "shortenedTimers": timers,
         "unscheduled": learners.not_scheduled(),
         "substitutions": [HOME_VOLUMES] if learners.left_out_claims else [],
         "unsettled": unsettled,
         "stepWall": {kind: _rounded(wall) for kind, wall in sorted(walls.items())},
+        **timings.for_report(stack, given),
     }
 
 
@@ -354,11 +375,20 @@ def _rounded(wall: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def rehearse(render_dir: Path, stack: Settings, today: datetime.date, region: str, day: bool = True) -> dict[str, Any]:
+def rehearse(
+    render_dir: Path,
+    stack: Settings,
+    today: datetime.date,
+    region: str,
+    day: bool = True,
+    given: Overrides | None = None,
+) -> dict[str, Any]:
     """Plays the render of a stack with these settings on a fresh twin and returns rehearsal.json's content; the
     classes that repeat all year are played from their first day at or after `today`, Karpenter's instance types
-    and prices those of `region`. With `day` false, the classes' CronJobs run one after the other and no class day
-    is played (no `labs`): what the API server refuses and RBAC denies is the same, in seconds, not minutes."""
+    and prices those of `region`, nodes' boots and image pulls as the timing table says with `given` over the labs'
+    timings (the command line's --timing). With `day` false, the classes' CronJobs run one after the other and no
+    class day is played (no `labs`): what the API server refuses and RBAC denies is the same, in seconds, not
+    minutes."""
     started = time.monotonic()
     with twin.running(stack.cluster.kubernetes_version) as plane, contextlib.ExitStack() as hub:
         _, refused = apply.apply_render(plane.admin, render_dir)
@@ -373,7 +403,7 @@ def rehearse(render_dir: Path, stack: Settings, today: datetime.date, region: st
             return [twin.DEFAULT_SCHEDULER, *(scheduler.running() if scheduler else [])]
 
         played = (
-            play_day(plane, render_dir, stack, today, region, schedulers)
+            play_day(plane, render_dir, stack, today, region, schedulers, given)
             if day
             else {"jobs": cron_jobs.run_all(plane, stack.labs, today), "refused": []}
         )
@@ -426,7 +456,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.rehearse", description=__doc__.splitlines()[0])
     parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml beside Pulumi.yaml) or path of a stack file")
     parser.add_argument("--out", required=True, type=Path, help="directory to write the render and rehearsal.json into")
+    parser.add_argument(
+        timings.FLAG,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a timing of every lab instead of its timings and gpulab's table (docs/rehearsal.md, What the clock "
+        "models), e.g. learnerImageGb=6 or devicePlugin=90s; repeat for several",
+    )
     args = parser.parse_args(argv)
+    try:
+        given = timings.command_line(args.timing)
+    except timings.BadTiming as error:
+        print(f"gpulab: {error}", file=sys.stderr)
+        return 2
     program.collect_rarely()
     (args.out / REHEARSAL).unlink(missing_ok=True)
     try:
@@ -435,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
         twins.build(run.stack.settings.cluster.kubernetes_version)
         render_stack(run, args.out / RENDER)
         today = utc.today()
-        rehearsal = rehearse(args.out / RENDER, run.stack.settings, today, run.stack.region)
+        rehearsal = rehearse(args.out / RENDER, run.stack.settings, today, run.stack.region, given=given)
     except domain.stack.ConfigError as error:
         print("\n".join(error.lines), file=sys.stderr)
         return 2

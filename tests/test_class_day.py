@@ -149,50 +149,72 @@ def _bound(at: str, learner: str, node: str, lab: str = "two") -> dict[str, Any]
     return {"at": f"2027-01-04T{at}Z", "what": "bound", "lab": lab, "learner": learner, "node": node}
 
 
+def _ready(at: str, learner: str, node: str, lab: str = "two") -> dict[str, Any]:
+    return {"at": f"2027-01-04T{at}Z", "what": "ready", "lab": lab, "learner": learner, "node": node}
+
+
+def _seated(at: str, learner: str, node: str, lab: str = "two", ready: str | None = None) -> list[dict[str, Any]]:
+    """A learner bound at `at` whose notebook runs then (its node had its image), or at `ready`."""
+    return [_bound(at, learner, node, lab), _ready(ready or at, learner, node, lab)]
+
+
 def _disrupted(at: str, pod: str, node: str, reason: str = "Underutilized", lab: str = "two") -> dict[str, Any]:
     return {"at": f"2027-01-04T{at}Z", "what": "disrupted", "lab": lab, "pod": pod, "node": node, "reason": reason}
 
 
-# The second class, all warm: two nodes warmed at 13:31, every learner bound two seconds after the start.
+# The second class, all warm: two nodes warmed at 13:31, every learner bound and running at the start.
 SECOND_CLASS = [
     _launched("13:31:00", "n3"),
     _launched("13:31:00", "n4"),
-    *[_bound("14:00:01", f"two-{n}", "n3" if n < 10 else "n4") for n in range(7, 13)],
+    *[e for n in range(7, 13) for e in _seated("14:00:00", f"two-{n}", "n3" if n < 10 else "n4")],
     _deleted("16:11:00", "n3"),
     _deleted("16:11:00", "n4"),
 ]
-ALL_WARM = [
+# The first class: its 4 warm learners running at the start, two-5 a second after it arrived, two-6 bound 30 s after it
+# arrived and running 120 s after (its node's image pulled then).
+WARM_AND_FIVE = [
     _launched("08:41:00", "n1"),
     _launched("08:41:00", "n2"),
-    *[_bound("09:00:02", f"two-{n}", "n1" if n < 4 else "n2") for n in range(1, 5)],
-    _bound("09:01:01", "two-5", "n2"),
-    _bound("09:02:30", "two-6", "n2"),
-    _deleted("10:10:30", "n1"),
-    _deleted("10:10:30", "n2"),
-    *SECOND_CLASS,
+    *[e for n in range(1, 5) for e in _seated("09:00:00", f"two-{n}", "n1" if n < 4 else "n2")],
+    *_seated("09:01:01", "two-5", "n2"),
 ]
+SIX = _seated("09:02:30", "two-6", "n2", ready="09:04:00")
+AFTER = [_deleted("10:10:30", "n1"), _deleted("10:10:30", "n2"), *SECOND_CLASS]
+ALL_WARM = [*WARM_AND_FIVE, *SIX, *AFTER]
+# The lab's least warm-up lead on the timing table (domain/capacity/boot_timings.py; no hub, so no learner image):
+# Karpenter's batch and a node's boot to its slices, 10 + 135 s. Its classes warm up 20m and 30m ahead.
+LEAST = SETTINGS.labs["two"].least_warmup_seconds("two")
 
 
-def _section(observed: list[dict[str, Any]]) -> dict[str, Any]:
-    return class_day.lab_section("two", SETTINGS.labs["two"], DAY["two"], observed)
+def _section(observed: list[dict[str, Any]], least: float = LEAST) -> dict[str, Any]:
+    return class_day.lab_section("two", SETTINGS.labs["two"], DAY["two"], observed, least)
 
 
 def test_a_day_whose_learners_all_bind_on_warm_nodes() -> None:
     section = _section(ALL_WARM)
     first, second = section["classes"]
+    assert LEAST == 145
     assert first == {
         "index": 0,
+        "day": "2027-01-04",
         "warmSeats": 4,
         "warmAtStart": 4,
+        "readyAtStart": 4,
+        "warmupSeconds": 1200.0,
+        "leastWarmupSeconds": 145,
         "learnersArrived": 6,
         "boundWithoutNewNode": 6,
-        # waits 2, 2, 2, 2, 1 and 30 s: nearest rank
-        "waitSeconds": {"p50": 2.0, "p95": 30.0, "max": 30.0},
+        # to the binding: 0, 0, 0, 0, 1 and 30 s, nearest rank
+        "waitSeconds": {"p50": 0.0, "p95": 30.0, "max": 30.0},
+        # to the notebook running: two-6's 120 s, not its binding's 30
+        "waitToReadySeconds": {"p50": 0.0, "p95": 120.0, "max": 120.0},
+        "coldWaitToReadySeconds": {"p50": 1.0, "p95": 120.0, "max": 120.0},
         "neverSeated": [],
         "disruptedDuringClass": 0,
         "nodesAfterEnd": 0,  # both gone by 10:15, consolidateAfter 10m + 5m after the end
     }
-    assert second["warmAtStart"] == 6 and second["waitSeconds"] == {"p50": 1.0, "p95": 1.0, "max": 1.0}
+    assert second["readyAtStart"] == 6 and second["waitToReadySeconds"] == {"p50": 0.0, "p95": 0.0, "max": 0.0}
+    assert second["coldWaitToReadySeconds"] == {"p50": None, "p95": None, "max": None}  # all 6 seats warm
     # n1, n2 for 1h29m30s and n3, n4 for 2h40m; 0.526 USD an hour each
     assert section["nodeHours"] == 8.3167
     assert section["cost"] == round(8.316667 * 0.526, 4)
@@ -209,37 +231,49 @@ def test_a_day_whose_learners_all_bind_on_warm_nodes() -> None:
 def test_a_class_short_of_warm_seats_fails_naming_them() -> None:
     short = [
         _launched("08:41:00", "n1"),  # one node warmed, for 3 of the 4 warm seats
-        _bound("09:00:02", "two-1", "n1"),
-        _bound("09:00:02", "two-2", "n1"),
-        _bound("09:01:30", "two-3", "n1"),  # on a warm node, but after the first late learner arrived
+        *_seated("09:00:00", "two-1", "n1"),
+        *_seated("09:00:00", "two-2", "n1", ready="09:00:40"),  # bound at the start, its image there 40 s later
+        *_seated("09:01:30", "two-3", "n1"),  # on a warm node, but after the first late learner arrived
         _launched("09:00:15", "n2"),
-        _bound("09:00:20", "two-4", "n2"),
-        _bound("09:01:02", "two-5", "n2"),
+        *_seated("09:00:20", "two-4", "n2"),
+        *_seated("09:01:02", "two-5", "n2"),
         _launched("09:02:00", "n6"),  # at the instant two-6 arrives: launched for it, not before it
-        _bound("09:02:01", "two-6", "n6"),
+        *_seated("09:02:01", "two-6", "n6"),
         _deleted("10:10:30", "n1"),
         *SECOND_CLASS,
     ]
     section = _section(short)
     first = section["classes"][0]
-    assert (first["warmAtStart"], first["boundWithoutNewNode"]) == (2, 4)
-    assert first["waitSeconds"] == {"p50": 2.0, "p95": 90.0, "max": 90.0}
+    assert (first["warmAtStart"], first["readyAtStart"], first["boundWithoutNewNode"]) == (2, 1, 4)
+    assert first["waitSeconds"] == {"p50": 1.0, "p95": 90.0, "max": 90.0}
+    assert first["waitToReadySeconds"] == {"p50": 2.0, "p95": 90.0, "max": 90.0}
     assert first["nodesAfterEnd"] == 2  # n2 and n6 never deleted
     (line,) = report.problems({"two": section})
     assert line.startswith("rehearsal: gpulab:labs.two.classes[0].warmSeats: lab two's class classes[0] starting ")
-    assert "2027-01-04T09:00:00Z found 2 of its 4 warm seats" in line
-    assert "wait p95 90 s, max 90 s" in line
+    assert "2027-01-04T09:00:00Z found 1 of its 4 warm seats ready at its start (notebooks running)" in line
+    assert "wait to ready p95 90 s, max 90 s" in line
+
+
+def test_a_warmup_shorter_than_the_table_fails_naming_warmup() -> None:
+    """The same log, the lab's least warm-up put above the class's 20m: the line names warmup, with both figures."""
+    (line, *_) = report.problems({"two": _section(ALL_WARM, least=1500)})
+    assert line == (
+        "rehearsal: gpulab:labs.two.classes[0].warmup: lab two's class classes[0] starting 2027-01-04T09:00:00Z warms "
+        "up 1200 s ahead, less than the 1500 s its warm seats need on its lab's timings (Karpenter's batch, a node's "
+        "boot to its GPU slices and its learner image's pre-pull; docs/rehearsal.md, What the clock models): 4 of its "
+        "4 warm seats ready at its start (notebooks running) (wait to ready p95 120 s, max 120 s)"
+    )
 
 
 def test_a_learner_moved_mid_class_fails_unbound_ones_wait() -> None:
     moved = [
-        *ALL_WARM[:7],  # two-6 is never bound
+        *WARM_AND_FIVE,  # two-6 is never bound
         _disrupted("09:40:00", "two-4", "n2"),
         _disrupted("09:40:00", "two-5", "n2"),  # two-5 had left at 09:30: Karpenter's word is counted as said
         _launched("09:40:10", "n5"),
         _bound("09:40:30", "two-4", "n5"),
         _disrupted("10:05:00", "two-2", "n1"),  # after the end: not during the class
-        *ALL_WARM[8:],
+        *AFTER,
     ]
     section = _section(moved)
     first = section["classes"][0]
@@ -262,7 +296,7 @@ def test_a_learner_moved_mid_class_fails_unbound_ones_wait() -> None:
 
 
 def test_a_pod_disrupted_twice_is_named_once_as_counted() -> None:
-    twice = [*ALL_WARM[:7], _disrupted("09:40:00", "two-4", "n2"), _disrupted("09:41:00", "two-4", "n2"), *ALL_WARM[8:]]
+    twice = [*WARM_AND_FIVE, _disrupted("09:40:00", "two-4", "n2"), _disrupted("09:41:00", "two-4", "n2"), *AFTER]
     section = _section(twice)
     assert section["classes"][0]["disruptedDuringClass"] == 1
     line = report.problems({"two": section})[-1]
@@ -296,10 +330,14 @@ OVERLAP = _settings(
 def _overlap(*bound: str) -> dict[str, Any]:
     observed = [
         _launched("08:40:01", "n1", lab="overlap"),
-        *[_bound("09:30:00" if n > 2 else "09:00:00", f"overlap-{n}", "n1", lab="overlap") for n in map(int, bound)],
+        *[
+            e
+            for n in map(int, bound)
+            for e in _seated("09:30:00" if n > 2 else "09:00:00", f"overlap-{n}", "n1", lab="overlap")
+        ],
     ]
     steps = class_day.timeline(OVERLAP, TODAY)["overlap"]
-    return class_day.lab_section("overlap", OVERLAP.labs["overlap"], steps, observed)
+    return class_day.lab_section("overlap", OVERLAP.labs["overlap"], steps, observed, LEAST)
 
 
 def test_an_unbound_owed_learner_fails_an_extra_one_may_wait() -> None:
@@ -332,11 +370,11 @@ def _rehearsal(labs: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_tables_show_seats_disruptions_waits_cost_and_bound() -> None:
-    none = class_day.lab_section("none", SETTINGS.labs["none"], DAY["none"], [])
+    none = class_day.lab_section("none", SETTINGS.labs["none"], DAY["none"], [], LEAST)
     lines = report.table(_rehearsal({"two": _section(ALL_WARM), "none": none}))
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines if line.startswith("| two")]
-    assert rows[0] == ["two", "classes[0]", "2027-01-04T09:00:00Z", "4 of 4", "6", "0", "30", "0"]
-    assert rows[1] == ["two", "classes[1]", "2027-01-04T14:00:00Z", "6 of 6", "6", "0", "1", "0"]
+    assert rows[0] == ["two", "classes[0]", "2027-01-04T09:00:00Z", "4 of 4", "6", "0", "120", "0"]
+    assert rows[1] == ["two", "classes[1]", "2027-01-04T14:00:00Z", "6 of 6", "6", "0", "0", "0"]
     assert rows[2] == ["two", "8.3167", "6", "4.3746", "3.1560"]
     # "none": one g6.xlarge (2 seats) for the 5 minutes any learner is there; no node launched in this log
     (none_row,) = [tables.cells(line) for line in lines if tables.cells(line)[:2] == ["none", "0"]]
@@ -380,7 +418,7 @@ def _none(at: str, what: str, *args: str) -> dict[str, Any]:
 
 
 def _trickle(*observed: dict[str, Any]) -> dict[str, Any]:
-    return class_day.lab_section("none", SETTINGS.labs["none"], DAY["none"], observed)
+    return class_day.lab_section("none", SETTINGS.labs["none"], DAY["none"], observed, LEAST)
 
 
 KEPT_WAITING = [
@@ -491,7 +529,7 @@ def test_disruption_freed_seats_spare_extras_unbound_ones_wait():
 def test_an_unpriced_cheapest_type_leaves_no_lower_bound() -> None:
     unpriced = _settings(stack_values(**{"gpulab:labs": {"new": lab(["g7.2xlarge"], 2, max_gpus=1)}}))
     steps = class_day.timeline(unpriced, TODAY)["new"]
-    section = class_day.lab_section("new", unpriced.labs["new"], steps, [])
+    section = class_day.lab_section("new", unpriced.labs["new"], steps, [], LEAST)
     assert section["lowerBoundNodeHours"] > 0 and section["lowerBoundCost"] is None
     *_, lab_row = [line for line in report.table(_rehearsal({"new": section})) if line.startswith("| new ")]
     assert tables.cells(lab_row)[-1] == "n/a"

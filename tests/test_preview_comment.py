@@ -493,6 +493,7 @@ def rehearsed(lab_name: str = "intro") -> dict:
     events = [{"at": at, "what": what, "lab": lab_name, "class": 0, "learner": None} for at, what in moments]
     one = {"index": 0, "warmSeats": 12, "warmAtStart": 11, "learnersArrived": 12, "boundWithoutNewNode": 11}
     one |= {"waitSeconds": {"p50": 1.0, "p95": 42.5, "max": 50.0}, "disruptedDuringClass": 1, "nodesAfterEnd": 0}
+    one |= {"readyAtStart": 10, "waitToReadySeconds": {"p50": 1.0, "p95": 242.5, "max": 250.0}}
     day = {"events": events, "classes": [one], "nodeHours": 5.25, "lowerBoundNodeHours": 4.0, "cost": 2.7615}
     day |= {"lowerBoundCost": 2.104}
     return {"kubernetes": "v1.34.12", "karpenter": "v1.14.1", "labs": {lab_name: day}}
@@ -505,10 +506,10 @@ def test_the_comment_shows_rehearsed_classes_and_cost_vs_bound(staging_render):
         "lab": "intro",
         "class": "classes[0]",
         "start (UTC)": "2027-01-04T09:00:00Z",
-        "warm at start": "11 of 12",
+        "ready at start": "10 of 12",
         "learners": "12",
         "disrupted": "1",
-        "p95 wait s": "42.5",
+        "p95 wait to ready s": "242.5",
         "nodes after": "0",
     }
     (day,) = [tables.cells(line) for line in lines if tables.cells(line)[:2] == ["intro", "5.25"]]
@@ -529,7 +530,7 @@ def test_the_comment_reads_the_rehearsal_json_beside_the_render(tmp_path, stagin
     shutil.copytree(staging_render, render_dir)
     (render_dir / report.REHEARSAL).write_text(json.dumps(rehearsed()))
     (call,) = post(tmp_path, render_dir, [])
-    assert tables.table(call["body"].splitlines(), CLASS_DAY)[0]["warm at start"] == "11 of 12"
+    assert tables.table(call["body"].splitlines(), CLASS_DAY)[0]["ready at start"] == "10 of 12"
 
 
 # --- the preview job rehearses the stack it previews (.ci/rehearse) ---------------------------------------------------
@@ -622,7 +623,7 @@ def trickled_rehearsal() -> dict:
             )
         observed.append({"at": step["at"], "what": "bound", "lab": "intro", "learner": step["learner"], "node": node})
     observed.append({"at": first_leave["at"], "what": "bound", "lab": "intro", "learner": "intro-13", "node": "n0"})
-    section = class_day.lab_section("intro", intro, steps, observed)
+    section = class_day.lab_section("intro", intro, steps, observed, intro.least_warmup_seconds("intro"))
     return {"kubernetes": "v1.34.12", "karpenter": "v1.14.1", "labs": {"intro": section}}
 
 

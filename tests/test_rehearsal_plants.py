@@ -97,7 +97,10 @@ def test_the_unplanted_stack_keeps_its_classs_promises(unplanted, tmp_path: Path
     done = _rehearsed(unplanted, tmp_path, None)
     assert rehearsal.run.problems(done) == []
     (played,) = done["labs"][LAB]["classes"]
-    assert (played["warmAtStart"], played["warmSeats"], played["learnersArrived"]) == (6, 6, 9), played
+    assert (played["readyAtStart"], played["warmSeats"], played["learnersArrived"]) == (6, 6, 9), played
+    # No learner image without gpulab:jupyterhub: the 3 late learners wait for the node Karpenter launches for the
+    # first of them at 09:01, its slices 135 s later on the timing table (domain/capacity/boot_timings.py).
+    assert played["coldWaitToReadySeconds"] == {"p50": 75.0, "p95": 135.0, "max": 135.0}, played
     assert played["disruptedDuringClass"] == 0 and played["nodesAfterEnd"] == 0, played
     events = done["labs"][LAB]["events"]
     assert {e["learner"] for e in events if e["what"] == "bound"} == {
@@ -147,11 +150,14 @@ def _device_plugin_replicas_below_the_node_overlay(out: Path) -> None:
     [
         # Kubernetes defaults a Pod's requests from its limits, never a PodTemplate's: the buffer's copies then ask
         # for CPU and memory alone, all 6 fit the one node Karpenter warms, whose 3 slices seat 3 learners at 09:00.
+        # The other 3 wait for nodes launched at 09:00 and 09:01 (their slices 135 s later): which of them gets the
+        # first is kube-scheduler's queue's choice (its backoffs run on the wall clock), so their waits are not
+        # asserted.
         (
             _seat_template_limits_its_slice_without_requesting_it,
             [
-                f"{WARM} found 3 of its 6 warm seats at its start (learners bound on nodes up before it); the others "
-                "waited for a node launched after the start or were never bound (wait p95 0 s, max 0 s)"
+                f"{WARM} found 3 of its 6 warm seats ready at its start (notebooks running); the others waited for a "
+                "node launched or an image pulled after the start, or were never bound (wait to ready p95 "
             ],
         ),
         # Neither the buffer's copies nor the learners tolerate it: Karpenter launches nothing for them, and each
@@ -159,8 +165,9 @@ def _device_plugin_replicas_below_the_node_overlay(out: Path) -> None:
         (
             _nodepool_taint_the_learners_do_not_tolerate,
             [
-                f"{WARM} found 0 of its 6 warm seats at its start (learners bound on nodes up before it); the others "
-                "waited for a node launched after the start or were never bound (wait p95 7200 s, max 7200 s)",
+                f"{WARM} found 0 of its 6 warm seats ready at its start (notebooks running); the others waited for a "
+                "node launched or an image pulled after the start, or were never bound (wait to ready p95 7200 s, max "
+                "7200 s)",
                 f"{SEATS} never seated 9 of its 9 learners: {', '.join(f'{LAB}-{n}' for n in range(1, 10))} "
                 f"{NEVER} (wait p95 7200 s, max 7200 s)",
             ],
@@ -179,7 +186,9 @@ def _device_plugin_replicas_below_the_node_overlay(out: Path) -> None:
 def test_a_planted_defect_fails_the_class_day_with_its_finding(
     unplanted, tmp_path: Path, plant: Callable[[Path], None], lines: list[str]
 ) -> None:
-    assert rehearsal.run.problems(_rehearsed(unplanted, tmp_path, plant)) == lines
+    """Each line as written, or beginning so where the rest is kube-scheduler's choice (above)."""
+    found = rehearsal.run.problems(_rehearsed(unplanted, tmp_path, plant))
+    assert len(found) == len(lines) and all(f.startswith(line) for f, line in zip(found, lines, strict=True)), found
 
 
 def _class_budget_an_hour_short(out: Path) -> None:

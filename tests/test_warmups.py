@@ -33,7 +33,7 @@ def _render(tmp_path: Path, values: dict[str, Any], capsys: pytest.CaptureFixtur
     return status, [line for line in capsys.readouterr().err.splitlines() if line.startswith("gpulab:")]
 
 
-def test_a_warmup_too_short_for_the_image_is_warned_with_its_figure(tmp_path, capsys) -> None:
+def test_a_warmup_too_short_for_the_image_is_warned_with_figure(tmp_path, capsys) -> None:
     """g4dn.xlarge (FastImagePull on: NVMe, 4 vCPUs, release v20260714): Karpenter's batch 10 s, then the learner
     image of 10 GB pre-pulled from the registration at 60 s, 10 x 24 x 0.86 = 207 s: 277 s; the slices at 135 s."""
     status, lines = _render(tmp_path, _stack(["2m", "20m"]), capsys)

@@ -421,14 +421,14 @@ class LabTimings(Model):
         f"(FastImagePull, where it helps: x {boot_timings.SOCI_FACTOR.value:g}).",
     )
 
-    def overrides(self, lab_name: str) -> Overrides:
-        """These timings as the table's overrides, named by their keys."""
+    def overrides(self, where: str) -> Overrides:
+        """These timings as the table's overrides, their keys named under `where`."""
 
         def s(duration: str | None) -> float | None:
             return None if duration is None else durations.seconds(duration)
 
         return Overrides(
-            f"gpulab:labs.{lab_name}.timings",
+            where,
             s(self.node_registered),
             s(self.node_ready),
             s(self.device_plugin),
@@ -644,7 +644,7 @@ class Lab(Model):
         return max(boot_timings.least_warmup_seconds(boot, pull) for pull in pulls)
 
     def _timing_layers(self, name: str, command_line: Overrides | None) -> list[Overrides]:
-        return [*([command_line] if command_line else []), self.timings.overrides(name)]
+        return [*([command_line] if command_line else []), self.timings.overrides(f"gpulab:labs.{name}.timings")]
 
     def warm_seats(self, lab_class: LabClass) -> int:
         return lab_class.warm_seats or self.learner_seats

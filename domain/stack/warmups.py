@@ -11,8 +11,7 @@ from domain.time import durations
 
 
 def warmup_problem(name: str, lab: Lab, index: int) -> str | None:
-    """Why class `index` of lab `name` has too short a warm-up, with the figure it needs; None when it has enough.
-    The same words in the render's warning and the rehearsal's finding."""
+    """Why class `index` of lab `name` has too short a warm-up, with the figure it needs; None when it has enough."""
     lab_class = lab.classes[index]
     least = lab.least_warmup_seconds(name)
     if durations.seconds(lab_class.warmup) >= least:

@@ -37,12 +37,16 @@ type nodeMaker struct {
 	writer  client.Client // the twin as the kubelet writes to it: the admin's identity, no cache
 	render  *render.Render
 	journal *journal
+	clock   *simClock
+	boots   *boots
 }
 
 // Create launches as the AWS provider does and then makes the Node as the kubelet registers it: the NodeClaim's
 // labels (the instance type's and the NodePool's), its providerID, the karpenter.sh/unregistered taint the kubelet
 // registers with (Karpenter then adds the NodePool's taints and removes it), Ready, the capacity and allocatable
-// Karpenter expects, and nvidia.com/gpu as the lab's device-plugin profile advertises it.
+// Karpenter expects, and nvidia.com/gpu as the lab's device-plugin profile advertises it. Where the driver gave the
+// lab's timings, the Node registers Ready that long after the launch, without its GPU, and gets its slices later
+// (boot.go); else at once, with them, as Karpenter's KWOK provider's nodes do.
 func (m *nodeMaker) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
 	resolved, err := m.CloudProvider.Create(ctx, nodeClaim)
 	if err != nil {
@@ -53,21 +57,18 @@ func (m *nodeMaker) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*k
 	if err != nil {
 		return nil, err
 	}
-	now := metav1.Now() // the node lifecycle controller compares heartbeats with the wall clock
-	status := corev1.NodeStatus{
-		Capacity: capacity, Allocatable: allocatable, Phase: corev1.NodeRunning,
-		Conditions: []corev1.NodeCondition{{
-			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			Message:           "rehearsal: no kubelet; the node is registered by the rehearsal's cloud provider",
-			LastHeartbeatTime: now, LastTransitionTime: now,
-		}},
-	}
-	if err := m.register(ctx, &corev1.Node{
+	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: nodeClaim.Name, Labels: labels},
 		Spec:       corev1.NodeSpec{ProviderID: resolved.Status.ProviderID, Taints: []corev1.Taint{karpv1.UnregisteredNoExecuteTaint}},
-		Status:     status,
-	}); err != nil {
-		return nil, err
+		Status:     corev1.NodeStatus{Capacity: capacity, Allocatable: allocatable, Phase: corev1.NodeRunning},
+	}
+	booting := node.DeepCopy()
+	booting.Status.Capacity, booting.Status.Allocatable = withoutGPU(capacity), withoutGPU(allocatable)
+	lab, instanceType := labels[render.LabLabel], labels[corev1.LabelInstanceTypeStable]
+	if !m.boots.launch(lab, instanceType, m.clock.Now(), booting, capacity, allocatable) {
+		if err := m.register(ctx, node); err != nil {
+			return nil, err
+		}
 	}
 	// The price of the offering launched: the resolved labels (type, zone, capacity type) of the NodeClaim's class.
 	priced := nodeClaim.DeepCopy()
@@ -80,11 +81,39 @@ func (m *nodeMaker) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*k
 	return resolved, nil
 }
 
+// reasonOf is why the NodeClaim goes: registration_timeout when its Node never registered within Karpenter's
+// registration timeout (its liveness check deletes it then: sigs.k8s.io/karpenter v1.14.1
+// pkg/controllers/nodeclaim/lifecycle/liveness.go:53, the reason it records), else as the journal says.
+func (m *nodeMaker) reasonOf(nodeClaim *karpv1.NodeClaim) string {
+	registered := nodeClaim.StatusConditions().Get(karpv1.ConditionTypeRegistered)
+	if timeout, ok := m.boots.registrationTimeout(); ok && registered != nil && !registered.IsTrue() &&
+		!m.clock.Now().Before(registered.LastTransitionTime.Add(timeout)) {
+		return "registration_timeout"
+	}
+	return m.journal.reasonOf(nodeClaim)
+}
+
+// withoutGPU is a node's resources before its device plugin registers: the kubelet zeroes an extended resource
+// until then (sigs.k8s.io/karpenter v1.14.1 nodeclaim/lifecycle/initialization.go, RequestedResourcesRegistered).
+func withoutGPU(resources corev1.ResourceList) corev1.ResourceList {
+	without := resources.DeepCopy()
+	delete(without, awsv1.ResourceNVIDIAGPU)
+	delete(without, sharedGPU)
+	return without
+}
+
 // register creates the Node with its status, as a kubelet registers and then reports (the API server keeps a Node's
 // status on create; kube-controller-manager's node controllers may change the Node before its status is written
 // again, hence the retries). A Node of the same name left by a launch that failed after it is replaced: its
 // providerID, which cannot change, is the failed launch's instance.
 func (m *nodeMaker) register(ctx context.Context, node *corev1.Node) error {
+	node = node.DeepCopy()
+	now := metav1.Now() // the node lifecycle controller compares heartbeats with the wall clock
+	node.Status.Conditions = []corev1.NodeCondition{{
+		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+		Message:           "rehearsal: no kubelet; the node is registered by the rehearsal's cloud provider",
+		LastHeartbeatTime: now, LastTransitionTime: now,
+	}}
 	err := m.writer.Create(ctx, node.DeepCopy())
 	if errors.IsAlreadyExists(err) {
 		stale := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}
@@ -111,9 +140,11 @@ func (m *nodeMaker) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim) err
 	if err := m.CloudProvider.Delete(ctx, nodeClaim); err != nil {
 		return err // not found: terminated before
 	}
-	m.journal.deleted(nodeClaim.Status.NodeName, nodeClaim.Labels[render.LabLabel], m.journal.reasonOf(nodeClaim))
+	m.boots.forget(nodeClaim.Name)
+	// The Node is named after its NodeClaim (Create), which may not have seen it register (a launch Karpenter gave up on).
+	m.journal.deleted(nodeClaim.Name, nodeClaim.Labels[render.LabLabel], m.reasonOf(nodeClaim))
 	node := &corev1.Node{}
-	if err := m.writer.Get(ctx, types.NamespacedName{Name: nodeClaim.Status.NodeName}, node); err == nil {
+	if err := m.writer.Get(ctx, types.NamespacedName{Name: nodeClaim.Name}, node); err == nil {
 		if err := m.writer.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
 			return err
 		}

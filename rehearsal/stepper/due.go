@@ -18,10 +18,12 @@ import (
 // nextDue is the earliest of these times after now, if any: a NodeClaim's consolidateAfter running out since its
 // last pod event (pkg/utils/disruption IsUnderConsolidateAfter), its expireAfter since its creation
 // (nodeclaim/expiration), a terminating one's terminationGracePeriod, and the start or end of a disruption budget's
-// window (pkg/apis/v1/nodepool.go Budget.IsActive: cron.ParseStandard in UTC, active for its duration), and the end
-// of a drain's shortest time.
+// window (pkg/apis/v1/nodepool.go Budget.IsActive: cron.ParseStandard in UTC, active for its duration), the end
+// of a drain's shortest time, the registration timeout of a NodeClaim whose Node has not registered
+// (nodeclaim/lifecycle/liveness.go), and each step of a node's boot and each pod's start once its image is there
+// (boot.go, kubelet.go).
 func (s *stepper) nextDue(now time.Time) (time.Time, bool, error) {
-	var due []time.Time
+	due := append(s.boots.next(), s.kubelet.next()...)
 	pools := &karpv1.NodePoolList{}
 	if err := s.reader.List(s.ctx, pools); err != nil {
 		return time.Time{}, false, err
@@ -43,6 +45,11 @@ func (s *stepper) nextDue(now time.Time) (time.Time, bool, error) {
 				due = append(due, drained.LastTransitionTime.Add(termination.MinDrainTime))
 			}
 			continue
+		}
+		if timeout, ok := s.boots.registrationTimeout(); ok {
+			if registered := nc.StatusConditions().Get(karpv1.ConditionTypeRegistered); registered != nil && !registered.IsTrue() {
+				due = append(due, registered.LastTransitionTime.Add(timeout))
+			}
 		}
 		if known && nc.Spec.ExpireAfter.Duration != nil {
 			due = append(due, created.Add(*nc.Spec.ExpireAfter.Duration))

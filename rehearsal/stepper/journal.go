@@ -84,6 +84,11 @@ func (j *journal) bound(pod *corev1.Pod) {
 	j.add(event{What: "podBound", Lab: j.lab(pod.Spec.NodeName), Pod: pod.Namespace + "/" + pod.Name, Node: pod.Spec.NodeName})
 }
 
+// ready notes a learner's pod running: its notebook started, its node's image there.
+func (j *journal) ready(pod *corev1.Pod) {
+	j.add(event{What: "podReady", Lab: j.lab(pod.Spec.NodeName), Pod: pod.Namespace + "/" + pod.Name, Node: pod.Spec.NodeName})
+}
+
 func (j *journal) lab(node string) string {
 	j.mu.Lock()
 	defer j.mu.Unlock()

@@ -6,13 +6,16 @@ package main
 
 import (
 	"context"
+	"sync"
 	"time"
 
+	"github.com/samber/lo"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	controllerruntime "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,10 +33,17 @@ const (
 	nodeLeases   = "kube-node-lease"
 )
 
-// kubelet stands in for the kubelets of the nodes Karpenter launched (those with a karpenter.sh/nodepool label).
+// kubelet stands in for the kubelets of the nodes Karpenter launched (those with a karpenter.sh/nodepool label). A
+// bound pod runs once its node has its image (boots.imageAt): at once, or at that time of the simulated clock, when
+// the stepper, which stops there (nextDue), starts it (startDue).
 type kubelet struct {
-	reader client.Client // the manager's cache
-	writer client.Client
+	reader  client.Client // the manager's cache
+	writer  client.Client
+	clock   *simClock
+	boots   *boots
+	journal *journal
+	mu      sync.Mutex
+	starts  map[types.NamespacedName]time.Time // bound pods waiting for their node's image, and when it is there
 }
 
 func (k *kubelet) register(m manager.Manager) error {
@@ -55,6 +65,78 @@ func (k *kubelet) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	if pod.Status.Phase == corev1.PodRunning {
 		return reconcile.Result{}, nil
 	}
+	k.mu.Lock()
+	at, waiting := k.starts[req.NamespacedName]
+	if !waiting && !isDaemon(pod) {
+		at = k.boots.imageAt(pod.Spec.NodeName, pod)
+		if at.After(k.clock.Now()) {
+			k.starts[req.NamespacedName], waiting = at, true
+		}
+	}
+	k.mu.Unlock()
+	if waiting && at.After(k.clock.Now()) {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, k.run(ctx, req.NamespacedName)
+}
+
+// next is when each pod waiting for its node's image can start.
+func (k *kubelet) next() []time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return lo.Values(k.starts)
+}
+
+// startDue runs the pods whose node has their image by now.
+func (k *kubelet) startDue(ctx context.Context, now time.Time) error {
+	k.mu.Lock()
+	var due []types.NamespacedName
+	for key, at := range k.starts {
+		if !at.After(now) {
+			due = append(due, key)
+		}
+	}
+	k.mu.Unlock()
+	for _, key := range due {
+		if err := k.run(ctx, key); err != nil {
+			return err
+		}
+		k.mu.Lock()
+		delete(k.starts, key)
+		k.mu.Unlock()
+	}
+	return nil
+}
+
+// run reports the pod Running and Ready, as the kubelet does once its containers have started; a learner's pod (not
+// a DaemonSet's) is a podReady event.
+func (k *kubelet) run(ctx context.Context, key types.NamespacedName) error {
+	var pod *corev1.Pod
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pod = &corev1.Pod{}
+		if err := k.writer.Get(ctx, key, pod); err != nil {
+			return err
+		}
+		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodRunning {
+			pod = nil
+			return nil
+		}
+		return k.writer.Status().Update(ctx, running(pod))
+	})
+	if errors.IsNotFound(err) || pod == nil {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !isDaemon(pod) {
+		k.journal.ready(pod)
+	}
+	return nil
+}
+
+// running is the pod's status once its containers run.
+func running(pod *corev1.Pod) *corev1.Pod {
 	now := metav1.Now()
 	running := pod.DeepCopy()
 	running.Status.Phase = corev1.PodRunning
@@ -76,13 +158,7 @@ func (k *kubelet) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		})
 	}
-	if err := k.writer.Status().Update(ctx, running); err != nil {
-		if errors.IsConflict(err) || errors.IsNotFound(err) {
-			return reconcile.Result{Requeue: !errors.IsNotFound(err)}, nil
-		}
-		return reconcile.Result{}, err
-	}
-	return reconcile.Result{}, nil
+	return running
 }
 
 func (k *kubelet) ours(ctx context.Context, nodeName string) bool {

@@ -112,6 +112,9 @@ func shorten(ctx context.Context) []shortenedTimer {
 		{"requeues after a simulated duration (consolidateAfter, expireAfter), which controller-runtime waits out on the wall clock",
 			"sigs.k8s.io/karpenter pkg/controllers/nodeclaim/disruption/consolidation.go, nodeclaim/expiration/controller.go",
 			"the duration left", "every NodeClaim is annotated after each move of the clock, so its controllers reconcile at once"},
+		{"the CapacityBuffer controller's recheck of each buffer, which starts a provisioning pass (wall clock)",
+			"sigs.k8s.io/karpenter pkg/controllers/capacitybuffer/controller.go",
+			"30s", "every CapacityBuffer is annotated when a node's GPU slices are advertised, so it reconciles then"},
 		{"the termination controller's requeue while a drain lasts its shortest time (MinDrainTime, 5 s of Karpenter's clock)",
 			"sigs.k8s.io/karpenter pkg/controllers/node/termination/controller.go (awaitDrain)",
 			"1s", "the Node of every terminating NodeClaim is annotated after each move of the clock, so it reconciles at once"},
@@ -128,11 +131,12 @@ func rehearse(args []string) error {
 	kubeconfig := fs.String("kubeconfig", "", "the twin's kubeconfig, an identity that may act as Karpenter and the kubelets")
 	region := fs.String("region", "", "the stack's AWS region (aws:region)")
 	startAt := fs.String("start", "", "the simulated clock's first time, RFC3339")
+	timingsFile := fs.String("timings", "", "the labs' node boot and image times (boot.go); without it, nodes register at their launch")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 || *kubeconfig == "" || *region == "" || *startAt == "" {
-		return errors.New("usage: stepper -kubeconfig <file> -region <aws region> -start <RFC3339> <render dir>")
+		return errors.New("usage: stepper -kubeconfig <file> -region <aws region> -start <RFC3339> [-timings <file>] <render dir>")
 	}
 	start, err := time.Parse(time.RFC3339, *startAt)
 	if err != nil {
@@ -143,6 +147,10 @@ func rehearse(args []string) error {
 		return fmt.Errorf("-kubeconfig: %w", err)
 	}
 	r, err := render.Read(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	bootTimes, err := readTimings(*timingsFile)
 	if err != nil {
 		return err
 	}
@@ -160,7 +168,7 @@ func rehearse(args []string) error {
 	klog.SetLogger(logger)
 	ctx, cancel := context.WithCancel(log.IntoContext(ctx, logger))
 	defer cancel()
-	s, err := newStepper(ctx, config, r, *region, newSimClock(start))
+	s, err := newStepper(ctx, config, r, *region, newSimClock(start), bootTimes)
 	if err != nil {
 		return err
 	}
@@ -212,8 +220,11 @@ type stepper struct {
 	queue      *disruption.Queue // the disruption commands under way
 	// The disruption controller's pass under way, if one waits for simulated time; nil when none.
 	disrupting chan bool
-	lastChange atomic.Int64 // wall clock, UnixNano, of the last change the caches saw
-	wall       *stepWall    // where the step under way spends its wall-clock time
+	boots      *boots
+	kubelet    *kubelet
+	register   func(context.Context, *corev1.Node) error // the cloud provider's registration of a booted Node
+	lastChange atomic.Int64                              // wall clock, UnixNano, of the last change the caches saw
+	wall       *stepWall                                 // where the step under way spends its wall-clock time
 }
 
 // stepWall is where one step's wall-clock time went (the answer's "wall"; docs/developers/measurements.md,
@@ -229,7 +240,7 @@ type stepWall struct {
 	ClockMoves        int                `json:"clockMoves"`
 }
 
-func newStepper(ctx context.Context, config *rest.Config, r *render.Render, region string, clk *simClock) (*stepper, error) {
+func newStepper(ctx context.Context, config *rest.Config, r *render.Render, region string, clk *simClock, t *timings) (*stepper, error) {
 	mgr, err := controllerruntime.NewManager(config, controllerruntime.Options{
 		Scheme:                 scheme.Scheme,
 		Logger:                 log.FromContext(ctx),
@@ -251,7 +262,7 @@ func newStepper(ctx context.Context, config *rest.Config, r *render.Render, regi
 	if err != nil {
 		return nil, err
 	}
-	s := &stepper{ctx: ctx, mgr: mgr, reader: mgr.GetClient(), writer: writer, clock: clk, journal: newJournal(clk)}
+	s := &stepper{ctx: ctx, mgr: mgr, reader: mgr.GetClient(), writer: writer, clock: clk, journal: newJournal(clk), boots: newBoots(t, writer)}
 	kube := &simClient{Client: mgr.GetClient(), journal: s.journal}
 	view := &simManager{Manager: mgr, client: kube}
 	recorder := events.NewRecorder(mgr.GetEventRecorderFor("karpenter")) //nolint:staticcheck // as Karpenter's operator does
@@ -262,7 +273,9 @@ func newStepper(ctx context.Context, config *rest.Config, r *render.Render, regi
 		return nil, err
 	}
 	// cmd/controller/main.go's stack of cloud providers, with the node-making launch at its bottom.
-	undecorated := cloudmetrics.Decorate(&nodeMaker{CloudProvider: aws.CloudProvider, aws: aws, writer: writer, render: r, journal: s.journal})
+	maker := &nodeMaker{CloudProvider: aws.CloudProvider, aws: aws, writer: writer, render: r, journal: s.journal, clock: clk, boots: s.boots}
+	s.register = maker.register
+	undecorated := cloudmetrics.Decorate(maker)
 	provider := overlay.Decorate(undecorated, kube, store)
 	s.cluster = state.NewCluster(clk, kube, provider)
 	for _, c := range corecontrollers.NewControllers(ctx, view, clk, kube, recorder, provider, undecorated, s.cluster, store) {
@@ -282,7 +295,8 @@ func newStepper(ctx context.Context, config *rest.Config, r *render.Render, regi
 	if err := nodeclasshash.NewController(kube, nil).Register(ctx, view); err != nil {
 		return nil, err
 	}
-	k := &kubelet{reader: mgr.GetClient(), writer: writer}
+	k := &kubelet{reader: mgr.GetClient(), writer: writer, clock: clk, boots: s.boots, journal: s.journal, starts: map[types.NamespacedName]time.Time{}}
+	s.kubelet = k
 	if err := k.register(mgr); err != nil {
 		return nil, err
 	}
@@ -428,6 +442,16 @@ func (s *stepper) advance(t time.Time) string {
 		}
 		s.clock.SetTime(next)
 		s.wall.ClockMoves++
+		advertised, err := s.boots.due(s.ctx, next, s.register)
+		if err != nil {
+			return err.Error()
+		}
+		if advertised {
+			s.touchBuffers()
+		}
+		if err := s.kubelet.startDue(s.ctx, next); err != nil {
+			return err.Error()
+		}
 		s.touch()
 		if why := s.caughtUp(deadline); why != "" {
 			return why
@@ -461,6 +485,25 @@ func (s *stepper) touch() {
 			log.FromContext(s.ctx).Error(err, "annotating with the clock", "object", obj.GetName())
 		}
 	})
+}
+
+// touchBuffers annotates every CapacityBuffer with the simulated time once a node has its slices: Karpenter's
+// CapacityBuffer controller rechecks each buffer every 30 s of the wall clock and starts a provisioning pass each time
+// (pkg/controllers/capacitybuffer/controller.go), which is how a cluster learns that a new node holds fewer of a
+// buffer's seats than planned (its device plugin's slices, not the NodeOverlay's) and launches for the rest; the
+// annotation has it reconcile now (shortenedTimers).
+func (s *stepper) touchBuffers() {
+	buffers := &autoscalingv1beta1.CapacityBufferList{}
+	if err := s.reader.List(s.ctx, buffers); err != nil {
+		return
+	}
+	patch := client.RawPatch(types.MergePatchType,
+		[]byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, clockAnnotation, s.clock.Now().UTC().Format(time.RFC3339Nano))))
+	for i := range buffers.Items {
+		if err := s.writer.Patch(s.ctx, &buffers.Items[i], patch); client.IgnoreNotFound(err) != nil {
+			log.FromContext(s.ctx).Error(err, "annotating with the clock", "CapacityBuffer", buffers.Items[i].Name)
+		}
+	}
 }
 
 // caughtUp waits until the manager's caches hold every pod, node, NodeClaim and CapacityBuffer the API server holds,
@@ -589,7 +632,8 @@ func (s *stepper) unsettled() (string, string) {
 		return err.Error(), "error"
 	}
 	for _, nc := range claims.Items {
-		if nc.DeletionTimestamp == nil && !nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
+		// A node still booting waits for the clock (boot.go).
+		if nc.DeletionTimestamp == nil && !nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() && !s.boots.isBooting(nc.Name) {
 			return fmt.Sprintf("NodeClaim %s not initialized", nc.Name), "initializing"
 		}
 	}
@@ -605,6 +649,10 @@ func (s *stepper) unsettled() (string, string) {
 		key := client.ObjectKeyFromObject(pod)
 		if s.cluster.PodSchedulingDecisionTime(key).IsZero() {
 			return fmt.Sprintf("pod %s: no decision of Karpenter's yet", key), "undecided"
+		}
+		// A pod Karpenter placed on a node still booting waits for the clock, not for kube-scheduler.
+		if s.boots.isBooting(s.cluster.PodNodeClaimMapping(key)) {
+			continue
 		}
 		if !s.cluster.PodSchedulingSuccessTime(key).IsZero() && !s.quietFor(bindWait) {
 			return fmt.Sprintf("pod %s: placed by Karpenter, not bound by kube-scheduler", key), "unbound"
