@@ -7,7 +7,7 @@ UPSTREAM ?= .upstream
 # helm of the chart render: $GPULAB_HELM where it is set (the render uses it), else the pinned one in .venv/bin.
 HELM := $(if $(GPULAB_HELM),,$(VENV)/bin/helm)
 
-.PHONY: render plan planner helm-batch promtool netpol twin rehearse test test-charts check upstream
+.PHONY: render plan planner helm-batch promtool netpol twin rehearse test test-charts check upstream preflight
 render: $(VENV)/.installed $(HELM)
 	$(PY) -m tools.render $(STACK) --out out/$(STACK)
 
@@ -67,6 +67,11 @@ rehearse: $(VENV)/.installed $(HELM)
 	$(PY) -m render.inputs $(STACK) --for rehearse
 	@$(MAKE) --no-print-directory twin
 	$(PY) -m tools.rehearse $(STACK) --out out/$(STACK)-rehearsal
+
+# Read-only checks of the AWS account $(STACK) deploys to, with your AWS credentials (reports/preflight.py): the GPU
+# vCPU quotas, the VPC and subnets, the hub's certificate, the labs' AMIs; each problem with what to fix.
+preflight: $(VENV)/.installed
+	$(PY) -m tools.preflight $(STACK)
 
 # Every test, one process per core (pyproject.toml); `make test-charts` runs the slowest part alone: the tests that
 # render and template the pinned Helm charts (marker `charts`; `pytest -m "not charts"` runs the rest).

@@ -27,7 +27,7 @@ from components.karpenter.controller import CRD_RELEASE
 from components.karpenter.controller import RELEASE as KARPENTER_RELEASE
 from components.nvidia.device_plugin import RELEASE as DEVICE_PLUGIN_RELEASE
 from domain.upstream.versions import JUPYTERHUB_CHART_VERSION
-from render import charts, harness, run
+from render import charts, run
 
 ROOT = Path(__file__).resolve().parent.parent
 # What each command builds with Go: the go.mod whose `go` line says the release it needs, and what it builds.
@@ -103,8 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--for", dest="purpose", required=True, choices=sorted(PURPOSES), help="what needs them")
     args = parser.parse_args(argv)
     try:
-        name, path = run.stack_file(args.stack)
-        stack = harness.validated(run.read_stack_file(path))
+        name, stack = run.checked_stack(args.stack)
     except domain.stack.ConfigError as error:
         print("\n".join(error.lines), file=sys.stderr)
         return 2

@@ -131,6 +131,14 @@ def stack_file(stack: str) -> tuple[str, Path]:
     return stack, path
 
 
+def checked_stack(stack: str) -> tuple[str, domain.stack.StackConfig]:
+    """A stack's name and its configuration, checked as the render checks it before it registers anything (without
+    running the program); raises domain.stack.ConfigError. For the commands that read a stack without rendering it
+    (render/inputs.py, reports/preflight.py)."""
+    name, path = stack_file(stack)
+    return name, harness.validated(read_stack_file(path))
+
+
 # The Pulumi CLI reads a stack file with gopkg.in/yaml.v2 (pulumi/pulumi sdk/go/common/encoding/marshal.go), which
 # gives the program an unquoted date (`start: 2027-01-11`) as the text written; PyYAML would make it a date object.
 def _as_written(loader: yaml.CSafeLoader, node: yaml.Node) -> Any:

@@ -28,7 +28,7 @@ ALIASES = {"aws": "pulumi_aws", "k8s": "pulumi_kubernetes"}
 
 def _followed() -> set[str]:
     overrides = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["overrides"]
-    return {module for o in overrides if o["follow_imports"] == "normal" for module in o["module"]}
+    return {module for o in overrides if o.get("follow_imports") == "normal" for module in o["module"]}
 
 
 def _used(source: str) -> set[str]:
