@@ -7,7 +7,7 @@ UPSTREAM ?= .upstream
 # helm of the chart render: $GPULAB_HELM where it is set (the render uses it), else the pinned one in .venv/bin.
 HELM := $(if $(GPULAB_HELM),,$(VENV)/bin/helm)
 
-.PHONY: render plan planner helm-batch promtool netpol twin rehearse test test-charts check upstream preflight
+.PHONY: render plan planner helm-batch promtool netpol chp twin rehearse test test-charts check upstream preflight
 render: $(VENV)/.installed $(HELM)
 	$(PY) -m tools.render $(STACK) --out out/$(STACK)
 
@@ -45,6 +45,12 @@ promtool: $(VENV)/.installed
 netpol:
 	@echo "make: building the NetworkPolicy evaluator, devtools/netpol/bin/netpol (minutes cold, seconds warm)"
 	go -C devtools/netpol build -trimpath -o bin/netpol .
+
+# configurable-http-proxy 5.2.0, the hub's proxy (devtools/chp/node_modules, from devtools/chp/package-lock.json with
+# npm): tests/test_jupyterhub_https.py runs it with the rendered proxy's flags to see http redirected to https, and
+# skips without it.
+chp:
+	npm ci --prefix devtools/chp --no-audit --no-fund
 
 # The twin's control plane of each Kubernetes minor version the stack files name, or of those TWINS lists (`make twin
 # TWINS="1.35 1.36"`): rehearsal/controlplane/<minor>/bin (Go 1.26; rehearsal/twins.py, docs/developers/rehearsal.md):

@@ -211,6 +211,12 @@ class _Mocks(pulumi.runtime.Mocks):
             outputs["prometheusEndpoint"] = (
                 f"https://aps-workspaces.{self.region}.amazonaws.com/workspaces/{workspace}/"
             )
+        # What pulumi-tls makes (the proxy's key and certificate, components/jupyterhub/proxy_tls.py): stand-ins, stable
+        # so that renders are byte-identical; the key is a secret of the Secret that carries it.
+        if args.typ == "tls:index/privateKey:PrivateKey":
+            outputs["privateKeyPem"] = f"-----BEGIN PRIVATE KEY----- stand-in for {args.name}"
+        if args.typ == "tls:index/selfSignedCert:SelfSignedCert":
+            outputs["certPem"] = f"-----BEGIN CERTIFICATE----- stand-in for {args.name}"
         if args.typ == "eks:index:Cluster":
             outputs |= self._eks_cluster(args)
         return outputs

@@ -53,10 +53,11 @@ def _crud(service: str, noun: str, *, tags: bool = True, update: bool = True) ->
 
 
 TF = "terraform-provider-aws internal/service"
-# Types and look-ups that need no AWS permission: gpulab's components (groupings in Pulumi's state), the providers, and
-# the Kubernetes objects, which go to the cluster's API server under the deployer's EKS access entry
-# (gpulab:cluster.adminRoleArns, docs/deploying.md "Cluster access"), not to AWS IAM.
-NO_AWS_ACTIONS = ("gpulab:", "pulumi:providers:", "kubernetes:")
+# Types and look-ups that need no AWS permission: gpulab's components (groupings in Pulumi's state), the providers, the
+# Kubernetes objects, which go to the cluster's API server under the deployer's EKS access entry
+# (gpulab:cluster.adminRoleArns, docs/deploying.md "Cluster access"), not to AWS IAM, and pulumi-tls's key and
+# certificate, which the provider makes on the deployer's machine (components/jupyterhub/proxy_tls.py).
+NO_AWS_ACTIONS = ("gpulab:", "pulumi:providers:", "kubernetes:", "tls:")
 
 PERMISSIONS: dict[str, Permission] = {
     "eks:index:Cluster": Permission(

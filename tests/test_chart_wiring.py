@@ -69,16 +69,28 @@ def test_the_charts_gpu_blind_default_packing_is_caught():
     assert problem.startswith("the user-scheduler does not pack learners by nvidia.com/gpu")
 
 
-def test_placeholders_and_a_plain_http_port_are_caught():
+def test_placeholders_and_a_plain_http_hub_are_caught():
     def defaults(values):
         values["scheduling"]["userPlaceholder"]["enabled"] = True
-        values["proxy"]["service"]["disableHttpPort"] = False
+        # The chart's TLS offload: 443 and 80 both reach the proxy's plain http port, which serves the hub in clear.
+        values["proxy"]["https"] = {"enabled": True, "type": "offload"}
 
     r, objects = _hub_retemplated(defaults)
     problems = hub_problems(r.run, objects, r.manifests())
     assert problems == [
         "user placeholders or image pullers are installed: ['user-placeholder']",
-        "proxy-public is a LoadBalancer with ports [(443, 'http'), (80, 'http')], not HTTPS (443) only",
+        "proxy-public is a LoadBalancer with ports [(443, 'http'), (80, 'http')], not HTTPS on 443 and 80 to the "
+        "redirect",
+    ]
+
+
+def test_a_hub_without_its_redirect_port_is_caught():
+    def no_redirect(values):
+        values["proxy"]["service"]["disableHttpPort"] = True
+
+    r, objects = _hub_retemplated(no_redirect)
+    assert hub_problems(r.run, objects, r.manifests()) == [
+        "proxy-public is a LoadBalancer with ports [(443, 'https')], not HTTPS on 443 and 80 to the redirect"
     ]
 
 

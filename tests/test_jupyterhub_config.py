@@ -215,7 +215,7 @@ def test_the_client_secret_reaches_no_resource_value_or_chart(tmp_path):
     assert {p.relative_to(tmp_path).parts[0] for p in written} >= {"resources.json", "manifests", "helm"}
     assert [p for p, text in written.items() if secret in text] == []
     # It does reach the cluster: as the Secret the hub reads its environment variable from.
-    (oauth,) = run.of_type("kubernetes:core/v1:Secret")
+    oauth = run.one("kubernetes:core/v1:Secret", "jupyterhub-oauth-client")
     assert oauth.inputs["stringData"] == {"client-secret": harness.SECRET}
     if not_rendered:  # the rest holds; the charts' objects are not there to read
         pytest.skip("; ".join(not_rendered))

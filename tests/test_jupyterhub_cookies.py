@@ -1,5 +1,6 @@
-"""Every cookie the hub and a learner's server set is Secure, though TLS ends at the load balancer and both see plain
-http (X-Forwarded-Proto: http, as the proxy passes requests on).
+"""Every cookie the hub and a learner's server set is Secure, even for requests the proxy marks as plain http
+(X-Forwarded-Proto: http): it marks them https, as it holds TLS (components/jupyterhub/proxy_tls.py), but the cookies
+do not depend on it.
 
 The hub is JupyterHub 5.5.0 itself, with each rendered stack's configuration (tests/hub_pods.py), signing a learner in
 through its own login handler (the dummy authenticator stands in for the stack's: the cookies are the hub's, whoever

@@ -1,6 +1,6 @@
-"""Sign-in behind the load balancer, which ends TLS: the hub of each rendered stack (JupyterHub 5.5.0 with the
-authenticator's own handlers, tests/support/hub_app.py) gets plain http from the proxy and must still send the learner's
-browser, and the platform or provider, https:// URLs only, and mark every cookie it sets Secure."""
+"""Sign-in behind the load balancer and the proxy: the hub of each rendered stack (JupyterHub 5.5.0 with the
+authenticator's own handlers, tests/support/hub_app.py), even given requests marked as plain http, must send the
+learner's browser, and the platform or provider, https:// URLs only, and mark every cookie it sets Secure."""
 
 import asyncio
 import functools

@@ -11,6 +11,7 @@ import pulumi_kubernetes as k8s
 
 from components.cluster import Cluster
 from components.jupyterhub import culling
+from components.jupyterhub.proxy_tls import backend_tls_secret
 from components.jupyterhub.user_scheduler import extra_permissions
 from components.jupyterhub.values import CLIENT_SECRET_ITEM, CLIENT_SECRET_NAME, STORAGE_CLASS, helm_values
 from components.jupyterhub.walls import internet_policy, open_labs
@@ -113,7 +114,12 @@ class Hub(pulumi.ComponentResource):
         )
         in_namespace = pulumi.ResourceOptions.merge(k8s_child, pulumi.ResourceOptions(depends_on=namespace))
 
-        needs: list[pulumi.Resource] = [addon, volumes]
+        # The proxy's own certificate, towards the load balancer, with which it redirects http to https.
+        needs: list[pulumi.Resource] = [
+            addon,
+            volumes,
+            backend_tls_secret(name, settings.host, settings.namespace, child, in_namespace),
+        ]
         if client_secret is not None:
             needs.append(
                 k8s.core.v1.Secret(

@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from components.jupyterhub import notices
+from components.jupyterhub import notices, proxy_tls
 from components.jupyterhub.spawn_profiles import profile_list
 from components.jupyterhub.user_scheduler import user_scheduler
 from components.jupyterhub.walls import LEARNER_POD_NAME_TEMPLATE, learner_network_policy
@@ -29,10 +29,14 @@ CLIENT_SECRET_ENV = "OAUTH_CLIENT_SECRET"
 # ltiauthenticator 1.6.3 registers no entry point name, so the hub loads it by its import path.
 LTI13_AUTHENTICATOR = "ltiauthenticator.lti13.auth.LTI13Authenticator"
 
-# The in-tree AWS load balancer of the Service (kubernetes/cloud-provider-aws pkg/providers/v1/aws.go, which EKS runs;
-# the annotations of z2jh 4.4.0 docs/source/administrator/security.md, "Off-loading SSL to a Load Balancer"): a
-# Classic Load Balancer that terminates TLS with the certificate and passes TCP on, so that websockets (the kernels)
-# work, with an idle timeout of an hour for quiet kernels.
+# The in-tree AWS load balancer of the Service (kubernetes/cloud-provider-aws pkg/providers/v1/aws.go, which EKS
+# runs): a Classic Load Balancer with raw SSL and TCP listeners, so that websockets (the kernels) work, with an idle
+# timeout of an hour for quiet kernels. At cloud-provider-aws v1.34.3 (aws.go 2011-2045, buildListener): the port
+# named in ssl-ports, 443, gets an SSL listener with the ACM certificate and, for backend-protocol ssl, SSL to the
+# proxy's https port (backendProtocolMapping, 295-300); port 80 is not an ssl port and gets plain TCP to the proxy's
+# http port, where the proxy answers every request with a redirect to https (proxy_tls.py). The health check is SSL on
+# the first port's node port (aws.go 2535-2563), which is 443's: the chart lists https before http
+# (templates/proxy/service.yaml 55-77).
 _LB = "service.beta.kubernetes.io/aws-load-balancer-"
 # A Classic Load Balancer takes 1 to 4000 seconds (cloud-provider-aws v1.34.3 docs/service_controller.md).
 LB_IDLE_TIMEOUT_SECONDS = 3600
@@ -48,7 +52,7 @@ def load_balancer_annotations(hub: JupyterHub) -> dict[str, str]:
     lb = hub.load_balancer
     annotations = {
         f"{_LB}ssl-cert": lb.certificate_arn,
-        f"{_LB}backend-protocol": "tcp",
+        f"{_LB}backend-protocol": "ssl",
         f"{_LB}ssl-ports": "https",
         f"{_LB}ssl-negotiation-policy": LB_TLS_POLICY,
         f"{_LB}connection-idle-timeout": str(LB_IDLE_TIMEOUT_SECONDS),
@@ -111,9 +115,10 @@ def authenticator_config(hub: JupyterHub) -> dict[str, Any]:
         # JupyterHub 5 lets nobody in by default (Authenticator.allow_all is False): without an allow list, whoever
         # the platform launches may sign in.
         lti |= {"allowed_users": list(auth.allowed_users)} if auth.allowed_users else {"allow_all": True}
-        # TLS ends at the load balancer, so the request the hub sees is http, and ltiauthenticator 1.6.3's default
-        # ("auto", lti13/auth.py) would build the redirect URI and /hub/lti13/config's URLs from it: http://, which a
-        # platform that registered the https:// URIs refuses.
+        # ltiauthenticator 1.6.3's default ("auto", lti13/auth.py) builds the redirect URI and /hub/lti13/config's
+        # URLs from the scheme of the request the hub sees, which is https only as long as the proxy holds TLS
+        # (proxy_tls.py); a request seen as http would give http:// URIs, which a platform that registered the
+        # https:// ones refuses. Written out, so that they never depend on it.
         lti["uri_scheme"] = "https"
         return {"JupyterHub": {"authenticator_class": LTI13_AUTHENTICATOR}, "LTI13Authenticator": lti}
     # DummyAuthenticator lets anyone in under any name (allow_all defaults to True for it).
@@ -140,8 +145,9 @@ def culler(hub: JupyterHub) -> dict[str, Any]:
     }
 
 
-# Every cookie the hub and the learners' servers set is Secure. TLS ends at the load balancer and the proxy passes the
-# request on as http (X-Forwarded-Proto: http), so JupyterHub 5.5.0 decides alone (handlers/base.py _set_cookie:
+# Every cookie the hub and the learners' servers set is Secure, whatever the proxy says of the request. Behind the proxy
+# holding TLS it says https (X-Forwarded-Proto, http-proxy-3 as configurable-http-proxy 5.2.0 runs it); should a request
+# ever arrive as http (X-Forwarded-Proto: http), JupyterHub 5.5.0 decides alone (handlers/base.py _set_cookie:
 # Secure from an https public_url; _xsrf_utils.py: the hub's _xsrf from xsrf_cookie_kwargs, which app.py fills from
 # cookie_options only), and a learner's server (services/auth.py HubOAuth.set_cookie: Secure only for an https
 # request) learns the hub's cookie_options from JUPYTERHUB_COOKIE_OPTIONS, which the spawner sets from them
@@ -163,8 +169,9 @@ def helm_values(hub: JupyterHub, labs: Mapping[str, Lab], kubernetes_version: st
     the auth-state key on first install and finds them again in its own Secret on upgrades (`lookup`,
     templates/hub/_helpers-passwords.tpl), and the OAuth client secret comes from a Secret of its own."""
     config = authenticator_config(hub)
-    # JupyterHub 5.5 marks its cookies Secure only when public_url is https or the request was (handlers/base.py,
-    # _set_cookie), and the request the proxy passes on is http; the redirects it builds take their host from it too.
+    # JupyterHub 5.5 marks its cookies Secure when public_url is https or the request was (handlers/base.py,
+    # _set_cookie): with public_url, whatever the proxy says of the request; the redirects it builds take their host
+    # from it too.
     config["JupyterHub"]["public_url"] = hub.address
     config["JupyterHub"]["tornado_settings"] = copy.deepcopy(TORNADO_SETTINGS)
     hub_values: dict[str, Any] = {
@@ -189,10 +196,14 @@ def helm_values(hub: JupyterHub, labs: Mapping[str, Lab], kubernetes_version: st
         "hub": hub_values,
         "proxy": {
             "chp": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
-            # TLS ends at the load balancer; its HTTPS port reaches the proxy's HTTP port, and no plain-HTTP port
-            # is offered, so that sign-in cookies never cross the network in clear.
-            "https": {"enabled": True, "type": "offload"},
-            "service": {"type": "LoadBalancer", "annotations": load_balancer_annotations(hub), "disableHttpPort": True},
+            # The load balancer's 443 reaches the proxy's TLS port with its own TLS connection, and its 80 the
+            # proxy's redirect to https (proxy_tls.py): nothing but the redirect is ever served in clear.
+            "https": {"enabled": True, "type": "secret", "secret": {"name": proxy_tls.SECRET_NAME}},
+            "service": {
+                "type": "LoadBalancer",
+                "annotations": load_balancer_annotations(hub),
+                "disableHttpPort": False,
+            },
         },
         "scheduling": {
             "userScheduler": user_scheduler(kubernetes_version),

@@ -228,7 +228,8 @@ NEEDS_CLIENT_SECRET = ("github", "oidc")
 
 
 class LoadBalancer(Model):
-    """The AWS load balancer in front of the hub's proxy, which terminates TLS (the chart's `offload` mode)."""
+    """The AWS load balancer in front of the hub's proxy: it serves HTTPS with the ACM certificate and passes each
+    connection on to the proxy over TLS again, and port 80 to the proxy's redirect to https."""
 
     scheme: Literal["internal", "internet-facing"] = Field(
         default="internal", description="Reachable inside the VPC only (internal) or from the internet."

@@ -209,6 +209,9 @@ def hub_problems(run: harness.Run, objects: Objects, manifests: Objects) -> list
 
     public = one(objects, "Service", "the proxy's public Service", name="proxy-public")
     ports = [(p["port"], p["targetPort"]) for p in public["spec"]["ports"]]
-    if public["spec"]["type"] != "LoadBalancer" or ports != [(443, "http")]:
-        problems.append(f"proxy-public is a {public['spec']['type']} with ports {ports}, not HTTPS (443) only")
+    # 443 to the proxy's TLS port, first (the load balancer health-checks the first port), and 80 to its redirect.
+    if public["spec"]["type"] != "LoadBalancer" or ports != [(443, "https"), (80, "http")]:
+        problems.append(
+            f"proxy-public is a {public['spec']['type']} with ports {ports}, not HTTPS on 443 and 80 to the redirect"
+        )
     return problems

@@ -2,9 +2,10 @@
 
 JupyterHub 5.5.0 itself (its `JupyterHub` application, initialised with the configuration the chart's
 jupyterhub_config.py gives it: tests/support/hub_config.py) serves the requests on a local port with its own handlers
-and the authenticator's, as the proxy passes them on: plain http, with the learner's Host header and the
-X-Forwarded-Proto the proxy (configurable-http-proxy, `xfwd`) adds for the connection it got, which is http because TLS
-ends at the load balancer and TCP reaches the proxy.
+and the authenticator's, as the proxy passes them on: over plain http, with the learner's Host header and the
+X-Forwarded-Proto the proxy (configurable-http-proxy, `xfwd`) adds for the connection it got. The proxy holds TLS
+(components/jupyterhub/proxy_tls.py), so it says https; the requests here say http, the worst case, so that what the
+tests see of URLs and cookies holds without it.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ class Response:
 
 
 def hub_responses(config: Config, host: str, requests: Sequence[tuple[str, str, str | None]]) -> list[Response]:
-    """The hub's answer to each (method, path, form body) request for `host`, as the proxy passes it on."""
+    """The hub's answer to each (method, path, form body) request for `host`, as the proxy would pass it on had it
+    got plain http."""
     config = copy.deepcopy(config)
     # What the hub's pod has beside the configuration: its database volume (here in memory) and the proxy's token,
     # which the hub Deployment sets as CONFIGPROXY_AUTH_TOKEN from the chart's Secret.
