@@ -60,13 +60,39 @@ def test_a_quiet_suite_names_its_longest_test_and_how_far_it_is():
     assert suite.line(40.0) == "tests: 1234 of 1800 tests done, none running (collecting or starting), 40 s"
 
 
-def test_the_virtualenv_step_says_what_it_does_then_how_long_it_took(tmp_path):
-    # A virtualenv that is there, with a uv that only takes its time: the lines are .ci/venv's own.
+def _venv(tmp_path, seconds: float) -> None:
+    """A virtualenv that is there, with a uv that only takes its time: the lines are .ci/venv's own."""
     (tmp_path / "venv" / "bin").mkdir(parents=True)
     (tmp_path / "venv" / "bin" / "python").symlink_to(sys.executable)
     uv = tmp_path / "venv" / "bin" / "uv"
-    uv.write_text('#!/bin/sh\ncase "$1" in --version) echo "uv 0.13.9";; *) sleep 0.2;; esac\n')
+    uv.write_text(f'#!/bin/sh\ncase "$1" in --version) echo "uv 0.13.9";; *) sleep {seconds};; esac\n')
     uv.chmod(0o755)
+
+
+def test_on_a_terminal_the_virtualenv_step_counts_seconds_and_succeeds(tmp_path):
+    _venv(tmp_path, 1.5)
+    terminal, stderr = os.openpty()  # the step's stderr is a terminal
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    done = subprocess.run(
+        [str(ROOT / ".ci/venv"), str(tmp_path / "venv"), "requirements.txt"], cwd=ROOT, stderr=stderr, env=env
+    )
+    os.close(stderr)
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(terminal, 4096)
+        except OSError:  # the terminal's other end is closed: all is read
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    os.close(terminal)
+    assert done.returncode == 0
+    assert f"\r\x1b[Kvenv: {tmp_path / 'venv'} from requirements.txt: 1 s".encode() in drawn
+
+
+def test_the_virtualenv_step_says_what_it_does_then_how_long_it_took(tmp_path):
+    _venv(tmp_path, 0.2)
     done = subprocess.run(
         [str(ROOT / ".ci/venv"), str(tmp_path / "venv"), "requirements.txt"],
         cwd=ROOT,
