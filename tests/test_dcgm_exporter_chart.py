@@ -27,6 +27,7 @@ def chart_values() -> dict:
         "kubernetes": {"enablePodUID": True},
         "arguments": container["args"],
         "hostPID": ours["hostPID"],
+        "hostNetwork": ours["hostNetwork"],
         # null removes a default of the chart's (its SYS_ADMIN), as in a values file.
         "securityContext": container["securityContext"] | {"capabilities": {"add": None, "drop": ["ALL"]}},
         # No CPU limit: a throttled exporter answers the scraper late.
@@ -78,7 +79,8 @@ def test_the_charts_daemonset_runs_the_same_exporter_as_gpulabs():
     assert their_env.pop(CHART_ONLY_ENV) == {"name": CHART_ONLY_ENV, "value": "true"}
     assert their_env == by_name(our_container["env"])
     assert by_name(their_container["volumeMounts"]) == by_name(our_container["volumeMounts"])
-    keys = ("hostPID", "priorityClassName", "nodeSelector", "affinity", "tolerations", "serviceAccountName")
+    keys = ("hostPID", "hostNetwork", "dnsPolicy", "priorityClassName", "nodeSelector", "affinity", "tolerations")
+    keys += ("serviceAccountName",)
     for key in (*keys, "automountServiceAccountToken"):
         assert theirs[key] == ours[key], key
     assert by_name(theirs["volumes"]) == by_name(ours["volumes"])

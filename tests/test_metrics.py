@@ -208,7 +208,7 @@ def test_dcgm_exporter_reads_the_host_engine_gpu_use_per_pod():
     )
     assert spec["hostPID"] is True
     # From the node's own network, which the lab nodes' host firewall leaves open (host_firewall.py).
-    assert spec["hostNetwork"] is True
+    assert (spec["hostNetwork"], spec["dnsPolicy"]) == (True, "ClusterFirstWithHostNet")
     # Only where the dcgm-server runs: its own node affinity, on the lab nodes (the GPU taint tolerated).
     assert spec["affinity"]["nodeAffinity"] == DCGM_SERVER.pod_spec["affinity"]["nodeAffinity"]
     assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]

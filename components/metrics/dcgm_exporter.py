@@ -113,8 +113,10 @@ def pod_spec() -> dict[str, Any]:
         "automountServiceAccountToken": True,
         "priorityClassName": "system-node-critical",
         "hostPID": True,
-        # The host engine's port on the node's own address, which the host firewall closes to the pod network.
+        # The host engine's port on the node's own address, which the host firewall closes to the pod network. With the
+        # chart's DNS policy for it (deployment/templates/daemonset.yaml:52-54): the cluster's DNS, not the node's.
         "hostNetwork": True,
+        "dnsPolicy": "ClusterFirstWithHostNet",
         # Lab nodes only: the device plugin's label, which every GPU NodePool puts on its nodes.
         "nodeSelector": {"kubernetes.io/os": "linux", GPU_PRESENT_LABEL: "true"},
         "affinity": _where_the_host_engine_runs(),
