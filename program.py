@@ -34,6 +34,7 @@ from domain.cost.price_book import LIST, PriceBook
 from domain.cost.stack_cost import StackCost, lab_term, labs_ceilings, stack_cost, term_days
 from domain.stack.budgets import ACTIVATE
 from domain.stack.warmups import timing_warnings
+from domain.time import utc
 from domain.upstream.ami_releases import ami_warnings
 
 # Python's cyclic garbage collector makes a young collection every 700 net allocations by default (gc.get_threshold),
@@ -160,6 +161,7 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
                 hub_gib,
                 ceilings,
                 prices,
+                utc.today(),
             )
 
         always_on = whole({}).always_on

@@ -114,7 +114,6 @@ class Prices(pulumi.ComponentResource):
                 region=region,
                 live=True,
                 source=f"{region} on-demand prices of {today}, AWS Price List API",
-                day=today,
                 on_demand=MappingProxyType(on_demand),
                 missing=MappingProxyType(missing),
                 spot=MappingProxyType({t: MappingProxyType(z) for t, z in spot.items()}),

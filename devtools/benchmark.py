@@ -31,7 +31,7 @@ REPEATS = 3
 LAB = {"instanceTypes": ["g4dn.xlarge", "g4dn.12xlarge"], "slicesPerGpu": 3, "maxGpus": 4, "ami": "al2023@v20260714"}
 CLUSTER = {
     "name": "bench",
-    "kubernetesVersion": "1.34",
+    "kubernetesVersion": "1.36",
     "vpcId": "vpc-0a1b2c3d4e5f60718",
     "privateSubnetIds": ["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"],
 }

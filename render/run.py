@@ -35,6 +35,7 @@ try:
     import program
     from components.metrics.dashboard import dashboard_model
     from domain.stack.warmups import timing_warnings
+    from domain.time import utc
     from domain.upstream.ami_releases import ami_warnings
     from planner import gate, plan
     from rehearsal import report
@@ -236,7 +237,9 @@ def planned_outputs(run: harness.Run, planned: dict[str, Any]) -> dict[str, Any]
     ran (planner/plan.py with_plan), and the stack's `cost` with them: outputs.json then holds the one figure every
     report shows (docs/cost.md, "One figure at most")."""
     labs = plan.with_plan(run.outputs["labs"], planned)
-    return {**run.outputs, "labs": labs, "cost": cost_report.whole_stack(run.stack, labs, planned=True).as_output()}
+    # On the day of the run, as the program's own `cost` output (program.py).
+    cost = cost_report.whole_stack(run.stack, labs, utc.today(), planned=True)
+    return {**run.outputs, "labs": labs, "cost": cost.as_output()}
 
 
 def write(run: harness.Run, out: Path) -> None:
@@ -308,8 +311,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--today",
         type=datetime.date.fromisoformat,
-        help="the day (YYYY-MM-DD) the summary counts the classes' next occurrences from; the current day in UTC "
-        "by default. Nothing the render writes depends on it",
+        help="the day (YYYY-MM-DD) the summary counts the classes' next occurrences from and judges the Kubernetes "
+        "version's support on; the current day in UTC by default. Nothing the render writes depends on it: the "
+        "checks and the cost output use the current day",
     )
     args = parser.parse_args(argv)
     # The render, like the program, builds what it writes and keeps it to the end (program.collect_rarely).

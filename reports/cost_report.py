@@ -1,5 +1,6 @@
 """A stack's cost table in Markdown, from its `labs` stack output: the render prints it, the PR comment shows it."""
 
+import datetime
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -148,9 +149,9 @@ PART_NAMES = {
 }
 
 
-def whole_stack(stack: StackConfig, figures: Mapping[str, Any], planned: bool = False) -> StackCost:
-    """The stack at the render's list prices, its labs at the ceilings shown (`figures`: the `labs` output with the
-    planner's figures where it ran, planner/plan.py with_plan)."""
+def whole_stack(stack: StackConfig, figures: Mapping[str, Any], day: datetime.date, planned: bool = False) -> StackCost:
+    """The stack at the render's list prices on `day`, its labs at the ceilings shown (`figures`: the `labs` output with
+    the planner's figures where it ran, planner/plan.py with_plan)."""
     hub, cluster = stack.settings.jupyterhub, stack.settings.cluster
     cost = stack_cost(
         stack.region,
@@ -161,6 +162,7 @@ def whole_stack(stack: StackConfig, figures: Mapping[str, Any], planned: bool = 
         hub.hub_database_size_gib if hub else None,
         labs_ceilings({name: lab["cost"] for name, lab in figures.items()}),
         LIST,
+        day,
     )
     if planned:
         ceiling, note = cost.per_hour["labsCeiling"], cost.notes["labsCeiling"]
@@ -168,10 +170,10 @@ def whole_stack(stack: StackConfig, figures: Mapping[str, Any], planned: bool = 
     return cost
 
 
-def stack_table(stack: StackConfig, figures: Mapping[str, Any], planned: bool = False) -> list[str]:
-    """The whole stack per hour and per 730-hour month, each part with what it counts, then the term (or, without
-    one, the month at the ceiling)."""
-    cost = whole_stack(stack, figures, planned)
+def stack_table(stack: StackConfig, figures: Mapping[str, Any], day: datetime.date, planned: bool = False) -> list[str]:
+    """The whole stack per hour on `day` and over the 730-hour month from it, each part with what it counts, then the
+    term (or, without one, the month at the ceiling)."""
+    cost = whole_stack(stack, figures, day, planned)
     output = cost.as_output()
     rows = [(PART_NAMES[p], output["perHour"][p], output["perMonth"][p], cost.notes[p]) for p in PART_NAMES]
     rows.append(("total", output["perHour"]["total"], output["perMonth"]["total"], ""))

@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     day = args.today or utc.today()
     classes = functools.partial(class_table.table, stack.settings, day)
-    whole = functools.partial(cost_report.stack_table, stack, planned=planned is not None)
+    whole = functools.partial(cost_report.stack_table, stack, day=day, planned=planned is not None)
     threshold = stack.settings.cost_alert_threshold
     costs = (base_outputs.get("cost"), outputs.get("cost"))
     versions = [version_change.rendered_version(f.parent) if f else None for f in (args.base_outputs, args.outputs)]

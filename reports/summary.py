@@ -1,4 +1,5 @@
-"""The summary the render prints: the cluster, the labs' tables, their classes', the hub's, then the cost tables (the
+"""The summary the render prints: the cluster (with a warning when its version's standard support ends soon, within
+the classes' term, or has ended), the labs' tables, their classes', the hub's, then the cost tables (the
 labs', then the whole stack's and its term).
 
 Every table is defined here as a list of columns (a header and how to read the cell), and the cluster as a list of
@@ -12,13 +13,17 @@ from typing import Any
 from components.karpenter.manifests import node_pool_budgets
 from domain.capacity.node_capacity import seats_per_node
 from domain.capacity.sharing import LearnerShare
+from domain.cost.prices import EKS_USD_PER_CLUSTER_HOUR
+from domain.cost.stack_cost import term_days
 from domain.stack.jupyterhub import JupyterHub
 from domain.stack.model import Cluster, Lab
+from domain.stack.support import EXTENDED, VERSIONS_DOC
 from domain.time import utc
+from domain.upstream.eks_calendar import CALENDAR
 from planner import plan
 from render import harness
 from reports import class_table, cost_report
-from reports.table import Column, markdown
+from reports.table import Column, lead_in, markdown
 
 # Each lab, by name, with its `labs.<lab>` output as the summary shows it (plan.with_plan).
 LabItem = tuple[str, Lab, Mapping[str, Any]]
@@ -40,7 +45,49 @@ CLUSTER_ROWS: tuple[tuple[str, Callable[[harness.Run], str]], ...] = (
     ("control plane logs", lambda run: f"kept {run.stack.settings.cluster.log_retention_days} days"),
     ("deletion protection", lambda run: "on" if run.stack.settings.cluster.deletion_protection else "off"),
     ("support", lambda run: run.stack.settings.cluster.support_type),
+    (
+        "standard support until",
+        lambda run: str(CALENDAR[run.stack.settings.cluster.kubernetes_version].end_of_standard),
+    ),
 )
+# How far ahead the summary warns of the end of standard support: AWS announces it "at least 60 days in advance" (EKS
+# User Guide, kubernetes-versions, "Amazon EKS version FAQs").
+SUPPORT_NOTICE_DAYS = 60
+
+
+def support_warnings(cluster: Cluster, labs: Mapping[str, Lab], day: datetime.date) -> list[str]:
+    """What the version's support means for the stack on `day`: a warning when its end of standard support falls within
+    SUPPORT_NOTICE_DAYS of the day or within the classes' term, and a line while it is in extended support."""
+    version, window = cluster.kubernetes_version, CALENDAR[cluster.kubernetes_version]
+    end, prices = window.end_of_standard, EKS_USD_PER_CLUSTER_HOUR
+    if day >= end:  # a summary of a later day than the run's (the render's --today) may find STANDARD here
+        now = (
+            f"is in EKS extended support since {end}, at {prices['extended']} instead of {prices['standard']} USD per "
+            f"cluster-hour, until {window.end_of_extended}"
+            if cluster.support_type == EXTENDED
+            else f"left EKS standard support on {end}: EKS upgrades the control plane itself (supportType STANDARD)"
+        )
+        return [
+            f"warning: Kubernetes {version} {now}; move gpulab:cluster.kubernetesVersion to a version in standard "
+            f"support ({VERSIONS_DOC})"
+        ]
+    when = []
+    if (end - day).days <= SUPPORT_NOTICE_DAYS:
+        when.append(f"within {SUPPORT_NOTICE_DAYS} days of {day}")
+    if (term := term_days(labs)) is not None and term[0] <= end <= term[1]:
+        when.append(f"within the classes' term ({term[0]} to {term[1]})")
+    if not when:
+        return []
+    then = (
+        f"the cluster pays {prices['extended']} instead of {prices['standard']} USD per cluster-hour from that day "
+        "(supportType EXTENDED)"
+        if cluster.support_type == EXTENDED
+        else "EKS upgrades the control plane itself after that day (supportType STANDARD)"
+    )
+    return [
+        f"warning: EKS standard support for Kubernetes {version} ends on {end}, {' and '.join(when)}: {then}; move "
+        f"gpulab:cluster.kubernetesVersion to a newer version before then ({VERSIONS_DOC})"
+    ]
 
 
 def _sharing(lab: Lab) -> str:
@@ -169,12 +216,15 @@ def summary(run: harness.Run, day: datetime.date | None = None, planned: Mapping
     settings = run.stack.settings
     figures = plan.with_plan(run.outputs["labs"], planned)
     labs = [(name, lab, figures[name]) for name, lab in settings.labs.items()]
-    classes = class_table.table(settings, day or utc.today())
+    day = day or utc.today()
+    classes = class_table.table(settings, day)
     cluster_columns: tuple[Column[tuple[str, Callable[[harness.Run], str]]], ...] = (
         Column("cluster", lambda row: row[0]),
         Column(settings.cluster.name, lambda row: row[1](run)),
     )
     lines = markdown(cluster_columns, CLUSTER_ROWS)
+    for warning in support_warnings(settings.cluster, settings.labs, day):
+        lines += ["", *lead_in(warning)]
     lines += ["", *lab_tables(labs)]
     lines += ["", *classes] if classes else []
     if settings.jupyterhub:
@@ -189,5 +239,5 @@ def summary(run: harness.Run, day: datetime.date | None = None, planned: Mapping
         *cost_report.table(figures),
         *(["", *budget_lines] if (budget_lines := cost_report.budgets(settings)) else []),
         "",
-        *cost_report.stack_table(run.stack, figures, planned is not None),
+        *cost_report.stack_table(run.stack, figures, day, planned is not None),
     ]

@@ -9,6 +9,7 @@ that patches the harness calls `harness.run` itself.
 """
 
 import copy
+import datetime
 import hashlib
 import json
 import os
@@ -16,6 +17,7 @@ import pickle
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ import pytest
 
 import render.run
 from devtools import go_build
+from domain.time import utc
 from render import charts, harness
 from tests.support import allowed_skips
 from tests.support.suite_progress import SuiteProgress
@@ -45,12 +48,25 @@ if HELM_BATCH.exists():
     os.environ.setdefault("GPULAB_HELM_BATCH", str(HELM_BATCH))
 STACK_FILES = sorted(ROOT.glob("Pulumi.*.yaml"))
 
+# The day every run in the tests is made on (domain/time/utc.py today, pinned below): whether a version is in EKS
+# standard support, and so whether a stack is refused and what its control plane costs, depends on it, and a test's
+# verdict must not change with the calendar. 1.34 left standard support two days before.
+RUN_DAY = datetime.date(2026, 12, 4)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _run_day() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(utc, "today", lambda: RUN_DAY)
+        yield
+
+
 # A small valid stack that tests change one key at a time.
 BASE: dict[str, Any] = {
     "aws:region": "eu-west-1",
     "gpulab:cluster": {
         "name": "lab-test",
-        "kubernetesVersion": "1.34",
+        "kubernetesVersion": "1.36",
         "vpcId": "vpc-0a1b2c3d4e5f60718",
         "privateSubnetIds": ["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"],
     },

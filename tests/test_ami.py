@@ -6,7 +6,7 @@ import pytest
 import domain.stack
 from components.karpenter.ami import ssm_parameters
 from domain.stack.model import Lab
-from domain.upstream.ami_releases import NVIDIA_AMIS, ami_warnings
+from domain.upstream.ami_releases import NVIDIA_AMIS, ami_warnings, default_release
 from render import harness
 from render.run import main as render
 from render.run import read_stack_file
@@ -45,7 +45,7 @@ def test_a_mixed_lab_looks_up_each_architecture_once():
     labs = {"mixed": lab(["g4dn.xlarge", "g5g.xlarge"], 2, ami="al2023@v20260714")}
     run = run_values(stack_values(**{"gpulab:labs": labs}))
     names = [i.args["name"] for i in run.invokes if i.token == GET_PARAMETER]
-    assert names == sorted(ssm_parameters(Lab.model_validate(labs["mixed"]), "1.34").values())
+    assert names == sorted(ssm_parameters(Lab.model_validate(labs["mixed"]), "1.36").values())
 
 
 class _NotFound(grpc.RpcError):
@@ -78,9 +78,9 @@ def test_a_missing_release_fails_the_run_naming_lab_and_release(missing_release,
     assert render([str(stack), "--out", str(tmp_path / "out")]) == 2
     error = capsys.readouterr().err
     assert error.startswith(
-        "gpulab:labs.stale.ami: no NVIDIA AMI for amd64 nodes of Kubernetes 1.34 in release al2023@v20251117: "
-        "looking up SSM parameter /aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/nvidia/"
-        "amazon-eks-node-al2023-x86_64-nvidia-1.34-v20251117/image_id failed ("
+        "gpulab:labs.stale.ami: no NVIDIA AMI for amd64 nodes of Kubernetes 1.36 in release al2023@v20251117: "
+        "looking up SSM parameter /aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/nvidia/"
+        "amazon-eks-node-al2023-x86_64-nvidia-1.36-v20251117/image_id failed ("
     )
     assert "ParameterNotFound" in error  # the provider's own words reach the user
     assert "Traceback" not in error
@@ -98,7 +98,7 @@ def test_labs_that_share_a_release_share_one_look_up(monkeypatch):
     monkeypatch.setattr(harness._Mocks, "call", call)
     labs = {name: lab(["g4dn.xlarge"], 2, ami="al2023@v20260714") for name in ("a", "b", "c")}
     harness.run("test", as_cli_config(stack_values(**{"gpulab:labs": labs})))  # not run_values: its runs are shared
-    assert looked_up == list(ssm_parameters(Lab.model_validate(labs["a"]), "1.34").values())
+    assert looked_up == list(ssm_parameters(Lab.model_validate(labs["a"]), "1.36").values())
 
 
 def test_a_missing_release_shared_by_labs_names_each_lab(missing_release, tmp_path, capsys):
@@ -124,6 +124,15 @@ def test_known_releases_follow_amazon_eks_ami_s_notes():
     assert NVIDIA_AMIS["v20260714"] == {arch: frozenset(f"1.{m}" for m in range(30, 37)) for arch in ("amd64", "arm64")}
     assert NVIDIA_AMIS["v20250317"]["arm64"] == frozenset()
     assert "1.28" in NVIDIA_AMIS["v20251112"]["amd64"] and "1.28" not in NVIDIA_AMIS["v20251120"]["amd64"]
+
+
+def test_the_suggested_release_is_the_newest_whose_notes_list_the_version():
+    # v20260714's CHANGELOG entry is the newest read here; newer releases are known from their pages only, and the
+    # two refused ones are never suggested whatever their pages say.
+    assert default_release("1.36") == default_release("1.35") == "v20260714"
+    assert NVIDIA_AMIS["v20261023"]["amd64"] >= {"1.35", "1.36"}
+    assert default_release("1.29") == "v20260318"  # the last whose notes list 1.29
+    assert default_release("1.37") is None
 
 
 @pytest.mark.parametrize("release", ["v20260930", "v20261003"])

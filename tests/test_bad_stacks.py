@@ -14,7 +14,7 @@ config:
   aws:region: eu-west-1
   gpulab:cluster:
     name: lab-test
-    kubernetesVersion: "1.34"
+    kubernetesVersion: "1.36"
     vpcId: vpc-0a1b2c3d4e5f60718
     privateSubnetIds: [subnet-0a1b2c3d4e5f60001, subnet-0a1b2c3d4e5f60002]
 """
@@ -507,19 +507,28 @@ def test_an_overflowing_hub_secret_names_labs_writes_nothing(tmp_path, capsys, m
     [
         (
             "al2023@v20990101",
-            "1.34",
+            "1.36",
             "gpulab:labs.intro.ami: warning: release v20990101 is not one gpulab knows "
             "(domain/upstream/ami_releases.py lists amazon-eks-ami's releases to v2",
         ),
         (
-            "al2023@v20260714",
-            "1.28",
-            "gpulab:labs.intro.ami: warning: release v20260714 has no NVIDIA AMI for amd64 nodes of Kubernetes 1.28",
+            "al2023@v20260505",
+            "1.36",
+            "gpulab:labs.intro.ami: warning: release v20260505 has no NVIDIA AMI for amd64 nodes of Kubernetes 1.36 "
+            "in amazon-eks-ami's release notes, and `pulumi preview` will fail looking it up; choose another release, "
+            "such as v20260714",
+        ),
+        (
+            "al2023@v20261023",
+            "1.36",
+            "gpulab:labs.intro.ami: warning: release v20261023 is newer than the amazon-eks-ami notes gpulab has read: "
+            "only its release page's source-AMI table says it built NVIDIA AMIs for Kubernetes 1.36, and `pulumi "
+            "preview` checks that they exist; v20260714 is the newest whose notes list them",
         ),
     ],
 )
 def test_an_unknown_ami_release_is_warned_of_left_to_preview(tmp_path, capsys, ami, kubernetes, warning):
-    text = HEAD.replace('"1.34"', f'"{kubernetes}"') + labs().replace("al2023@v20260714", ami)
+    text = HEAD.replace('"1.36"', f'"{kubernetes}"') + labs().replace("al2023@v20260714", ami)
     status, lines, _ = render_text(tmp_path, text, capsys)
     assert status == 0, lines
     assert [line for line in lines if line.startswith("gpulab:")] == [lines[0]]

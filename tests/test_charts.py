@@ -194,9 +194,9 @@ def test_charts_template_for_the_clusters_kubernetes_version(tmp_path, monkeypat
     monkeypatch.setenv("GPULAB_CHARTS", str(tmp_path / "charts"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # the other releases' charts: not needed here
-    cluster = {**BASE["gpulab:cluster"], "kubernetesVersion": "1.32"}
+    cluster = {**BASE["gpulab:cluster"], "kubernetesVersion": "1.35"}
     stack = tmp_path / "Pulumi.older.yaml"
     stack.write_text(yaml.safe_dump({"config": stack_values(**{"gpulab:cluster": cluster})}))
     assert render.run.main([str(stack), "--out", str(tmp_path / "out")]) == 0
     (config_map,) = load_objects((tmp_path / "out" / "charts" / "karpenter.yaml").read_text())
-    assert config_map["data"] == {"kube": "v1.32.0"}
+    assert config_map["data"] == {"kube": "v1.35.0"}

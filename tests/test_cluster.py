@@ -22,7 +22,7 @@ def test_cluster_has_access_entries_its_vpc_no_default_group(base_run):
     assert eks["authenticationMode"] == "API"
     assert eks["skipDefaultNodeGroup"] is True
     assert eks["name"] == "lab-test"
-    assert eks["version"] == "1.34"
+    assert eks["version"] == BASE["gpulab:cluster"]["kubernetesVersion"]
     assert eks["vpcId"] == BASE["gpulab:cluster"]["vpcId"]
     assert eks["privateSubnetIds"] == SUBNETS
     assert set(eks["enabledClusterLogTypes"]) == {"api", "audit", "authenticator", "controllerManager", "scheduler"}
@@ -76,7 +76,7 @@ def test_system_group_spans_subnets_with_two_labelled_nodes(base_run):
     assert group["subnetIds"] == SUBNETS
     assert group["scalingConfig"]["minSize"] == 2
     assert group["labels"] == {"gpulab.dev/node-role": "system"}
-    assert group["version"] == "1.34"
+    assert group["version"] == BASE["gpulab:cluster"]["kubernetesVersion"]
     assert group["nodeRoleArn"].startswith("arn:aws:iam::123456789012:role/cluster-system-nodes-role-")
 
 

@@ -106,7 +106,7 @@ def test_summary_names_cluster_and_labs_types_capacity_seats(capsys, tmp_path):
     values = stack_values(**{"gpulab:labs": {"intro": BASE["gpulab:labs"]["intro"], "spot": spot}})
     assert render.run.main([str(write_stack(tmp_path, values)), "--out", str(tmp_path / "out")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert tables.cluster(lines).items() >= {"cluster": "lab-test", "Kubernetes": "1.34", "region": "eu-west-1"}.items()
+    assert tables.cluster(lines).items() >= {"cluster": "lab-test", "Kubernetes": "1.36", "region": "eu-west-1"}.items()
     shared = {"maxGpus": "4", "slicesPerGpu": "3", "learner seats": "12"}
     assert [row | shared == row for row in tables.table(lines, "labs:")] == [True, True]
     # The sharing as the key takes it.
@@ -243,7 +243,7 @@ def test_render_runs_as_a_module_from_the_command_line(tmp_path):
 MERGED = """\
 config:
   aws:region: eu-west-1
-  gpulab:cluster: {name: lab-test, kubernetesVersion: "1.34", vpcId: vpc-0a1b2c3d4e5f60718,
+  gpulab:cluster: {name: lab-test, kubernetesVersion: "1.36", vpcId: vpc-0a1b2c3d4e5f60718,
                    privateSubnetIds: [subnet-0a1b2c3d4e5f60001, subnet-0a1b2c3d4e5f60002]}
   gpulab:labs:
     intro: &lab

@@ -1,15 +1,19 @@
 """The whole stack's cost: the `cost` stack output, the summary's table of it, and the term
 (domain/cost/stack_cost.py)."""
 
+import datetime
+
 import pytest
 
+from domain.time import utc
+from render import harness
 from reports.summary import summary
-from tests.conftest import BASE, STACK_FILES, run_stack_file, run_values, stack_values
+from tests.conftest import BASE, STACK_FILES, as_cli_config, run_stack_file, run_values, stack_values
 from tests.support import tables
 from tests.support.synthetic import HUB, NOTEBOOK_IMAGE, lab
 
-# BASE: eu-west-1, Kubernetes 1.34, two m7i.large system nodes, lab intro of 4 g4dn.xlarge GPUs in 3 slices.
-# Control plane: 1.34 is in standard support on the list's day (2026-07-06): 0.10 per hour.
+# BASE: eu-west-1, Kubernetes 1.36, two m7i.large system nodes, lab intro of 4 g4dn.xlarge GPUs in 3 slices.
+# Control plane: 1.36 is in standard support on the tests' day (2026-12-04, tests/conftest.py RUN_DAY): 0.10 per hour.
 # System nodes: 2 x (0.1008 + 20 GiB x 0.08 / 730 = 0.00219178) = 0.20598356, rounded up 0.2060.
 # intro's ceiling: 4 x (0.526 + 0.00219178) = 2.11276712, rounded up 2.1128.
 SYNTHETIC_HOUR = {"controlPlane": 0.1, "systemNodes": 0.206, "hub": 0, "labsCeiling": 2.1128, "total": 2.4188}
@@ -43,14 +47,37 @@ def test_the_hub_adds_its_load_balancer_and_database_volume():
 @pytest.mark.parametrize(
     ("version", "support", "per_hour"),
     [
-        ("1.34", "EXTENDED", 0.1),  # in standard support on 2026-07-06 whatever the support type
-        ("1.31", "EXTENDED", 0.6),  # 1.31 left standard support on 2025-11-26: extended until 2026-11-26
-        ("1.31", "STANDARD", 0.1),  # EKS upgraded it at the end of standard support
+        ("1.36", "STANDARD", 0.1),
+        ("1.36", "EXTENDED", 0.1),  # in standard support on 2026-12-04 whatever the support type
+        ("1.34", "EXTENDED", 0.6),  # 1.34 left standard support on 2026-12-02: extended until 2027-12-02
     ],
 )
 def test_control_plane_costs_eks_price_for_version_and_support(version, support, per_hour):
     cluster = {**BASE["gpulab:cluster"], "kubernetesVersion": version, "supportType": support}
-    assert cost(stack_values(**{"gpulab:cluster": cluster}))["perHour"]["controlPlane"] == per_hour
+    figures = cost(stack_values(**{"gpulab:cluster": cluster}))
+    assert figures["perHour"]["controlPlane"] == per_hour
+    assert figures["perMonth"]["controlPlane"] == pytest.approx(per_hour * 730)
+
+
+def _cost_on(day: datetime.date, values: dict) -> dict:
+    # Not through run_values, which keeps one run per configuration for the whole session, made on RUN_DAY.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(utc, "today", lambda: day)
+        return harness.run("test", as_cli_config(values)).outputs["cost"]
+
+
+def test_a_month_reaching_into_extended_support_counts_those_hours_at_its_price():
+    # 1.35 leaves standard support on 2027-03-27 (00:00 UTC). The month from 2027-03-10: 17 days (408 hours) at 0.10,
+    # the other 322 hours at 0.60: 40.8 + 193.2 = 234; with STANDARD, EKS upgrades the cluster: 730 x 0.10 = 73.
+    cluster = {**BASE["gpulab:cluster"], "kubernetesVersion": "1.35"}
+    extended = _cost_on(
+        datetime.date(2027, 3, 10), stack_values(**{"gpulab:cluster": {**cluster, "supportType": "EXTENDED"}})
+    )
+    assert extended["perHour"]["controlPlane"] == 0.1
+    assert extended["perMonth"]["controlPlane"] == pytest.approx(234)
+    assert extended["perMonth"]["total"] == pytest.approx(234 + 150.38 + 1542.344)
+    standard = _cost_on(datetime.date(2027, 3, 10), stack_values(**{"gpulab:cluster": cluster}))
+    assert standard["perMonth"]["controlPlane"] == pytest.approx(73)
 
 
 def test_unpriced_system_nodes_leave_an_unknown_total_explained():
@@ -100,6 +127,27 @@ def test_a_term_costs_warmups_and_classes_at_full_lab_plus_base():
         "consolidateAfter at each lab's at most per hour (labs without classes at it all term), beside 102.8160 USD "
         "always on; 109.1544 USD in all"
     )
+
+
+@pytest.mark.parametrize(
+    ("support", "always_on"),
+    [
+        # 1.36 leaves standard support on 2027-08-02, the term's eighth day: 168 hours at 0.10 and 168 at 0.60 (117.6),
+        # beside 336 x 0.206 of system nodes (69.216).
+        ("EXTENDED", "186.8160"),
+        # EKS upgrades the cluster instead: 336 x (0.1 + 0.206).
+        ("STANDARD", "102.8160"),
+    ],
+)
+def test_a_term_straddling_the_end_of_standard_support(support, always_on):
+    term = {"start": "2027-07-26", "end": "2027-08-08"}  # two Mondays, 14 days
+    classes = [{"schedule": "0 9 * * mon", "duration": "1h", "term": term}]
+    cluster = {**BASE["gpulab:cluster"], "supportType": support}
+    values = stack_values(
+        **{"gpulab:cluster": cluster, "gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3, max_gpus=4, classes=classes)}}
+    )
+    (line,) = tables.lead_ins(summary(run_values(values)), ("the term",))
+    assert f"beside {always_on} USD always on" in line
 
 
 def test_a_termless_lab_costs_a_730_hour_month_at_its_ceiling():

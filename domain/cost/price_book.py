@@ -6,7 +6,6 @@ region and EC2's current spot prices for its zones (components/live_prices.py), 
 never taken from another region without saying so, and a type without a price in the region is named, never priced.
 """
 
-import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -33,7 +32,6 @@ class PriceBook:
     region: str  # the region of the instances' on-demand prices
     live: bool  # read from AWS at preview or up, rather than domain/cost/prices.py's list
     source: str  # how the instances' prices are named in tables and messages
-    day: datetime.date  # the day the prices hold: the control plane's support on it
     on_demand: Mapping[str, float]  # USD per hour by instance type, GPU and system node types alike
     # Instance types looked up without an answer, and why (the Price List API has no such product in the region).
     missing: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
@@ -70,6 +68,5 @@ LIST = PriceBook(
     region=prices.REGION,
     live=False,
     source=prices.PRICE_SOURCE,
-    day=datetime.date.fromisoformat(prices.GENERATED_AT[:10]),
     on_demand=MappingProxyType({**prices.ON_DEMAND_USD_PER_HOUR, **prices.SYSTEM_NODE_USD_PER_HOUR}),
 )

@@ -10,7 +10,7 @@ workspace, learners' home volumes) is listed in docs/cost.md.
 
 import datetime
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
@@ -29,13 +29,38 @@ PARTS = ("controlPlane", "systemNodes", "hub", "labsCeiling")
 
 
 @dataclass(frozen=True)
+class ControlPlane:
+    """What the EKS control plane costs over time: `standard` USD per hour, and `extended` from 00:00 UTC of
+    `extended_from` on, the day the version leaves standard support when the cluster keeps it (supportType EXTENDED;
+    EKS User Guide: "Billing for extended support starts at the beginning of the day that the version reaches end of
+    standard support, in the UTC+0 timezone"); None when it never pays extended support's price."""
+
+    standard: Decimal
+    extended: Decimal
+    extended_from: datetime.date | None
+
+    def per_hour(self, day: datetime.date) -> float:
+        return float(self.extended if self.extended_from is not None and day >= self.extended_from else self.standard)
+
+    def over(self, first: datetime.date, hours: int) -> Decimal:
+        """USD for `hours` hours from 00:00 UTC of `first`: extended support's price for those at or after its
+        start."""
+        if self.extended_from is None:
+            return self.standard * hours
+        extended = min(hours, max(0, hours - (self.extended_from - first).days * 24))
+        return self.standard * (hours - extended) + self.extended * extended
+
+
+@dataclass(frozen=True)
 class StackCost:
-    """The stack's parts per hour (None: not priced), and a note per part saying what it counts."""
+    """The stack's parts per hour on `day` (None: not priced), and a note per part saying what it counts."""
 
     region: str
     prices_from: str
     per_hour: Mapping[str, float | None]  # PARTS
     notes: Mapping[str, str]  # PARTS: what the part counts, or why it has no price
+    day: datetime.date  # the day of the hourly figures, and the first of the month's
+    control_plane: ControlPlane
 
     @property
     def total(self) -> float | None:
@@ -44,28 +69,36 @@ class StackCost:
 
     @property
     def always_on(self) -> float | None:
-        """What runs whether or not a learner does: everything but the labs."""
+        """What runs whether or not a learner does, per hour on the day: everything but the labs."""
         parts = [self.per_hour[p] for p in PARTS if p != "labsCeiling"]
         return None if any(p is None for p in parts) else _sum(p for p in parts if p is not None)
 
+    def always_on_over(self, first: datetime.date, hours: int) -> float | None:
+        """What runs whether or not a learner does, over `hours` hours from 00:00 UTC of `first`: the control plane
+        at its price of each hour, the rest at their hourly price; rounded up."""
+        others = [self.per_hour[p] for p in PARTS if p not in ("labsCeiling", "controlPlane")]
+        if any(p is None for p in others):
+            return None
+        rest = sum((Decimal(str(p)) for p in others if p is not None), Decimal(0)) * hours
+        return _up(rest + self.control_plane.over(first, hours))
+
     def with_labs_ceiling(self, ceiling: float | None, note: str) -> "StackCost":
         """The same stack with another labs' ceiling, e.g. Karpenter's where the planner ran (planner/plan.py)."""
-        return StackCost(
-            self.region,
-            self.prices_from,
-            {**self.per_hour, "labsCeiling": ceiling},
-            {**self.notes, "labsCeiling": note},
+        return replace(
+            self, per_hour={**self.per_hour, "labsCeiling": ceiling}, notes={**self.notes, "labsCeiling": note}
         )
 
     def as_output(self) -> dict[str, Any]:
-        """The `cost` stack output."""
+        """The `cost` stack output. A month is the 730 hours from 00:00 UTC of the day: the control plane's hours in
+        it at their own price, so that a month that reaches into extended support counts those hours at its price."""
         hourly = {**{p: self.per_hour[p] for p in PARTS}, "total": self.total}
-        return {
-            "region": self.region,
-            "pricesFrom": self.prices_from,
-            "perHour": hourly,
-            "perMonth": {p: per_month(v) for p, v in hourly.items()},
-        }
+        monthly = {p: per_month(v) for p, v in hourly.items()}
+        month_of_plane = float(self.control_plane.over(self.day, HOURS_PER_MONTH))
+        monthly["controlPlane"] = month_of_plane
+        if monthly["total"] is not None:
+            others = [monthly[p] for p in PARTS if p != "controlPlane"]
+            monthly["total"] = _sum([month_of_plane, *(m for m in others if m is not None)])
+        return {"region": self.region, "pricesFrom": self.prices_from, "perHour": hourly, "perMonth": monthly}
 
 
 def per_month(per_hour: float | None) -> float | None:
@@ -73,25 +106,32 @@ def per_month(per_hour: float | None) -> float | None:
     return None if per_hour is None else float(Decimal(str(per_hour)) * HOURS_PER_MONTH)
 
 
-def control_plane(kubernetes_version: str, support_type: str, book: PriceBook) -> tuple[float, str]:
-    """USD per hour of the cluster on the book's day: extended support's price from the day its version leaves
-    standard support, when the cluster keeps it (supportType EXTENDED), else standard's (EKS upgrades it)."""
-    standard_ends = CALENDAR[kubernetes_version].end_of_standard
-    extended_ends = CALENDAR[kubernetes_version].end_of_extended
-    extended = support_type == "EXTENDED" and standard_ends <= book.day < extended_ends
-    price = book.eks_per_hour["extended" if extended else "standard"]
-    if extended:
-        note = f"Kubernetes {kubernetes_version} in extended support on {book.day} (until {extended_ends})"
-    elif book.day < standard_ends:
+def control_plane(
+    kubernetes_version: str, support_type: str, day: datetime.date, book: PriceBook
+) -> tuple[ControlPlane, str]:
+    """The cluster's price over time (ControlPlane), and what it counts on `day`: extended support's price from the
+    day its version leaves standard support, when the cluster keeps it (supportType EXTENDED), else standard's (EKS
+    upgrades it)."""
+    window = CALENDAR[kubernetes_version]
+    extended = support_type == "EXTENDED"
+    plane = ControlPlane(
+        Decimal(book.eks_per_hour["standard"]),
+        Decimal(book.eks_per_hour["extended"]),
+        window.end_of_standard if extended else None,
+    )
+    standard_ends, extended_ends = window.end_of_standard, window.end_of_extended
+    if extended and day >= standard_ends:
+        note = f"Kubernetes {kubernetes_version} in extended support on {day} (until {extended_ends})"
+    elif day < standard_ends:
         then = (
             f"then extended support at {book.eks_per_hour['extended']} USD per hour until {extended_ends}"
-            if support_type == "EXTENDED"
+            if extended
             else "then EKS upgrades the cluster (supportType STANDARD)"
         )
-        note = f"Kubernetes {kubernetes_version} in standard support on {book.day}, until {standard_ends}; {then}"
+        note = f"Kubernetes {kubernetes_version} in standard support on {day}, until {standard_ends}; {then}"
     else:
-        note = f"Kubernetes {kubernetes_version} past standard support on {book.day}: EKS upgrades the cluster"
-    return float(price), f"{note}; {book.others_region} list"
+        note = f"Kubernetes {kubernetes_version} past standard support on {day}: EKS upgrades the cluster"
+    return plane, f"{note}; {book.others_region} list"
 
 
 def system_nodes(instance_types: Sequence[str], size: int, book: PriceBook) -> tuple[float | None, str]:
@@ -142,12 +182,15 @@ def stack_cost(
     database_gib: int | None,
     ceilings: Mapping[str, float | None],
     book: PriceBook,
+    day: datetime.date,
 ) -> StackCost:
-    """The stack's cost at `book`'s prices. The cluster's figures are passed, as gpulab:cluster's keys hold them
-    (kubernetesVersion, supportType, systemNodes.instanceTypes and .size), so that this floor reads no stack model;
-    `ceilings`: each lab's ceiling per hour (None: not priced)."""
+    """The stack's cost at `book`'s prices, per hour on `day` (the day of the run, domain/time/utc.py today). The
+    cluster's figures are passed, as gpulab:cluster's keys hold them (kubernetesVersion, supportType,
+    systemNodes.instanceTypes and .size), so that this floor reads no stack model; `ceilings`: each lab's ceiling per
+    hour (None: not priced)."""
+    plane, plane_note = control_plane(kubernetes_version, support_type, day, book)
     parts = {
-        "controlPlane": control_plane(kubernetes_version, support_type, book),
+        "controlPlane": (plane.per_hour(day), plane_note),
         "systemNodes": system_nodes(system_node_types, system_node_count, book),
         "hub": hub(database_gib, book),
         "labsCeiling": labs_ceiling(ceilings),
@@ -157,6 +200,8 @@ def stack_cost(
         book.prices_from,
         {name: amount for name, (amount, _) in parts.items()},
         {name: note for name, (_, note) in parts.items()},
+        day,
+        plane,
     )
 
 
@@ -250,7 +295,7 @@ class Term:
     first: datetime.date
     last: datetime.date
     hours: int  # from the first day's midnight to the last day's end, in UTC
-    always_on: float | None  # USD over the term: control plane, system nodes, hub
+    always_on: float | None  # USD over the term: control plane (each hour at its price), system nodes, hub
     classes: float | None  # USD: the labs' term figures added up (LabTerm: every warm-up and class at its lab's full
     # cost, labs without classes at their ceiling all term)
     class_hours: float  # the hours of warm-ups and classes counted
@@ -270,12 +315,11 @@ def term(cost: StackCost, labs: Mapping[str, Any], ceilings: Mapping[str, float 
     figures = [lab_term(lab, days, ceilings[name]) for name, lab in labs.items()]
     amounts = [f.usd for f in figures]
     hours = ((days[1] - days[0]).days + 1) * 24
-    always_on = cost.always_on
     return Term(
         days[0],
         days[1],
         hours,
-        None if always_on is None else _up(Decimal(str(always_on)) * hours),
+        cost.always_on_over(days[0], hours),
         None if None in amounts else _sum(a for a in amounts if a is not None),
         _sum(f.hours for f in figures if f.counts == CLASSES),
     )

@@ -120,6 +120,7 @@ from domain.stack.limits import (
 from domain.stack.log_retention import accepted_retention
 from domain.stack.metrics import IdleWindow, Metrics, metrics_fit
 from domain.stack.namespaces import namespace_clash
+from domain.stack.support import support_chosen
 from domain.time import class_calendar, cron, durations, zones
 from domain.time.budget_windows import Window, windows
 from domain.time.class_calendar import Occurrence
@@ -200,13 +201,15 @@ class Cluster(Model):
         description="EKS deletion protection: the cluster cannot be deleted until it is turned off. Off by default "
         "so that test stacks can be destroyed; the policy pack requires it in production stacks.",
     )
-    # EKS User Guide, kubernetes-versions: 14 months of standard support, then 12 of extended support. Prices: Amazon
-    # EKS pricing (aws.amazon.com/eks/pricing) and the AWS Containers blog post "Amazon EKS extended support for
-    # Kubernetes versions pricing": USD 0.10 per cluster hour in standard support, 0.60 in total in extended support.
-    support_type: Literal["STANDARD", "EXTENDED"] = Field(
+    # EKS User Guide, kubernetes-versions: 14 months of standard support, then 12 of extended support (the dates:
+    # domain/upstream/eks_calendar.py; the prices: domain/cost/prices.py). A version past standard support on the day
+    # of the run is refused unless this is EXTENDED (domain/stack/support.py).
+    support_type: Annotated[Literal["STANDARD", "EXTENDED"], AfterValidator(support_chosen)] = Field(
         default="STANDARD",
+        validate_default=True,
         description="What EKS does at the end of a version's standard support: STANDARD upgrades the control plane; "
-        "EXTENDED keeps the version for 12 more months at USD 0.60 instead of 0.10 per cluster hour.",
+        "EXTENDED keeps the version for 12 more months at USD 0.60 instead of 0.10 per cluster hour. A version "
+        "already past standard support needs EXTENDED.",
     )
 
     @field_validator("private_endpoint")

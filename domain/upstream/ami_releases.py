@@ -7,6 +7,14 @@ amazon-eks-node-al2023-<arch>-nvidia-<k8s>-<tag>, and each tag here is a git tag
 notes (v20260707, v20260709 and v20260724 among them), and a release that is not here is not refused, as amazon-eks-ami
 publishes one every week or two: the render warns about it, and `pulumi preview` looks its SSM parameters up
 (components/karpenter/ami.py), which fails if AWS has no such AMI.
+
+Releases after v20260724 are newer than the git snapshot fetched here, so no CHANGELOG entry lists their AMIs. Their
+GitHub release pages (github.com/awslabs/amazon-eks-ami/releases/tag/<tag>, stored copies read only to their opening)
+have a table of the source AMI of each AMI type per range of Kubernetes versions, whose AL2023_x86_64_NVIDIA and
+AL2023_ARM_64_NVIDIA rows say that NVIDIA AMIs were built for those ranges, and then the AMI names of the newest
+version. That is weaker than a CHANGELOG entry, gpulab's standard that a release has an NVIDIA AMI for a version: such
+a release is known (_FROM_RELEASE_PAGES), but the render warns that `pulumi preview` is what confirms its AMI, and no
+such release is the default (default_release).
 """
 
 from collections.abc import Mapping
@@ -82,6 +90,20 @@ _RELEASES: dict[str, tuple[str, str | None]] = {
     "v20241106": ("1.24-1.31", None),
     "v20241024": ("1.24-1.31", None),
 }
+# Release tag: as _RELEASES, from the release page's source-AMI table. The ranges are its columns' ("Source AMI Name
+# (K8s 1.36)", "(K8s 1.33 - 1.35)", "(K8s 1.31 - 1.32)"; from v20261003 "(K8s 1.36 - 1.37)"; the page writes an en
+# dash), each with both NVIDIA rows. AMI names seen on the page: amazon-eks-node-al2023-x86_64-nvidia-1.36-<tag> for
+# v20260728 to v20260903, -1.37-v20261023 for v20261023. v20260801, v20260827, v20260930 and v20261019 are named only
+# as the previous release of a page, their own pages were not found; no release after v20261023 was found.
+_FROM_RELEASE_PAGES: dict[str, tuple[str, str | None]] = {
+    "v20261023": ("1.31-1.37", "1.31-1.37"),
+    "v20261012": ("1.31-1.37", "1.31-1.37"),
+    "v20261003": ("1.31-1.37", "1.31-1.37"),
+    "v20260903": ("1.31-1.36", "1.31-1.36"),
+    "v20260818": ("1.31-1.36", "1.31-1.36"),
+    "v20260810": ("1.31-1.36", "1.31-1.36"),
+    "v20260728": ("1.31-1.36", "1.31-1.36"),
+}
 # kubernetes.io/arch: the index of that architecture in _RELEASES' pairs.
 _ARCH = {"amd64": 0, "arm64": 1}
 
@@ -117,11 +139,29 @@ def _minors(span: str | None) -> frozenset[str]:
     return frozenset(f"1.{minor}" for minor in range(first, last + 1))
 
 
-# Release tag -> kubernetes.io/arch -> the Kubernetes minor versions it has an NVIDIA AMI for.
-NVIDIA_AMIS: Mapping[str, Mapping[str, frozenset[str]]] = MappingProxyType(
-    {tag: {arch: _minors(spans[i]) for arch, i in _ARCH.items()} for tag, spans in _RELEASES.items()}
-)
+def _by_arch(releases: Mapping[str, tuple[str, str | None]]) -> Mapping[str, Mapping[str, frozenset[str]]]:
+    return MappingProxyType(
+        {tag: {arch: _minors(spans[i]) for arch, i in _ARCH.items()} for tag, spans in releases.items()}
+    )
+
+
+# Release tag -> kubernetes.io/arch -> the Kubernetes minor versions it has an NVIDIA AMI for: in its CHANGELOG entry
+# (LISTED), or only in its release page's table (PAGE_ONLY).
+LISTED = _by_arch(_RELEASES)
+PAGE_ONLY = _by_arch(_FROM_RELEASE_PAGES)
+NVIDIA_AMIS: Mapping[str, Mapping[str, frozenset[str]]] = MappingProxyType({**LISTED, **PAGE_ONLY})
 NEWEST_KNOWN = max(NVIDIA_AMIS)
+
+
+def default_release(kubernetes_version: str) -> str | None:
+    """The release gpulab names for a version: the newest whose CHANGELOG entry lists NVIDIA AMIs for it on both
+    architectures and that is not refused; None when no listed release has them."""
+    fit = [
+        tag
+        for tag, arches in LISTED.items()
+        if tag not in REFUSED and all(kubernetes_version in arches[arch] for arch in _ARCH)
+    ]
+    return max(fit, default=None)
 
 
 def release_warning(release: str, kubernetes_version: str, architectures: list[str]) -> str | None:
@@ -136,10 +176,18 @@ def release_warning(release: str, kubernetes_version: str, architectures: list[s
             f"{kubernetes_version}"
         )
     missing = [arch for arch in architectures if kubernetes_version not in NVIDIA_AMIS[release][arch]]
+    default = default_release(kubernetes_version)
+    choose = f"; choose another release, such as {default}" if default else "; choose another release"
     if missing:
         return (
             f"release {release} has no NVIDIA AMI for {' or '.join(missing)} nodes of Kubernetes {kubernetes_version} "
-            "in amazon-eks-ami's release notes, and `pulumi preview` will fail looking it up; choose another release"
+            f"in amazon-eks-ami's release notes, and `pulumi preview` will fail looking it up{choose}"
+        )
+    if release in PAGE_ONLY:
+        return (
+            f"release {release} is newer than the amazon-eks-ami notes gpulab has read: only its release page's "
+            f"source-AMI table says it built NVIDIA AMIs for Kubernetes {kubernetes_version}, and `pulumi preview` "
+            f"checks that they exist; {default or 'no release'} is the newest whose notes list them"
         )
     return None
 
