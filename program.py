@@ -32,7 +32,7 @@ from components.nvidia.device_plugin import DevicePlugin
 from domain.cost import learner_cost
 from domain.cost.price_book import LIST, PriceBook
 from domain.cost.stack_cost import StackCost, lab_term, labs_ceilings, stack_cost, term_days
-from domain.stack.budgets import ACTIVATE
+from domain.stack.budgets import ACTIVATE, budget_output
 from domain.stack.warmups import timing_warnings
 from domain.time import utc
 from domain.upstream.ami_releases import ami_warnings
@@ -166,7 +166,10 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
 
         always_on = whole({}).always_on
         costs = {
-            name: _lab_cost(name, lab, stack.region, days, prices, always_on, all_seats)
+            name: {
+                **_lab_cost(name, lab, stack.region, days, prices, always_on, all_seats),
+                "budget": budget_output(settings.budgets.get(name)),
+            }
             for name, lab in settings.labs.items()
         }
         return costs, whole(labs_ceilings(costs)).as_output()

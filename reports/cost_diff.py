@@ -274,9 +274,12 @@ def _notes(base: Mapping[str, Any], head: Mapping[str, Any], kinds: bool) -> lis
     return notes
 
 
-def stack_total(base_cost: Mapping[str, Any] | None, head_cost: Mapping[str, Any] | None) -> list[str]:
-    """The whole stack's total (the `cost` stack output) per hour and per month, before and after; nothing when
-    either render has no `cost` output."""
+def stack_total(
+    base_cost: Mapping[str, Any] | None, head_cost: Mapping[str, Any] | None, alike: bool = True
+) -> list[str]:
+    """The whole stack's total (the `cost` stack output) per hour and per month, before and after; the change "not
+    compared" unless the labs' "at most" figures are `alike` (comparable); nothing when either render has no `cost`
+    output."""
     if not base_cost or not head_cost:
         return []
 
@@ -284,7 +287,7 @@ def stack_total(base_cost: Mapping[str, Any] | None, head_cost: Mapping[str, Any
         before, after = base_cost[period]["total"], head_cost[period]["total"]
         if before is None or after is None:
             return f"{_or_none(before)} → {_or_none(after)}"
-        return f"{usd(before)} → {usd(after)} ({_signed(after - before)})"
+        return f"{usd(before)} → {usd(after)} ({_signed(after - before) if alike else NOT_COMPARED})"
 
     return [
         f"the whole stack (the `cost` output, control plane to the labs at most), USD per hour: {figure('perHour')}; "

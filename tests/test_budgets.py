@@ -195,3 +195,16 @@ def test_a_budget_name_too_long_for_aws_is_refused_at_its_key():
     (line,) = problems(values)
     assert line.startswith(f"gpulab:monthlyBudget: the budget of lab {long_lab} is named cccccccccccccccccccc..., 101")
     assert line.endswith("AWS Budgets allows 100: shorten the lab's or the cluster's name")
+
+
+def test_each_budgeted_labs_cost_output_names_its_budget():
+    labs = run_values(budgeted()).outputs["labs"]
+    # Nothing stops new servers at a budget yet: AWS Budgets alerts, and stopsSpawnsAt says so with null.
+    assert {name: lab["cost"]["budget"] for name, lab in labs.items()} == {
+        "intro": {"amount": 100, "period": "month", "stopsSpawnsAt": None},
+        "advanced": {"amount": 250, "period": "month", "stopsSpawnsAt": None},
+    }
+
+
+def test_a_lab_without_a_budget_has_a_null_budget_output(base_run):
+    assert base_run.outputs["labs"]["intro"]["cost"]["budget"] is None

@@ -802,9 +802,16 @@ def test_karpenters_figure_beside_the_bound_is_not_compared():
             "cost": {**base["intro"]["cost"], "atMostPerHour": {**at_most, "usd": 4.2256, "basis": "planner"}},
         }
     }
-    body = preview_comment.comment("staging", head, PREVIEW, base=base, threshold="1%")
+    # The stacks' `cost` outputs as each render wrote them: the labs at their own figure.
+    costs = ({"perHour": {"total": 6.4426}, "perMonth": {"total": 4703.098}},)
+    costs += ({"perHour": {"total": 4.6346}, "perMonth": {"total": 3383.258}},)
+    body = preview_comment.comment("staging", head, PREVIEW, base=base, threshold="1%", costs=costs)
     rows = diff_rows(body)
     assert rows["intro"]["at most per hour"] == "6.0336 → 4.2256" and rows["intro"]["at most change"] == "not compared"
+    assert (
+        "the whole stack (the `cost` output, control plane to the labs at most), USD per hour: 6.4426 → 4.6346 (not "
+        "compared); per 730-hour month: 4703.0980 → 3383.2580 (not compared)"
+    ) in body.splitlines()
     assert rows["all labs"]["at most change"] == "not compared"
     assert any(
         line.startswith("not compared: at most per hour is Karpenter's full lab on one side")

@@ -7,7 +7,7 @@ document that stops EC2 instances, and a lab's stopped instances are Karpenter's
 watches their state changes). The budget is a bell; the NodePool limit stays the brake.
 """
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, model_validator
 
@@ -74,6 +74,16 @@ def limit_amount(amount: float) -> str:
 def lab_budget(own: float | None, default: float | None) -> float | None:
     """A lab's monthly budget in USD: its own, else the stack's; None for none."""
     return own if own is not None else default
+
+
+# A lab budget's period: AWS Budgets' monthly cost budget (components/lab_budgets.py), the only kind gpulab makes.
+MONTH = "month"
+
+
+def budget_output(amount: float | None) -> dict[str, Any] | None:
+    """The `labs.<lab>.cost.budget` output: the lab's budget in USD and its period; `stopsSpawnsAt` is null, as nothing
+    stops new servers at a budget yet (AWS Budgets alerts; docs/cost.md, "A budget AWS keeps"). None without one."""
+    return None if amount is None else {"amount": amount, "period": MONTH, "stopsSpawnsAt": None}
 
 
 def budget_name(cluster: str, lab: str) -> str:
