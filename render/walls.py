@@ -200,6 +200,7 @@ def layout(run: harness.Run, out: Path) -> Layout:
                     node,
                 )
     node_listeners = tuple(ln for ln in LISTENERS if ln.daemonset is None or ln.daemonset in present)
+    node_listeners += tuple(_node_ports([*chart, *manifests, *others]))
     services: dict[str, npa.Service] = {
         "kubernetes": npa.Service("kubernetes", "default", API_SERVICE_IP, None, (npa.ServicePort(443, 443),)),
         "kube-dns": npa.Service(
@@ -246,6 +247,30 @@ def layout(run: harness.Run, out: Path) -> Layout:
         vpc=vpc,
         api_endpoint=str(vpc[20]),
     )
+
+
+# The range the API server gives a Service's nodePort from when its spec names none (kube-apiserver
+# --service-node-port-range, default 30000-32767): the render cannot know which; the walls take them in order, and
+# treat every port alike.
+NODE_PORT_RANGE_START = 30000
+
+
+def _node_ports(objects: list[dict[str, Any]]) -> Iterator[Listener]:
+    """A NodePort or LoadBalancer Service listens on every node's addresses, each of its ports at a nodePort that
+    kube-proxy forwards to the Service's pods (Kubernetes, Service type NodePort): a port of the node as any other."""
+    unset = iter(range(NODE_PORT_RANGE_START, NODE_PORT_RANGE_START + 2768))
+    for o in objects:
+        if o["kind"] != "Service" or o["spec"].get("type") not in ("NodePort", "LoadBalancer"):
+            continue
+        for port in o["spec"]["ports"]:
+            yield Listener(
+                f"NodePort of the {o['spec']['type']} Service {o['metadata']['name']} (its port {port['port']})",
+                None,
+                port.get("nodePort") or next(unset),
+                port.get("protocol", "TCP"),
+                None,
+                "kube-proxy on every node (Kubernetes Service type NodePort; LoadBalancer Services have one too)",
+            )
 
 
 def _ports_of(pod: npa.Pod) -> list[npa.ContainerPort]:

@@ -90,6 +90,14 @@ def test_no_service_of_its_own_node_without_authentication(stack):
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
+def test_the_proxys_node_ports_are_closed_as_any_node_port(stack):
+    # The hub's load balancer reaches the proxy through a nodePort of proxy-public on every node, lab nodes included.
+    found = [p for p in _document(stack)["probes"] if "NodePort of the LoadBalancer Service proxy-public" in p["why"]]
+    assert {p["to"] for p in found} == {"node-self", "node-other"}
+    assert not [p for p in found if p["allowed"]]
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
 def test_no_service_of_another_node(stack):
     found = _probes(stack, "node-other")
     assert {DCGM_PORT, KUBELET_PORT} <= {p["port"] for p in found}
