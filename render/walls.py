@@ -36,7 +36,6 @@ from components.karpenter import host_firewall
 from components.labels import GPU_TAINT
 from domain.upstream.node_listeners import HOST_NETWORK_DAEMONSETS, LISTENERS, Listener
 from domain.upstream.versions import VPC_CNI_ADDON_VERSION
-from rehearsal.learner_pods import hub_config, learner_pod
 from render import addons, harness
 from render import network_policy_agent as npa
 
@@ -152,6 +151,11 @@ def layout(run: harness.Run, out: Path) -> Layout:
         if o["kind"] == "Deployment":
             pod = deployment(o)
             by_name[(pod.namespace, o["metadata"]["name"])] = pod
+    # Imported here, not with the module: rehearsal.learner_pods brings kubernetes_asyncio, kubernetes_validate and
+    # jsonschema (2.2 CPU-seconds here), which every command importing render.run would pay, `make plan`'s check of
+    # its inputs (render/inputs.py, meant to answer in under a second) included.
+    from rehearsal.learner_pods import hub_config, learner_pod
+
     with contextlib.redirect_stdout(io.StringIO()):  # the chart's jupyterhub_config.py prints what it loads
         config = hub_config(chart, namespace)
     learners: dict[str, tuple[npa.Pod, npa.Pod]] = {}
