@@ -87,26 +87,36 @@ def notice(page: str, id_: str) -> str | None:
 
 
 class Hub:
-    """A JupyterHub process and a client of its API."""
+    """A JupyterHub process with a stack's pages, and a client of its API; `services` and `roles` are added to the
+    culler's and the test admin's, and `config` lines to its configuration file, after its own."""
 
-    def __init__(self, folder: Path):
+    def __init__(
+        self,
+        folder: Path,
+        stack: str = STACK,
+        services: tuple[dict, ...] = (),
+        roles: tuple[dict, ...] = (),
+        config: tuple[str, ...] = (),
+    ):
         self.port = free_port()
         self.api = f"http://127.0.0.1:{self.port}/hub/api"
         templates = folder / "templates"
         templates.mkdir()
-        for page, text in stack_pages(STACK).items():
+        for page, text in stack_pages(stack).items():
             (templates / page).write_text(text)
-        roles = [
+        all_roles = [
             {"name": culling.SERVICE, "scopes": culling.SCOPES, "services": [culling.SERVICE]},
             {
                 "name": "test-admin",
                 "scopes": ["admin:users", "admin:servers", "admin:groups"],
                 "services": ["test-admin"],
             },
+            *roles,
         ]
-        services = [
+        all_services = [
             {"name": culling.SERVICE, "api_token": CULLER_TOKEN},
             {"name": "test-admin", "api_token": ADMIN_TOKEN},
+            *services,
         ]
         (folder / "jupyterhub_config.py").write_text(
             "\n".join(
@@ -123,8 +133,9 @@ class Hub:
                     f"c.JupyterHub.cookie_secret_file = '{folder / 'cookie_secret'}'",
                     f"c.JupyterHub.pid_file = '{folder / 'hub.pid'}'",
                     f"c.JupyterHub.template_paths = ['{templates}']",
-                    f"c.JupyterHub.services = {services!r}",
-                    f"c.JupyterHub.load_roles = {roles!r}",
+                    f"c.JupyterHub.services = {all_services!r}",
+                    f"c.JupyterHub.load_roles = {all_roles!r}",
+                    *config,
                 ]
             )
         )
@@ -164,9 +175,9 @@ class Hub:
     def servers(self, name: str) -> dict:
         return (self.call("GET", f"/users/{name}") or {}).get("servers", {})
 
-    def start(self, name: str) -> None:
+    def start(self, name: str, seconds: float = 30) -> None:
         self.call("POST", f"/users/{name}/server", {})
-        self.wait(lambda: self.servers(name).get("", {}).get("ready"), f"{name}'s server")
+        self.wait(lambda: self.servers(name).get("", {}).get("ready"), f"{name}'s server", seconds)
 
     def page(self, name: str, path: str) -> str:
         """A hub page as the learner sees it, signed in through the dummy authenticator's form."""
