@@ -35,12 +35,13 @@ def live(stream: TextIO) -> bool:
 
 
 class Progress:
-    """A redrawn line `<what>: <status>, <elapsed>` while the `with` block runs, erased when it ends."""
+    """A redrawn line `<what>: <status>, <elapsed>` (`<what>, <elapsed>` before any status) while the `with` block
+    runs, erased when it ends."""
 
     def __init__(self, what: str, stream: TextIO | None = None) -> None:
         self.what = what
         self.stream = stream or sys.stderr
-        self.status = "starting"
+        self.status = ""  # how far along, where the step can say
         self.start = time.monotonic()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -52,7 +53,7 @@ class Progress:
         return elapsed_text(time.monotonic() - self.start)
 
     def line(self) -> str:
-        return f"{self.what}: {self.status}, {self.elapsed()}"
+        return f"{self.what}{': ' if self.status else ''}{self.status}, {self.elapsed()}"
 
     def _draw(self) -> None:
         while not self._stop.wait(INTERVAL):

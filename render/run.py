@@ -15,7 +15,8 @@ then carries Karpenter's full lab as each lab's one "at most" figure (labs.<lab>
 one line says why not. `--plan` (`make plan`) prints every scenario of the plan too, and exits with status 1
 when there is no plan.
 Either way it first removes what an earlier render wrote into <dir>, so that <dir> never shows a render but the
-current one.
+current one. On a terminal, each phase (the program under mocks, the charts, the walls, the planner) is a line redrawn
+every second while it runs (devtools/progress.py): staging's render was 30 s of silence at a load of 27 (issue 50).
 """
 
 import argparse
@@ -34,6 +35,7 @@ try:
     import domain.stack
     import program
     from components.metrics.dashboard import dashboard_model
+    from devtools.progress import Progress
     from domain.stack.warmups import timing_warnings
     from domain.time import utc
     from domain.upstream.ami_releases import ami_warnings
@@ -289,7 +291,8 @@ def stack_run(stack: str) -> tuple[str, harness.Run] | None:
     file with problems, or one of the program's own refusals, e.g. an AMI release that does not exist)."""
     try:
         name, path = stack_file(stack)
-        return name, harness.run(name, read_stack_file(path))
+        with Progress("render: the program under mocks"):
+            return name, harness.run(name, read_stack_file(path))
     except domain.stack.ConfigError as error:
         print("\n".join(error.lines), file=sys.stderr)
     except pulumi.RunError as error:
@@ -329,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
         print(warning, file=sys.stderr)
     write(run, args.out)
     try:
-        not_rendered = [] if args.no_charts else charts.write(run, args.out)
+        with Progress("render: helm template of the charts"):
+            not_rendered = [] if args.no_charts else charts.write(run, args.out)
     except charts.Oversized as error:  # bad input, as a key out of range is: its lines, and nothing written
         print(error, file=sys.stderr)
         clean(args.out)
@@ -342,9 +346,12 @@ def main(argv: list[str] | None = None) -> int:
     if not_rendered and run.stack.settings.jupyterhub is not None:
         print("walls not checked: they read the charts, and charts/ is not rendered (above)", file=sys.stderr)
     # A learner who reaches what it must not is the program's defect, as a chart helm refuses is.
-    elif not not_rendered and not args.no_charts and (breaches := walls.check(run, args.out)):
-        print("\n".join(f"gpulab: walls: {line}" for line in breaches), file=sys.stderr)
-        return 1
+    elif not not_rendered and not args.no_charts:
+        with Progress("render: the walls around learners"):
+            breaches = walls.check(run, args.out)
+        if breaches:
+            print("\n".join(f"gpulab: walls: {line}" for line in breaches), file=sys.stderr)
+            return 1
     planned = None
     if not_rendered:  # the planner reads the charts' DaemonSets and Karpenter's settings
         print(
@@ -353,7 +360,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     elif not args.no_charts:
         try:
-            planned = plan.plan(args.out, run.stack.region, plan.binary())
+            binary = plan.binary()  # a build says what it does itself (devtools/go_build.py)
+            with Progress("render: Karpenter's scheduler (the planner)"):
+                planned = plan.plan(args.out, run.stack.region, binary)
         except plan.Unavailable as why:
             print(why, file=sys.stderr)
         except plan.Failed as error:

@@ -3,6 +3,7 @@ redrawn on a terminal, and in a CI log one line when it starts and one when it e
 tests/support/suite_progress.py; the Go builds in tests/test_go_build.py)."""
 
 import io
+import json
 import os
 import re
 import subprocess
@@ -10,8 +11,9 @@ import sys
 import time
 from types import SimpleNamespace
 
+import render.run
 from devtools import progress
-from tests.conftest import ROOT
+from tests.conftest import BASE, ROOT
 from tests.support.suite_progress import SuiteProgress
 
 
@@ -105,3 +107,16 @@ def test_the_virtualenv_step_says_what_it_does_then_how_long_it_took(tmp_path):
     first, last = done.stderr.splitlines()
     assert first.startswith(f"{step}: uv 0.13.9 installs the pinned packages and compiles their bytecode (")
     assert re.fullmatch(rf"{re.escape(step)}: ready in \d+ s", last)
+
+
+def test_on_a_terminal_the_render_names_the_phase_it_is_in(tmp_path, monkeypatch):
+    monkeypatch.setattr(progress, "INTERVAL", 0.01)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("GPULAB_HELM", str(tmp_path / "no-helm"))  # no charts: the phases before them
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    path = tmp_path / "Pulumi.base.yaml"
+    path.write_text(json.dumps({"config": BASE}))
+    assert render.run.main([str(path), "--out", str(tmp_path / "out")]) == 0
+    drawn = {line.rsplit(", ", 1)[0] for line in terminal.getvalue().split(progress.CLEAR) if ", " in line}
+    assert "render: the program under mocks" in drawn  # without helm the charts' phase ends before a redraw
