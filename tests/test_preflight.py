@@ -16,6 +16,7 @@ from tests.support.synthetic import NOTEBOOK_IMAGE
 
 VPC, (SUBNET_A, SUBNET_B) = BASE["gpulab:cluster"]["vpcId"], BASE["gpulab:cluster"]["privateSubnetIds"]
 ON_DEMAND_G = "L-DB2E81BA"
+KUBERNETES, AMI = BASE["gpulab:cluster"]["kubernetesVersion"], BASE["gpulab:labs"]["intro"]["ami"]
 # A hub whose sign-in needs no client secret (LTI 1.3), behind a load balancer with its certificate.
 LTI = {
     "type": "lti13",
@@ -206,7 +207,7 @@ def test_an_ami_release_without_its_parameter_is_named_by_the_labs_key(tmp_path,
     status, lines = preflight_of(tmp_path, capsys, values, recorded)
     assert status == 1
     assert fixes(lines) == [
-        f"gpulab:labs.intro.ami: al2023@v20260714 has no amd64 NVIDIA AMI for Kubernetes 1.34 ({parameter}: "
+        f"gpulab:labs.intro.ami: {AMI} has no amd64 NVIDIA AMI for Kubernetes {KUBERNETES} ({parameter}: "
         "ParameterNotFound): name an amazon-eks-ami release that exists (docs/configuration.md)"
     ]
 
