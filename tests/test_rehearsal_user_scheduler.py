@@ -22,6 +22,7 @@ from rehearsal import apply, learner_pods, twin, user_scheduler_process
 from tests.conftest import as_cli_config, run_config, stack_values
 from tests.support import twin_tests
 from tests.support.synthetic import HUB, NOTEBOOK_IMAGE
+from tests.test_jupyterhub_user_scheduler import SCHEDULER_ROLES
 
 TODAY = rehearsal.run.datetime.date(2027, 1, 4)
 LAB = "intro"
@@ -275,3 +276,31 @@ def test_refused_bindings_withdraw_learners_not_wait_on_them(built: None, hub_re
             assert [p["metadata"]["name"] for p in pods if p["spec"].get("schedulerName") == name] == []
     account = f"system:serviceaccount:{namespace}:{user_scheduler_process.DEPLOYMENT}"
     assert f'User "{account}" cannot create resource "pods/binding"' in denial["message"], denial
+
+
+def _granted(roles: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    """(API group, resource, verb) of every rule of these ClusterRoles that names no object."""
+    return {
+        (group, resource, verb)
+        for role in roles
+        for rule in role["rules"]
+        if not rule.get("resourceNames")
+        for group in rule.get("apiGroups", [])
+        for resource in rule.get("resources", [])
+        for verb in rule["verbs"]
+    }
+
+
+def test_scheduler_roles_are_what_the_twins_api_server_grants(built: None) -> None:
+    """tests/test_jupyterhub_user_scheduler.py's SCHEDULER_ROLES of the twin's minor version, transcribed from its
+    release's bootstrap policy, is what that release's API server itself grants system:kube-scheduler and
+    system:volume-scheduler (but the leader's lease, which upstream names, and API groups the server does not serve:
+    upstream still grants replicasets in extensions, which no server has served since 1.16)."""
+    with twin.running(twin_tests.MINOR) as plane:
+        live = [
+            plane.admin.get(f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}")
+            for name in ("system:kube-scheduler", "system:volume-scheduler")
+        ]
+        served = {group_version.rpartition("/")[0] for group_version, _ in twin.discovery(plane.admin)}
+    table = {(g, r, v) for g, r, verbs in SCHEDULER_ROLES[twin_tests.MINOR] for v in verbs}
+    assert {(g, r, v) for g, r, v in _granted(live) if g in served} == table
