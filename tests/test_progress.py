@@ -72,7 +72,7 @@ def _venv(tmp_path, seconds: float) -> None:
 
 
 def test_on_a_terminal_the_virtualenv_step_counts_seconds_and_succeeds(tmp_path):
-    _venv(tmp_path, 1.5)
+    _venv(tmp_path, 3)
     terminal, stderr = os.openpty()  # the step's stderr is a terminal
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     done = subprocess.run(
@@ -90,7 +90,9 @@ def test_on_a_terminal_the_virtualenv_step_counts_seconds_and_succeeds(tmp_path)
         drawn += chunk
     os.close(terminal)
     assert done.returncode == 0
-    assert f"\r\x1b[Kvenv: {tmp_path / 'venv'} from requirements.txt: 1 s".encode() in drawn
+    # The seconds counted (how many depends on the machine's load), each over the last.
+    step = re.escape(f"\r\x1b[Kvenv: {tmp_path / 'venv'} from requirements.txt: ".encode())
+    assert re.search(step + rb"\d+ s", drawn)
 
 
 def test_the_virtualenv_step_says_what_it_does_then_how_long_it_took(tmp_path):
