@@ -164,7 +164,7 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
                 utc.today(),
             )
 
-        always_on = whole({}).always_on
+        always_on = whole({})
         costs = {
             name: {
                 **_lab_cost(name, lab, stack.region, days, prices, always_on, all_seats),
@@ -214,28 +214,30 @@ def _lab_cost(
     region: str,
     days: tuple[datetime.date, datetime.date] | None,
     book: PriceBook,
-    always_on: float | None,
+    always_on: StackCost,
     all_seats: int,
 ) -> dict[str, Any]:
     """The `labs.<lab>.cost` output: the region of its prices beside the stack's, its term figure over the stack's
     term `days` (domain/cost/stack_cost.py lab_term, which the summary's term adds up), and its one "at most" figure
     and per-learner lines (domain/cost/learner_cost.py), at the arithmetic bound: the render makes them Karpenter's
-    where the planner runs (planner/plan.py). `always_on`: USD per hour of the stack's always-on parts, shared by the
-    labs' `all_seats` learner seats. At a preview's prices a lab whose cap fails there is refused, as the list's is at
-    validation (domain/cost/lab_cost.py within_max_hourly_cost)."""
+    where the planner runs (planner/plan.py). `always_on`: the stack without its labs, whose always-on parts the labs'
+    `all_seats` learner seats share, per hour and over the term. At a preview's prices a lab whose cap fails there is
+    refused, as the list's is at validation (domain/cost/lab_cost.py within_max_hourly_cost)."""
     cost = lab.cost_at(book)
     if book.live and (problem := cost.cap_problem):
         raise pulumi.RunError(f"gpulab:labs.{name}.maxHourlyCost: {problem}")
     spot = {t: dict(book.spot[t]) for t in lab.instance_types if t in book.spot}
     bound = None if cost.unpriced else cost.ceiling_per_hour
+    always_where = learner_cost.prices(book, region, always_on=True)
     output = {
         **cost.as_output(),
         "region": region,
         "pricesFrom": book.prices_from,
         "spotPerHour": spot,
         "term": lab_term(lab, days, bound).as_output(),
-        "emptyLabPerHour": learner_cost.empty_lab(
-            always_on, lab.learner_seats, all_seats, learner_cost.prices(book, region, always_on=True)
+        "emptyLabPerHour": learner_cost.empty_lab(always_on.always_on, lab.learner_seats, all_seats, always_where),
+        "emptyLabTerm": learner_cost.empty_lab_term(
+            always_on.always_on_in_term(days), lab.learner_seats, all_seats, always_where
         ),
     }
     how = f"the arithmetic bound, {cost.ceiling_basis}" if cost.ceiling_basis else "no price"

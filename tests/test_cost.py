@@ -226,13 +226,21 @@ def test_stack_output_carries_the_cost_of_each_lab(base_run):
             "counts": "no GPU node (Karpenter removes a lab's empty nodes after consolidateAfter); all of what runs "
             "always (control plane, system nodes, hub: 0.3060 USD per hour)",
         },
-        # (1542.344 + 730 x 0.306) / 12 = 147.14366667, rounded up.
+        # The same over the 730-hour month from the tests' day: 730 x 0.306.
+        "emptyLabTerm": {
+            "usd": 223.38,
+            "region": "us-east-1",
+            "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}; {EKS_PRICE_SOURCE}; {CLB_PRICE_SOURCE}; {ELSEWHERE}",
+            "counts": "all of what runs always (control plane, system nodes, hub) over the term, or a 730-hour month "
+            "without one, each hour at its own price",
+        },
+        # (1542.344 + 223.38) / 12 = 147.14366667, rounded up.
         "perLearnerTerm": {
             "usd": 147.1437,
             "region": "us-east-1",
             "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}; {EKS_PRICE_SOURCE}; {CLB_PRICE_SOURCE}; {ELSEWHERE}",
             "counts": "a 730-hour month (no class has a term): the lab's nodes 730 hours at atMostPerHour (any hour of "
-            "the month), plus emptyLabPerHour x 730 hours, over 12 learner seats",
+            "the month), plus emptyLabTerm (730 hours), over 12 learner seats",
         },
     }
 

@@ -2,6 +2,7 @@
 (domain/cost/stack_cost.py)."""
 
 import datetime
+from decimal import ROUND_CEILING, Decimal
 
 import pytest
 
@@ -146,8 +147,14 @@ def test_a_term_straddling_the_end_of_standard_support(support, always_on):
     values = stack_values(
         **{"gpulab:cluster": cluster, "gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3, max_gpus=4, classes=classes)}}
     )
-    (line,) = tables.lead_ins(summary(run_values(values)), ("the term",))
+    run = run_values(values)
+    (line,) = tables.lead_ins(summary(run), ("the term",))
     assert f"beside {always_on} USD always on" in line
+    # The lab's share of it, all 12 seats being its, is what a learner's term counts beside the lab's nodes.
+    cost = run.outputs["labs"]["intro"]["cost"]
+    assert cost["emptyLabTerm"]["usd"] == float(always_on)
+    per_learner = (Decimal(str(cost["term"]["usd"])) + Decimal(always_on)) / 12
+    assert cost["perLearnerTerm"]["usd"] == float(per_learner.quantize(Decimal("0.0001"), rounding=ROUND_CEILING))
 
 
 def test_a_termless_lab_costs_a_730_hour_month_at_its_ceiling():
@@ -239,5 +246,5 @@ def test_a_term_counts_consolidate_after_and_an_overlap_once():
     assert cost["perLearnerTerm"]["usd"] == 4.6949
     assert cost["perLearnerTerm"]["counts"] == (
         "the term, 2027-01-11 to 2027-01-17: the lab's nodes 2.33333 hours at atMostPerHour (each warm-up and class, "
-        "and consolidateAfter after it, overlaps once), plus emptyLabPerHour x 168 hours, over 12 learner seats"
+        "and consolidateAfter after it, overlaps once), plus emptyLabTerm (168 hours), over 12 learner seats"
     )

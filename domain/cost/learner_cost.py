@@ -10,9 +10,12 @@ emptyLabPerHour, which the summary, the pull-request comment and its cost diff s
 - emptyLabPerHour: an empty lab runs no GPU node (its NodePool has no minimum, and Karpenter removes a node that has
   been empty for consolidateAfter), so what it costs is its share of what runs whatever the learners do (the EKS
   control plane, the system node group, the hub): that per hour x its learner seats / all the labs' learner seats.
+- emptyLabTerm: the same share of what runs always over the term's hours (a 730-hour month from the day without a
+  term), each hour at its own price: the control plane's is extended support's from the day its version leaves
+  standard support when the stack keeps it (domain/cost/stack_cost.py ControlPlane), so it is not emptyLabPerHour x
+  the hours when the term outlives standard support.
 - perLearnerTerm: (the lab's term figure, every hour its nodes may run at atMostPerHour (domain/cost/stack_cost.py
-  lab_term), + emptyLabPerHour x the term's hours) / its learner seats; over a 730-hour month when no class of the
-  stack has a term.
+  lab_term), + emptyLabTerm) / its learner seats; over a 730-hour month when no class of the stack has a term.
 
 Amounts are USD rounded up to 4 decimals, as every "at most" figure is (lab_cost.rounded); None where a figure has no
 price (an instance type without one).
@@ -88,6 +91,18 @@ def empty_lab(
     return _line(amount, where, counts)
 
 
+def empty_lab_term(always_on: float | None, seats: int, all_seats: int, where: Prices) -> dict[str, Any]:
+    """The emptyLabTerm line: the lab's share, by learner seats, of `always_on` USD over the stack's term (a 730-hour
+    month without one: domain/cost/stack_cost.py StackCost.always_on_in_term)."""
+    amount = None if always_on is None else Decimal(str(always_on)) * seats / all_seats
+    share = "all" if seats == all_seats else f"{seats} of {all_seats} learner seats' share"
+    counts = (
+        f"{share} of what runs always (control plane, system nodes, hub) over the term, or a {HOURS_PER_MONTH}-hour "
+        "month without one, each hour at its own price"
+    )
+    return _line(amount, where, counts)
+
+
 def always_on_hours(term: Mapping[str, Any]) -> int:
     """The hours of the stack's term (its `labs.<lab>.cost.term` output), midnight to midnight in UTC, or a 730-hour
     month without one: the hours the always-on parts run."""
@@ -102,17 +117,17 @@ def with_at_most(
 ) -> dict[str, Any]:
     """The `labs.<lab>.cost` output `cost` with `amount` as its atMostPerHour (`basis` PLANNER or BOUND, `how` what
     it is made of) and the figures that follow from it: the term's USD, perLearnerHour and perLearnerTerm over `seats`.
-    `cost` must hold `term` and `emptyLabPerHour`; the hourly lines keep its atMostPerHour's regions and sources, or
-    take `where`'s; perLearnerTerm those of emptyLabPerHour, which adds the always-on parts' sources."""
+    `cost` must hold `term` and `emptyLabTerm`; the hourly lines keep its atMostPerHour's regions and sources, or
+    take `where`'s; perLearnerTerm those of emptyLabTerm, which adds the always-on parts' sources."""
     where_from: Mapping[str, Any] | Prices = where if where is not None else cost["atMostPerHour"]
     at_most = None if amount is None else Decimal(str(amount))
     term = {**cost["term"], "usd": term_usd(Decimal(str(cost["term"]["hours"])), amount)}
-    empty = cost["emptyLabPerHour"]["usd"]
+    empty = cost["emptyLabTerm"]["usd"]
     hours = always_on_hours(term)
     if term["usd"] is None or empty is None:
         per_term = None
     else:
-        per_term = (Decimal(str(term["usd"])) + Decimal(str(empty)) * hours) / seats
+        per_term = (Decimal(str(term["usd"])) + Decimal(str(empty))) / seats
     period = (
         f"a {HOURS_PER_MONTH}-hour month (no class has a term)"
         if term["first"] is None
@@ -128,7 +143,7 @@ def with_at_most(
         ),
         "perLearnerTerm": _line(
             per_term,
-            cost["emptyLabPerHour"],
-            f"{period}: {nodes}, plus emptyLabPerHour x {hours} hours, over {seats} learner seats",
+            cost["emptyLabTerm"],
+            f"{period}: {nodes}, plus emptyLabTerm ({hours} hours), over {seats} learner seats",
         ),
     }

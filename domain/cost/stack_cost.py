@@ -82,6 +82,13 @@ class StackCost:
         rest = sum((Decimal(str(p)) for p in others if p is not None), Decimal(0)) * hours
         return _up(rest + self.control_plane.over(first, hours))
 
+    def always_on_in_term(self, days: tuple[datetime.date, datetime.date] | None) -> float | None:
+        """What runs always over the stack's term `days` (term_days), or over the 730-hour month from the day without
+        one, each hour at its own price."""
+        if days is None:
+            return self.always_on_over(self.day, HOURS_PER_MONTH)
+        return self.always_on_over(days[0], term_hours(days))
+
     def with_labs_ceiling(self, ceiling: float | None, note: str) -> "StackCost":
         """The same stack with another labs' ceiling, e.g. Karpenter's where the planner ran (planner/plan.py)."""
         return replace(
@@ -237,6 +244,11 @@ def term_days(labs: Mapping[str, Any]) -> tuple[datetime.date, datetime.date] | 
     return (min(t.start for t in terms), max(t.end for t in terms)) if terms else None
 
 
+def term_hours(days: tuple[datetime.date, datetime.date]) -> int:
+    """The hours of a term: from its first day's midnight to its last day's end, in UTC."""
+    return ((days[1] - days[0]).days + 1) * 24
+
+
 @dataclass(frozen=True)
 class LabTerm:
     """What one lab costs over the stack's term at its full cost, or over a 730-hour month when the stack has no
@@ -314,7 +326,7 @@ def term(cost: StackCost, labs: Mapping[str, Any], ceilings: Mapping[str, float 
         return None
     figures = [lab_term(lab, days, ceilings[name]) for name, lab in labs.items()]
     amounts = [f.usd for f in figures]
-    hours = ((days[1] - days[0]).days + 1) * 24
+    hours = term_hours(days)
     return Term(
         days[0],
         days[1],
