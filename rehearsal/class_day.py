@@ -350,6 +350,8 @@ def trickle_metrics(lab: Lab, steps: Sequence[Step], events: Sequence[Event]) ->
       was one beyond the lab's.
     - `mostGpusAtOnce`: the most GPUs (domain/capacity/instance_types.py) of the lab's nodes up at one moment, beside
     `maxGpus`.
+    - `waitToReadySeconds`: from each learner's arrival until their notebook ran (their pod `ready`), or until they
+      left if it never did; p50, p95 and max as a class's (class_metrics).
     """
     arrived = [(moment(s["at"]), s["learner"]) for s in steps if s["what"] == "arrive"]
     left = {s["learner"]: moment(s["at"]) for s in steps if s["what"] == "leave"}
@@ -369,6 +371,11 @@ def trickle_metrics(lab: Lab, steps: Sequence[Step], events: Sequence[Event]) ->
     for _, change in changes:
         seated += change
         most_seated = max(most_seated, seated)
+    ready: dict[str, datetime.datetime] = {}
+    for e in events:
+        if e["what"] == "ready" and e["learner"] in left:
+            ready.setdefault(e["learner"], moment(e["at"]))
+    to_ready = [((ready[n] if n in ready else left[n]) - at).total_seconds() for at, n in arrived]
     extra_bound = bound.get(extra)
     others_then = None
     if extra_bound is not None:
@@ -395,6 +402,7 @@ def trickle_metrics(lab: Lab, steps: Sequence[Step], events: Sequence[Event]) ->
         "extraWaitSeconds": round(((extra_bound or left[extra]) - extra_arrived).total_seconds(), 3),
         "othersSeatedThen": others_then,
         "mostGpusAtOnce": most_gpus,
+        "waitToReadySeconds": _waits(to_ready),
     }
 
 

@@ -169,6 +169,7 @@ TRICKLE_COLUMNS: tuple[Column[LabRow], ...] = (
     Column("extra bound (UTC)", lambda row: row[1]["trickle"]["extraBound"] or "never"),
     Column("extra wait s", lambda row: f"{row[1]['trickle']['extraWaitSeconds']:g}", numeric=True),
     Column("others seated then", lambda row: _count(row[1]["trickle"]["othersSeatedThen"]), numeric=True),
+    Column("p95 wait to ready s", lambda row: _seconds(row[1]["trickle"]["waitToReadySeconds"]["p95"]), numeric=True),
     Column(
         "most GPUs",
         lambda row: f"{row[1]['trickle']['mostGpusAtOnce']} of {row[1]['trickle']['maxGpus']}",
@@ -186,10 +187,10 @@ LAB_COLUMNS: tuple[Column[LabRow], ...] = (
 
 def table(rehearsal: Mapping[str, Any] | None, shown: set[str] | None = None) -> list[str]:
     """The class day in Markdown: per class, warm seats ready at its start against warmSeats, learners disrupted,
-    the p95 wait until a learner's notebook ran; per lab without classes, its learners seated against learnerSeats
-    and the extra learner's binding; per lab, the day's node-hours and their cost in USD against the lower bound's.
-    One line when the rehearsal did not run or played no class day. `shown` keeps those labs only (the pull-request
-    comment's)."""
+    the p95 wait until a learner's notebook ran; per lab without classes, its learners seated against learnerSeats,
+    the extra learner's binding and the p95 wait until a notebook ran; per lab, the day's node-hours and their cost
+    in USD against the lower bound's. One line when the rehearsal did not run or played no class day. `shown` keeps
+    those labs only (the pull-request comment's)."""
     if rehearsal is None:
         return [NOT_RUN]
     if "labs" not in rehearsal:

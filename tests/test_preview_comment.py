@@ -607,7 +607,7 @@ def test_a_failed_or_unrun_rehearsal_fails_the_step_saying_why(tmp_path):
 def trickled_rehearsal() -> dict:
     """rehearsal.json of the BASE stack's intro (no classes; 12 seats of g4dn.xlarge, 3 a node) made by
     rehearsal/class_day.py from a synthetic log of its day: a node launched for every third learner as they arrive, each
-    bound as they arrive, the 13th as the first leaves."""
+    bound, their notebook running, as they arrive, the 13th as the first leaves."""
     settings = domain.stack.from_cli(as_cli_config(BASE)).settings
     intro = settings.labs["intro"]
     steps = class_day.timeline(settings, datetime.date(2027, 1, 4))["intro"]
@@ -621,8 +621,10 @@ def trickled_rehearsal() -> dict:
                 {"at": step["at"], "what": "nodeLaunched", "lab": "intro", "node": node, "instanceType": "g4dn.xlarge"}
                 | {"capacityType": "on-demand", "pricePerHour": LIST.on_demand["g4dn.xlarge"]}
             )
-        observed.append({"at": step["at"], "what": "bound", "lab": "intro", "learner": step["learner"], "node": node})
-    observed.append({"at": first_leave["at"], "what": "bound", "lab": "intro", "learner": "intro-13", "node": "n0"})
+        for what in ("bound", "ready"):
+            observed.append({"at": step["at"], "what": what, "lab": "intro", "learner": step["learner"], "node": node})
+    for what in ("bound", "ready"):
+        observed.append({"at": first_leave["at"], "what": what, "lab": "intro", "learner": "intro-13", "node": "n0"})
     section = class_day.lab_section("intro", intro, steps, observed, intro.least_warmup_seconds("intro"))
     return {"kubernetes": "v1.34.12", "karpenter": "v1.14.1", "labs": {"intro": section}}
 
@@ -644,6 +646,7 @@ def test_comment_shows_classless_seating_and_usd_cost_vs_bound(tmp_path, staging
         "extra bound (UTC)": "2027-01-04T00:13:00Z",
         "extra wait s": "60",
         "others seated then": "11",
+        "p95 wait to ready s": "60",
         "most GPUs": "4 of 4",
     }
     day = rehearsal["labs"]["intro"]
