@@ -39,6 +39,7 @@ try:
     import program
     import render.run
     from components.jupyterhub.hub import RELEASE as HUB_RELEASE
+    from devtools.progress import Progress
     from domain.capacity.boot_timings import Overrides
     from domain.stack.jupyterhub import JupyterHub
     from domain.stack.model import Settings
@@ -402,11 +403,13 @@ def rehearse(
         def schedulers() -> list[str]:
             return [twin.DEFAULT_SCHEDULER, *(scheduler.running() if scheduler else [])]
 
-        played = (
-            play_day(plane, render_dir, stack, today, region, schedulers, given)
-            if day
-            else {"jobs": cron_jobs.run_all(plane, stack.labs, today), "refused": []}
-        )
+        # The longest part (27 s of silence for staging at a load of 27, issue 50): a line redrawn on a terminal.
+        with Progress("rehearsal: the class day on the twin" if day else "rehearsal: the class CronJobs on the twin"):
+            played = (
+                play_day(plane, render_dir, stack, today, region, schedulers, given)
+                if day
+                else {"jobs": cron_jobs.run_all(plane, stack.labs, today), "refused": []}
+            )
         plane.check_running()
         jobs = played.pop("jobs")
         return {
