@@ -72,14 +72,17 @@ class Unavailable(Exception):
 def stack_run(stack: str) -> harness.Run:
     """The stack's program run; raises domain.stack.ConfigError or pulumi.RunError for bad input."""
     name, path = render.run.stack_file(stack)
-    return harness.run(name, render.run.read_stack_file(path))
+    with Progress("rehearsal: the program under mocks"):
+        return harness.run(name, render.run.read_stack_file(path))
 
 
 def render_stack(run: harness.Run, out: Path) -> None:
     """The run's render written into `out`, its charts included."""
     render.run.clean(out)
     render.run.write(run, out)
-    if not_rendered := charts.write(run, out):
+    with Progress("rehearsal: helm template of the charts"):
+        not_rendered = charts.write(run, out)
+    if not_rendered:
         raise Unavailable("the rehearsal applies the charts, which are not rendered: " + "; ".join(not_rendered))
 
 
