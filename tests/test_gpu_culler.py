@@ -101,7 +101,7 @@ class Hub:
         self.port = free_port()
         self.api = f"http://127.0.0.1:{self.port}/hub/api"
         templates = folder / "templates"
-        templates.mkdir()
+        templates.mkdir(parents=True)
         for page, text in stack_pages(stack).items():
             (templates / page).write_text(text)
         all_roles = [

@@ -40,7 +40,6 @@ def _culler_command(stack: str, api: str) -> list[str]:
 def test_a_culled_learner_reads_that_their_saved_files_are_kept(tmp_path):
     stack = next(s for s in HUB_STACKS if rendered(s).run.stack.settings.jupyterhub.culling.enabled)
     (role,) = [r for r in stack_hub_config(stack).JupyterHub.load_roles if r["name"] == CULLER]
-    (tmp_path / "hub").mkdir()
     hub = Hub(tmp_path / "hub", stack, services=({"name": CULLER, "api_token": TOKEN},), roles=(role,))
     log = (tmp_path / "culler.log").open("w")
     culler = None
