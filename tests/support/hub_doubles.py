@@ -1,6 +1,7 @@
-"""Stand-ins a real JupyterHub 5.5 runs with in tests/test_gpu_culler.py: a proxy that keeps its routes in memory (no
-configurable-http-proxy, a Node program, on this machine) and a spawner whose "server" is a tiny HTTP server in the
-hub's own process, which answers the hub's readiness check as a notebook server would."""
+"""Stand-ins a real JupyterHub 5.5 runs with in tests/test_gpu_culler.py: a proxy that keeps its routes in memory (the
+tests reach the hub and the servers directly; configurable-http-proxy, a Node program, is there only after `make chp`)
+and a spawner whose "server" is a tiny HTTP server in the hub's own process, which answers the hub's readiness check as
+a notebook server would."""
 
 from jupyterhub.proxy import Proxy
 from jupyterhub.spawner import Spawner
