@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain.cost.lab_cost import DECIMALS, raise_alerts, usd
+from domain.cost.learner_cost import BOUND
 from domain.cost.prices import HOURS_PER_MONTH
 from reports.cost_report import total_ceiling
 from reports.table import Column, lead_in, markdown
@@ -200,8 +201,17 @@ def total_at_most(labs: Mapping[str, Any]) -> float | None:
 
 
 def comparable(base: Mapping[str, Any], head: Mapping[str, Any]) -> bool:
-    """Whether every lab on both sides has an "at most" figure of one kind on both (like with like)."""
-    return all(basis(base[name]) == basis(head[name]) for name in set(base) & set(head))
+    """Whether every lab on both sides has an "at most" figure of one kind on both (like with like); a base that
+    predates the figure is "n/a", not of another kind."""
+    kinds = [(basis(base[name]), basis(head[name])) for name in set(base) & set(head)]
+    return all(before == after for before, after in kinds if None not in (before, after))
+
+
+def totals_alike(base: Mapping[str, Any], head: Mapping[str, Any]) -> bool:
+    """Whether the renders' `cost` outputs count the labs at figures of one kind: a base that predates atMostPerHour
+    counted them at the arithmetic bound (no render wrote Karpenter's figure into outputs.json before it)."""
+    kinds = [(basis(base[name]) or BOUND, basis(head[name]) or BOUND) for name in set(base) & set(head)]
+    return all(before == after for before, after in kinds)
 
 
 def table(base: Mapping[str, Any], head: Mapping[str, Any], shown: Collection[str] | None = None) -> list[str]:

@@ -75,7 +75,7 @@ def comment(
     failed = "The preview did not finish; its log is in the workflow run" + run
 
     flag = cost_diff.alert(base, labs, threshold) if base is not None else None
-    alike = base is None or cost_diff.comparable(base, labs)
+    alike = base is None or cost_diff.totals_alike(base, labs)
     whole_diff = [*total, ""] if (total := cost_diff.stack_total(*costs, alike)) else []
 
     def frame(shown: list[str]) -> list[str]:

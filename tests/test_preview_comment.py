@@ -833,3 +833,21 @@ def test_the_comment_shows_each_labs_per_learner_figures(staging_render):
     assert rows["intro"]["empty lab per hour"] == usd(cost["emptyLabPerHour"]["usd"])
     # One "at most" figure: the cost table's, and no other column of the comment called a ceiling.
     assert not [line for line in lines if "ceiling per hour" in line]
+
+
+def test_a_base_without_at_most_figures_is_diffed_saying_so():
+    base, head = labs_of(BASE_LABS), labs_of(HEAD_LABS)
+    new = ("atMostPerHour", "perLearnerHour", "perLearnerTerm", "emptyLabPerHour", "budget")
+    old = {name: {**lab, "cost": {k: v for k, v in lab["cost"].items() if k not in new}} for name, lab in base.items()}
+    # The head as a render with the planner writes it; the base's `cost` counted its labs at the bound.
+    planned = {**head["intro"]["cost"]["atMostPerHour"], "basis": "planner"}
+    head = {**head, "intro": {**head["intro"], "cost": {**head["intro"]["cost"], "atMostPerHour": planned}}}
+    costs = ({"perHour": {"total": 3.0}, "perMonth": {"total": 2190.0}},) * 2
+    body = preview_comment.comment("staging", head, PREVIEW, base=old, threshold="1%", costs=costs)
+    rows = diff_rows(body)
+    assert rows["intro"]["at most per hour"] == f"n/a → {usd(head['intro']['cost']['atMostPerHour']['usd'])}"
+    assert "USD per hour: 3.0000 → 3.0000 (not compared)" in body
+    assert rows["intro"]["at most change"] == "n/a" and rows["all labs"]["at most change"] == "n/a"
+    assert cost_diff.NOT_RENDERED_NOTE in body.splitlines()
+    assert not [line for line in body.splitlines() if line.startswith("not compared")]
+    assert "[!WARNING]" not in body
