@@ -31,14 +31,23 @@ TYPE = "gpulab:billing:LabBudgets"
 TAG_FILTER = "TagKeyValue"
 
 
+# The alerts of a lab's budget, as (NotificationType, percent of the budget's amount): the teacher hears when the actual
+# spend passes 80% and 100%, and when AWS forecasts that it will pass 100% by the period's end. A PERCENTAGE threshold
+# is of the budget's amount ("if you have a budget for 200 dollars and you want to be notified when you go over 160
+# dollars, create a notification with ... ACTUAL ... PERCENTAGE ... GREATER_THAN ... threshold of 80"), and
+# FORECASTED is "for how much that you're forecasted to spend"; a budget holds up to ten notifications (AWS Budgets API
+# Reference, Notification data type, as the AWS SDK for Kotlin's budgets model documents it). CONFIRMED there.
+NOTIFICATIONS = (("ACTUAL", 80), ("ACTUAL", 100), ("FORECASTED", 100))
+
+
 def tag_filter_value(lab_name: str) -> str:
     return f"user:{LAB_LABEL}${lab_name}"
 
 
 class LabBudgets(pulumi.ComponentResource):
-    """One monthly cost budget per entry of `budgets` (USD by lab name) with an alert when the month's actual spend
-    passes it and one when AWS forecasts it will; with `activate`, the activation of the lab tag for cost allocation,
-    after the budgets and every resource of `after` (the stack's other components)."""
+    """One monthly cost budget per entry of `budgets` (USD by lab name) with the alerts of NOTIFICATIONS; with
+    `activate`, the activation of the lab tag for cost allocation, after the budgets and every resource of `after` (the
+    stack's other components)."""
 
     def __init__(
         self,
@@ -71,12 +80,12 @@ class LabBudgets(pulumi.ComponentResource):
                         aws.budgets.BudgetNotificationArgs(
                             notification_type=kind,
                             comparison_operator="GREATER_THAN",
-                            threshold=100,
+                            threshold=percent,
                             threshold_type="PERCENTAGE",
                             subscriber_email_addresses=alerts.emails or None,
                             subscriber_sns_topic_arns=[alerts.sns_topic_arn] if alerts.sns_topic_arn else None,
                         )
-                        for kind in ("ACTUAL", "FORECASTED")
+                        for kind, percent in NOTIFICATIONS
                     ],
                     opts=child,
                 )

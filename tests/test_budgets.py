@@ -109,7 +109,7 @@ def test_without_a_budget_the_summary_has_no_budget_lines(base_run):
     assert not any(line.startswith("lab budgets") for line in summary(base_run))
 
 
-def test_a_budget_alerts_every_address_on_actual_and_forecast():
+def test_a_budget_alerts_every_address_at_80_and_100_percent_and_on_the_forecast():
     budgets = budgets_of(run_values(budgeted()))
     limits = {name: (b["limitAmount"], b["limitUnit"], b["timeUnit"], b["budgetType"]) for name, b in budgets.items()}
     assert limits == {
@@ -118,9 +118,14 @@ def test_a_budget_alerts_every_address_on_actual_and_forecast():
     }
     assert budgets["budgets-intro"]["name"] == "lab-test-intro"
     for budget in budgets.values():
-        assert sorted(n["notificationType"] for n in budget["notifications"]) == ["ACTUAL", "FORECASTED"]
+        # Percentages of the budget's own amount, never of the lab's ceiling.
+        assert sorted((n["notificationType"], n["threshold"]) for n in budget["notifications"]) == [
+            ("ACTUAL", 80),
+            ("ACTUAL", 100),
+            ("FORECASTED", 100),
+        ]
         for notification in budget["notifications"]:
-            assert (notification["comparisonOperator"], notification["threshold"]) == ("GREATER_THAN", 100)
+            assert notification["comparisonOperator"] == "GREATER_THAN"
             assert notification["thresholdType"] == "PERCENTAGE"
             assert notification["subscriberEmailAddresses"] == ALERTS["emails"]
             assert notification["subscriberSnsTopicArns"] == [ALERTS["snsTopicArn"]]
