@@ -48,6 +48,7 @@ def backend_tls_secret(
         f"{name}-proxy-tls",
         metadata={"name": SECRET_NAME, "namespace": namespace},
         type="kubernetes.io/tls",
-        string_data={"tls.crt": certificate.cert_pem, "tls.key": pulumi.Output.secret(key.private_key_pem)},
+        # The key stays a Pulumi secret: pulumi-tls marks privateKeyPem secret (PrivateKey additional_secret_outputs).
+        string_data={"tls.crt": certificate.cert_pem, "tls.key": key.private_key_pem},
         opts=k8s_opts,
     )
