@@ -26,6 +26,7 @@ from cryptography.x509.oid import NameOID
 
 from components.jupyterhub import proxy_tls
 from components.jupyterhub.hub import RELEASE
+from render import harness
 from tests.conftest import ROOT
 from tests.support.chart_checks import one
 from tests.support.rendered import HUB_STACKS, rendered
@@ -89,6 +90,8 @@ def test_the_proxy_speaks_tls_on_https_and_redirects_on_http(stack):
     assert secret.inputs["metadata"]["namespace"] == rendered(stack).run.stack.settings.jupyterhub.namespace
     assert secret.inputs["type"] == "kubernetes.io/tls"
     assert set(secret.inputs["stringData"]) == {"tls.key", "tls.crt"}
+    # The key never shows in clear: a secret output of pulumi-tls, which the render writes as such.
+    assert secret.inputs["stringData"]["tls.key"] == harness.SECRET
     release = rendered(stack).run.one("kubernetes:helm.sh/v3:Release", RELEASE)
     assert f"{secret.type}::{secret.name}" in release.dependencies
 
