@@ -125,7 +125,15 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
             built.append(ClassSeats(lab_name, lab, karpenter=karpenter.release, provider=cluster.provider))
 
     if settings.jupyterhub:
-        hub = Hub("jupyterhub", settings.jupyterhub, settings.labs, cluster, stack.jupyterhub_client_secret, meter)
+        hub = Hub(
+            "jupyterhub",
+            settings.jupyterhub,
+            settings.labs,
+            cluster,
+            stack.jupyterhub_client_secret,
+            settings.spend_gated,
+            meter,
+        )
         built.append(hub)
         # The address learners open; the load balancer's own DNS name is known only once the Service has one.
         pulumi.export(
@@ -168,7 +176,7 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
         costs = {
             name: {
                 **_lab_cost(name, lab, stack.region, days, prices, always_on, all_seats),
-                "budget": budget_output(settings.budgets.get(name)),
+                "budget": budget_output(settings.budgets.get(name), name in settings.spend_gated),
             }
             for name, lab in settings.labs.items()
         }

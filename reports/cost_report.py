@@ -252,4 +252,23 @@ def budgets(settings: Settings) -> list[str]:
             "offers the key up to 24 hours after a lab's first node, and activation takes up to 24 hours more"
         ),
         *lead_in(f"- {who}"),
+        *lead_in(f"- {stops(settings)}"),
     ]
+
+
+def stops(settings: Settings) -> str:
+    """Whether a budget stops new servers: the hub's spend gate, in the labs it watches (Settings.spend_gated)."""
+    gated = settings.spend_gated
+    if not gated:
+        return (
+            "new servers are not stopped at a budget: the hub's spend gate needs gpulab:jupyterhub and gpulab:metrics "
+            "(the spend it reads) and the lab on the spawn page"
+        )
+    labs = ", ".join(gated)
+    others = [lab for lab in settings.budgets if lab not in gated]
+    return (
+        f"at its budget, the hub refuses new servers to the learners of {labs} (running ones go on; raise the budget "
+        "to let them start): the spend it reads is the lab's nodes at the list prices since the month began, "
+        "from the metrics workspace, a minute or two behind"
+        + (f"; {', '.join(others)} not stopped (not on the spawn page)" if others else "")
+    )

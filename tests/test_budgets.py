@@ -98,6 +98,14 @@ def test_the_summary_says_when_budgets_count_how_to_activate():
     assert "TagKey=gpulab.dev/lab,Status=Active" in cost_report.HOW_TO_ACTIVATE
 
 
+def test_without_the_hub_the_summary_says_no_budget_stops_new_servers():
+    text = " ".join(budget_summary(budgeted()))
+    assert (
+        "new servers are not stopped at a budget: the hub's spend gate needs gpulab:jupyterhub and gpulab:metrics"
+        in text
+    )
+
+
 def test_the_summary_of_activate_says_when_to_run_up_again():
     text = " ".join(budget_summary(budgeted(**{"gpulab:costAllocationTag": "activate"})))
     assert "this stack activates it (gpulab:costAllocationTag: activate)" in text
@@ -204,7 +212,8 @@ def test_a_budget_name_too_long_for_aws_is_refused_at_its_key():
 
 def test_each_budgeted_labs_cost_output_names_its_budget():
     labs = run_values(budgeted()).outputs["labs"]
-    # Nothing stops new servers at a budget yet: AWS Budgets alerts, and stopsSpawnsAt says so with null.
+    # Without the hub and the meter nothing stops new servers at a budget: AWS Budgets alerts, and stopsSpawnsAt says
+    # so with null (tests/test_spend_gate.py: with them).
     assert {name: lab["cost"]["budget"] for name, lab in labs.items()} == {
         "intro": {"amount": 100, "period": "month", "stopsSpawnsAt": None},
         "advanced": {"amount": 250, "period": "month", "stopsSpawnsAt": None},

@@ -11,6 +11,7 @@ import pytest
 import render.run
 from components.metrics import recording_rules
 from components.metrics.dashboard import PANELS, SAMPLE_LAB, uid
+from domain.cost.price_book import LIST
 from domain.stack.metrics import Metrics
 from tests.support.promtool import promtool
 from tests.support.rendered import rendered
@@ -35,7 +36,9 @@ def test_a_query_prometheus_cannot_parse_fails_that_check():
 
 
 def test_every_panel_reads_a_recorded_series_of_the_chosen_labs():
-    recorded = {r["record"] for r in recording_rules.rule_groups({}, Metrics())["groups"][0]["rules"] if "record" in r}
+    recorded = {
+        r["record"] for r in recording_rules.rule_groups({}, Metrics(), LIST)["groups"][0]["rules"] if "record" in r
+    }
     for panel in PANELS:
         name = panel.query.split("{", 1)[0]
         assert name in recorded, panel.title

@@ -42,7 +42,8 @@ def free_port() -> int:
 
 
 class Workspace:
-    """A Prometheus query API that answers the idle learners it is given, and keeps the queries it is asked."""
+    """A Prometheus query API that answers the idle learners it is given, and keeps the queries it is asked; a
+    subclass answers other queries (`result`)."""
 
     def __init__(self):
         self.idle: list[dict[str, str]] = []
@@ -52,10 +53,9 @@ class Workspace:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):
                 url = urllib.parse.urlparse(self.path)
-                workspace.queries.append(urllib.parse.parse_qs(url.query)["query"][0])
-                result = [
-                    {"metric": {"__name__": gpu_culler.IDLE_SERIES, **m}, "value": [0, "0"]} for m in workspace.idle
-                ]
+                query = urllib.parse.parse_qs(url.query)["query"][0]
+                workspace.queries.append(query)
+                result = workspace.result(query)
                 body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
                 self.send_response(200 if url.path == "/workspaces/ws-test/api/v1/query" else 404)
                 self.send_header("Content-Type", "application/json")
@@ -68,6 +68,9 @@ class Workspace:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/workspaces/ws-test"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def result(self, query: str) -> list[dict]:
+        return [{"metric": {"__name__": gpu_culler.IDLE_SERIES, **m}, "value": [0, "0"]} for m in self.idle]
 
 
 def stack_pages(stack: str) -> dict[str, str]:
@@ -179,8 +182,8 @@ class Hub:
         self.call("POST", f"/users/{name}/server", {})
         self.wait(lambda: self.servers(name).get("", {}).get("ready"), f"{name}'s server", seconds)
 
-    def page(self, name: str, path: str) -> str:
-        """A hub page as the learner sees it, signed in through the dummy authenticator's form."""
+    def signed_in(self, name: str) -> tuple[urllib.request.OpenerDirector, CookieJar]:
+        """A browser of the learner's, signed in through the dummy authenticator's form, and its cookies."""
         jar = CookieJar()
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
         base = f"http://127.0.0.1:{self.port}/hub"
@@ -189,8 +192,17 @@ class Hub:
         form = urllib.parse.urlencode({"username": name, "password": "x", "_xsrf": xsrf}).encode()
         # To the home page, not the default /hub/spawn, which would start the learner's server.
         opener.open(f"{base}/login?next=%2Fhub%2Fhome", data=form).read()
+        return opener, jar
+
+    def page(self, name: str, path: str, form: dict[str, str] | None = None) -> str:
+        """A hub page as the learner sees it, signed in; with `form`, the page that answers posting it."""
+        opener, jar = self.signed_in(name)
+        data = None
+        if form is not None:
+            xsrf = next(c.value for c in jar if c.name == "_xsrf")
+            data = urllib.parse.urlencode({**form, "_xsrf": xsrf}).encode()
         try:
-            return opener.open(f"{base}{path}").read().decode()
+            return opener.open(f"http://127.0.0.1:{self.port}/hub{path}", data=data).read().decode()
         except urllib.error.HTTPError as error:  # a stopped server's page answers 424
             return error.read().decode()
 

@@ -14,6 +14,7 @@ from components.metrics import dcgm_exporter, kube_state_metrics
 from components.metrics.recording_rules import rule_groups
 from components.metrics.scrape import scrape_configuration
 from domain.capacity.daemonsets import DCGM_SERVER
+from domain.cost.price_book import LIST
 from domain.upstream.versions import DCGM_EXPORTER_IMAGE, KUBE_STATE_METRICS_IMAGE
 from render import charts, harness
 from tests.conftest import BASE, as_cli_config, run_values, stack_values
@@ -126,7 +127,7 @@ def test_workspace_scraper_and_rules_are_built_for_the_cluster():
     assert scraper["destination"]["amp"]["workspaceArn"].endswith(f":workspace/{workspace.name}-id")
     assert yaml.safe_load(scraper["scrapeConfiguration"]) == scrape_configuration(settings.metrics, settings.karpenter)
     rules = _one(r.run, "aws:amp/ruleGroupNamespace:RuleGroupNamespace::metrics-rules").inputs
-    assert yaml.safe_load(rules["data"]) == rule_groups(settings.labs, settings.metrics)
+    assert yaml.safe_load(rules["data"]) == rule_groups(settings.labs, settings.metrics, LIST)
     assert rules["workspaceId"] == f"{workspace.name}-id"
     # AWS's own key: one of the account's would need the scraper to carry IAM roles of its own.
     assert "kmsKeyArn" not in workspace.inputs

@@ -13,21 +13,23 @@ from typing import Any
 import pytest
 import yaml
 
-from components.jupyterhub import gpu_culler
+from components.jupyterhub import gpu_culler, spend_gate
 from components.metrics import recording_rules
 from components.metrics.scrape import scrape_configuration
+from domain.cost.price_book import LIST
 from domain.stack.load import parse
 from tests.conftest import stack_values
 from tests.support.promtool import promtool
 from tests.support.synthetic import HUB, NOTEBOOK_IMAGE, lab
 
 HUB_NAMESPACE = "jupyterhub"
+TYPES = {"alpha": "g4dn.xlarge", "beta": "g5.xlarge"}
 # alpha stops idle servers after 20 minutes; beta keeps the stack's idleAfter, 30 minutes.
 STACK = stack_values(
     **{
         "gpulab:labs": {
-            "alpha": lab(["g4dn.xlarge"], 3, notebookImage=NOTEBOOK_IMAGE, gpuIdleTimeout="20m"),
-            "beta": lab(["g5.xlarge"], 4, notebookImage=NOTEBOOK_IMAGE),
+            "alpha": lab([TYPES["alpha"]], 3, notebookImage=NOTEBOOK_IMAGE, gpuIdleTimeout="20m"),
+            "beta": lab([TYPES["beta"]], 4, notebookImage=NOTEBOOK_IMAGE),
         },
         "gpulab:jupyterhub": HUB,
         "gpulab:jupyterhubClientSecret": "s3cr3t",
@@ -43,7 +45,7 @@ def settings():
 
 def rule_file() -> dict[str, Any]:
     s = settings()
-    return recording_rules.rule_groups(s.labs, s.metrics)
+    return recording_rules.rule_groups(s.labs, s.metrics, LIST)
 
 
 def seat(
@@ -116,9 +118,14 @@ INPUT = [
     # beta: idle for its 30 minutes (not a hub pod), and a learner still waiting for a node.
     *seat("smoke", "beta", "2x60", 0, node="b1"),
     *seat("jupyter-barbara", "beta", "", 0, phase="Pending", user="barbara", node=""),
-    # Karpenter: two alpha nodes (3 slices each), one beta node (4 slices), the NodePools' hourly cost.
+    # Karpenter: two alpha nodes (3 slices each), one beta node (4 slices), the NodePools' hourly cost; b1 from minute
+    # 31 only (31 blanks, minutes 0 to 30, then 30 samples).
     *[
-        {"series": f'karpenter_nodes_allocatable{{node_name="{n}", nodepool="{p}", resource_type="{r}"}}', "values": v}
+        {
+            "series": f'karpenter_nodes_allocatable{{node_name="{n}", nodepool="{p}", resource_type="{r}", '
+            f'instance_type="{TYPES[p]}"}}',
+            "values": v if n != "b1" else f"_x31 {v.split('x')[0]}x29",
+        }
         for n, p in (("a1", "alpha"), ("a2", "alpha"), ("b1", "beta"))
         for r, v in (("cpu", "4x60"), ("nvidia.com/gpu", "4x60" if p == "beta" else "3x60"))
     ],
@@ -212,6 +219,18 @@ EXPECTED = {
             recording_rules.COST,
             [sample(recording_rules.COST, 1.052, lab="alpha"), sample(recording_rules.COST, 1.006, lab="beta")],
         ),
+        # Each lab's nodes at the list prices, by type: alpha's two, beta's one.
+        (
+            recording_rules.SPEND,
+            [
+                sample(recording_rules.SPEND, 2 * LIST.on_demand[TYPES["alpha"]], lab="alpha"),
+                sample(recording_rules.SPEND, LIST.on_demand[TYPES["beta"]], lab="beta"),
+            ],
+        ),
+        # What the spend gate reads: alpha's two nodes for the last hour; beta's one node for its 30 minutes, of the
+        # last 45 (the hour's samples are minutes 1 to 60: one sample a minute, one minute's spend each).
+        (spend_gate.spend_query("alpha", 3600), [{"labels": "{}", "value": 2 * LIST.on_demand[TYPES["alpha"]]}]),
+        (spend_gate.spend_query("beta", 2700), [{"labels": "{}", "value": LIST.on_demand[TYPES["beta"]] / 2}]),
     ],
     EARLIER: [
         (
@@ -359,6 +378,10 @@ PLANTED = {
     ),
     # Unmeasured seats counted as measured ones.
     "unmeasured-reversed": (R.SEAT_UNMEASURED, " unless ", " and ", R.SEAT_UNMEASURED),
+    # Every node priced as one, whatever its type: a lab's spend its node count in dollars.
+    "spend-unpriced": (R.SPEND, f"* on (instance_type) group_left () {R.PRICE}", "", R.SPEND),
+    # Spend counted by type only: labs of one type would spend each other's budgets.
+    "spend-mixed-across-labs": (R.SPEND, "count by (lab, instance_type)", "count by (instance_type)", R.SPEND),
     # The unmeasured alert by lab only: which node's exporter to look at is lost.
     "unmeasured-alert-without-node": (
         "GpuSeatsUnmeasured",

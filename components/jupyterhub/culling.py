@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from components.jupyterhub import spending
 from components.jupyterhub.notices import FILES, GPU_IDLE_GROUP
 from components.security import unprivileged
 from domain.stack.metrics import Metrics
@@ -38,6 +39,11 @@ def culled_labs(labs: Mapping[str, Lab]) -> dict[str, Lab]:
     return {name: lab for name, lab in labs.items() if lab.gpu_idle_timeout}
 
 
+def metrics_url(workspace_id: str) -> str:
+    """The workspace's Prometheus API from inside the hub's pod, through its SigV4 proxy."""
+    return f"http://127.0.0.1:{PROXY_PORT}/workspaces/{workspace_id}"
+
+
 def command(labs: Mapping[str, Lab], metrics: Metrics, workspace_id: str) -> list[str]:
     culled = [
         f"--lab={name}={metrics.idle_utilisation_percent}/{lab.gpu_idle_timeout}"
@@ -47,7 +53,7 @@ def command(labs: Mapping[str, Lab], metrics: Metrics, workspace_id: str) -> lis
         "python3",
         f"{FILES}/gpu_culler.py",
         f"--hub-url={HUB_API}",
-        f"--metrics-url=http://127.0.0.1:{PROXY_PORT}/workspaces/{workspace_id}",
+        f"--metrics-url={metrics_url(workspace_id)}",
         f"--group={GROUP}",
         *culled,
     ]
@@ -71,27 +77,37 @@ def sigv4_proxy(region: str) -> dict[str, Any]:
     }
 
 
-def hub_values(labs: Mapping[str, Lab], metrics: Metrics, workspace_id: str, region: str) -> dict[str, Any]:
-    """The chart's `hub` values that run the culler."""
+def hub_values(labs: Mapping[str, Lab], metrics: Metrics, workspace_id: str) -> dict[str, Any]:
+    """The chart's `hub` values that run the culler (its proxy: `querying`)."""
     return {
         "services": {SERVICE: {"command": command(labs, metrics, workspace_id)}},
         "loadRoles": {SERVICE: {"scopes": SCOPES, "services": [SERVICE]}},
         # The pages that tell the learners it stopped why are the hub's own (values.py, notices.py).
         "extraFiles": {"gpu-culler": {"mountPath": f"{FILES}/gpu_culler.py", "stringData": CULLER_SOURCE.read_text()}},
-        "extraContainers": [sigv4_proxy(region)],
     }
 
 
-def _merged(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
+def merged(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    both = dict(base)
     for key, value in top.items():
-        both = isinstance(value, Mapping) and isinstance(merged.get(key), Mapping)
-        merged[key] = _merged(merged[key], value) if both else value
-    return merged
+        nested = isinstance(value, Mapping) and isinstance(both.get(key), Mapping)
+        both[key] = merged(both[key], value) if nested else value
+    return both
 
 
-def with_culler(
-    values: Mapping[str, Any], labs: Mapping[str, Lab], metrics: Metrics, workspace_id: str, region: str
+def querying(
+    values: Mapping[str, Any],
+    labs: Mapping[str, Lab],
+    metrics: Metrics,
+    budgets: Mapping[str, float],
+    workspace_id: str,
+    region: str,
 ) -> dict[str, Any]:
-    """The release's values with the culler added to the hub's."""
-    return _merged(values, {"hub": hub_values(labs, metrics, workspace_id, region)})
+    """The release's values with what queries the workspace from the hub's pod: the SigV4 proxy, the idle-GPU culler
+    for the labs it culls, and the spend gate for the labs of `budgets` (spending.py)."""
+    hub: dict[str, Any] = {"extraContainers": [sigv4_proxy(region)]}
+    if culled_labs(labs):
+        hub = merged(hub, hub_values(labs, metrics, workspace_id))
+    if budgets:
+        hub = merged(hub, spending.hub_values(budgets, labs, metrics_url(workspace_id)))
+    return merged(values, {"hub": hub})

@@ -68,6 +68,7 @@ class Hub(pulumi.ComponentResource):
         labs: Mapping[str, Lab],
         cluster: Cluster,
         client_secret: str | None,
+        budgets: Mapping[str, float],
         meter: Meter | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ):
@@ -131,9 +132,10 @@ class Hub(pulumi.ComponentResource):
             )
 
         values: pulumi.Input[dict[str, Any]] = helm_values(settings, labs, cluster.kubernetes_version)
-        if meter and culling.culled_labs(labs):
+        if meter and (culling.culled_labs(labs) or budgets):
             store = meter.store
-            # The hub's pod queries the workspace for its idle-GPU culler, through its SigV4 proxy, as this role.
+            # The hub's pod queries the workspace for its idle-GPU culler and its spend gate, through its SigV4 proxy,
+            # as this role.
             hub_trust = cluster.cluster_arn.apply(
                 lambda arn: controller_trust_policy(arn, settings.namespace, HUB_SERVICE_ACCOUNT)
             )
@@ -164,7 +166,7 @@ class Hub(pulumi.ComponentResource):
             )
             chart_values = helm_values(settings, labs, cluster.kubernetes_version)
             values = store.workspace_id.apply(
-                lambda workspace: culling.with_culler(chart_values, labs, meter.metrics, workspace, meter.region)
+                lambda workspace: culling.querying(chart_values, labs, meter.metrics, budgets, workspace, meter.region)
             )
         # The internet for the learners of each lab that keeps it, everything but the VPC's own blocks among the rest.
         vpc = aws.ec2.get_vpc_output(id=cluster.vpc_id, opts=pulumi.InvokeOutputOptions(parent=self))

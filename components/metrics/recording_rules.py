@@ -1,5 +1,6 @@
 """Pure builder of the workspace's recording and alerting rules: per lab, the seats in use, each seat's GPU use, the
-idle seats, the pending learners, Karpenter's nodes and their cost per hour (a Prometheus rule file, which
+idle seats, the pending learners, Karpenter's nodes and their cost per hour, and each lab's spend per hour at the
+stack's prices, which the hub's spend gate adds up since its budget's period began (a Prometheus rule file, which
 aws.amp.RuleGroupNamespace takes as it is; tests/test_metrics_rules.py runs promtool's `test rules` on it).
 
 Every aggregation keeps the lab (`by (lab)`): a lab's figures never mix with another's. A pod's lab is the lab its node
@@ -17,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from components.metrics.kube_state_metrics import LAB_SELECTOR, SERVERNAME, USERNAME
+from domain.cost.price_book import PriceBook
 from domain.stack.classes import DEFAULT_WARMUP
 from domain.stack.metrics import SCRAPE_INTERVAL_SECONDS, Metrics, idle_window
 from domain.stack.model import Lab
@@ -40,6 +42,8 @@ SEATS_IDLE = "gpulab:lab_seats_idle:count"
 PENDING = "gpulab:lab_learners_pending:count"
 NODES = "gpulab:lab_nodes:count"
 COST = "gpulab:lab_cost_usd_per_hour"
+PRICE = "gpulab:instance_price_usd_per_hour"
+SPEND = "gpulab:lab_spend_usd_per_hour"
 
 # A per-pod series is a measurement only with the pod's UID (see above), and only while its last sample is at most three
 # scrape intervals old: a series that stopped without a staleness marker (a scrape that was never answered) would
@@ -92,8 +96,16 @@ def _idle(lab_name: str, window: str, metrics: Metrics) -> str:
     )
 
 
-def rule_groups(labs: Mapping[str, Lab], metrics: Metrics) -> dict[str, Any]:
-    """The rule file: one group, recording rules first, then the alerts that read them."""
+def _prices(labs: Mapping[str, Lab], book: PriceBook) -> str:
+    """The book's on-demand price of each of the labs' instance types, one series per type (`instance_type`): one rule,
+    as one record name written by several rules is one Prometheus warns of."""
+    types = sorted({t for lab in labs.values() for t in lab.instance_types})
+    return " or ".join(f'label_replace(vector({book.on_demand[t]}), "instance_type", "{t}", "", "")' for t in types)
+
+
+def rule_groups(labs: Mapping[str, Lab], metrics: Metrics, book: PriceBook) -> dict[str, Any]:
+    """The rule file: one group, recording rules first, then the alerts that read them; the labs' spend at `book`'s
+    prices."""
     learner = (
         f'label_replace(label_replace(kube_pod_annotations{{{USERNAME}!=""}}, "username", "$1", "{USERNAME}", "(.+)"), '
         f'"servername", "$1", "{SERVERNAME}", "(.*)")'
@@ -148,6 +160,24 @@ def rule_groups(labs: Mapping[str, Lab], metrics: Metrics) -> dict[str, Any]:
         # Karpenter's cost of a NodePool: the sum of its NodeClaims' offering prices (sigs.k8s.io/karpenter v1.14.1
         # pkg/state/cost), which karpenter-provider-aws takes from EC2's hourly prices in US dollars.
         {"record": COST, "expr": f"max by (lab) ({_karpenter('karpenter_nodepools_cost_total')})"},
+        # What a lab spends per hour at the stack's prices (domain/cost), the one source of the figures the render and
+        # the summary show: its nodes by instance type (Karpenter names each node's type in `instance_type`,
+        # sigs.k8s.io/karpenter v1.14.1 pkg/controllers/metrics/node/controller.go:277-301, its well-known labels in
+        # snake case) times the type's on-demand price. A spot node is counted at on-demand, an upper bound: the
+        # offline book has no spot price. The hub's spend gate sums it over its budget's period
+        # (components/jupyterhub/spend_gate.py); a lab without a node records nothing, which sums as nothing spent.
+        *(
+            [
+                {"record": PRICE, "expr": _prices(labs, book)},
+                {
+                    "record": SPEND,
+                    "expr": f"sum by (lab) (\n  count by (lab, instance_type) ({_karpenter(_allocatable('cpu'))})\n"
+                    f"  * on (instance_type) group_left () {PRICE}\n)",
+                },
+            ]
+            if labs
+            else []
+        ),
     ]
     alerts = [
         {

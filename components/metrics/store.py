@@ -14,6 +14,7 @@ import yaml
 
 from components.metrics.recording_rules import rule_groups
 from components.metrics.scrape import scrape_configuration
+from domain.cost.price_book import LIST
 from domain.stack.model import Settings
 
 TYPE = "gpulab:metrics:Store"
@@ -39,7 +40,9 @@ class Store(pulumi.ComponentResource):
             f"{name}-rules",
             name=RULES_NAMESPACE,
             workspace_id=workspace.id,
-            data=yaml.safe_dump(rule_groups(settings.labs, metrics), sort_keys=False),
+            # The list prices the render shows (domain/cost/price_book.py LIST), also at preview: the workspace's
+            # rules do not change with the day's answers of the Price List API.
+            data=yaml.safe_dump(rule_groups(settings.labs, metrics, LIST), sort_keys=False),
             opts=child,
         )
         scrape = scrape_configuration(metrics, settings.karpenter)

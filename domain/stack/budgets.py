@@ -4,7 +4,8 @@ gpulab:costAllocationTag; docs/cost.md).
 
 AWS Budgets alerts; it stops nothing. gpulab sets no budget actions: they apply an IAM or SCP policy or run an SSM
 document that stops EC2 instances, and a lab's stopped instances are Karpenter's to replace while learners wait (it
-watches their state changes). The budget is a bell; the NodePool limit stays the brake.
+watches their state changes). The budget is a bell; the NodePool limit stays the brake. What stops new servers at
+the budget is the hub's spend gate, from the meter's spend (components/jupyterhub/spend_gate.py, Settings.spend_gated).
 """
 
 from typing import Annotated, Any, Literal
@@ -80,10 +81,14 @@ def lab_budget(own: float | None, default: float | None) -> float | None:
 MONTH = "month"
 
 
-def budget_output(amount: float | None) -> dict[str, Any] | None:
-    """The `labs.<lab>.cost.budget` output: the lab's budget in USD and its period; `stopsSpawnsAt` is null, as nothing
-    stops new servers at a budget yet (AWS Budgets alerts; docs/cost.md, "A budget AWS keeps"). None without one."""
-    return None if amount is None else {"amount": amount, "period": MONTH, "stopsSpawnsAt": None}
+def budget_output(amount: float | None, gated: bool) -> dict[str, Any] | None:
+    """The `labs.<lab>.cost.budget` output: the lab's budget in USD and its period, and `stopsSpawnsAt`, the spend in
+    USD at which the hub refuses the lab's learners new servers: the amount where the hub's spend gate watches the lab
+    (`gated`, Settings.spend_gated), else null (AWS Budgets alerts and stops nothing; docs/cost.md). None without a
+    budget."""
+    if amount is None:
+        return None
+    return {"amount": amount, "period": MONTH, "stopsSpawnsAt": amount if gated else None}
 
 
 def budget_name(cluster: str, lab: str) -> str:

@@ -553,7 +553,9 @@ class Lab(Model):
     monthly_budget: Annotated[float, AfterValidator(positive_amount), AfterValidator(budget_amount)] | None = Field(
         default=None,
         description="USD a month: an AWS Budgets cost budget of the lab's instances that alerts gpulab:budgetAlerts "
-        "when their spend passes it, or is forecast to (docs/cost.md); gpulab:monthlyBudget when omitted.",
+        "when their spend passes 80% and 100% of it, or is forecast to pass it, and at which the hub refuses the lab's "
+        "learners new servers when the stack has the hub and the meter (docs/cost.md); gpulab:monthlyBudget when "
+        "omitted.",
     )
     notebook_image: NotebookImage | None = Field(
         default=None,
@@ -863,6 +865,14 @@ class Settings(Model):
             for name, lab in self.labs.items()
             if (amount := lab_budget(lab.monthly_budget, self.monthly_budget)) is not None
         }
+
+    @property
+    def spend_gated(self) -> dict[str, float]:
+        """The budgets at which the hub refuses new servers (components/jupyterhub/spend_gate.py): those of the labs
+        on its spawn page, when the stack has the hub and the meter whose spend it reads."""
+        if not (self.jupyterhub and self.metrics):
+            return {}
+        return {name: amount for name, amount in self.budgets.items() if self.labs[name].on_spawn_page}
 
     @property
     def shares_gpus(self) -> bool:

@@ -1,0 +1,92 @@
+"""gpulab's spend gate: a JupyterHub pre_spawn_hook that refuses to start a learner's server in a lab whose spend this
+month has reached its budget, with a message the learner reads on the spawn page; servers already running go on.
+
+What it reads: the metrics workspace's gpulab:lab_spend_usd_per_hour (the lab's nodes at the stack's prices,
+components/metrics/recording_rules.py), recorded once a minute, summed over the seconds since the month began (UTC)
+and divided by 60: the lab's spend so far in US dollars, within a minute or two of the nodes' running. It asks through
+the hub pod's SigV4 proxy, as the idle-GPU culler does (components/jupyterhub/culling.py). The teacher lets learners
+start again by raising the lab's budget (and `pulumi up`); the month's turn does too.
+
+A workspace that does not answer lets the learner start, and the hub logs why: the AWS Budgets alerts still hear of the
+spend, and a class is not stopped by a metrics outage.
+
+The hub's configuration loads it (components/jupyterhub/spending.py):
+
+    c.Spawner.pre_spawn_hook = spend_gate.SpendGate(METRICS_URL, {LAB: AMOUNT, ...}, DEFAULT_LAB)
+
+It uses only the Python standard library and tornado, which the hub's image has.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from datetime import UTC, datetime
+from urllib.parse import urlencode
+
+from tornado import web
+from tornado.httpclient import AsyncHTTPClient
+
+SPEND_SERIES = "gpulab:lab_spend_usd_per_hour"
+# The rule's evaluation interval (components/metrics/recording_rules.py EVALUATION_INTERVAL): each sample is a minute.
+SAMPLES_PER_HOUR = 60
+log = logging.getLogger("gpulab.spend_gate")
+
+
+def month_start(now: float) -> float:
+    """The beginning of `now`'s month, UTC, as a Unix time."""
+    day = datetime.fromtimestamp(now, UTC)
+    return day.replace(day=1, hour=0, minute=0, second=0, microsecond=0).timestamp()
+
+
+def spend_query(lab: str, seconds: int) -> str:
+    """The lab's spend in USD over the last `seconds` (at least one)."""
+    return f'sum(sum_over_time({SPEND_SERIES}{{lab="{lab}"}}[{max(seconds, 1)}s])) / {SAMPLES_PER_HOUR}'
+
+
+def refusal(lab: str, spent: float, amount: float, since: float) -> str:
+    """What a learner reads when the lab's budget is spent."""
+    month = datetime.fromtimestamp(since, UTC).strftime("%B %Y")
+    return (
+        f"Lab {lab} has spent its budget for {month}: {spent:.2f} of {amount:.2f} US dollars. New servers do not start "
+        "until your teacher raises the lab's budget or the month ends; servers already running go on."
+    )
+
+
+class SpendGate:
+    def __init__(self, metrics_url: str, budgets: dict[str, float], default_lab: str):
+        self.metrics_url = metrics_url.rstrip("/")
+        self.budgets = budgets
+        # The lab of a learner who names no profile: KubeSpawner's first (spawn_profiles.py). A learner who picks one on
+        # the spawn page has its slug, the lab's name, in user_options["profile"] (KubeSpawner 7.0.0
+        # kubespawner/spawner.py:3510, options_from_form), which this reads before KubeSpawner applies the profile.
+        self.default_lab = default_lab
+
+    async def spent(self, lab: str, since: float) -> float:
+        query = urlencode({"query": spend_query(lab, int(time.time() - since))})
+        response = await AsyncHTTPClient().fetch(f"{self.metrics_url}/api/v1/query?{query}")
+        answer = json.loads(response.body)
+        if answer.get("status") != "success":
+            raise RuntimeError(f"the metrics workspace answered {answer.get('error') or answer}")
+        result = answer["data"]["result"]
+        return float(result[0]["value"][1]) if result else 0.0
+
+    async def __call__(self, spawner) -> None:
+        lab = spawner.user_options.get("profile") or self.default_lab
+        amount = self.budgets.get(lab)
+        if amount is None:
+            return
+        since = month_start(time.time())
+        try:
+            spent = await self.spent(lab, since)
+        except Exception as error:  # see above: an unanswered query lets the learner start
+            log.error("lab %s: spend unknown, %s starts anyway: %s", lab, spawner.user.name, error)
+            return
+        if spent >= amount:
+            message = refusal(lab, spent, amount, since)
+            log.info("lab %s: refused %s's new server: %.2f of %.2f USD spent", lab, spawner.user.name, spent, amount)
+            refused = web.HTTPError(403, message)
+            # JupyterHub 5.5 shows an exception's jupyterhub_message on the spawn page (utils.format_exception).
+            refused.jupyterhub_message = message  # type: ignore[attr-defined]
+            raise refused

@@ -1,0 +1,133 @@
+"""A budget that stops new servers, through a real JupyterHub 5.5 (tests/test_gpu_culler.py's Hub) running the spend
+gate exactly as the stack renders it (hub.extraConfig and the gate's file from hub.extraFiles), against a fake
+metrics workspace that answers the lab's spend: a learner who asks for a server in a lab whose month's spend has
+reached its budget is refused on the spawn page with the gate's message, while a server already running goes on and
+another lab's learners start."""
+
+import copy
+import html
+import re
+import time
+
+from components.jupyterhub import culling, spend_gate, spending
+from components.jupyterhub.notices import FILES
+from tests.conftest import run_values, stack_values
+from tests.support.synthetic import HUB, NOTEBOOK_IMAGE, lab
+from tests.test_budgets import budget_summary
+from tests.test_gpu_culler import Hub, Workspace
+
+BUDGET = 100
+STACK = stack_values(
+    **{
+        "gpulab:labs": {
+            "intro": lab(["g4dn.xlarge"], 3, notebookImage=NOTEBOOK_IMAGE, monthlyBudget=BUDGET),
+            "advanced": lab(["g5.xlarge"], 2, notebookImage=NOTEBOOK_IMAGE),
+        },
+        "gpulab:jupyterhub": HUB,
+        "gpulab:jupyterhubClientSecret": {"secure": "v1:c3RhbmQtaW4="},
+        "gpulab:metrics": {},
+        "gpulab:budgetAlerts": {"emails": ["teacher@example.edu"]},
+    }
+)
+# KubeSpawner's spawn page as the gate sees it: a `profile` field holding the lab's slug (KubeSpawner 7.0.0
+# options_from_form), which JupyterHub's 'simple' form reading gives too.
+FORM = '<select name="profile"><option value="intro">intro</option><option value="advanced">advanced</option></select>'
+
+
+class Spend(Workspace):
+    """The fake workspace answering each lab's spend in USD (none: no series, as for a lab without a node)."""
+
+    def __init__(self):
+        self.spend: dict[str, float] = {}
+        super().__init__()
+
+    def result(self, query: str) -> list[dict]:
+        spent = self.spend.get(re.search(r'lab="([^"]+)"', query)[1])
+        return [] if spent is None else [{"metric": {}, "value": [time.time(), str(spent)]}]
+
+
+def rendered_gate() -> tuple[str, str, str]:
+    """The gate's configuration lines, its source and the workspace URL they name, as the stack renders them."""
+    values = run_values(STACK).one("kubernetes:helm.sh/v3:Release", "jupyterhub").inputs["values"]["hub"]
+    config = values["extraConfig"][spending.CONFIG_NAME]
+    source = values["extraFiles"]["spend-gate"]
+    assert source["mountPath"] == f"{FILES}/spend_gate.py"
+    (url,) = re.findall(r"'(http://127\.0\.0\.1:\d+/workspaces/[^']+)'", config)
+    assert url.startswith(f"http://127.0.0.1:{culling.PROXY_PORT}/")
+    return config, source["stringData"], url
+
+
+def spawn(hub: Hub, name: str, lab_name: str) -> str:
+    """What a learner sees after choosing the lab on the spawn page and pressing Start."""
+    return hub.page(name, "/spawn", {"profile": lab_name})
+
+
+def test_a_learner_is_refused_a_new_server_once_the_labs_budget_is_spent(tmp_path):
+    config, source, url = rendered_gate()
+    workspace = Spend()
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "spend_gate.py").write_text(source)
+    lines = config.replace(repr(FILES), repr(str(tmp_path / "files"))).replace(url, workspace.url)
+    (tmp_path / "hub").mkdir()
+    hub = Hub(
+        tmp_path / "hub",
+        config=(
+            f"c.Spawner.options_form = {FORM!r}",
+            "c.Spawner.options_from_form = 'simple'",
+            *lines.splitlines(),
+        ),
+    )
+    try:
+        # Under budget: grace starts.
+        workspace.spend["intro"] = BUDGET - 0.01
+        spawn(hub, "grace", "intro")
+        hub.wait(lambda: hub.servers("grace").get("", {}).get("ready"), "grace's server")
+
+        # At the budget: ada is refused, and told why; grace's server goes on.
+        workspace.spend["intro"] = BUDGET
+        page = html.unescape(spawn(hub, "ada", "intro"))
+        month = time.strftime("%B %Y", time.gmtime())
+        message = (
+            f"Lab intro has spent its budget for {month}: 100.00 of 100.00 US dollars. New servers do not start "
+            "until your teacher raises the lab's budget or the month ends; servers already running go on."
+        )
+        assert message in page, page[-3000:]
+        assert hub.servers("ada") == {}
+        assert hub.servers("grace")[""]["ready"]
+
+        # Another lab has no budget: ada starts there.
+        spawn(hub, "ada", "advanced")
+        hub.wait(lambda: hub.servers("ada").get("", {}).get("ready"), "ada's server in lab advanced")
+
+        # The gate asked for intro's spend since the month began, from the rule the workspace records.
+        since = spend_gate.month_start(time.time())
+        asked = [q for q in workspace.queries if 'lab="intro"' in q]
+        assert len(asked) == 2 and all(spend_gate.SPEND_SERIES in q for q in asked)
+        seconds = int(re.search(r"\[(\d+)s\]", asked[-1])[1])
+        assert abs(seconds - (time.time() - since)) < 120
+        assert not any('lab="advanced"' in q for q in workspace.queries)
+    finally:
+        hub.close()
+        workspace.server.shutdown()
+
+
+def test_the_gated_labs_budget_output_and_summary_say_it_stops_new_servers():
+    run = run_values(STACK)
+    assert {name: lab["cost"]["budget"] for name, lab in run.outputs["labs"].items()} == {
+        "intro": {"amount": BUDGET, "period": "month", "stopsSpawnsAt": BUDGET},
+        "advanced": None,
+    }
+    text = " ".join(" ".join(budget_summary(STACK)).split())
+    assert (
+        "at its budget, the hub refuses new servers to the learners of intro (running ones go on; raise the budget to "
+        "let them start)"
+    ) in text
+
+
+def test_a_stack_without_a_budget_renders_no_gate():
+    values = copy.deepcopy(STACK)
+    del values["gpulab:labs"]["intro"]["monthlyBudget"]
+    del values["gpulab:budgetAlerts"]
+    hub = run_values(values).one("kubernetes:helm.sh/v3:Release", "jupyterhub").inputs["values"]["hub"]
+    assert spending.CONFIG_NAME not in hub.get("extraConfig", {})
+    assert "spend-gate" not in hub.get("extraFiles", {})
