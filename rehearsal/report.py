@@ -3,10 +3,10 @@ makes it) and its tables in the render summary and the pull-request comment (doc
 
 Light on purpose: the summary and the comment read a rehearsal.json without the twin, the hub or Pulumi.
 
-    python -m rehearsal.report [<dir>/rehearsal.json]
+    python -m rehearsal.report [--charts] [<dir>/rehearsal.json]
 
-prints the tables of one (the pull-request workflow's job summary, .ci/rehearse), or the line saying the rehearsal
-did not run when none is given.
+prints the tables of one (the pull-request workflow's job summary, .ci/rehearse), with --charts its picture of the day
+as Mermaid charts (rehearsal/day_chart.py), or the line saying the rehearsal did not run when none is given.
 """
 
 import argparse
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.cost.lab_cost import usd
+from rehearsal import day_chart
 from reports.table import Column, lead_in, markdown
 
 REHEARSAL = "rehearsal.json"
@@ -215,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "rehearsal", nargs="?", type=Path, help="a rehearsal.json (rehearsal/run.py); none if it did not run"
     )
+    parser.add_argument(
+        "--charts", action="store_true", help="and the day's nodes, seats and waits per lab as Mermaid charts"
+    )
     args = parser.parse_args(argv)
     try:
         rehearsal = json.loads(args.rehearsal.read_text()) if args.rehearsal else None
@@ -222,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gpulab: cannot read the rehearsal {args.rehearsal}: {error}", file=sys.stderr)
         return 1
     print("\n".join(table(rehearsal)))
+    if args.charts and rehearsal is not None:
+        print("\n".join(["", *day_chart.mermaid(rehearsal)]))
     return 0
 
 

@@ -49,6 +49,7 @@ try:
         apply,
         class_day,
         cron_jobs,
+        day_chart,
         learner_pods,
         report,
         timings,
@@ -478,6 +479,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     program.collect_rarely()
     (args.out / REHEARSAL).unlink(missing_ok=True)
+    (args.out / day_chart.SVG_NAME).unlink(missing_ok=True)
     try:
         run = stack_run(args.stack)
         # Before the render, which takes seconds: a stack without a twin says so at once.
@@ -509,6 +511,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rehearsal not run: {why}", file=sys.stderr)
         return 1
     (args.out / REHEARSAL).write_text(json.dumps(rehearsal, indent=2) + "\n")
+    day_chart.write_svg(rehearsal, args.out)
     found = problems(rehearsal)
     print("\n".join(report.table(rehearsal)))
     if (scheduler := rehearsal.get("userScheduler")) and not scheduler["problem"]:
