@@ -5,7 +5,8 @@ name and its values per span of the day, after the tables (python -m rehearsal.r
 The day of lab `morning` (one class of 2 warm seats, g4dn.xlarge Ready 75 s after its launch), 08:48 to 09:36 UTC:
 the warm-up at 08:48 launches n1 at 08:50 (Ready 08:51:15); at 09:00 the class starts, ada and bo arrive and bind,
 ada's notebook runs at once and bo's at 09:03; cy arrives at 09:10, n2 launches at 09:11 (Ready 09:12:15), cy binds at
-09:12 and runs at 09:15; all leave at 09:30; n2 is deleted at 09:34, n1 at 09:36.
+09:12 and runs at 09:15; n3 launches at 09:20 and is deleted at 09:20:30, never Ready; all leave at 09:30; n2 is
+deleted at 09:34, n1 at 09:36.
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ REHEARSAL = {
                 _node("09:11:00", "n2"),
                 _e("09:12:00", "bound", learner="cy", node="n2"),
                 _e("09:15:00", "ready", learner="cy", node="n2"),
+                # n3 is deleted 30 s after its launch, before it would have been Ready: it is never counted ready.
+                _node("09:20:00", "n3"),
+                _e("09:20:30", "nodeDeleted", node="n3", reason="empty"),
                 _e("09:30:00", "leave", **{"class": 0, "learner": "ada"}),
                 _e("09:30:00", "leave", **{"class": 0, "learner": "bo"}),
                 _e("09:30:00", "leave", **{"class": 0, "learner": "cy"}),
@@ -93,6 +97,10 @@ def test_the_svg_beside_rehearsal_json_draws_each_series_of_the_lab(tmp_path: Pa
     assert values["nodes launching"]["08:51:15"] == "0"
     assert values["nodes ready"]["08:51:15"] == "1"
     assert values["nodes ready"]["09:12:15"] == "2"
+    assert values["nodes launching"]["09:20:00"] == "1"
+    assert values["nodes launching"]["09:20:30"] == "0"
+    assert values["nodes ready"]["09:20:30"] == "2"
+    assert max(map(int, values["nodes ready"].values())) == 2
     assert values["nodes ready"]["09:34:00"] == "1"
     assert values["nodes ready"]["09:36:00"] == "0"
     assert values["seats warm"]["08:48:00"] == "2"
@@ -133,6 +141,6 @@ def test_the_mermaid_charts_name_each_series_with_its_values_per_span(tmp_path: 
     # The most in each 2-minute span: bo waits 09:00-09:03 (spans 09:00, 09:02), cy 09:10-09:15 (09:10 to 09:14).
     assert charts["learners waiting"] == [0] * 6 + [1, 1] + [0] * 3 + [1, 1, 1] + [0] * 10
     assert charts["seats warm"] == [2] * 6 + [0] * 18
-    assert charts["nodes launching"] == [0, 1] + [0] * 9 + [1, 1] + [0] * 11
+    assert charts["nodes launching"] == [0, 1] + [0] * 9 + [1, 1] + [0] * 3 + [1] + [0] * 7
     assert charts["nodes ready"] == [0, 1] + [1] * 9 + [1, 2] + [2] * 10 + [1]
     assert charts["seats taken"] == [0] * 6 + [2] * 6 + [3] * 9 + [0] * 3
