@@ -55,7 +55,8 @@ chp:
 # The twin's control plane of each Kubernetes minor version the stack files name, or of those TWINS lists (`make twin
 # TWINS="1.35 1.36"`): rehearsal/controlplane/<minor>/bin (Go 1.26; rehearsal/twins.py, docs/developers/rehearsal.md):
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from k8s.io/kubernetes at the version that
-# minor's go.mod pins, that version stamped in as its release build does (devtools/go_build.py kubernetes_ldflags), so
+# minor's go.mod pins, and Kubernetes' CronJob controller on the rehearsal's clock (rehearsal/controlplane/
+# cronjob-controller), that version stamped in as its release build does (devtools/go_build.py kubernetes_ldflags), so
 # that clients see it and not v0.0.0-master; and KWOK (sigs.k8s.io/kwok, rehearsal/kwok/bin/kwok, a module of its own)
 # for the nodes' and pods' status. Cold, a twin downloads and compiles about 2,650 packages and KWOK 974
 # (docs/developers/measurements.md says how long). And the rehearsal's stepper, rehearsal/stepper/bin/stepper (a Go
@@ -92,15 +93,17 @@ test-charts: $(VENV)/.installed $(HELM)
 upstream: $(VENV)/.installed
 	$(PY) -m domain.upstream.fetch $(UPSTREAM)
 
-# Lint and format (ruff; gofmt and go vet for the planner, the rehearsal's stepper, helm-batch and netpol), types
-# (mypy), YAML (yamllint: duplicate keys among others), GitHub workflows.
+# Lint and format (ruff; gofmt and go vet for the planner, the rehearsal's stepper and CronJob controller, helm-batch and
+# netpol), types (mypy), YAML (yamllint: duplicate keys among others), GitHub workflows.
 check: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	test -z "$$(gofmt -l planner rehearsal/stepper devtools/helmbatch devtools/netpol)" || \
-	  { gofmt -l planner rehearsal/stepper devtools/helmbatch devtools/netpol; exit 1; }
+	test -z "$$(gofmt -l planner rehearsal/stepper rehearsal/controlplane/cronjob-controller devtools/helmbatch devtools/netpol)" || \
+	  { gofmt -l planner rehearsal/stepper rehearsal/controlplane/cronjob-controller devtools/helmbatch devtools/netpol; exit 1; }
 	go -C planner vet ./...
 	go -C rehearsal/stepper vet ./...
+	# The CronJob controller vetted as the oldest twin builds it (each twin's build compiles it against its own release).
+	go -C rehearsal/controlplane/1.34 vet github.com/gpulab/rehearsal/controlplane/cronjob-controller
 	go -C devtools/helmbatch vet ./...
 	go -C devtools/netpol vet ./...
 	$(VENV)/bin/mypy components domain render reports planner rehearsal devtools tools policy

@@ -28,6 +28,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # The twin's control plane, one Go module per Kubernetes minor version (rehearsal/twins.py): helper "twin-<minor>".
 CONTROLPLANE = ROOT / "rehearsal" / "controlplane"
 TWIN = "twin-"
+# Kubernetes' CronJob controller on the rehearsal's clock: a module each twin requires through a replace of its folder
+# (CRONJOB_CONTROLLER_FOLDER, beside the twins' own), so that it is built with, and links, that twin's release.
+CRONJOB_CONTROLLER_MODULE = "github.com/gpulab/rehearsal/controlplane/cronjob-controller"
+CRONJOB_CONTROLLER_FOLDER = "../cronjob-controller"
 
 
 @dataclass(frozen=True)
@@ -123,9 +127,10 @@ def _twin(minor: str) -> Helper:
                 f"k8s.io/kubernetes/cmd/{c}"
                 for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
             ),
+            CRONJOB_CONTROLLER_MODULE,
         ),
         f"the rehearsal's control plane of Kubernetes {minor} (etcd, kube-apiserver, kube-controller-manager, "
-        "kube-scheduler, kubectl)",
+        "kube-scheduler, kubectl, the CronJob controller on the rehearsal's clock)",
         # docs/developers/measurements.md, "The twin and KWOK": 1.34's in 300 s under a load of 3 (8.6 CPU-minutes),
         # 112 min under 25 to 50; 1.36's 2,172 packages not in the machine's cache in 7 min 15 s under 6 to 17.
         "about 2,650 packages, 9 CPU-minutes: 5 min on 2 quiet cores, an hour and more on busy ones",
@@ -142,7 +147,12 @@ def _twin(minor: str) -> Helper:
 HELPERS.update(
     (TWIN + minor, _twin(minor))
     for minor in sorted(
-        (go_mod.parent.name for go_mod in CONTROLPLANE.glob("*/go.mod")),
+        # A folder named as a minor version; cronjob-controller/ is a module the twins require, not a twin.
+        (
+            folder.name
+            for folder in (m.parent for m in CONTROLPLANE.glob("*/go.mod"))
+            if re.fullmatch(r"\d+\.\d+", folder.name)
+        ),
         key=lambda minor: tuple(map(int, minor.split("."))),
     )
 )

@@ -9,7 +9,9 @@ stepped one JSON line at a time.
 `advance` returns the stepper's answer: `now`, `events` (nodeLaunched, nodeDeleted, disrupted, podBound; the shared
 format docs/developers/rehearsal.md describes), `nodes` and `wall` (where the step's wall-clock time went), with
 `unsettled` when the controllers had not settled within the stepper's step limit. The first answer's `shortenedTimers`
-(the `timers` attribute) are rehearsal.json's.
+(the `timers` attribute) are rehearsal.json's. Given the CronJob controller's process
+(rehearsal/cronjob_controller_process.py), the stepper also stops the clock where a CronJob falls due, and hands each
+Job the controller made there to `on_jobs` before it goes on: `advance` and `at` return once the clock is at their time.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import os
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from devtools import go_build
+from domain.time import zones
 from domain.time.utc import utc_text
 from planner import plan
 from rehearsal import twin
@@ -58,6 +62,8 @@ class Karpenter:
     log: Path
     timers: list[dict[str, str]] = field(default_factory=list)
     version: str = ""  # the Karpenter release the stepper is built with (its first answer's `karpenter`)
+    # What runs the Jobs the CronJob controller made (the stepper's `jobs`), at the simulated time it made them.
+    on_jobs: Callable[[list[dict[str, Any]]], None] = lambda jobs: None
 
     def _read(self) -> dict[str, Any]:
         assert self.process.stdout is not None
@@ -75,7 +81,20 @@ class Karpenter:
         return answer
 
     def advance(self, t: datetime.datetime) -> dict[str, Any]:
-        """Moves the simulated clock to t (never back) and returns what Karpenter's controllers did on the way."""
+        """Moves the simulated clock to t (never back) and returns what Karpenter's controllers did on the way; where
+        the CronJob controller made Jobs on the way, the stepper stops there, `on_jobs` runs them, and the clock goes
+        on to t."""
+        answer = self._step(t)
+        while "jobs" in answer:
+            self.on_jobs(answer["jobs"])
+            more = self._step(t)
+            answer = more | {
+                "events": answer["events"] + more["events"],
+                "wall": add_walls(answer["wall"], more["wall"]),
+            }
+        return answer
+
+    def _step(self, t: datetime.datetime) -> dict[str, Any]:
         stdin: IO[str] | None = self.process.stdin
         assert stdin is not None
         try:
@@ -111,9 +130,11 @@ def running(
     start: datetime.datetime,
     binary: Path | None = None,
     boot: dict[str, Any] | None = None,
+    cron_jobs: str | None = None,
 ) -> Iterator[Karpenter]:
     """The stepper against the twin's API server as its admin, the clock at `start`; stopped on exit. `boot` is its
-    -timings (rehearsal/timings.py for_stepper): without it, a node registers with its slices at its launch."""
+    -timings (rehearsal/timings.py for_stepper): without it, a node registers with its slices at its launch.
+    `cron_jobs` is the address of the CronJob controller's process on the same clock, if it runs."""
     binary = binary or BINARY
     if not binary.exists():
         raise plan.Unavailable(f"the rehearsal's stepper is not built ({binary}): `make twin` builds it")
@@ -136,12 +157,15 @@ def running(
                 "-start",
                 _clock(start),
                 *timings,
+                *(["-cronjobs", cron_jobs] if cron_jobs else []),
                 str(render_dir),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=errors,
             text=True,
+            # CronJobs' time zones from the pinned tzdata package, as their controller reads them.
+            env={**os.environ, "ZONEINFO": zones.go_zoneinfo()},
         )
     karpenter = Karpenter(process, log)
     try:
@@ -149,11 +173,4 @@ def running(
         karpenter.timers, karpenter.version = ready["shortenedTimers"], ready["karpenter"]
         yield karpenter
     finally:
-        if process.stdin:
-            with contextlib.suppress(BrokenPipeError):
-                process.stdin.close()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        twin.close_stdin(process, 30)

@@ -49,9 +49,11 @@ try:
         apply,
         class_day,
         cron_jobs,
+        cronjob_controller_process,
         day_chart,
         learner_pods,
         report,
+        system_nodes,
         timings,
         twin,
         twins,
@@ -278,15 +280,40 @@ class Learners:
         return {"at": event["at"], "what": what, "lab": event["lab"], "learner": learner, "node": event["node"]}
 
 
-def _firing_of(step: dict[str, Any], stack: Settings, today: datetime.date) -> cron_jobs.Firing:
-    """The warm-up or release CronJob run a step of the day stands for (rehearsal/cron_jobs.py firings, as played)."""
-    lab = stack.labs[step["lab"]]
-    (firing,) = [
-        f
-        for f in cron_jobs.firings({step["lab"]: lab}, today)
-        if f.lab_class is lab.classes[step["class"]] and bool(f.replicas) == (step["what"] == "warmup")
-    ]
-    return firing
+class CronJobRuns:
+    """The Jobs the CronJob controller made, each run as rehearsal/cron_jobs.py runs it: rehearsal.json's jobs and
+    cronJobs."""
+
+    def __init__(self, plane: twin.ControlPlane, stack: Settings, today: datetime.date) -> None:
+        self.plane, self.stack, self.today = plane, stack, today
+        self.jobs: list[dict[str, Any]] = []
+        self.fired: list[dict[str, str]] = []
+
+    def run(self, jobs: list[dict[str, Any]]) -> None:
+        for fired in jobs:
+            self.jobs.append(cron_jobs.run(self.plane, fired, self.stack.labs, self.today))
+            self.fired.append(cron_jobs.cron_job_entry(fired))
+
+    def played(self, until: datetime.datetime) -> dict[str, Any]:
+        """rehearsal.json's jobs, cronJobs and cronJobsMissed (the class runs up to `until` the controller missed)."""
+        missed = cron_jobs.missed(self.plane.admin, self.stack.labs, self.today, self.fired, until)
+        return {"jobs": self.jobs, "cronJobs": self.fired, "cronJobsMissed": missed}
+
+
+def play_cron_jobs(plane: twin.ControlPlane, stack: Settings, today: datetime.date) -> dict[str, Any]:
+    """Without the class day: the CronJob controller's clock moved from one class run to the next (their times from
+    rehearsal/cron_jobs.py firings), and the Jobs it makes run there; what the API server refuses and RBAC denies is
+    the same as on the day, in seconds. Returns rehearsal.json's jobs, cronJobs and cronJobsMissed."""
+    runs = CronJobRuns(plane, stack, today)
+    times = sorted({f.at for f in cron_jobs.firings(stack.labs, today)})
+    if not times:
+        return runs.played(datetime.datetime.min.replace(tzinfo=datetime.UTC))
+    reported: set[str] = set()
+    with cronjob_controller_process.running(plane, times[0]) as controller:
+        for at in times:
+            controller.move(at)
+            runs.run(cron_jobs.fired_now(plane.admin, reported, at))
+    return runs.played(times[-1])
 
 
 def play_day(
@@ -299,19 +326,20 @@ def play_day(
     given: Overrides | None = None,
 ) -> dict[str, Any]:
     """Every lab's class day (rehearsal/class_day.py timeline) on one Karpenter on the twin's simulated clock, from the
-    day's first step to the last lab's day_end: at each instant, in the timeline's order, the classes' CronJobs run
-    (cron_jobs.run, as their Jobs would then) and learners' pods are made and deleted; then the clock runs to the next.
-    Nodes boot and learners' images are pulled as the timing table says, with `given` (the command line's --timing)
-    over each lab's timings (rehearsal/timings.py). `schedulers` names the schedulers the twin runs (Learners).
-    Returns rehearsal.json's jobs, the learner pods refused, labs, karpenter, shortenedTimers, unscheduled, unsettled,
-    stepWall, timings and images."""
+    day's first step to the last lab's day_end: at each instant, in the timeline's order, learners' pods are made and
+    deleted; then the clock runs to the next. The CronJob controller runs on the same clock, and each Job it makes is
+    run where the stepper stops for it (CronJobRuns); a warm-up or release step of the timeline is the time the class
+    needs it (cron_jobs.missed holds the controller to it). Nodes boot and learners' images are pulled as the timing
+    table says, with `given` (the command line's --timing) over each lab's timings (rehearsal/timings.py). `schedulers`
+    names the schedulers the twin runs (Learners). Returns rehearsal.json's jobs, cronJobs, cronJobsMissed, the learner
+    pods refused, labs, karpenter, shortenedTimers, unscheduled, unsettled, stepWall, timings and images."""
     days = class_day.timeline(stack, today)
     steps = sorted(
         (s for lab_steps in days.values() for s in lab_steps),
         key=lambda s: (class_day.moment(s["at"]), class_day.STEP_ORDER.index(s["what"])),
     )
     learners = Learners(plane, render_dir, stack, schedulers)
-    jobs: list[dict[str, Any]] = []
+    runs = CronJobRuns(plane, stack, today)
     refused: list[dict[str, str]] = []
     observed: list[dict[str, Any]] = []
     unsettled: list[str] = []
@@ -320,9 +348,7 @@ def play_day(
     walls: dict[str, dict[str, Any]] = {}
 
     def do(step: dict[str, Any]) -> None:
-        if step["what"] in ("warmup", "release"):
-            jobs.append(cron_jobs.run(plane, _firing_of(step, stack, today)))
-        elif step["what"] == "arrive":
+        if step["what"] == "arrive":
             if refusal := learners.arrive(step["lab"], step["learner"]):
                 refused.append(refusal)
         elif step["what"] == "leave":
@@ -340,10 +366,15 @@ def play_day(
         )
 
     if not steps:
-        return {"jobs": jobs, "refused": refused, "labs": {}, "unscheduled": []}
+        return {"jobs": [], "cronJobs": [], "cronJobsMissed": [], "refused": refused, "labs": {}, "unscheduled": []}
     ends = [class_day.day_end(stack.labs[n], s) for n, s in days.items() if s]
     boot = timings.for_stepper(stack, given)
-    with karpenter_twin.running(plane, render_dir, region, class_day.moment(steps[0]["at"]), boot=boot) as karpenter:
+    start = class_day.moment(steps[0]["at"])
+    with (
+        cronjob_controller_process.running(plane, start) as controller,
+        karpenter_twin.running(plane, render_dir, region, start, boot=boot, cron_jobs=controller.address) as karpenter,
+    ):
+        karpenter.on_jobs = runs.run
         for at, group in itertools.groupby(steps, key=lambda s: class_day.moment(s["at"])):
             actions = list(group)
 
@@ -356,7 +387,7 @@ def play_day(
         record(karpenter.advance(max(ends)), "dayEnd")
         version, timers = karpenter.version, karpenter.timers
     return {
-        "jobs": jobs,
+        **runs.played(max(ends)),
         "refused": refused,
         "karpenter": version,
         "labs": {
@@ -397,6 +428,7 @@ def rehearse(
     started = time.monotonic()
     with twin.running(stack.cluster.kubernetes_version) as plane, contextlib.ExitStack() as hub:
         _, refused = apply.apply_render(plane.admin, render_dir)
+        system_nodes.register(plane, render_dir)
         denied: list[dict[str, str]] = []
         scheduler: user_scheduler_process.UserScheduler | None = None
         if stack.jupyterhub is not None:
@@ -412,7 +444,7 @@ def rehearse(
             played = (
                 play_day(plane, render_dir, stack, today, region, schedulers, given)
                 if day
-                else {"jobs": cron_jobs.run_all(plane, stack.labs, today), "refused": []}
+                else {**play_cron_jobs(plane, stack, today), "refused": []}
             )
         plane.check_running()
         jobs = played.pop("jobs")
@@ -424,6 +456,7 @@ def rehearse(
             "jobsFailed": cron_jobs.failed(jobs),
             "userScheduler": scheduler.record() if scheduler else None,
             "substitutions": (scheduler.substitutions() if scheduler and not scheduler.problem else [])
+            + [system_nodes.SUBSTITUTION]
             + played.pop("substitutions", []),
             **played,
             "wallSeconds": round(time.monotonic() - started, 1),
@@ -440,9 +473,17 @@ def problems(rehearsal: dict[str, Any]) -> list[str]:
             for r in rehearsal["rbacDenied"]
         ),
         *(
-            f"rehearsal: Job {r['job']} exited {r['exitCode']}, the buffer at {r.get('bufferReplicas')} replicas "
+            f"rehearsal: Job {r['job']}: {r['output']}"
+            if r["exitCode"] is None
+            else f"rehearsal: Job {r['job']} exited {r['exitCode']}, the buffer at {r.get('bufferReplicas')} replicas "
             f"(the class needs {r.get('wantReplicas')}): {r['output']}"
             for r in rehearsal["jobsFailed"]
+        ),
+        *(
+            f"rehearsal: CronJob {m['namespace']}/{m['name']} made its Jobs at {', '.join(m['firedAt']) or 'no time'} "
+            f"where its class needs them at {', '.join(m['want'])} (by Kubernetes' CronJob controller on the "
+            f"rehearsal's clock): {m['why']}"
+            for m in rehearsal.get("cronJobsMissed", [])
         ),
         *(
             f"rehearsal: the user-scheduler {s['deployment']} ({s['source']}; kube-scheduler {s['version']} with "
@@ -506,6 +547,7 @@ def main(argv: list[str] | None = None) -> int:
         twin.Failed,
         plan.Unavailable,
         karpenter_twin.Failed,
+        cronjob_controller_process.Failed,
         user_scheduler_process.Unusable,
     ) as why:
         print(f"rehearsal not run: {why}", file=sys.stderr)

@@ -200,6 +200,19 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
+def close_stdin(process: subprocess.Popen[str], seconds: int) -> None:
+    """A process that the rehearsal drives through its stdin (the stepper, the CronJob controller) told to stop, by
+    closing it, and waited for; killed if it has not stopped within `seconds`."""
+    if process.stdin:
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.close()
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def write_kubeconfig(folder: Path, client: Client, name: str) -> Path:
     path = folder / f"{name}.kubeconfig"
     path.write_text(json.dumps(client.kubeconfig()))
@@ -295,6 +308,9 @@ def running(minor: str) -> Iterator[ControlPlane]:
             [
                 f"--kubeconfig={controller_manager}",
                 "--leader-elect=false",
+                # Every controller but the CronJob controller, which runs on the rehearsal's simulated clock instead
+                # (rehearsal/cronjob_controller_process.py; the name: cmd/kube-controller-manager/names).
+                f"--controllers=*,-{twins.CRONJOB_CONTROLLER}",
                 # Each controller under its own service account, as on EKS: a controller's missing permission shows.
                 "--use-service-account-credentials=true",
                 f"--service-account-private-key-file={key}",

@@ -23,7 +23,11 @@ from devtools import go_build
 from planner import plan
 from render.run import read_stack_file
 
-SERVERS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+# kube-controller-manager's name for the CronJob controller (k8s.io/kubernetes v1.34.12
+# cmd/kube-controller-manager/names/controller_names.go CronJobController), which the twin runs apart, on the
+# rehearsal's clock (rehearsal/controlplane/cronjob-controller, built with each twin); also its service account's name.
+CRONJOB_CONTROLLER = "cronjob-controller"
+SERVERS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", CRONJOB_CONTROLLER)
 STACK_FILES = sorted(go_build.ROOT.glob("Pulumi.*.yaml"))
 
 

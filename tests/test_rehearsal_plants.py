@@ -4,7 +4,8 @@ would read, and the unplanted stack passes. Without the twin and its stepper (`m
 line, as tests/test_rehearsal.py's do.
 
 The stack is one lab of 9 seats (3 g4dn.xlarge of one GPU, 3 slices each) with one 2-hour class on Monday 4 January
-2027 at 09:00 UTC whose 6 warm seats fill 2 nodes, learners asking for far less CPU and memory than a node's share, and
+2027 at 10:00 in Etc/GMT-1 (09:00 UTC all year: a CronJob that loses its timeZone runs an hour late) whose 6 warm
+seats fill 2 nodes, learners asking for far less CPU and memory than a node's share, and
 consolidation of underutilized nodes allowed (WhenEmptyOrUnderutilized): the 6 warm learners take the 2 warm nodes,
 the 3 late ones a node Karpenter launches for them, and at 10:00 the 1st, 5th and 9th leave (rehearsal/class_day.py),
 which leaves 6 learners on 9 seats, so Karpenter's consolidation could move a learner to free a node, and only the
@@ -28,12 +29,15 @@ import rehearsal.run
 from components.labels import GPU_RESOURCE
 from domain.time import durations
 from domain.time.budget_windows import MOVES_LEARNERS
+from rehearsal import system_nodes
 from render import harness
 from tests.conftest import as_cli_config, run_config, stack_values
 from tests.support import twin_tests
 from tests.support.synthetic import lab
 
 LAB = "seats"
+# A zone an hour east of UTC all year (the tz database's Etc/GMT-1; POSIX signs count hours west).
+ZONE = "Etc/GMT-1"
 TODAY = datetime.date(2027, 1, 4)
 START = "2027-01-04T09:00:00Z"
 END = "2027-01-04T11:00:00Z"
@@ -48,7 +52,7 @@ STACK = stack_values(
                 # Any number of nodes at once outside the class's windows: the empty nodes go in one command after
                 # the end rather than one each 20 s of Karpenter's clock, which takes the stepper's wall time.
                 disruption={"consolidationPolicy": "WhenEmptyOrUnderutilized", "budgets": [{"nodes": "100%"}]},
-                classes=[{"schedule": "0 9 * * mon", "duration": "2h", "warmSeats": 6}],
+                classes=[{"schedule": "0 10 * * mon", "timeZone": ZONE, "duration": "2h", "warmSeats": 6}],
             )
         }
     }
@@ -223,3 +227,103 @@ def test_a_window_an_hour_short_lets_karpenter_move_a_learner(unplanted, tmp_pat
         at = datetime.datetime.fromisoformat(found[1])
         # The last hour, after the leavers' pod events plus consolidateAfter: no sooner than Karpenter may.
         assert datetime.datetime(2027, 1, 4, 10, 10, tzinfo=datetime.UTC) <= at, pod
+
+
+def _cron_job(out: Path, suffix: str, change: Callable[[dict[str, Any]], None]) -> None:
+    """`change` applied to the class's CronJob whose name ends in `suffix` (-warm, -release)."""
+
+    def plant(cron_job: dict[str, Any]) -> None:
+        if cron_job["metadata"]["name"].endswith(suffix):
+            change(cron_job)
+
+    _resources(out, "kubernetes:batch/v1:CronJob", plant)
+
+
+def _warm_up_suspended(out: Path) -> None:
+    _cron_job(out, "-warm", lambda c: c["spec"].update(suspend=True))
+
+
+def _warm_up_an_hour_late(out: Path) -> None:
+    def plant(cron_job: dict[str, Any]) -> None:
+        minute, hour, *rest = cron_job["spec"]["schedule"].split()
+        cron_job["spec"]["schedule"] = " ".join([minute, str(int(hour) + 1), *rest])
+
+    _cron_job(out, "-warm", plant)
+
+
+def _no_time_zone(out: Path) -> None:
+    _cron_job(out, "", lambda c: c["spec"].pop("timeZone"))
+
+
+def _job_pod_on_no_node(out: Path) -> None:
+    def plant(cron_job: dict[str, Any]) -> None:
+        cron_job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["nodeSelector"]["example.com/pool"] = "none"
+
+    _cron_job(out, "-warm", plant)
+
+
+def _rendered_cron_jobs(unplanted: tuple[harness.Run, Path]) -> dict[str, dict[str, Any]]:
+    """The unplanted render's class CronJobs by the end of their name (warm, release)."""
+    _, out = unplanted
+    cron_jobs = [
+        r["inputs"] for r in json.loads((out / "resources.json").read_text()) if r["type"].endswith(":CronJob")
+    ]
+    return {c["metadata"]["name"].rsplit("-", 1)[1]: c for c in cron_jobs}
+
+
+def _missed(cron_job: dict[str, Any], fired: str, want: str, why: str) -> str:
+    meta = cron_job["metadata"]
+    return (
+        f"rehearsal: CronJob {meta['namespace']}/{meta['name']} made its Jobs at {fired} where its class needs them "
+        f"at {want} (by Kubernetes' CronJob controller on the rehearsal's clock): {why}"
+    )
+
+
+def test_the_class_cronjobs_fire_by_their_controller_on_time(unplanted, tmp_path: Path) -> None:
+    """Unplanted, Kubernetes' CronJob controller makes each Job at its class's time, on the simulated clock; the
+    Job's pod is placed on a system node and its command run as the class scheduler."""
+    done = _rehearsed(unplanted, tmp_path, None)
+    assert [(c["name"].rsplit("-", 1)[1], c["firedAt"], c["by"]) for c in done["cronJobs"]] == [
+        ("warm", "2027-01-04T08:40:00Z", "cronjob-controller"),
+        ("release", START, "cronjob-controller"),
+    ]
+    assert [(j["exitCode"], j["bufferReplicas"]) for j in done["jobs"]] == [(0, 6), (0, 0)]
+    system = {n["metadata"]["name"] for n in system_nodes.nodes(unplanted[1])}
+    assert {j["node"] for j in done["jobs"]} <= system, (done["jobs"], system)
+
+
+def test_a_suspended_warm_up_fails_the_rehearsal(unplanted, tmp_path: Path) -> None:
+    warm = _rendered_cron_jobs(unplanted)["warm"]
+    lines = rehearsal.run.problems(_rehearsed(unplanted, tmp_path, _warm_up_suspended))
+    why = f"schedule {warm['spec']['schedule']!r} on timeZone {ZONE}; suspend: true"
+    assert _missed(warm, "no time", "2027-01-04T08:40:00Z", why) in lines, lines
+
+
+def test_a_warm_up_an_hour_late_fails_the_rehearsal(unplanted, tmp_path: Path) -> None:
+    warm = _rendered_cron_jobs(unplanted)["warm"]
+    done = _rehearsed(unplanted, tmp_path, _warm_up_an_hour_late)
+    minute, hour, *rest = warm["spec"]["schedule"].split()
+    late = " ".join([minute, str(int(hour) + 1), *rest])
+    why = f"schedule {late!r} on timeZone {ZONE}"
+    assert _missed(warm, "2027-01-04T09:40:00Z", "2027-01-04T08:40:00Z", why) in rehearsal.run.problems(done)
+
+
+def test_cronjobs_without_their_time_zone_fail_the_rehearsal(unplanted, tmp_path: Path) -> None:
+    """Without spec.timeZone the controller reads a schedule on its own clock, UTC: both runs an hour late."""
+    rendered = _rendered_cron_jobs(unplanted)
+    lines = rehearsal.run.problems(_rehearsed(unplanted, tmp_path, _no_time_zone))
+    for name, fired, want in [
+        ("release", "2027-01-04T10:00:00Z", START),
+        ("warm", "2027-01-04T09:40:00Z", "2027-01-04T08:40:00Z"),
+    ]:
+        why = f"schedule {rendered[name]['spec']['schedule']!r} on no timeZone (the controller's, UTC)"
+        assert _missed(rendered[name], fired, want, why) in lines, lines
+
+
+def test_a_job_pod_no_node_takes_fails_the_rehearsal(unplanted, tmp_path: Path) -> None:
+    warm = _rendered_cron_jobs(unplanted)["warm"]
+    done = _rehearsed(unplanted, tmp_path, _job_pod_on_no_node)
+    (job,) = [j for j in done["jobsFailed"] if j["job"].startswith(f"{warm['metadata']['namespace']}/")]
+    prefix = f"rehearsal: Job {job['job']}: kube-scheduler placed its pod on no node: 0/"
+    assert [line for line in rehearsal.run.problems(done) if line.startswith(prefix)], rehearsal.run.problems(done)
+    assert "node(s) didn't match Pod's node affinity/selector" in job["output"], job

@@ -232,7 +232,7 @@ def test_no_list_on_nodes_is_an_rbac_denial_not_a_hang(built: None, hub_render, 
     said = [refused.search(line) for line in denied]
     assert all(said) and "list" in {found[1] for found in said if found}, denied
     assert any("did not run: not ready" in line for line in lines), lines
-    assert done["substitutions"] == []
+    assert [s for s in done["substitutions"] if "user-scheduler" in s["component"]] == [], done["substitutions"]
 
 
 def test_a_config_the_scheduler_refuses_fails_with_its_message(built: None, hub_render, tmp_path: Path) -> None:

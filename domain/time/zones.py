@@ -135,6 +135,13 @@ def _offset_hint(offset: datetime.timedelta) -> str:
     return f"{text}; "
 
 
+def go_zoneinfo() -> str:
+    """The pinned package's folder of zone files, as Go's time.LoadLocation reads them first through $ZONEINFO (Go
+    1.26 src/time/zoneinfo.go LoadLocation): a Go process given it reads the same release as gpulab (a CronJob's
+    spec.timeZone, the CronJob controller's schedules), not Go's own copy."""
+    return str(resources.files(tzdata).joinpath("zoneinfo"))
+
+
 def _file(name: str) -> bytes:
     return resources.files(tzdata).joinpath("zoneinfo", *name.split("/")).read_bytes()
 

@@ -20,8 +20,8 @@ import (
 // (nodeclaim/expiration), a terminating one's terminationGracePeriod, and the start or end of a disruption budget's
 // window (pkg/apis/v1/nodepool.go Budget.IsActive: cron.ParseStandard in UTC, active for its duration), the end
 // of a drain's shortest time, the registration timeout of a NodeClaim whose Node has not registered
-// (nodeclaim/lifecycle/liveness.go), and each step of a node's boot and each pod's start once its image is there
-// (boot.go, kubelet.go).
+// (nodeclaim/lifecycle/liveness.go), each step of a node's boot and each pod's start once its image is there
+// (boot.go, kubelet.go), and a CronJob's next schedule time (cronjobs.go).
 func (s *stepper) nextDue(now time.Time) (time.Time, bool, error) {
 	due := append(s.boots.next(), s.kubelet.next()...)
 	pools := &karpv1.NodePoolList{}
@@ -75,6 +75,11 @@ func (s *stepper) nextDue(now time.Time) (time.Time, bool, error) {
 			due = append(due, schedule.Next(now.UTC().Add(-length)).Add(length), schedule.Next(now.UTC()))
 		}
 	}
+	cronJobs, err := s.cronJobsDue(now)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	due = append(due, cronJobs...)
 	ahead := lo.Filter(due, func(t time.Time, _ int) bool { return t.After(now) })
 	if len(ahead) == 0 {
 		return time.Time{}, false, nil

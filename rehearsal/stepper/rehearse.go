@@ -6,12 +6,15 @@ package main
 // a driver steps with one JSON line at a time (rehearsal/karpenter.py; docs/developers/rehearsal.md, "Karpenter on a
 // clock").
 //
-//	stepper -kubeconfig <file> -region <aws region> -start <RFC3339> <render dir>
+//	stepper -kubeconfig <file> -region <aws region> -start <RFC3339> [-cronjobs <address>] <render dir>
 //
 // It answers a first line {"ready": true, "now": ..., "karpenter": ..., "shortenedTimers": [...]}, then, for each
 // {"advance": "<RFC3339>"} line, moves the clock there, runs the controllers until they have settled and answers
 // {"now": ..., "events": [...], "nodes": [...], "wall": {...}} (with "unsettled" when they did not within stepLimit;
-// "wall" is where the step's wall-clock time went). A line it cannot take is answered {"error": "..."}.
+// "wall" is where the step's wall-clock time went). With -cronjobs, the address of the CronJob controller's process
+// (rehearsal/controlplane/cronjob-controller), the clock also stops where a CronJob falls due, and a step that the
+// controller made Jobs in ends there, before its time, with "jobs": [...] (cronjobs.go firedJob) for the driver to
+// run; the driver then asks for the same time again. A line it cannot take is answered {"error": "..."}.
 
 import (
 	"bufio"
@@ -28,6 +31,7 @@ import (
 	"time"
 
 	"github.com/samber/lo"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -132,6 +136,7 @@ func rehearse(args []string) error {
 	region := fs.String("region", "", "the stack's AWS region (aws:region)")
 	startAt := fs.String("start", "", "the simulated clock's first time, RFC3339")
 	timingsFile := fs.String("timings", "", "the labs' node boot and image times (boot.go); without it, nodes register at their launch")
+	cronJobs := fs.String("cronjobs", "", "the address of the CronJob controller's process on the simulated clock, if it runs")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -171,6 +176,9 @@ func rehearse(args []string) error {
 	s, err := newStepper(ctx, config, r, *region, newSimClock(start), bootTimes)
 	if err != nil {
 		return err
+	}
+	if *cronJobs != "" {
+		s.cronJobs = newCronJobController(*cronJobs)
 	}
 	stopped := make(chan error, 1)
 	go func() { stopped <- s.mgr.Start(ctx) }()
@@ -225,6 +233,8 @@ type stepper struct {
 	register   func(context.Context, *corev1.Node) error // the cloud provider's registration of a booted Node
 	lastChange atomic.Int64                              // wall clock, UnixNano, of the last change the caches saw
 	wall       *stepWall                                 // where the step under way spends its wall-clock time
+	cronJobs   *cronJobController                        // the CronJob controller's process, if it runs (cronjobs.go)
+	fired      []firedJob                                // the Jobs it made that the step under way hands to the driver
 }
 
 // stepWall is where one step's wall-clock time went (the answer's "wall"; docs/developers/measurements.md,
@@ -337,7 +347,7 @@ func indexFields(ctx context.Context, mgr manager.Manager) error {
 // watch notes the time of every change the caches see, and each pod kube-scheduler binds (a podBound event).
 func (s *stepper) watch(ctx context.Context) error {
 	changed := func() { s.lastChange.Store(time.Now().UnixNano()) }
-	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.Node{}, &karpv1.NodeClaim{}, &karpv1.NodePool{}, &autoscalingv1beta1.CapacityBuffer{}} {
+	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.Node{}, &karpv1.NodeClaim{}, &karpv1.NodePool{}, &autoscalingv1beta1.CapacityBuffer{}, &batchv1.CronJob{}, &batchv1.Job{}} {
 		informer, err := s.mgr.GetCache().GetInformer(ctx, obj)
 		if err != nil {
 			return fmt.Errorf("watching %T: %w", obj, err)
@@ -396,6 +406,7 @@ func (s *stepper) answer(line string) any {
 	}
 	began := time.Now()
 	s.wall = &stepWall{WaitingFor: map[string]float64{}}
+	s.fired = nil
 	unsettled := s.advance(to)
 	s.wall.Seconds = time.Since(began).Seconds()
 	nodes, err := s.nodes()
@@ -403,6 +414,9 @@ func (s *stepper) answer(line string) any {
 		return map[string]string{"error": err.Error()}
 	}
 	answer := map[string]any{"now": s.now(), "events": s.journal.take(), "nodes": nodes, "wall": s.wall}
+	if s.fired != nil {
+		answer["jobs"] = s.fired
+	}
 	if unsettled != "" {
 		answer["unsettled"] = unsettled
 	}
@@ -422,6 +436,14 @@ func (s *stepper) advance(t time.Time) string {
 	for {
 		if why := s.settle(deadline); why != "" {
 			return why
+		}
+		fired, err := s.takeFired()
+		if err != nil {
+			return err.Error()
+		}
+		if len(fired) > 0 {
+			s.fired = fired // the driver runs them now, and asks for t again
+			return ""
 		}
 		if s.disrupt(deadline) {
 			continue
@@ -472,6 +494,7 @@ func (s *stepper) touch() {
 	}
 	patch := client.RawPatch(types.MergePatchType,
 		[]byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, clockAnnotation, s.clock.Now().UTC().Format(time.RFC3339Nano))))
+	s.touchCronJobs(patch)
 	// All at once, as each is a request of its own.
 	workqueue.ParallelizeUntil(s.ctx, len(claims.Items), len(claims.Items), func(i int) {
 		var obj client.Object = &claims.Items[i]
@@ -517,6 +540,8 @@ func (s *stepper) caughtUp(deadline time.Time) string {
 		func() client.ObjectList { return &corev1.NodeList{} },
 		func() client.ObjectList { return &karpv1.NodeClaimList{} },
 		func() client.ObjectList { return &autoscalingv1beta1.CapacityBufferList{} },
+		func() client.ObjectList { return &batchv1.CronJobList{} },
+		func() client.ObjectList { return &batchv1.JobList{} },
 	} {
 		stored := list()
 		if err := s.writer.List(s.ctx, stored); err != nil {
@@ -610,8 +635,9 @@ func (s *stepper) quietFor(d time.Duration) bool {
 // unsettled says what the controllers are still doing, "" when nothing: a change within quiet, a batch of the
 // provisioner's under way, a disruption command in the queue, a controller with work queued or under way, a NodeClaim
 // not yet initialized, a pending pod Karpenter has not decided on, or one it placed that kube-scheduler has not bound
-// yet. A terminating NodeClaim whose controllers have nothing to do waits for something (the simulated clock, for its
-// shortest drain or its terminationGracePeriod; a PodDisruptionBudget): it has settled.
+// yet, or the CronJob controller or a Job of its not done (cronjobs.go). A terminating NodeClaim whose controllers
+// have nothing to do waits for something (the simulated clock, for its shortest drain or its terminationGracePeriod; a
+// PodDisruptionBudget): it has settled.
 func (s *stepper) unsettled() (string, string) {
 	if !s.quietFor(quiet) {
 		return "the controllers were still changing objects", "quiet"
@@ -637,6 +663,9 @@ func (s *stepper) unsettled() (string, string) {
 			return fmt.Sprintf("NodeClaim %s not initialized", nc.Name), "initializing"
 		}
 	}
+	if why, kind := s.cronJobsUnsettled(time.Now().Add(stepLimit)); why != "" {
+		return why, kind
+	}
 	pods := &corev1.PodList{}
 	if err := s.reader.List(s.ctx, pods); err != nil {
 		return err.Error(), "error"
@@ -644,6 +673,16 @@ func (s *stepper) unsettled() (string, string) {
 	for i := range pods.Items {
 		pod := &pods.Items[i]
 		if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || isDaemon(pod) || pod.Status.Phase != corev1.PodPending {
+			continue
+		}
+		// kube-scheduler failed it for a reason of its own, not for want of a node: Karpenter decides only on pods it
+		// marked Unschedulable (pkg/utils/pod IsProvisionable), so none will come. And a pod with a claim is never
+		// bound: the twin runs no CSI driver to provision its volume (the hub's database, on a system node), which
+		// kube-scheduler waits for (its VolumeBinding plugin, up to 600 s) and then fails as a SchedulerError.
+		if cond := podCondition(pod, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse && cond.Reason != corev1.PodReasonUnschedulable {
+			continue
+		}
+		if lo.SomeBy(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.PersistentVolumeClaim != nil }) {
 			continue
 		}
 		key := client.ObjectKeyFromObject(pod)

@@ -12,12 +12,15 @@ go 1.25.0
 godebug default=go1.25
 
 tool (
+	github.com/gpulab/rehearsal/controlplane/cronjob-controller
 	go.etcd.io/etcd/server/v3
 	k8s.io/kubernetes/cmd/kube-apiserver
 	k8s.io/kubernetes/cmd/kube-controller-manager
 	k8s.io/kubernetes/cmd/kube-scheduler
 	k8s.io/kubernetes/cmd/kubectl
 )
+
+require github.com/gpulab/rehearsal/controlplane/cronjob-controller v0.0.0 // indirect
 
 require (
 	cel.dev/expr v0.24.0 // indirect
@@ -239,3 +242,7 @@ replace (
 	k8s.io/sample-cli-plugin => k8s.io/sample-cli-plugin v0.35.8
 	k8s.io/sample-controller => k8s.io/sample-controller v0.35.8
 )
+
+// Kubernetes' CronJob controller on the rehearsal's clock, built with this twin so that it links this release's
+// pkg/controller/cronjob: a module of its own, beside the twins (../cronjob-controller/go.mod).
+replace github.com/gpulab/rehearsal/controlplane/cronjob-controller => ../cronjob-controller
