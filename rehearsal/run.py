@@ -342,7 +342,7 @@ def play_day(
     runs = CronJobRuns(plane, stack, today)
     refused: list[dict[str, str]] = []
     observed: list[dict[str, Any]] = []
-    unsettled: list[str] = []
+    unsettled: list[dict[str, str]] = []
     # Where the stepper's wall-clock time went, by kind of moment: its steps' kinds ("arrive", "release+arrive"), or
     # "dayEnd" for the run to the day's end.
     walls: dict[str, dict[str, Any]] = {}
@@ -357,7 +357,7 @@ def play_day(
     def record(answer: dict[str, Any], kind: str) -> None:
         observed.extend(e for e in map(learners.observed, answer["events"]) if e is not None)
         if "unsettled" in answer:
-            unsettled.append(answer["now"])
+            unsettled.append({"at": answer["now"], "waitingFor": answer["unsettled"]})
         wall = walls.get(kind)
         walls[kind] = (
             {"moments": 1, **answer["wall"]}
@@ -496,6 +496,11 @@ def problems(rehearsal: dict[str, Any]) -> list[str]:
             f"{u['schedulerName']}, which the twin does not run (or no longer did): not made, never bound"
             for u in rehearsal.get("unscheduled", [])
         ),
+        *(
+            f"rehearsal: at {u['at']} the controllers had not settled within the stepper's limit ({u['waitingFor']}): "
+            "the class day is not one answer from there on (its figures could differ from run to run)"
+            for u in rehearsal.get("unsettled", [])
+        ),
         *report.problems(rehearsal.get("labs", {})),
     ]
 
@@ -564,13 +569,6 @@ def main(argv: list[str] | None = None) -> int:
         )
     for line in found:
         print(line, file=sys.stderr)
-    if rehearsal.get("unsettled"):
-        print(
-            f"rehearsal: Karpenter's controllers had not settled within the stepper's limit at "
-            f"{len(rehearsal['unsettled'])} moment(s) (rehearsal.json unsettled): the class day's figures after them "
-            "may count a binding or a deletion late",
-            file=sys.stderr,
-        )
     print(
         f"rehearsal of {args.stack} on Kubernetes {rehearsal['kubernetes']}: {len(found)} problem(s), "
         f"{rehearsal['wallSeconds']} s; {args.out / REHEARSAL}"

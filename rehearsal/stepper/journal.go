@@ -43,10 +43,14 @@ type journal struct {
 	createdAt map[types.UID]time.Time // each NodeClaim's simulated creation time
 	removedAt map[types.UID]time.Time // and deletion time
 	labs      map[string]string       // each node's lab
+	// The pods noted as disrupted: a pod is disrupted once, though Karpenter may evict it again while it terminates
+	// (its eviction queue retries until the pod is gone) or delete it after evicting it.
+	disruptedPods map[types.UID]bool
 }
 
 func newJournal(clk *simClock) *journal {
-	return &journal{clock: clk, createdAt: map[types.UID]time.Time{}, removedAt: map[types.UID]time.Time{}, labs: map[string]string{}}
+	return &journal{clock: clk, createdAt: map[types.UID]time.Time{}, removedAt: map[types.UID]time.Time{}, labs: map[string]string{},
+		disruptedPods: map[types.UID]bool{}}
 }
 
 func (j *journal) add(e event) {
@@ -291,7 +295,7 @@ func (e *evictions) Create(ctx context.Context, obj client.Object, subResource c
 // disrupted notes a pod Karpenter removed from its node, with the reason its node goes: the NodeClaim's disruption
 // reason, or why the NodeClaim was deleted.
 func (c *simClient) disrupted(ctx context.Context, pod *corev1.Pod) {
-	if pod.Spec.NodeName == "" || isDaemon(pod) {
+	if pod.Spec.NodeName == "" || isDaemon(pod) || !c.journal.firstDisruption(pod.UID) {
 		return
 	}
 	reason := "terminated"
@@ -305,6 +309,15 @@ func (c *simClient) disrupted(ctx context.Context, pod *corev1.Pod) {
 	}
 	c.journal.add(event{What: "disrupted", Lab: c.journal.lab(pod.Spec.NodeName), Pod: pod.Namespace + "/" + pod.Name,
 		Node: pod.Spec.NodeName, Reason: reason})
+}
+
+// firstDisruption says whether the pod is noted as disrupted for the first time.
+func (j *journal) firstDisruption(uid types.UID) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	first := !j.disruptedPods[uid]
+	j.disruptedPods[uid] = true
+	return first
 }
 
 func isDaemon(pod *corev1.Pod) bool {

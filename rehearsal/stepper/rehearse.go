@@ -119,6 +119,9 @@ func shorten(ctx context.Context) []shortenedTimer {
 		{"the CapacityBuffer controller's recheck of each buffer, which starts a provisioning pass (wall clock)",
 			"sigs.k8s.io/karpenter pkg/controllers/capacitybuffer/controller.go",
 			"30s", "every CapacityBuffer is annotated when a node's GPU slices are advertised, so it reconciles then"},
+		{"the termination controller's requeues while a node drains, its volumes detach and its instance terminates, which controller-runtime waits out on the wall clock",
+			"sigs.k8s.io/karpenter pkg/controllers/node/termination/controller.go (awaitDrain, awaitVolumeDetachment, awaitInstanceTermination)",
+			"1s, 5s for the instance", "the node and its NodeClaim annotated every " + nudgeEvery.String() + " until the node is gone or waits for Karpenter's clock; the clock does not move meanwhile"},
 		{"the termination controller's requeue while a drain lasts its shortest time (MinDrainTime, 5 s of Karpenter's clock)",
 			"sigs.k8s.io/karpenter pkg/controllers/node/termination/controller.go (awaitDrain)",
 			"1s", "the Node of every terminating NodeClaim is annotated after each move of the clock, so it reconciles at once"},
@@ -235,6 +238,9 @@ type stepper struct {
 	wall       *stepWall                                 // where the step under way spends its wall-clock time
 	cronJobs   *cronJobController                        // the CronJob controller's process, if it runs (cronjobs.go)
 	fired      []firedJob                                // the Jobs it made that the step under way hands to the driver
+	recorder   events.Recorder
+	nudged     time.Time // when the stepper last nudged a terminating node (termination.go), wall clock
+	nudges     int
 }
 
 // stepWall is where one step's wall-clock time went (the answer's "wall"; docs/developers/measurements.md,
@@ -276,6 +282,7 @@ func newStepper(ctx context.Context, config *rest.Config, r *render.Render, regi
 	kube := &simClient{Client: mgr.GetClient(), journal: s.journal}
 	view := &simManager{Manager: mgr, client: kube}
 	recorder := events.NewRecorder(mgr.GetEventRecorderFor("karpenter")) //nolint:staticcheck // as Karpenter's operator does
+	s.recorder = recorder
 	store := nodeoverlay.NewInstanceTypeStore()
 	zones := lo.Map(r.Subnets, func(s string, _ int) string { return standin.Zone(s) })
 	aws, err := standin.NewAWS(ctx, kube, clk, karpenter.Launchable(r), zones, region, store, recorder)
@@ -635,9 +642,9 @@ func (s *stepper) quietFor(d time.Duration) bool {
 // unsettled says what the controllers are still doing, "" when nothing: a change within quiet, a batch of the
 // provisioner's under way, a disruption command in the queue, a controller with work queued or under way, a NodeClaim
 // not yet initialized, a pending pod Karpenter has not decided on, or one it placed that kube-scheduler has not bound
-// yet, or the CronJob controller or a Job of its not done (cronjobs.go). A terminating NodeClaim whose controllers
-// have nothing to do waits for something (the simulated clock, for its shortest drain or its terminationGracePeriod; a
-// PodDisruptionBudget): it has settled.
+// yet, a node terminating on the wall clock (termination.go: one that waits for the simulated clock, for its
+// shortest drain or its terminationGracePeriod, has settled), or the CronJob controller or a Job of its not done
+// (cronjobs.go).
 func (s *stepper) unsettled() (string, string) {
 	if !s.quietFor(quiet) {
 		return "the controllers were still changing objects", "quiet"
@@ -652,6 +659,12 @@ func (s *stepper) unsettled() (string, string) {
 		return err.Error(), "error"
 	} else if name != "" {
 		return fmt.Sprintf("controller %s has work queued or under way", name), "busy"
+	}
+	if why, objects, err := s.terminating(); err != nil {
+		return err.Error(), "error"
+	} else if why != "" {
+		s.nudge(objects)
+		return why, "terminating"
 	}
 	claims := &karpv1.NodeClaimList{}
 	if err := s.reader.List(s.ctx, claims); err != nil {
