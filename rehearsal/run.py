@@ -507,7 +507,7 @@ def problems(rehearsal: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.rehearse", description=__doc__.splitlines()[0])
-    parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml beside Pulumi.yaml) or path of a stack file")
+    render.run.add_stack_argument(parser)
     parser.add_argument("--out", required=True, type=Path, help="directory to write the render and rehearsal.json into")
     parser.add_argument(
         timings.FLAG,

@@ -99,7 +99,7 @@ def missing(settings: domain.stack.Settings, purpose: str) -> tuple[list[str], l
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m render.inputs", description=__doc__.split("\n\n")[0])
-    parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml beside Pulumi.yaml) or path of a stack file")
+    run.add_stack_argument(parser)
     parser.add_argument("--for", dest="purpose", required=True, choices=sorted(PURPOSES), help="what needs them")
     args = parser.parse_args(argv)
     try:

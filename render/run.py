@@ -134,6 +134,11 @@ def stack_file(stack: str) -> tuple[str, Path]:
     return stack, path
 
 
+def add_stack_argument(parser: argparse.ArgumentParser) -> None:
+    """The stack every command takes first: a name or a path (stack_file resolves it)."""
+    parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml beside Pulumi.yaml) or path of a stack file")
+
+
 def checked_stack(stack: str) -> tuple[str, domain.stack.StackConfig]:
     """A stack's name and its configuration, checked as the render checks it before it registers anything (without
     running the program); raises domain.stack.ConfigError. For the commands that read a stack without rendering it
@@ -302,7 +307,7 @@ def stack_run(stack: str) -> tuple[str, harness.Run] | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.render", description=__doc__.splitlines()[0])
-    parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml beside Pulumi.yaml) or path of a stack file")
+    add_stack_argument(parser)
     parser.add_argument("--out", required=True, type=Path, help="directory to write the render into")
     only = parser.add_mutually_exclusive_group()
     only.add_argument("--no-charts", action="store_true", help="skip charts/ (helm), e.g. when only outputs matter")
@@ -396,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
 def walls_main(argv: list[str] | None = None) -> int:
     """`python -m tools.walls <stack> --out <dir>`: the render with its charts and walls.json (render/walls.py)."""
     parser = argparse.ArgumentParser(prog="python -m tools.walls", description=walls.__doc__.splitlines()[0])
-    parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml beside Pulumi.yaml) or path of a stack file")
+    add_stack_argument(parser)
     parser.add_argument("--out", required=True, type=Path, help="directory to write the render and walls.json into")
     args = parser.parse_args(argv)
     program.collect_rarely()

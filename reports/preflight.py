@@ -270,7 +270,7 @@ def checks(stack: domain.stack.StackConfig, aws: Aws) -> list[Finding]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.preflight", description=__doc__.split("\n\n")[0])
-    parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml beside Pulumi.yaml) or path of a stack file")
+    run.add_stack_argument(parser)
     parser.add_argument("--aws-answers", type=Path, help="answer the AWS calls from this JSON file (the tests do)")
     args = parser.parse_args(argv)
     try:
