@@ -12,12 +12,14 @@ and the last line only. Go's own errors are printed as Go wrote them. `make plan
 promtool` and `make twin` run it, and so does the render for the planner (offline: GOPROXY=off).
 """
 
+import contextlib
+import fcntl
 import os
 import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -176,6 +178,18 @@ def kubernetes_ldflags(module: Path) -> str:
 OFFLINE_REFUSAL = "module lookup disabled by GOPROXY=off"
 
 
+@contextlib.contextmanager
+def _one_build_at_a_time(out: Path) -> Iterator[None]:
+    """Holds an exclusive lock on the folder `out` (the build's bin/) while the caller builds into it."""
+    out.mkdir(parents=True, exist_ok=True)
+    folder = os.open(out, os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)  # released when the descriptor closes
+        yield
+    finally:
+        os.close(folder)
+
+
 def build(
     name: str,
     go: str = "go",
@@ -195,31 +209,34 @@ def build(
     ldflags = ["-ldflags", kubernetes_ldflags(folder)] if helper.kubernetes_version else []
     command = [go, "build", "-v", *(["-trimpath"] if helper.trimpath else []), *ldflags, "-o", helper.output]
     command += helper.packages
-    start = time.monotonic()
-    modules = packages = 0
-    errors: list[str] = []
-    of_about = f" of about {helper.first_packages:,}" if helper.first_packages else ""
-    env = {**os.environ, "GOPROXY": "off"} if offline else None
-    with (
-        Progress(f"  {name}", stream) as progress,
-        subprocess.Popen(
-            command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        ) as process,
-    ):
-        assert process.stdout is not None
-        for line in process.stdout:
-            line = line.rstrip("\n")
-            if line.startswith("go: downloading "):
-                modules += 1
-            elif line and " " not in line and ":" not in line and not line.startswith("#"):
-                packages += 1  # -v: the import path of a package as it is compiled
-            else:
-                errors.append(line)
-            progress.update(f"{packages}{of_about} packages compiled, {modules} modules downloaded")
-    if process.returncode:
-        return "\n".join(errors) or f"go build exited with status {process.returncode}"
-    for as_go_names, ours in helper.renames:
-        (folder / helper.output / as_go_names).replace(folder / helper.output / ours)
+    # Two rehearsals at once (.ci/run plays the stacks together) build the same twin: one build at a time per
+    # module, or one renames what the other has just renamed.
+    with _one_build_at_a_time(folder / helper.output.rstrip("/").rsplit("/", 1)[0]):
+        start = time.monotonic()
+        modules = packages = 0
+        errors: list[str] = []
+        of_about = f" of about {helper.first_packages:,}" if helper.first_packages else ""
+        env = {**os.environ, "GOPROXY": "off"} if offline else None
+        with (
+            Progress(f"  {name}", stream) as progress,
+            subprocess.Popen(
+                command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            ) as process,
+        ):
+            assert process.stdout is not None
+            for line in process.stdout:
+                line = line.rstrip("\n")
+                if line.startswith("go: downloading "):
+                    modules += 1
+                elif line and " " not in line and ":" not in line and not line.startswith("#"):
+                    packages += 1  # -v: the import path of a package as it is compiled
+                else:
+                    errors.append(line)
+                progress.update(f"{packages}{of_about} packages compiled, {modules} modules downloaded")
+        if process.returncode:
+            return "\n".join(errors) or f"go build exited with status {process.returncode}"
+        for as_go_names, ours in helper.renames:
+            (folder / helper.output / as_go_names).replace(folder / helper.output / ours)
     for line in errors:  # what Go printed besides progress on a build that worked: a warning, say
         say(line)
     if packages or modules:

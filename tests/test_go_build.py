@@ -3,6 +3,7 @@ and hands Go's errors back as Go wrote them (devtools/go_build.py): a first buil
 
 import io
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,19 @@ def test_the_renders_planner_build_downloads_nothing(tmp_path, monkeypatch):
         "planner not run: planner/'s Go modules are not downloaded here, and the render downloads nothing: "
         f"`make planner` downloads and builds them; {plan.UNCHECKED}"
     )
+
+
+def test_two_builds_of_one_module_take_turns(tmp_path):
+    """.ci/run rehearses the stacks at once, and each builds its twin: the second waits for the first's renames."""
+    entered = threading.Event()
+
+    def second() -> None:
+        with go_build._one_build_at_a_time(tmp_path / "bin"):
+            entered.set()
+
+    with go_build._one_build_at_a_time(tmp_path / "bin"):
+        waiting = threading.Thread(target=second)
+        waiting.start()
+        assert not entered.wait(0.5)
+    assert entered.wait(5)
+    waiting.join()
