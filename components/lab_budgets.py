@@ -23,7 +23,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.labels import LAB_LABEL
-from domain.stack.budgets import BudgetAlerts, budget_name, limit_amount
+from domain.stack.budgets import BudgetAlerts, LabBudget, budget_name, limit_amount
 
 TYPE = "gpulab:billing:LabBudgets"
 # AWS Budgets' cost filter of one tag's value: "user:<tag key>$<tag value>" (the TagKeyValue example of pulumi-aws
@@ -45,7 +45,8 @@ def tag_filter_value(lab_name: str) -> str:
 
 
 class LabBudgets(pulumi.ComponentResource):
-    """One monthly cost budget per entry of `budgets` (USD by lab name) with the alerts of NOTIFICATIONS; with
+    """One monthly cost budget per entry of `budgets` (by lab name; a term's at the term's pace, LabBudget.
+    aws_monthly_limit) with the alerts of NOTIFICATIONS; with
     `activate`, the activation of the lab tag for cost allocation, after the budgets and every resource of `after` (the
     stack's other components)."""
 
@@ -53,7 +54,7 @@ class LabBudgets(pulumi.ComponentResource):
         self,
         name: str,
         cluster_name: str,
-        budgets: Mapping[str, float],
+        budgets: Mapping[str, LabBudget],
         alerts: BudgetAlerts | None,
         activate: bool,
         after: Sequence[pulumi.Resource] = (),
@@ -62,7 +63,7 @@ class LabBudgets(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         made: list[pulumi.Resource] = []
-        for lab_name, amount in budgets.items():
+        for lab_name, budget in budgets.items():
             # Validation gives every stack with a budget its alerts (domain/stack/budgets.py alerts_fit).
             assert alerts is not None
             made.append(
@@ -71,7 +72,7 @@ class LabBudgets(pulumi.ComponentResource):
                     name=budget_name(cluster_name, lab_name),
                     budget_type="COST",
                     time_unit="MONTHLY",
-                    limit_amount=limit_amount(amount),
+                    limit_amount=limit_amount(budget.aws_monthly_limit()),
                     limit_unit="USD",
                     cost_filters=[
                         aws.budgets.BudgetCostFilterArgs(name=TAG_FILTER, values=[tag_filter_value(lab_name)])

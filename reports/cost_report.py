@@ -10,7 +10,7 @@ from domain.cost.price_book import LIST
 from domain.cost.prices import DISK_PRICE_SOURCE, HOURS_PER_MONTH, PRICE_SOURCE
 from domain.cost.stack_cost import StackCost, labs_ceilings, stack_cost, term
 from domain.stack import Settings, StackConfig
-from domain.stack.budgets import ACTIVATE, limit_amount
+from domain.stack.budgets import ACTIVATE, MONTH, LabBudget, limit_amount
 from reports.table import Column, lead_in, markdown
 
 NONE = "-"
@@ -232,7 +232,7 @@ def budgets(settings: Settings) -> list[str]:
     budget."""
     if not settings.budgets:
         return []
-    amounts = ", ".join(f"{lab} {limit_amount(amount)}" for lab, amount in settings.budgets.items())
+    amounts = "; ".join(_budget_text(lab, budget) for lab, budget in settings.budgets.items())
     if settings.cost_allocation_tag == ACTIVATE:
         who = (
             "this stack activates it (gpulab:costAllocationTag: activate); AWS refuses that, failing the update, "
@@ -246,7 +246,9 @@ def budgets(settings: Settings) -> list[str]:
             f"{HOW_TO_ACTIVATE}"
         )
     return [
-        *lead_in(f"lab budgets (AWS Budgets, USD a month, alerts to gpulab:budgetAlerts; docs/cost.md): {amounts}"),
+        *lead_in(
+            f"lab budgets (USD; AWS Budgets watches each month, alerts to gpulab:budgetAlerts; docs/cost.md): {amounts}"
+        ),
         *lead_in(
             f"- they count a lab's spend from the day the cost allocation tag {LAB_LABEL} is active, not before: AWS "
             "offers the key up to 24 hours after a lab's first node, and activation takes up to 24 hours more"
@@ -254,6 +256,16 @@ def budgets(settings: Settings) -> list[str]:
         *lead_in(f"- {who}"),
         *lead_in(f"- {stops(settings)}"),
     ]
+
+
+def _budget_text(lab: str, budget: LabBudget) -> str:
+    if budget.period == MONTH:
+        return f"{lab} {limit_amount(budget.amount)} a month"
+    assert budget.start is not None and budget.end is not None
+    return (
+        f"{lab} {limit_amount(budget.amount)} a term ({budget.start:%Y-%m-%d %H:%M} to {budget.end:%Y-%m-%d %H:%M} "
+        f"UTC; AWS Budgets at its pace, {limit_amount(budget.aws_monthly_limit())} a month)"
+    )
 
 
 def stops(settings: Settings) -> str:
@@ -268,7 +280,8 @@ def stops(settings: Settings) -> str:
     others = [lab for lab in settings.budgets if lab not in gated]
     return (
         f"at its budget, the hub refuses new servers to the learners of {labs} (running ones go on; raise the budget "
-        "to let them start): the spend it reads is the lab's nodes at the list prices since the month began, "
+        "to let them start): the spend it reads is the lab's nodes at the list prices since its budget's period "
+        "(term or month) began, "
         "from the metrics workspace, a minute or two behind"
         + (f"; {', '.join(others)} not stopped (not on the spawn page)" if others else "")
     )

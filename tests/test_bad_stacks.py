@@ -410,10 +410,10 @@ SEVERAL = {
         ],
     ),
     "a wrong lab beside another's budget without alerts": (
-        HEAD + labs("maxGpus: 0\n").replace("      maxGpus: 4\n", "") + f"    other:\n{LAB}      monthlyBudget: 100\n",
+        HEAD + labs("maxGpus: 0\n").replace("      maxGpus: 4\n", "") + f"    other:\n{LAB}      budget: 100\n",
         [
             "gpulab:labs.intro.maxGpus: must be at least 1, got 0",
-            "gpulab:budgetAlerts: required when a lab has a monthly budget (other): the addresses its alerts go to, "
+            "gpulab:budgetAlerts: required when a lab has a budget (other): the addresses its alerts go to, "
             "{emails: [...], snsTopicArn: ...}",
         ],
     ),

@@ -3,7 +3,9 @@ carries, alerts to gpulab:budgetAlerts; none without a budget. The tag activated
 gpulab:costAllocationTag: activate, and then after, never before, the budgets: a first `pulumi up` makes the budgets
 whether or not AWS activates the tag (docs/cost.md, "The tag must be active")."""
 
+import datetime
 import re
+from decimal import ROUND_CEILING, Decimal
 
 import pytest
 
@@ -25,8 +27,8 @@ TAG_FILTER = re.compile(r"user:(?P<key>[^$]+)\$(?P<value>.+)")
 
 def budgeted(**extra) -> dict:
     """Two labs: intro on the stack's budget of 100 USD, advanced on its own 250; alerts to two addresses, a topic."""
-    labs = {"intro": lab(["g4dn.xlarge"], 3), "advanced": lab(["g5.xlarge"], 2, monthlyBudget=250)}
-    return stack_values(**{"gpulab:labs": labs, "gpulab:monthlyBudget": 100, "gpulab:budgetAlerts": ALERTS} | extra)
+    labs = {"intro": lab(["g4dn.xlarge"], 3), "advanced": lab(["g5.xlarge"], 2, budget=250)}
+    return stack_values(**{"gpulab:labs": labs, "gpulab:budget": 100, "gpulab:budgetAlerts": ALERTS} | extra)
 
 
 def budgets_of(run: harness.Run) -> dict[str, dict]:
@@ -86,8 +88,8 @@ def budget_summary(values: dict) -> list[str]:
 def test_the_summary_says_when_budgets_count_how_to_activate():
     text = " ".join(budget_summary(budgeted()))
     assert text.startswith(
-        "lab budgets (AWS Budgets, USD a month, alerts to gpulab:budgetAlerts; docs/cost.md): intro 100.00, "
-        "advanced 250.00"
+        "lab budgets (USD; AWS Budgets watches each month, alerts to gpulab:budgetAlerts; docs/cost.md): intro 100.00 "
+        "a month; advanced 250.00 a month"
     )
     assert (
         "they count a lab's spend from the day the cost allocation tag gpulab.dev/lab is active, not before: AWS "
@@ -145,7 +147,7 @@ def test_without_a_budget_no_lab_gets_one_nor_a_tag_activated(base_run):
 
 def test_without_a_stack_budget_only_labs_with_own_are_budgeted():
     values = budgeted()
-    del values["gpulab:monthlyBudget"]
+    del values["gpulab:budget"]
     values["gpulab:budgetAlerts"] = {"emails": ["ops@example.com"]}
     (budget,) = run_values(values).of_type(BUDGET)
     assert budget.name == "budgets-advanced"
@@ -163,13 +165,12 @@ def problems(values: dict) -> list[str]:
     [
         (
             {"gpulab:budgetAlerts": None},
-            "gpulab:budgetAlerts: required when a lab has a monthly budget (intro, advanced): the addresses its alerts "
-            "go to, {emails: [...], snsTopicArn: ...}",
+            "gpulab:budgetAlerts: required when a lab has a budget (intro, advanced): the addresses its alerts go to, "
+            "{emails: [...], snsTopicArn: ...}",
         ),
         (
-            {"gpulab:monthlyBudget": None, "gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3)}},
-            "gpulab:budgetAlerts: no lab has a monthly budget to alert on: set gpulab:monthlyBudget or "
-            "labs.<lab>.monthlyBudget",
+            {"gpulab:budget": None, "gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3)}},
+            "gpulab:budgetAlerts: no lab has a budget to alert on: set gpulab:budget or labs.<lab>.budget",
         ),
         (
             {"gpulab:budgetAlerts": {"emails": ["ops@example"]}},
@@ -192,8 +193,28 @@ def problems(values: dict) -> list[str]:
             {"gpulab:costAllocationTag": "yes"},
             "gpulab:costAllocationTag: must be one of 'managementAccount' or 'activate', got 'yes'",
         ),
-        ({"gpulab:monthlyBudget": 0}, "gpulab:monthlyBudget: must be a positive amount of US dollars, got 0"),
-        ({"gpulab:monthlyBudget": 0.001}, "gpulab:monthlyBudget: must be at least 0.01 US dollars a month, got 0.001"),
+        ({"gpulab:budget": 0}, "gpulab:budget.amount: must be a positive amount of US dollars, got 0"),
+        ({"gpulab:budget": 0.001}, "gpulab:budget.amount: must be at least 0.01 US dollars, got 0.001"),
+        (
+            {"gpulab:budget": "lots"},
+            "gpulab:budget: must be US dollars (a number such as 500), or {amount: 500, period: term} or "
+            "{amount: 500, period: month}, got 'lots'",
+        ),
+        (
+            {"gpulab:budget": {"amount": 100, "period": "year"}},
+            "gpulab:budget.period: must be one of 'term' or 'month', got 'year'",
+        ),
+        (
+            {"gpulab:budget": {"amount": 100, "period": "term"}},
+            "gpulab:budget.period: term needs each lab's term, and lab intro has none (it has no classes): give it a "
+            "term, its own budget, or write period: month",
+        ),
+        # The key before issue #49, refused with the spelling that keeps its meaning.
+        (
+            {"gpulab:budget": None, "gpulab:monthlyBudget": 100},
+            "gpulab:monthlyBudget: renamed to budget, which is per term for a lab whose classes have one: for the "
+            "same monthly budget write budget: {amount: 100, period: month}",
+        ),
     ],
 )
 def test_a_budget_key_with_a_problem_is_one_line_naming_it(change, line):
@@ -206,7 +227,7 @@ def test_a_budget_name_too_long_for_aws_is_refused_at_its_key():
     long_lab = "l" * 30
     values = budgeted(**{"gpulab:cluster": cluster, "gpulab:labs": {long_lab: lab(["g4dn.xlarge"], 3)}})
     (line,) = problems(values)
-    assert line.startswith(f"gpulab:monthlyBudget: the budget of lab {long_lab} is named cccccccccccccccccccc..., 101")
+    assert line.startswith(f"gpulab:budget: the budget of lab {long_lab} is named cccccccccccccccccccc..., 101")
     assert line.endswith("AWS Budgets allows 100: shorten the lab's or the cluster's name")
 
 
@@ -222,3 +243,111 @@ def test_each_budgeted_labs_cost_output_names_its_budget():
 
 def test_a_lab_without_a_budget_has_a_null_budget_output(base_run):
     assert base_run.outputs["labs"]["intro"]["cost"]["budget"] is None
+
+
+# A term of Mondays from 11 January to 22 March 2027, 10:00 UTC with a 20-minute warm-up: it runs from 23:40 on 10
+# January (the first day's midnight, less the warm-up) to midnight after 22 March, and February is its fullest month.
+TERM = {"start": "2027-01-11", "end": "2027-03-22"}
+TERM_FROM = datetime.datetime(2027, 1, 10, 23, 40, tzinfo=datetime.UTC)
+TERM_UNTIL = datetime.datetime(2027, 3, 23, tzinfo=datetime.UTC)
+
+
+def termed(budget, schedule: str = "0 10 * * mon", term: dict = TERM, **more) -> dict:
+    classes = [{"schedule": schedule, "duration": "1h", "term": term}]
+    labs = {"intro": lab(["g4dn.xlarge"], 3, classes=classes, budget=budget, **more)}
+    return stack_values(**{"gpulab:labs": labs, "gpulab:budgetAlerts": ALERTS})
+
+
+def pace(amount: float, start: datetime.datetime, end: datetime.datetime, fullest: datetime.timedelta) -> str:
+    """The share of `amount` of a term's fullest month, rounded up to a cent."""
+    share = Decimal(str(amount)) * Decimal(fullest.total_seconds()) / Decimal((end - start).total_seconds())
+    return str(share.quantize(Decimal("0.01"), rounding=ROUND_CEILING))
+
+
+def test_a_number_is_per_term_for_a_lab_whose_classes_have_one_and_aws_watches_its_pace_monthly():
+    run = run_values(termed(1000))
+    assert run.outputs["labs"]["intro"]["cost"]["budget"] == {
+        "amount": 1000,
+        "period": "term",
+        "from": "2027-01-10T23:40:00Z",
+        "until": "2027-03-23T00:00:00Z",
+        "stopsSpawnsAt": None,
+    }
+    (budget,) = run.of_type(BUDGET)
+    # AWS Budgets has no term (time_unit MONTHLY, QUARTERLY, ANNUALLY, DAILY): each month may spend the term's share
+    # of its fullest month, February's 28 days: 394.29 of 1000, not 1000 a month.
+    february = datetime.timedelta(days=28)
+    assert (budget.inputs["timeUnit"], budget.inputs["limitAmount"]) == (
+        "MONTHLY",
+        pace(1000, TERM_FROM, TERM_UNTIL, february),
+    )
+    assert float(budget.inputs["limitAmount"]) < 1000
+    text = " ".join(budget_summary(termed(1000)))
+    assert (
+        "intro 1000.00 a term (2027-01-10 23:40 to 2027-03-23 00:00 UTC; AWS Budgets at its pace, 394.29 a month)"
+        in (text)
+    )
+
+
+def test_a_term_from_a_monday_the_1st_at_midnight_keeps_its_warm_up_on_the_last_day_of_february():
+    """The warm-up of a class at 00:00 on 1 March 2027 falls at 23:40 on 28 February: the term, the spend the hub
+    adds up and the months AWS watches begin there."""
+    values = termed(300, schedule="0 0 * * mon", term={"start": "2027-03-01", "end": "2027-03-29"})
+    run = run_values(values)
+    start = datetime.datetime(2027, 2, 28, 23, 40, tzinfo=datetime.UTC)
+    end = datetime.datetime(2027, 3, 30, tzinfo=datetime.UTC)
+    assert run.outputs["labs"]["intro"]["cost"]["budget"]["from"] == "2027-02-28T23:40:00Z"
+    (budget,) = run.of_type(BUDGET)
+    assert budget.inputs["limitAmount"] == pace(300, start, end, datetime.timedelta(days=29))
+
+
+def test_a_term_lab_may_keep_a_monthly_budget():
+    run = run_values(termed({"amount": 120, "period": "month"}))
+    assert run.outputs["labs"]["intro"]["cost"]["budget"] == {"amount": 120, "period": "month", "stopsSpawnsAt": None}
+    (budget,) = run.of_type(BUDGET)
+    assert budget.inputs["limitAmount"] == "120.00"
+
+
+@pytest.mark.parametrize(
+    ("values", "line"),
+    [
+        (
+            stack_values(
+                **{
+                    "gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3, budget={"amount": 100, "period": "term"})},
+                    "gpulab:budgetAlerts": ALERTS,
+                }
+            ),
+            "gpulab:labs.intro.budget.period: term needs the lab's term, and it has no classes: give every class a "
+            "term, or write period: month",
+        ),
+        (
+            stack_values(
+                **{
+                    "gpulab:labs": {
+                        "intro": lab(
+                            ["g4dn.xlarge"],
+                            3,
+                            classes=[
+                                {"schedule": "0 10 * * mon", "duration": "1h", "term": TERM},
+                                {"schedule": "0 10 * * thu", "duration": "1h"},
+                            ],
+                            budget={"amount": 100, "period": "term"},
+                        )
+                    },
+                    "gpulab:budgetAlerts": ALERTS,
+                }
+            ),
+            "gpulab:labs.intro.budget.period: term needs the lab's term, and classes[1] has none (a class without a "
+            "term repeats all year): give every class a term, or write period: month",
+        ),
+        (
+            termed(None, monthlyBudget=100),
+            "gpulab:labs.intro.monthlyBudget: renamed to budget, which is per term for a lab whose classes have one: "
+            "for the same monthly budget write budget: {amount: 100, period: month}",
+        ),
+    ],
+)
+def test_a_lab_budget_with_a_problem_is_one_line_naming_its_key(values, line):
+    values["gpulab:labs"]["intro"] = {k: v for k, v in values["gpulab:labs"]["intro"].items() if v is not None}
+    assert problems(values) == [line]

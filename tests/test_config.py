@@ -98,9 +98,9 @@ def test_learner_seats_are_max_gpus_times_slices():
         (
             with_lab(slicesPerGPU=2),
             "gpulab:labs.intro.slicesPerGPU: unknown key; did you mean slicesPerGpu? allowed keys: ami, "
-            "capacityReservationIds, capacityTypes, classes, cpuLimit, diskStrategy, disruption, expireAfter, "
+            "budget, capacityReservationIds, capacityTypes, classes, cpuLimit, diskStrategy, disruption, expireAfter, "
             "fastImagePull, gpuIdleTimeout, instanceTypes, internet, learnerPod, maxGpus, maxHourlyCost, maxPods, "
-            "monthlyBudget, notebookImage, onSpawnPage, podPidsLimit, prepullImages, "
+            "notebookImage, onSpawnPage, podPidsLimit, prepullImages, "
             "rootVolume, sharing, slicesPerGpu",
         ),
         (
@@ -160,8 +160,8 @@ def test_learner_seats_are_max_gpus_times_slices():
         (with_cluster(endpoint="public"), "gpulab:cluster.endpoint: unknown key; did you mean privateEndpoint?"),
         (
             stack_values(**{"gpulab:lab": {}}),
-            "gpulab:lab: unknown key; did you mean labs? allowed keys: budgetAlerts, cluster, costAlertThreshold, "
-            "costAllocationTag, jupyterhub, karpenter, labs",
+            "gpulab:lab: unknown key; did you mean labs? allowed keys: budget, budgetAlerts, cluster, "
+            "costAlertThreshold, costAllocationTag, jupyterhub, karpenter, labs",
         ),
         (stack_values(**{"aws:region": ""}), "aws:region: required"),
         (

@@ -201,7 +201,7 @@ def test_stack_output_carries_the_cost_of_each_lab(base_run):
         "spotPerHour": {},  # offline: no spot prices (a preview's are EC2's, components/live_prices.py)
         # No class has a term: a 730-hour month at the ceiling (tests/test_stack_cost.py has a term's).
         "term": {"counts": "month", "first": None, "last": None, "hours": 730, "usd": 1542.344},
-        "budget": None,  # no gpulab:monthlyBudget (tests/test_budgets.py has budgets)
+        "budget": None,  # no gpulab:budget (tests/test_budgets.py has budgets)
         # The one "at most" figure: without the planner, the arithmetic bound, which is the ceiling.
         "atMostPerHour": {
             "usd": 2.1128,

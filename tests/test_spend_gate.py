@@ -1,10 +1,11 @@
 """A budget that stops new servers, through a real JupyterHub 5.5 (tests/test_gpu_culler.py's Hub) running the spend
 gate exactly as the stack renders it (hub.extraConfig and the gate's file from hub.extraFiles), against a fake
-metrics workspace that answers the lab's spend: a learner who asks for a server in a lab whose month's spend has
-reached its budget is refused on the spawn page with the gate's message, while a server already running goes on and
-another lab's learners start."""
+metrics workspace that answers the lab's spend: a learner who asks for a server in a lab whose spend over its budget's
+period (this month, or the lab's term) has reached its budget is refused on the spawn page with the gate's message,
+while a server already running goes on and another lab's learners start."""
 
 import copy
+import datetime
 import html
 import re
 import time
@@ -20,7 +21,7 @@ BUDGET = 100
 STACK = stack_values(
     **{
         "gpulab:labs": {
-            "intro": lab(["g4dn.xlarge"], 3, notebookImage=NOTEBOOK_IMAGE, monthlyBudget=BUDGET),
+            "intro": lab(["g4dn.xlarge"], 3, notebookImage=NOTEBOOK_IMAGE, budget=BUDGET),
             "advanced": lab(["g5.xlarge"], 2, notebookImage=NOTEBOOK_IMAGE),
         },
         "gpulab:jupyterhub": HUB,
@@ -46,9 +47,9 @@ class Spend(Workspace):
         return [] if spent is None else [{"metric": {}, "value": [time.time(), str(spent)]}]
 
 
-def rendered_gate() -> tuple[str, str, str]:
+def rendered_gate(stack: dict = STACK) -> tuple[str, str, str]:
     """The gate's configuration lines, its source and the workspace URL they name, as the stack renders them."""
-    values = run_values(STACK).one("kubernetes:helm.sh/v3:Release", "jupyterhub").inputs["values"]["hub"]
+    values = run_values(stack).one("kubernetes:helm.sh/v3:Release", "jupyterhub").inputs["values"]["hub"]
     config = values["extraConfig"][spending.CONFIG_NAME]
     source = values["extraFiles"]["spend-gate"]
     assert source["mountPath"] == f"{FILES}/spend_gate.py"
@@ -62,8 +63,9 @@ def spawn(hub: Hub, name: str, lab_name: str) -> str:
     return hub.page(name, "/spawn", {"profile": lab_name})
 
 
-def test_a_learner_is_refused_a_new_server_once_the_labs_budget_is_spent(tmp_path):
-    config, source, url = rendered_gate()
+def gated_hub(tmp_path, stack: dict = STACK) -> tuple[Hub, Spend]:
+    """A real hub running the stack's rendered gate against a fake workspace."""
+    config, source, url = rendered_gate(stack)
     workspace = Spend()
     (tmp_path / "files").mkdir()
     (tmp_path / "files" / "spend_gate.py").write_text(source)
@@ -77,6 +79,18 @@ def test_a_learner_is_refused_a_new_server_once_the_labs_budget_is_spent(tmp_pat
             *lines.splitlines(),
         ),
     )
+    return hub, workspace
+
+
+def with_term(term: dict) -> dict:
+    """STACK with intro's budget over a term of Monday classes at 10:00 UTC (20-minute warm-up)."""
+    values = copy.deepcopy(STACK)
+    values["gpulab:labs"]["intro"]["classes"] = [{"schedule": "0 10 * * mon", "duration": "1h", "term": term}]
+    return values
+
+
+def test_a_learner_is_refused_a_new_server_once_the_labs_budget_is_spent(tmp_path):
+    hub, workspace = gated_hub(tmp_path)
     try:
         # Under budget: grace starts.
         workspace.spend["intro"] = BUDGET - 0.01
@@ -111,6 +125,40 @@ def test_a_learner_is_refused_a_new_server_once_the_labs_budget_is_spent(tmp_pat
         workspace.server.shutdown()
 
 
+def test_a_term_budget_refuses_once_the_terms_spend_reaches_it(tmp_path):
+    """A term that began on Monday 7 September 2026 (its warm-up the evening before, UTC): the gate adds the spend up
+    from there, not from the month's start, and says so."""
+    hub, workspace = gated_hub(tmp_path, with_term({"start": "2026-09-07", "end": "2030-12-16"}))
+    since = datetime.datetime(2026, 9, 6, 23, 40, tzinfo=datetime.UTC).timestamp()
+    try:
+        workspace.spend["intro"] = BUDGET
+        page = html.unescape(spawn(hub, "ada", "intro"))
+        message = (
+            "Lab intro has spent its budget for the term (since 06 September 2026): 100.00 of 100.00 US dollars. New "
+            "servers do not start until your teacher raises the lab's budget; servers already running go on."
+        )
+        assert message in page, page[-3000:]
+        assert hub.servers("ada") == {}
+        (asked,) = [q for q in workspace.queries if 'lab="intro"' in q]
+        seconds = int(re.search(r"\[(\d+)s\]", asked)[1])
+        assert abs(seconds - (time.time() - since)) < 120
+    finally:
+        hub.close()
+        workspace.server.shutdown()
+
+
+def test_a_term_not_begun_lets_learners_start_without_asking(tmp_path):
+    hub, workspace = gated_hub(tmp_path, with_term({"start": "2030-01-07", "end": "2030-03-25"}))
+    try:
+        workspace.spend["intro"] = BUDGET  # whatever the workspace says: nothing of the term is spent yet
+        spawn(hub, "ada", "intro")
+        hub.wait(lambda: hub.servers("ada").get("", {}).get("ready"), "ada's server before the term")
+        assert not any('lab="intro"' in q for q in workspace.queries)
+    finally:
+        hub.close()
+        workspace.server.shutdown()
+
+
 def test_the_gated_labs_budget_output_and_summary_say_it_stops_new_servers():
     run = run_values(STACK)
     assert {name: lab["cost"]["budget"] for name, lab in run.outputs["labs"].items()} == {
@@ -126,7 +174,7 @@ def test_the_gated_labs_budget_output_and_summary_say_it_stops_new_servers():
 
 def test_a_stack_without_a_budget_renders_no_gate():
     values = copy.deepcopy(STACK)
-    del values["gpulab:labs"]["intro"]["monthlyBudget"]
+    del values["gpulab:labs"]["intro"]["budget"]
     del values["gpulab:budgetAlerts"]
     hub = run_values(values).one("kubernetes:helm.sh/v3:Release", "jupyterhub").inputs["values"]["hub"]
     assert spending.CONFIG_NAME not in hub.get("extraConfig", {})

@@ -12,6 +12,7 @@ from typing import Any
 from components.jupyterhub import spending
 from components.jupyterhub.notices import FILES, GPU_IDLE_GROUP
 from components.security import unprivileged
+from domain.stack.budgets import LabBudget
 from domain.stack.metrics import Metrics
 from domain.stack.model import Lab
 from domain.upstream.versions import AWS_SIGV4_PROXY_IMAGE
@@ -99,7 +100,7 @@ def querying(
     values: Mapping[str, Any],
     labs: Mapping[str, Lab],
     metrics: Metrics,
-    budgets: Mapping[str, float],
+    budgets: Mapping[str, LabBudget],
     workspace_id: str,
     region: str,
 ) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from components.jupyterhub.walls import internet_policy, open_labs
 from components.karpenter.iam_policies import controller_trust_policy
 from components.metrics.store import Store
 from components.namespace import namespace_dependencies
+from domain.stack.budgets import LabBudget
 from domain.stack.jupyterhub import JupyterHub
 from domain.stack.metrics import Metrics
 from domain.stack.model import Lab
@@ -68,7 +69,7 @@ class Hub(pulumi.ComponentResource):
         labs: Mapping[str, Lab],
         cluster: Cluster,
         client_secret: str | None,
-        budgets: Mapping[str, float],
+        budgets: Mapping[str, LabBudget],
         meter: Meter | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ):

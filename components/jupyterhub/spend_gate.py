@@ -1,18 +1,22 @@
-"""gpulab's spend gate: a JupyterHub pre_spawn_hook that refuses to start a learner's server in a lab whose spend this
-month has reached its budget, with a message the learner reads on the spawn page; servers already running go on.
+"""gpulab's spend gate: a JupyterHub pre_spawn_hook that refuses to start a learner's server in a lab whose spend over
+its budget's period (the lab's term, or this month) has reached its budget, with a message the learner reads on the
+spawn page; servers already running go on.
 
 What it reads: the metrics workspace's gpulab:lab_spend_usd_per_hour (the lab's nodes at the stack's prices,
-components/metrics/recording_rules.py), recorded once a minute, summed over the seconds since the month began (UTC)
-and divided by 60: the lab's spend so far in US dollars, within a minute or two of the nodes' running. It asks through
-the hub pod's SigV4 proxy, as the idle-GPU culler does (components/jupyterhub/culling.py). The teacher lets learners
-start again by raising the lab's budget (and `pulumi up`); the month's turn does too.
+components/metrics/recording_rules.py), recorded once a minute, summed over the seconds since the period began (the
+term's first warm-up, or the month's start in UTC) and divided by 60: the lab's spend so far in US dollars, within a
+minute or two of the nodes' running. It asks through the hub pod's SigV4 proxy, as the idle-GPU culler does
+(components/jupyterhub/culling.py). The teacher lets learners start again by raising the lab's budget (and `pulumi
+up`); for a monthly budget, the month's turn does too.
 
 A workspace that does not answer lets the learner start, and the hub logs why: the AWS Budgets alerts still hear of the
 spend, and a class is not stopped by a metrics outage.
 
 The hub's configuration loads it (components/jupyterhub/spending.py):
 
-    c.Spawner.pre_spawn_hook = spend_gate.SpendGate(METRICS_URL, {LAB: AMOUNT, ...}, DEFAULT_LAB)
+    c.Spawner.pre_spawn_hook = spend_gate.SpendGate(
+        METRICS_URL, {LAB: {"amount": USD, "period": "month"}, LAB: {"amount": USD, "period": "term", "since": UNIX}},
+        DEFAULT_LAB)
 
 It uses only the Python standard library and tornado, which the hub's image has.
 """
@@ -45,17 +49,22 @@ def spend_query(lab: str, seconds: int) -> str:
     return f'sum(sum_over_time({SPEND_SERIES}{{lab="{lab}"}}[{max(seconds, 1)}s])) / {SAMPLES_PER_HOUR}'
 
 
-def refusal(lab: str, spent: float, amount: float, since: float) -> str:
+def refusal(lab: str, spent: float, amount: float, since: float, term: bool) -> str:
     """What a learner reads when the lab's budget is spent."""
-    month = datetime.fromtimestamp(since, UTC).strftime("%B %Y")
+    if term:
+        period = f"the term (since {datetime.fromtimestamp(since, UTC):%d %B %Y})"
+        until = "until your teacher raises the lab's budget"
+    else:
+        period = datetime.fromtimestamp(since, UTC).strftime("%B %Y")
+        until = "until your teacher raises the lab's budget or the month ends"
     return (
-        f"Lab {lab} has spent its budget for {month}: {spent:.2f} of {amount:.2f} US dollars. New servers do not start "
-        "until your teacher raises the lab's budget or the month ends; servers already running go on."
+        f"Lab {lab} has spent its budget for {period}: {spent:.2f} of {amount:.2f} US dollars. New servers do not "
+        f"start {until}; servers already running go on."
     )
 
 
 class SpendGate:
-    def __init__(self, metrics_url: str, budgets: dict[str, float], default_lab: str):
+    def __init__(self, metrics_url: str, budgets: dict[str, dict], default_lab: str):
         self.metrics_url = metrics_url.rstrip("/")
         self.budgets = budgets
         # The lab of a learner who names no profile: KubeSpawner's first (spawn_profiles.py). A learner who picks one on
@@ -74,17 +83,22 @@ class SpendGate:
 
     async def __call__(self, spawner) -> None:
         lab = spawner.user_options.get("profile") or self.default_lab
-        amount = self.budgets.get(lab)
-        if amount is None:
+        budget = self.budgets.get(lab)
+        if budget is None:
             return
-        since = month_start(time.time())
+        now = time.time()
+        term = budget["period"] == "term"
+        since = budget["since"] if term else month_start(now)
+        if since >= now:  # a term not begun: nothing of it spent yet
+            return
+        amount = budget["amount"]
         try:
             spent = await self.spent(lab, since)
         except Exception as error:  # see above: an unanswered query lets the learner start
             log.error("lab %s: spend unknown, %s starts anyway: %s", lab, spawner.user.name, error)
             return
         if spent >= amount:
-            message = refusal(lab, spent, amount, since)
+            message = refusal(lab, spent, amount, since, term)
             log.info("lab %s: refused %s's new server: %.2f of %.2f USD spent", lab, spawner.user.name, spent, amount)
             refused = web.HTTPError(403, message)
             # JupyterHub 5.5 shows an exception's jupyterhub_message on the spawn page (utils.format_exception).

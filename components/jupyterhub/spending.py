@@ -10,27 +10,37 @@ from typing import Any
 
 from components.jupyterhub.notices import FILES
 from components.jupyterhub.spawn_profiles import profile_list
+from domain.stack.budgets import TERM, LabBudget
 from domain.stack.model import Lab
 
 GATE_SOURCE = Path(__file__).with_name("spend_gate.py")
 CONFIG_NAME = "gpulab-spend-gate"
 
 
-def config(budgets: Mapping[str, float], default_lab: str, url: str) -> str:
+def gate_budgets(budgets: Mapping[str, LabBudget]) -> dict[str, dict[str, Any]]:
+    """The budgets as the gate takes them (spend_gate.py SpendGate): amount in USD, and for a term its start, a Unix
+    time, from which the gate adds the spend up (a month's start is the gate's own to find)."""
+    return {
+        lab: {"amount": b.amount, "period": b.period}
+        | ({"since": int(b.start.timestamp())} if b.period == TERM and b.start is not None else {})
+        for lab, b in budgets.items()
+    }
+
+
+def config(budgets: Mapping[str, LabBudget], default_lab: str, url: str) -> str:
     """The lines of jupyterhub_config.py that install the gate."""
     return "\n".join(
         [
             "import sys",
             f"sys.path.insert(0, {FILES!r})",
             "import spend_gate",
-            f"c.Spawner.pre_spawn_hook = spend_gate.SpendGate({url!r}, {dict(budgets)!r}, {default_lab!r})",
+            f"c.Spawner.pre_spawn_hook = spend_gate.SpendGate({url!r}, {gate_budgets(budgets)!r}, {default_lab!r})",
         ]
     )
 
 
-def hub_values(budgets: Mapping[str, float], labs: Mapping[str, Lab], url: str) -> dict[str, Any]:
-    """The chart's `hub` values that run the gate, for the labs of `budgets` (USD a month by lab name), reading the
-    workspace at `url`."""
+def hub_values(budgets: Mapping[str, LabBudget], labs: Mapping[str, Lab], url: str) -> dict[str, Any]:
+    """The chart's `hub` values that run the gate, for the labs of `budgets`, reading the workspace at `url`."""
     (first, *_) = profile_list(labs)
     return {
         "extraFiles": {"spend-gate": {"mountPath": f"{FILES}/spend_gate.py", "stringData": GATE_SOURCE.read_text()}},

@@ -1,6 +1,12 @@
-"""A spending limit AWS keeps: per lab, an AWS Budgets cost budget of the lab's instances, who hears when it is passed,
-and who activates the tag it filters on (gpulab:monthlyBudget, labs.<lab>.monthlyBudget, gpulab:budgetAlerts,
-gpulab:costAllocationTag; docs/cost.md).
+"""A lab's budget (labs.<lab>.budget, gpulab:budget): an amount of US dollars over a period, the lab's term or a
+calendar month; the AWS Budgets cost budget that watches it, who hears when it is passed, and who activates the tag it
+filters on (gpulab:budgetAlerts, gpulab:costAllocationTag; docs/cost.md).
+
+A number is the amount per term for a lab with a term (every class of it has one: the term runs from the midnight
+that begins its first class day, less the class's warm-up, to the end of its last class day, in the classes' time
+zones), and per month (UTC) for any other lab;
+`{amount, period: term|month}` names the period. The key was `monthlyBudget` until issue #49; that key is refused with
+the new spelling (domain/stack/load.py RENAMED), not read as an alias: one spelling per setting.
 
 AWS Budgets alerts; it stops nothing. gpulab sets no budget actions: they apply an IAM or SCP policy or run an SSM
 document that stops EC2 instances, and a lab's stopped instances are Karpenter's to replace while learners wait (it
@@ -8,12 +14,19 @@ watches their state changes). The budget is a bell; the NodePool limit stays the
 the budget is the hub's spend gate, from the meter's spend (components/jupyterhub/spend_gate.py, Settings.spend_gated).
 """
 
+import calendar
+import datetime
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal
 from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo
 
-from pydantic import AfterValidator, Field, ValidationInfo, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, model_validator
 
 from domain.problems import FieldProblem, report
-from domain.stack.fields import Model, labs_checked, matching, unique
+from domain.stack.fields import Model, labs_checked, matching, positive_amount, unique
+from domain.time import durations
 
 # AWS Budgets API reference, NotificationWithSubscribers: "one SNS subscriber and up to 10 email subscribers".
 MAX_EMAILS = 10
@@ -63,7 +76,7 @@ def at_most_ten(emails: list[str]) -> list[str]:
 
 def budget_amount(amount: float) -> float:
     if amount < SMALLEST_BUDGET:
-        raise ValueError(f"must be at least {SMALLEST_BUDGET} US dollars a month, got {amount:g}")
+        raise ValueError(f"must be at least {SMALLEST_BUDGET} US dollars, got {amount:g}")
     return amount
 
 
@@ -72,23 +85,169 @@ def limit_amount(amount: float) -> str:
     return f"{amount:.2f}"
 
 
-def lab_budget(own: float | None, default: float | None) -> float | None:
-    """A lab's monthly budget in USD: its own, else the stack's; None for none."""
-    return own if own is not None else default
+Period = Literal["term", "month"]
+TERM: Period = "term"
+MONTH: Period = "month"
+SPELLING = "US dollars (a number such as 500), or {amount: 500, period: term} or {amount: 500, period: month}"
 
 
-# A lab budget's period: AWS Budgets' monthly cost budget (components/lab_budgets.py), the only kind gpulab makes.
-MONTH = "month"
+def number_or_mapping(value: Any) -> Any:
+    """A bare number is the amount over the lab's own period (the term where it has one)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | dict):
+        raise ValueError(f"must be {SPELLING}, got {value!r}")
+    return value if isinstance(value, dict) else {"amount": value}
 
 
-def budget_output(amount: float | None, gated: bool) -> dict[str, Any] | None:
-    """The `labs.<lab>.cost.budget` output: the lab's budget in USD and its period, and `stopsSpawnsAt`, the spend in
-    USD at which the hub refuses the lab's learners new servers: the amount where the hub's spend gate watches the lab
-    (`gated`, Settings.spend_gated), else null (AWS Budgets alerts and stops nothing; docs/cost.md). None without a
-    budget."""
-    if amount is None:
+class BudgetSetting(Model):
+    """A budget as the stack file writes it: an amount, and the period it is over (unset: the lab's term where it has
+    one, else a month)."""
+
+    amount: Annotated[float, AfterValidator(positive_amount), AfterValidator(budget_amount)] = Field(
+        description=f"US dollars over the period, at least {SMALLEST_BUDGET}."
+    )
+    period: Period | None = Field(
+        default=None,
+        description="term (from the midnight of the lab's first class day, less the class's warm-up, to the end of "
+        "its last; every class needs a term) or month (a calendar month, UTC); unset, term where the lab has one, "
+        "else month.",
+    )
+
+
+BudgetKey = Annotated[BudgetSetting, BeforeValidator(number_or_mapping)]
+
+
+@dataclass(frozen=True)
+class LabBudget:
+    """A lab's budget as gpulab keeps it: `amount` USD over `period`; a term's span `[start, end)` in UTC."""
+
+    amount: float
+    period: Period
+    start: datetime.datetime | None = None  # the term's
+    end: datetime.datetime | None = None
+
+    def aws_monthly_limit(self) -> float:
+        """The monthly limit of the lab's AWS Budgets budget. AWS Budgets resets a cost budget each DAILY, MONTHLY,
+        QUARTERLY or ANNUALLY period (pulumi-aws 7.51.1 budgets.Budget time_unit; the API reference also lists CUSTOM,
+        which neither it nor the pinned provider describes), so a term is watched month by month, at the term's pace:
+        each month may spend the share of the amount that the term's fullest UTC month holds of its hours, rounded up
+        to a cent. A month over it is ahead of the pace; the term's total is the hub's spend gate's and the meter's
+        alert's to watch (components/jupyterhub/spend_gate.py, components/metrics/recording_rules.py)."""
+        if self.period == MONTH:
+            return self.amount
+        assert self.start is not None and self.end is not None
+        hours = max(_hours_by_month(self.start, self.end).values())
+        total = Decimal(int((self.end - self.start).total_seconds())) / 3600
+        share = Decimal(str(self.amount)) * hours / total
+        return float(share.quantize(Decimal("0.01"), rounding=ROUND_CEILING))
+
+
+def _hours_by_month(start: datetime.datetime, end: datetime.datetime) -> dict[tuple[int, int], Decimal]:
+    """The hours of `[start, end)` in each UTC month it touches."""
+    result: dict[tuple[int, int], Decimal] = {}
+    at = start.astimezone(datetime.UTC)
+    stop = end.astimezone(datetime.UTC)
+    while at < stop:
+        days = calendar.monthrange(at.year, at.month)[1]
+        month_end = datetime.datetime(at.year, at.month, 1, tzinfo=datetime.UTC) + datetime.timedelta(days=days)
+        upto = min(month_end, stop)
+        result[(at.year, at.month)] = Decimal(int((upto - at).total_seconds())) / 3600
+        at = upto
+    return result
+
+
+def lab_term(classes: Iterable[Any]) -> tuple[datetime.datetime, datetime.datetime] | None:
+    """The term of a lab whose every class has one (domain.stack.model's LabClass), in UTC: from the earliest first
+    class day's midnight, less that class's warm-up (the warm-up of a class at midnight falls the day before), to the
+    midnight after the latest last day, each in its class's time zone. None for a lab without classes, or with a class
+    without a term (it repeats all year)."""
+    classes = list(classes)
+    if not classes or any(c.term is None for c in classes):
         return None
-    return {"amount": amount, "period": MONTH, "stopsSpawnsAt": amount if gated else None}
+    starts, ends = [], []
+    for c in classes:
+        zone = ZoneInfo(c.zone)
+        first = datetime.datetime.combine(c.term.start, datetime.time(), zone)
+        starts.append(
+            (first - datetime.timedelta(minutes=durations.duration_minutes(c.warmup))).astimezone(datetime.UTC)
+        )
+        after = datetime.datetime.combine(c.term.end + datetime.timedelta(days=1), datetime.time(), zone)
+        ends.append(after.astimezone(datetime.UTC))
+    return min(starts), max(ends)
+
+
+def no_term_reason(classes: list[Any]) -> str:
+    """Why a lab has no term, for the message of a budget that asks for one."""
+    if not classes:
+        return "it has no classes"
+    missing = [i for i, c in enumerate(classes) if c.term is None]
+    return f"classes[{missing[0]}] has none (a class without a term repeats all year)"
+
+
+def lab_budget(own: BudgetSetting | None, default: BudgetSetting | None, classes: list[Any]) -> LabBudget | None:
+    """A lab's budget: its own setting, else the stack's; its period the setting's, else the lab's term where it has
+    one, else a month. None for none. A term asked of a lab without one is a validation problem (term_fits), never
+    resolved here."""
+    setting = own if own is not None else default
+    if setting is None:
+        return None
+    term = lab_term(classes)
+    period = setting.period or (TERM if term is not None else MONTH)
+    if period == MONTH:
+        return LabBudget(setting.amount, MONTH)
+    assert term is not None, "a term budget of a lab without a term passed validation"
+    return LabBudget(setting.amount, TERM, *term)
+
+
+def term_fits(setting: BudgetSetting | None, info: ValidationInfo) -> BudgetSetting | None:
+    """labs.<lab>.budget: a term period needs the lab's term."""
+    if setting is None or setting.period != TERM or "classes" not in info.data:
+        return setting
+    classes = info.data["classes"]
+    if lab_term(classes) is None:
+        raise FieldProblem(
+            "budget.period",
+            f"term needs the lab's term, and {no_term_reason(classes)}: give every class a term, or write "
+            f"period: month",
+        )
+    return setting
+
+
+def default_fits(setting: BudgetSetting | None, info: ValidationInfo) -> BudgetSetting | None:
+    """gpulab:budget with period term: every lab it applies to (those without a budget of their own) has a term."""
+    if setting is None or setting.period != TERM:
+        return setting
+    labs, _ = labs_checked(info)
+    without = [
+        (name, no_term_reason(lab.classes))
+        for name, lab in labs.items()
+        if lab.budget is None and lab_term(lab.classes) is None
+    ]
+    if without:
+        name, reason = without[0]
+        raise FieldProblem(
+            "budget.period",
+            f"term needs each lab's term, and lab {name} has none ({reason}): give it a term, its own budget, or "
+            "write period: month",
+        )
+    return setting
+
+
+def budget_output(budget: LabBudget | None, gated: bool) -> dict[str, Any] | None:
+    """The `labs.<lab>.cost.budget` output: the lab's budget in USD and its period (a term's first and last instant
+    too, UTC), and `stopsSpawnsAt`, the spend in USD over the period at which the hub refuses the lab's learners new
+    servers: the amount where the hub's spend gate watches the lab (`gated`, Settings.spend_gated), else null (AWS
+    Budgets alerts and stops nothing; docs/cost.md). None without a budget."""
+    if budget is None:
+        return None
+    output: dict[str, Any] = {"amount": budget.amount, "period": budget.period}
+    if budget.period == TERM:
+        assert budget.start is not None and budget.end is not None
+        output |= {"from": _utc_text(budget.start), "until": _utc_text(budget.end)}
+    return output | {"stopsSpawnsAt": budget.amount if gated else None}
+
+
+def _utc_text(moment: datetime.datetime) -> str:
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def budget_name(cluster: str, lab: str) -> str:
@@ -119,28 +278,26 @@ def alerts_fit(alerts: BudgetAlerts | None, info: ValidationInfo) -> BudgetAlert
     """gpulab:budgetAlerts, checked against the budgets: needed by any, read by none otherwise; and each budget's name
     within what AWS Budgets accepts. With a wrong lab, the other labs' budgets are checked, and "no lab has a budget" is
     not judged (the wrong one may have one)."""
-    if not {"cluster", "monthly_budget"} <= info.data.keys():
+    if not {"cluster", "budget"} <= info.data.keys():
         return alerts
     labs, every_lab = labs_checked(info)
-    default = info.data["monthly_budget"]
-    budgeted = [name for name, lab in labs.items() if lab_budget(lab.monthly_budget, default) is not None]
+    default = info.data["budget"]
+    budgeted = [name for name, lab in labs.items() if (lab.budget or default) is not None]
     problems: list[ValueError] = []
     if budgeted and alerts is None:
         problems.append(
             ValueError(
-                f"required when a lab has a monthly budget ({', '.join(budgeted[:3])}"
+                f"required when a lab has a budget ({', '.join(budgeted[:3])}"
                 f"{', ...' if len(budgeted) > 3 else ''}): the addresses its alerts go to, "
                 "{emails: [...], snsTopicArn: ...}"
             )
         )
     if alerts is not None and not budgeted and every_lab:
-        problems.append(
-            ValueError("no lab has a monthly budget to alert on: set gpulab:monthlyBudget or labs.<lab>.monthlyBudget")
-        )
+        problems.append(ValueError("no lab has a budget to alert on: set gpulab:budget or labs.<lab>.budget"))
     cluster = info.data["cluster"].name
     for name in budgeted:
         if len(budget_name(cluster, name)) > MAX_BUDGET_NAME:
-            key = "monthlyBudget" if labs[name].monthly_budget is None else f"labs.{name}.monthlyBudget"
+            key = "budget" if labs[name].budget is None else f"labs.{name}.budget"
             problems.append(
                 FieldProblem(
                     key,

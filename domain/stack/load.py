@@ -219,7 +219,7 @@ def _message(error: Mapping[str, Any], problem: Any) -> str:
     if kind == "missing":
         return "required key is missing"
     if kind == "extra_forbidden":
-        return _unknown_key(error["loc"])
+        return _unknown_key(error["loc"], value)
     if kind == "value_error":
         return str(problem)
     if kind in _KINDS:
@@ -245,9 +245,24 @@ def _describe(value: Any) -> str:
     return repr(value)
 
 
-def _unknown_key(loc: tuple) -> str:
+# Keys renamed since a release, by old name: what to write instead, given the old key's value. Refused rather than read
+# as aliases: a stack keeps one spelling of each setting.
+RENAMED = {
+    # Issue #49: a lab's budget may be over its term; the old key was always a month.
+    "monthlyBudget": lambda value: (
+        f"renamed to budget, which is per term for a lab whose classes have one: for the same monthly budget write "
+        f"budget: {{amount: {value!r}, period: month}}"
+        if isinstance(value, int | float) and not isinstance(value, bool)
+        else "renamed to budget: write budget: {amount: <US dollars>, period: month} for a monthly budget"
+    ),
+}
+
+
+def _unknown_key(loc: tuple, value: Any) -> str:
     allowed = _allowed_keys(loc[:-1])
     key = str(loc[-1])
+    if key in RENAMED:
+        return RENAMED[key](value)
     # The OAuth client secret is a Pulumi secret of its own, never a key of the settings: a key that names a secret,
     # under gpulab:jupyterhub.auth or at the top, means it.
     secret = f"{NAMESPACE}:{CLIENT_SECRET_KEY}"

@@ -55,7 +55,17 @@ from domain.cost.lab_cost import LabCost, alert_threshold, lab_cost, threshold_k
 from domain.cost.price_book import LIST, PriceBook
 from domain.problems import FieldProblem, report
 from domain.stack import context
-from domain.stack.budgets import MANAGEMENT_ACCOUNT, BudgetAlerts, TagActivation, alerts_fit, budget_amount, lab_budget
+from domain.stack.budgets import (
+    MANAGEMENT_ACCOUNT,
+    BudgetAlerts,
+    BudgetKey,
+    LabBudget,
+    TagActivation,
+    alerts_fit,
+    default_fits,
+    lab_budget,
+    term_fits,
+)
 from domain.stack.classes import (
     DEFAULT_WARMUP,
     at_least_a_minute,
@@ -550,12 +560,12 @@ class Lab(Model):
     ) = Field(
         default=None, description="Cap in USD on the lab's cost ceiling per hour at reference prices (docs/cost.md)."
     )
-    monthly_budget: Annotated[float, AfterValidator(positive_amount), AfterValidator(budget_amount)] | None = Field(
+    budget: Annotated[BudgetKey | None, AfterValidator(term_fits)] = Field(
         default=None,
-        description="USD a month: an AWS Budgets cost budget of the lab's instances that alerts gpulab:budgetAlerts "
-        "when their spend passes 80% and 100% of it, or is forecast to pass it, and at which the hub refuses the lab's "
-        "learners new servers when the stack has the hub and the meter (docs/cost.md); gpulab:monthlyBudget when "
-        "omitted.",
+        description="USD per term (a lab whose every class has a term) or per month (any other lab), or {amount, "
+        "period: term|month}: the hub refuses the lab's learners new servers once its spend over the period reaches "
+        "it (with the hub and the meter), and an AWS Budgets cost budget of its instances alerts gpulab:budgetAlerts "
+        "month by month (docs/cost.md); gpulab:budget when omitted.",
     )
     notebook_image: NotebookImage | None = Field(
         default=None,
@@ -803,8 +813,9 @@ class Settings(Model):
     time_zone: TimeZone = Field(
         default=zones.UTC, description="IANA time zone of the classes that name none (docs/classes.md)."
     )
-    monthly_budget: Annotated[float, AfterValidator(positive_amount), AfterValidator(budget_amount)] | None = Field(
-        default=None, description="USD a month: the monthlyBudget of every lab that sets none; unset, none."
+    budget: Annotated[BudgetKey | None, AfterValidator(default_fits)] = Field(
+        default=None,
+        description="The budget of every lab that sets none, read per lab as labs.<lab>.budget is; unset, none.",
     )
     cost_alert_threshold: (
         Annotated[float | str, BeforeValidator(threshold_kind), AfterValidator(alert_threshold)] | None
@@ -858,16 +869,16 @@ class Settings(Model):
         return plugin
 
     @property
-    def budgets(self) -> dict[str, float]:
-        """Each budgeted lab's monthly budget in USD, by lab name."""
+    def budgets(self) -> dict[str, LabBudget]:
+        """Each budgeted lab's budget, by lab name."""
         return {
-            name: amount
+            name: budget
             for name, lab in self.labs.items()
-            if (amount := lab_budget(lab.monthly_budget, self.monthly_budget)) is not None
+            if (budget := lab_budget(lab.budget, self.budget, lab.classes)) is not None
         }
 
     @property
-    def spend_gated(self) -> dict[str, float]:
+    def spend_gated(self) -> dict[str, LabBudget]:
         """The budgets at which the hub refuses new servers (components/jupyterhub/spend_gate.py): those of the labs
         on its spawn page, when the stack has the hub and the meter whose spend it reads."""
         if not (self.jupyterhub and self.metrics):
