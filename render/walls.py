@@ -35,13 +35,13 @@ from components.jupyterhub.walls import COREDNS_LABELS, COREDNS_NAMESPACE, DNS_P
 from components.karpenter import host_firewall
 from components.labels import GPU_TAINT
 from domain.upstream.node_listeners import HOST_NETWORK_DAEMONSETS, LISTENERS, Listener
-from domain.upstream.versions import VPC_CNI_ADDON_VERSION
+from domain.upstream.versions import builds, one_release
 from render import addons, harness
 from render import network_policy_agent as npa
 
 FILE = "walls.json"
 ENFORCED_BY = (
-    f"aws-network-policy-agent v1.3.1 (VPC CNI add-on {VPC_CNI_ADDON_VERSION}, VPC CNI v1.21.1), "
+    f"aws-network-policy-agent v1.3.1 (VPC CNI add-on {builds('vpc-cni')}, VPC CNI {one_release('vpc-cni')}), "
     "amazon-network-policy-controller-k8s v1.1.7 (run by EKS, its version not published), standard enforcing mode, "
     f"and the lab nodes' host firewall (nftables table {host_firewall.TABLE})"
 )
