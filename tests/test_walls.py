@@ -73,6 +73,24 @@ def test_the_hubs_api_and_no_other_hub_port(stack):
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
+def test_the_hub_and_the_proxy_reach_every_learners_server(stack):
+    # What a learner needs of the walls the other way: the proxy forwards the learner's browser to the server and the
+    # hub checks on it, both at the server's named port, which the agent resolves on the learner's pod (ingress) and
+    # on each destination pod (the hub's and the proxy's egress).
+    w = _layout(stack)
+    agent = npa.Agent(w.cluster)
+    refused = []
+    for learner in (p for pair in w.learners.values() for p in pair):
+        port = next(p.number for p in learner.ports if p.name == walls.NOTEBOOK_PORT_NAME)
+        for source in (w.hub, w.proxy):
+            egress, ingress = agent.connection(source, learner.ip, "TCP", port)
+            assert ingress is not None  # a learner's server has its own programs
+            if not (egress.allowed and ingress.allowed):
+                refused.append(f"{source.name} -> {learner.name}:{port}: {egress.why}; {ingress.why}")
+    assert refused == []
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
 def test_never_the_proxys_api(stack):
     found = _probes(stack, "proxy-api")
     assert {(p["port"], p["allowed"]) for p in found} == {(8001, False)}
