@@ -41,6 +41,7 @@ from domain.stack.model import Lab, Settings
 from domain.time import durations, zones
 from domain.time.utc import utc_text
 from rehearsal import cron_jobs
+from rehearsal.spot import SPOT_INTERRUPTED
 
 Step = dict[str, Any]
 Event = Mapping[str, Any]
@@ -73,6 +74,7 @@ OBSERVED = {
     "nodeLaunched": ("node", "instanceType", "capacityType", "pricePerHour"),
     "nodeDeleted": ("node", "reason"),
     "disrupted": ("pod", "node", "reason"),
+    "spotWarning": ("node", "instanceType"),
     "bound": ("learner", "node"),
     "ready": ("learner", "node"),
 }
@@ -268,6 +270,8 @@ def class_metrics(
       its `seats` (learnerSeats), in the order they arrived: the lab owed each of them a seat. One who arrived beyond
       them (classes that overlap) may have to wait.
     - `disruptedDuringClass`: the lab's pods the log says were disrupted from the start to the end (end excluded).
+    - `disruptedBySpot`: the class's learners whose pod was moved off a node that Karpenter's interruption controller
+      deleted on EC2's spot warning (reason spot_interrupted; rehearsal/spot.py), at any time of their stay.
     - `nodesAfterEnd`: the lab's nodes up at `after` (the end plus settle(), at most the day's end): those Karpenter
       kept once the class's learners had left, the class's own or, if another class runs or warms then, that one's.
     """
@@ -309,6 +313,11 @@ def class_metrics(
             present -= 1
     never_seated = [learner for learner in arrived if learner not in bound and there[learner] <= seats]
     disrupted = {e["pod"] for e in events if e["what"] == "disrupted" and c.start <= moment(e["at"]) < c.end}
+    by_spot = {
+        e["learner"]
+        for e in events
+        if e["what"] == "disrupted" and e["reason"] == SPOT_INTERRUPTED and e.get("learner") in arrived
+    }
     return {
         "index": c.index,
         "day": c.start.astimezone(zones.zone(zone)).date().isoformat(),
@@ -324,6 +333,7 @@ def class_metrics(
         "coldWaitToReadySeconds": _waits([w for n, w in to_ready.items() if arrived[n] > c.start]),
         "neverSeated": never_seated,
         "disruptedDuringClass": len(disrupted),
+        "disruptedBySpot": len(by_spot),
         "nodesAfterEnd": sum(1 for n in nodes.values() if n.up_at(after)),
     }
 

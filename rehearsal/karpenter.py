@@ -62,6 +62,7 @@ class Karpenter:
     log: Path
     timers: list[dict[str, str]] = field(default_factory=list)
     version: str = ""  # the Karpenter release the stepper is built with (its first answer's `karpenter`)
+    spot: dict[str, Any] = field(default_factory=dict)  # how it plays spot (its first answer's `spot`)
     # What runs the Jobs the CronJob controller made (the stepper's `jobs`), at the simulated time it made them.
     on_jobs: Callable[[list[dict[str, Any]]], None] = lambda jobs: None
 
@@ -131,10 +132,12 @@ def running(
     binary: Path | None = None,
     boot: dict[str, Any] | None = None,
     cron_jobs: str | None = None,
+    spot_rate: float = 0.0,
 ) -> Iterator[Karpenter]:
     """The stepper against the twin's API server as its admin, the clock at `start`; stopped on exit. `boot` is its
     -timings (rehearsal/timings.py for_stepper): without it, a node registers with its slices at its launch.
-    `cron_jobs` is the address of the CronJob controller's process on the same clock, if it runs."""
+    `cron_jobs` is the address of the CronJob controller's process on the same clock, if it runs. `spot_rate` is EC2's
+    spot interruption warnings per hour a spot node runs (rehearsal/stepper/spot.go)."""
     binary = binary or BINARY
     if not binary.exists():
         raise plan.Unavailable(f"the rehearsal's stepper is not built ({binary}): `make twin` builds it")
@@ -158,6 +161,7 @@ def running(
                 _clock(start),
                 *timings,
                 *(["-cronjobs", cron_jobs] if cron_jobs else []),
+                *(["-spot-interruptions-per-node-hour", repr(spot_rate)] if spot_rate else []),
                 str(render_dir),
             ],
             stdin=subprocess.PIPE,
@@ -171,6 +175,7 @@ def running(
     try:
         ready = karpenter._read()
         karpenter.timers, karpenter.version = ready["shortenedTimers"], ready["karpenter"]
+        karpenter.spot = ready["spot"]
         yield karpenter
     finally:
         twin.close_stdin(process, 30)

@@ -19,6 +19,7 @@ from typing import Any
 
 from domain.cost.lab_cost import usd
 from rehearsal import day_chart
+from rehearsal.spot import FLAG, SPOT_INTERRUPTED
 from reports.table import Column, lead_in, markdown
 
 REHEARSAL = "rehearsal.json"
@@ -105,15 +106,19 @@ def problems(labs: Mapping[str, Mapping[str, Any]]) -> list[str]:
                 for e in lab["events"]:
                     if e["what"] == "disrupted" and _at(start) <= _at(e["at"]) < _at(end):
                         first.setdefault(e["pod"], e)
-                moved = list(first.values())
+                # A spot interruption, which no budget holds and the stack cannot refuse, is counted in disruptedBySpot
+                # and the table, not failed.
+                moved = [e for e in first.values() if e["reason"] != SPOT_INTERRUPTED]
                 reasons = sorted({str(e.get("reason")) for e in moved})
                 cause = (
                     f"gpulab:labs.{name}.expireAfter (expiry ignores disruption budgets)"
                     if {r.lower() for r in reasons} == {EXPIRED}
                     else f"{key} (its disruption budget windows should hold every node from the warm-up to the end)"
                 )
+                if not moved:
+                    continue
                 lines.append(
-                    f"rehearsal: {cause}: {what} had {c['disruptedDuringClass']} learner pod(s) moved before its end "
+                    f"rehearsal: {cause}: {what} had {len(moved)} learner pod(s) moved before its end "
                     f"at {end}: "
                     + ", ".join(f"{e['pod']} from {e['node']} at {e['at']} ({e['reason']})" for e in moved)
                 )
@@ -154,6 +159,7 @@ CLASS_COLUMNS: tuple[Column[ClassRow], ...] = (
     Column("ready at start", lambda row: f"{row[1]['readyAtStart']} of {row[1]['warmSeats']}", numeric=True),
     Column("learners", lambda row: str(row[1]["learnersArrived"]), numeric=True),
     Column("disrupted", lambda row: str(row[1]["disruptedDuringClass"]), numeric=True),
+    Column("moved by spot", lambda row: str(row[1]["disruptedBySpot"]), numeric=True),
     Column("p95 wait to ready s", lambda row: _seconds(row[1]["waitToReadySeconds"]["p95"]), numeric=True),
     Column("nodes after", lambda row: str(row[1]["nodesAfterEnd"]), numeric=True),
 )
@@ -205,9 +211,23 @@ def table(rehearsal: Mapping[str, Any] | None, shown: set[str] | None = None) ->
             f"{rehearsal.get('karpenter', 'n/a')}; each class at its first occurrence, docs/rehearsal.md):"
         ),
         "",
+        *_spot(rehearsal.get("spot")),
         *([*markdown(CLASS_COLUMNS, classes), ""] if classes else []),
         *([*markdown(TRICKLE_COLUMNS, trickles), ""] if trickles else []),
         *markdown(LAB_COLUMNS, labs.items()),
+    ]
+
+
+def _spot(spot: Mapping[str, Any] | None) -> list[str]:
+    """The lines saying how the day played spot, where a lab allows it: the warnings and their rate, the price."""
+    if not spot or not spot["labs"]:
+        return []
+    warnings = sum(spot["warnings"].values())
+    return [
+        f"spot ({', '.join(spot['labs'])}): {warnings} interruption warning(s) of {spot['warningSeconds']:g} s at "
+        f"{spot['interruptionsPerNodeHour']:g} per spot node-hour ({FLAG}); spot nodes priced at "
+        f"{spot['pricedAs']}: {spot['priceSource']}",
+        "",
     ]
 
 

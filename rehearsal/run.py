@@ -53,6 +53,7 @@ try:
         day_chart,
         learner_pods,
         report,
+        spot,
         system_nodes,
         timings,
         twin,
@@ -270,10 +271,12 @@ class Learners:
 
     def observed(self, event: dict[str, Any]) -> dict[str, Any] | None:
         """The stepper's event as class_day reads it: a learner's podBound as `bound` and podReady (its notebook
-        running) as `ready`, naming the learner; another pod's (a Job's, say) is none of the class day's."""
+        running) as `ready`, naming the learner; another pod's (a Job's, say) is none of the class day's. A learner's
+        pod disrupted names the learner too."""
         what = {"podBound": "bound", "podReady": "ready"}.get(event["what"])
         if what is None:
-            return event
+            learner = self.pods.get((event["lab"], event.get("pod", "")))
+            return event | {"learner": learner} if event["what"] == "disrupted" and learner else event
         learner = self.pods.get((event["lab"], event["pod"]))
         if learner is None:
             return None
@@ -324,15 +327,17 @@ def play_day(
     region: str,
     schedulers: Callable[[], Collection[str]],
     given: Overrides | None = None,
+    spot_rate: float = 0.0,
 ) -> dict[str, Any]:
     """Every lab's class day (rehearsal/class_day.py timeline) on one Karpenter on the twin's simulated clock, from the
     day's first step to the last lab's day_end: at each instant, in the timeline's order, learners' pods are made and
     deleted; then the clock runs to the next. The CronJob controller runs on the same clock, and each Job it makes is
     run where the stepper stops for it (CronJobRuns); a warm-up or release step of the timeline is the time the class
     needs it (cron_jobs.missed holds the controller to it). Nodes boot and learners' images are pulled as the timing
-    table says, with `given` (the command line's --timing) over each lab's timings (rehearsal/timings.py). `schedulers`
-    names the schedulers the twin runs (Learners). Returns rehearsal.json's jobs, cronJobs, cronJobsMissed, the learner
-    pods refused, labs, karpenter, shortenedTimers, unscheduled, unsettled, stepWall, timings and images."""
+    table says, with `given` (the command line's --timing) over each lab's timings (rehearsal/timings.py); EC2 warns
+    spot nodes at `spot_rate` per spot node-hour (rehearsal/spot.py). `schedulers` names the schedulers the twin runs
+    (Learners). Returns rehearsal.json's jobs, cronJobs, cronJobsMissed, the learner pods refused, labs, karpenter,
+    shortenedTimers, spot, unscheduled, unsettled, stepWall, timings and images."""
     days = class_day.timeline(stack, today)
     steps = sorted(
         (s for lab_steps in days.values() for s in lab_steps),
@@ -372,7 +377,9 @@ def play_day(
     start = class_day.moment(steps[0]["at"])
     with (
         cronjob_controller_process.running(plane, start) as controller,
-        karpenter_twin.running(plane, render_dir, region, start, boot=boot, cron_jobs=controller.address) as karpenter,
+        karpenter_twin.running(
+            plane, render_dir, region, start, boot=boot, cron_jobs=controller.address, spot_rate=spot_rate
+        ) as karpenter,
     ):
         karpenter.on_jobs = runs.run
         for at, group in itertools.groupby(steps, key=lambda s: class_day.moment(s["at"])):
@@ -385,17 +392,19 @@ def play_day(
             kind = "+".join(dict.fromkeys(step["what"] for step in actions))
             record(karpenter.at(at, act), kind)
         record(karpenter.advance(max(ends)), "dayEnd")
-        version, timers = karpenter.version, karpenter.timers
+        version, timers, stepper_spot = karpenter.version, karpenter.timers, karpenter.spot
+    labs = {
+        n: class_day.lab_section(n, stack.labs[n], s, observed, stack.labs[n].least_warmup_seconds(n, given))
+        for n, s in days.items()
+        if s
+    }
     return {
         **runs.played(max(ends)),
         "refused": refused,
         "karpenter": version,
-        "labs": {
-            n: class_day.lab_section(n, stack.labs[n], s, observed, stack.labs[n].least_warmup_seconds(n, given))
-            for n, s in days.items()
-            if s
-        },
+        "labs": labs,
         "shortenedTimers": timers,
+        "spot": spot.section(stack, stepper_spot, labs),
         "unscheduled": learners.not_scheduled(),
         "substitutions": [HOME_VOLUMES] if learners.left_out_claims else [],
         "unsettled": unsettled,
@@ -418,11 +427,13 @@ def rehearse(
     region: str,
     day: bool = True,
     given: Overrides | None = None,
+    spot_rate: float = 0.0,
 ) -> dict[str, Any]:
     """Plays the render of a stack with these settings on a fresh twin and returns rehearsal.json's content; the
     classes that repeat all year are played from their first day at or after `today`, Karpenter's instance types
     and prices those of `region`, nodes' boots and image pulls as the timing table says with `given` over the labs'
-    timings (the command line's --timing). With `day` false, the classes' CronJobs run one after the other and no
+    timings (the command line's --timing), spot nodes warned at `spot_rate` per spot node-hour (the command line's
+    --spot-interruptions-per-node-hour). With `day` false, the classes' CronJobs run one after the other and no
     class day is played (no `labs`): what the API server refuses and RBAC denies is the same, in seconds, not
     minutes."""
     started = time.monotonic()
@@ -442,7 +453,7 @@ def rehearse(
         # The longest part (27 s of silence for staging at a load of 27, issue 50): a line redrawn on a terminal.
         with Progress("rehearsal: the class day on the twin" if day else "rehearsal: the class CronJobs on the twin"):
             played = (
-                play_day(plane, render_dir, stack, today, region, schedulers, given)
+                play_day(plane, render_dir, stack, today, region, schedulers, given, spot_rate)
                 if day
                 else {**play_cron_jobs(plane, stack, today), "refused": []}
             )
@@ -517,10 +528,17 @@ def main(argv: list[str] | None = None) -> int:
         help="a timing of every lab instead of its timings and gpulab's table (docs/rehearsal.md, What the clock "
         "models), e.g. learnerImageGb=6 or devicePlugin=90s; repeat for several",
     )
+    parser.add_argument(
+        spot.FLAG,
+        metavar="RATE",
+        help="EC2's spot interruption warnings per hour a spot node runs, read by Karpenter's interruption controller; "
+        "0 (none) unless set (docs/rehearsal.md, Spot interruptions)",
+    )
     args = parser.parse_args(argv)
     try:
         given = timings.command_line(args.timing)
-    except timings.BadTiming as error:
+        spot_rate = spot.rate(args.spot_interruptions_per_node_hour)
+    except (timings.BadTiming, spot.BadRate) as error:
         print(f"gpulab: {error}", file=sys.stderr)
         return 2
     program.collect_rarely()
@@ -532,7 +550,9 @@ def main(argv: list[str] | None = None) -> int:
         twins.build(run.stack.settings.cluster.kubernetes_version)
         render_stack(run, args.out / RENDER)
         today = utc.today()
-        rehearsal = rehearse(args.out / RENDER, run.stack.settings, today, run.stack.region, given=given)
+        rehearsal = rehearse(
+            args.out / RENDER, run.stack.settings, today, run.stack.region, given=given, spot_rate=spot_rate
+        )
     except domain.stack.ConfigError as error:
         print("\n".join(error.lines), file=sys.stderr)
         return 2

@@ -13,7 +13,7 @@ from kubespawner.slugs import safe_slug  # type: ignore[import-untyped]
 import domain.stack
 from domain.cost.lab_cost import usd
 from domain.cost.price_book import LIST
-from rehearsal import class_day, report
+from rehearsal import class_day, report, spot
 from rehearsal import run as rehearse
 from tests.conftest import as_cli_config, stack_values
 from tests.support import tables
@@ -211,6 +211,7 @@ def test_a_day_whose_learners_all_bind_on_warm_nodes() -> None:
         "coldWaitToReadySeconds": {"p50": 1.0, "p95": 120.0, "max": 120.0},
         "neverSeated": [],
         "disruptedDuringClass": 0,
+        "disruptedBySpot": 0,
         "nodesAfterEnd": 0,  # both gone by 10:15, consolidateAfter 10m + 5m after the end
     }
     assert second["readyAtStart"] == 6 and second["waitToReadySeconds"] == {"p50": 0.0, "p95": 0.0, "max": 0.0}
@@ -295,6 +296,28 @@ def test_a_learner_moved_mid_class_fails_unbound_ones_wait() -> None:
     assert line.startswith("rehearsal: gpulab:labs.two.expireAfter (expiry ignores disruption budgets)")
 
 
+def test_learners_moved_by_a_spot_interruption_are_counted_not_failed() -> None:
+    """A spot warning for n2 at 09:20 has Karpenter drain two-4 and two-5 off it (reason spot_interrupted,
+    rehearsal/spot.py): the class counts them in disruptedBySpot and its table, and no line fails it; an Underutilized
+    move beside them still does, naming only that pod."""
+
+    def by_spot(learner: str) -> dict[str, Any]:
+        return _disrupted("09:20:00", learner, "n2", spot.SPOT_INTERRUPTED) | {"learner": learner}
+
+    warning = {"at": "2027-01-04T09:20:00Z", "what": "spotWarning", "lab": "two", "node": "n2"}
+    moved = [*WARM_AND_FIVE, warning | {"instanceType": "g4dn.xlarge"}, by_spot("two-4"), by_spot("two-5")]
+    section = _section([*moved, *AFTER])
+    first = section["classes"][0]
+    assert (first["disruptedBySpot"], first["disruptedDuringClass"]) == (2, 2)
+    assert not [line for line in report.problems({"two": section}) if "moved" in line]
+    row = next(line for line in report.table(_rehearsal({"two": section})) if line.startswith("| two | classes[0]"))
+    assert [cell.strip() for cell in row.strip("|").split("|")][5:7] == ["2", "2"]  # disrupted, moved by spot
+    budgeted = _section([*moved, _disrupted("09:45:00", "two-2", "n1"), *AFTER])
+    (line,) = [line for line in report.problems({"two": budgeted}) if "moved" in line]
+    assert "had 1 learner pod(s) moved" in line
+    assert line.endswith(": two-2 from n1 at 2027-01-04T09:45:00Z (Underutilized)"), line
+
+
 def test_a_pod_disrupted_twice_is_named_once_as_counted() -> None:
     twice = [*WARM_AND_FIVE, _disrupted("09:40:00", "two-4", "n2"), _disrupted("09:41:00", "two-4", "n2"), *AFTER]
     section = _section(twice)
@@ -373,8 +396,8 @@ def test_tables_show_seats_disruptions_waits_cost_and_bound() -> None:
     none = class_day.lab_section("none", SETTINGS.labs["none"], DAY["none"], [], LEAST)
     lines = report.table(_rehearsal({"two": _section(ALL_WARM), "none": none}))
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines if line.startswith("| two")]
-    assert rows[0] == ["two", "classes[0]", "2027-01-04T09:00:00Z", "4 of 4", "6", "0", "120", "0"]
-    assert rows[1] == ["two", "classes[1]", "2027-01-04T14:00:00Z", "6 of 6", "6", "0", "0", "0"]
+    assert rows[0] == ["two", "classes[0]", "2027-01-04T09:00:00Z", "4 of 4", "6", "0", "0", "120", "0"]
+    assert rows[1] == ["two", "classes[1]", "2027-01-04T14:00:00Z", "6 of 6", "6", "0", "0", "0", "0"]
     assert rows[2] == ["two", "8.3167", "6", "4.3746", "3.1560"]
     # "none": one g6.xlarge (2 seats) for the 5 minutes any learner is there; no node launched in this log
     (none_row,) = [tables.cells(line) for line in lines if tables.cells(line)[:2] == ["none", "0"]]

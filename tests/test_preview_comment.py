@@ -493,6 +493,7 @@ def rehearsed(lab_name: str = "intro") -> dict:
     events = [{"at": at, "what": what, "lab": lab_name, "class": 0, "learner": None} for at, what in moments]
     one = {"index": 0, "warmSeats": 12, "warmAtStart": 11, "learnersArrived": 12, "boundWithoutNewNode": 11}
     one |= {"waitSeconds": {"p50": 1.0, "p95": 42.5, "max": 50.0}, "disruptedDuringClass": 1, "nodesAfterEnd": 0}
+    one |= {"disruptedBySpot": 0}
     one |= {"readyAtStart": 10, "waitToReadySeconds": {"p50": 1.0, "p95": 242.5, "max": 250.0}}
     day = {"events": events, "classes": [one], "nodeHours": 5.25, "lowerBoundNodeHours": 4.0, "cost": 2.7615}
     day |= {"lowerBoundCost": 2.104}
@@ -509,6 +510,7 @@ def test_the_comment_shows_rehearsed_classes_and_cost_vs_bound(staging_render):
         "ready at start": "10 of 12",
         "learners": "12",
         "disrupted": "1",
+        "moved by spot": "0",
         "p95 wait to ready s": "242.5",
         "nodes after": "0",
     }

@@ -44,6 +44,7 @@ REHEARSAL = {
                     "readyAtStart": 1,
                     "learnersArrived": 3,
                     "disruptedDuringClass": 0,
+                    "disruptedBySpot": 0,
                     "waitToReadySeconds": {"p50": 180, "p95": 300, "max": 300},
                     "nodesAfterEnd": 0,
                 }

@@ -38,8 +38,12 @@ type AWS struct {
 	InstanceTypes *instancetype.DefaultProvider // undecorated: the provider's own offerings and prices
 	CloudProvider *awscloudprovider.CloudProvider
 	Launch        *Launch
-	kube          client.Client
-	mu            sync.Mutex
+	// The offerings the provider leaves out for a while (an insufficient-capacity launch, a spot interruption: the
+	// interruption controller marks them, pkg/controllers/interruption/utils.go) and its capacity reservations.
+	Unavailable  *awscache.UnavailableOfferings
+	Reservations capacityreservation.Provider
+	kube         client.Client
+	mu           sync.Mutex
 	// Each EC2NodeClass's instance types as the provider lists them, undecorated: the price a node is billed at.
 	listed map[string][]*cloudprovider.InstanceType
 }
@@ -62,11 +66,12 @@ func NewAWS(ctx context.Context, kube client.Client, clk clock.Clock, rows map[s
 		cache.New(awscache.CapacityReservationAvailabilityTTL, awscache.DefaultCleanupInterval))
 	placementGroups := placementgroup.NewProvider(ec2api, cache.New(awscache.DefaultTTL, awscache.DefaultCleanupInterval),
 		cache.New(awscache.PlacementGroupAvailabilityTTL, awscache.DefaultCleanupInterval))
+	unavailable := awscache.NewUnavailableOfferings()
 	instanceTypes := instancetype.NewDefaultProvider(
 		cache.New(awscache.InstanceTypesZonesAndOfferingsTTL, awscache.DefaultCleanupInterval),
 		cache.New(awscache.InstanceTypesZonesAndOfferingsTTL, awscache.DefaultCleanupInterval),
 		cache.New(awscache.DiscoveredCapacityCacheTTL, awscache.DefaultCleanupInterval),
-		ec2api, nil, prices, reservations, placementGroups, awscache.NewUnavailableOfferings(), instancetype.NewDefaultResolver(region),
+		ec2api, nil, prices, reservations, placementGroups, unavailable, instancetype.NewDefaultResolver(region),
 		arczonalshift.NewNoopProvider(), kube,
 	)
 	if err := instanceTypes.UpdateInstanceTypes(ctx); err != nil {
@@ -77,8 +82,8 @@ func NewAWS(ctx context.Context, kube client.Client, clk clock.Clock, rows map[s
 	}
 	launch := NewLaunch(clk)
 	provider := awscloudprovider.New(instanceTypes, launch, recorder, kube, nil, nil, reservations, placementGroups, store, nil)
-	return &AWS{EC2: ec2api, Prices: prices, InstanceTypes: instanceTypes, CloudProvider: provider, Launch: launch, kube: kube,
-		listed: map[string][]*cloudprovider.InstanceType{}}, nil
+	return &AWS{EC2: ec2api, Prices: prices, InstanceTypes: instanceTypes, CloudProvider: provider, Launch: launch,
+		Unavailable: unavailable, Reservations: reservations, kube: kube, listed: map[string][]*cloudprovider.InstanceType{}}, nil
 }
 
 // Price is what a launched node costs an hour: its offering's price as the AWS provider lists it (the pricing

@@ -21,9 +21,15 @@ import (
 // window (pkg/apis/v1/nodepool.go Budget.IsActive: cron.ParseStandard in UTC, active for its duration), the end
 // of a drain's shortest time, the registration timeout of a NodeClaim whose Node has not registered
 // (nodeclaim/lifecycle/liveness.go), each step of a node's boot and each pod's start once its image is there
-// (boot.go, kubelet.go), and a CronJob's next schedule time (cronjobs.go).
+// (boot.go, kubelet.go), a CronJob's next schedule time (cronjobs.go), and a spot warning, its instance's reclaim and
+// the end of the offering's mark (spot.go).
 func (s *stepper) nextDue(now time.Time) (time.Time, bool, error) {
 	due := append(s.boots.next(), s.kubelet.next()...)
+	spot, err := s.spot.next(s.ctx)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	due = append(due, spot...)
 	pools := &karpv1.NodePoolList{}
 	if err := s.reader.List(s.ctx, pools); err != nil {
 		return time.Time{}, false, err

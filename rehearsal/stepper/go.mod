@@ -3,6 +3,8 @@ module github.com/gpulab/rehearsal/stepper
 go 1.26.6
 
 require (
+	github.com/aws/aws-sdk-go-v2/service/ec2 v1.311.0
+	github.com/aws/aws-sdk-go-v2/service/sqs v1.44.2
 	github.com/aws/karpenter-provider-aws v1.14.1
 	github.com/awslabs/operatorpkg v0.0.0-20260708223819-4da4c353c5fa
 	github.com/gpulab/planner v0.0.0
@@ -25,14 +27,12 @@ require (
 	github.com/aws/aws-sdk-go-v2/internal/configsources v1.4.30 // indirect
 	github.com/aws/aws-sdk-go-v2/internal/endpoints/v2 v2.7.30 // indirect
 	github.com/aws/aws-sdk-go-v2/service/arczonalshift v1.23.7 // indirect
-	github.com/aws/aws-sdk-go-v2/service/ec2 v1.311.0 // indirect
 	github.com/aws/aws-sdk-go-v2/service/eks v1.88.1 // indirect
 	github.com/aws/aws-sdk-go-v2/service/iam v1.54.7 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/accept-encoding v1.13.13 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/endpoint-discovery v1.12.7 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/presigned-url v1.13.30 // indirect
 	github.com/aws/aws-sdk-go-v2/service/pricing v1.42.9 // indirect
-	github.com/aws/aws-sdk-go-v2/service/sqs v1.44.2 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssm v1.69.5 // indirect
 	github.com/aws/aws-sdk-go-v2/service/timestreamwrite v1.36.2 // indirect
 	github.com/aws/smithy-go v1.27.3 // indirect

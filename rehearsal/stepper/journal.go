@@ -46,11 +46,13 @@ type journal struct {
 	// The pods noted as disrupted: a pod is disrupted once, though Karpenter may evict it again while it terminates
 	// (its eviction queue retries until the pod is gone) or delete it after evicting it.
 	disruptedPods map[types.UID]bool
+	// The NodeClaims the interruption controller deleted, with the kind of its message (spot.go).
+	interruptions map[types.UID]string
 }
 
 func newJournal(clk *simClock) *journal {
 	return &journal{clock: clk, createdAt: map[types.UID]time.Time{}, removedAt: map[types.UID]time.Time{}, labs: map[string]string{},
-		disruptedPods: map[types.UID]bool{}}
+		disruptedPods: map[types.UID]bool{}, interruptions: map[types.UID]string{}}
 }
 
 func (j *journal) add(e event) {
@@ -113,10 +115,25 @@ func (j *journal) created(uid types.UID) (time.Time, bool) {
 	return t, ok
 }
 
-// reasonOf is why Karpenter deleted a NodeClaim: its disruption reason (Empty, Underutilized, Drifted; the orchestration
-// queue sets it, pkg/controllers/disruption/queue.go), expired when its expireAfter has passed (the expiration
-// controller deletes it without one), else terminated.
+// interrupted notes that the interruption controller deleted the NodeClaim on a message of this kind.
+func (j *journal) interrupted(uid types.UID, kind string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.interruptions[uid] = kind
+}
+
+// reasonOf is why Karpenter deleted a NodeClaim: the kind of the message its interruption controller deleted it on
+// (spot_interrupted, as the controller counts it in karpenter_nodeclaims_disrupted_total: aws/karpenter-provider-aws
+// v1.14.1 pkg/controllers/interruption/utils.go deleteNodeClaim), its disruption reason (Empty, Underutilized,
+// Drifted; the orchestration queue sets it, pkg/controllers/disruption/queue.go), expired when its expireAfter has
+// passed (the expiration controller deletes it without one), else terminated.
 func (j *journal) reasonOf(nodeClaim *karpv1.NodeClaim) string {
+	j.mu.Lock()
+	kind, interrupted := j.interruptions[nodeClaim.UID]
+	j.mu.Unlock()
+	if interrupted {
+		return kind
+	}
 	if cond := nodeClaim.StatusConditions().Get(karpv1.ConditionTypeDisruptionReason); cond.IsTrue() {
 		return cond.Reason
 	}

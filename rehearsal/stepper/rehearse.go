@@ -6,15 +6,17 @@ package main
 // a driver steps with one JSON line at a time (rehearsal/karpenter.py; docs/developers/rehearsal.md, "Karpenter on a
 // clock").
 //
-//	stepper -kubeconfig <file> -region <aws region> -start <RFC3339> [-cronjobs <address>] <render dir>
+//	stepper -kubeconfig <file> -region <aws region> -start <RFC3339> [-cronjobs <address>]
+//	        [-spot-interruptions-per-node-hour <rate>] <render dir>
 //
-// It answers a first line {"ready": true, "now": ..., "karpenter": ..., "shortenedTimers": [...]}, then, for each
-// {"advance": "<RFC3339>"} line, moves the clock there, runs the controllers until they have settled and answers
-// {"now": ..., "events": [...], "nodes": [...], "wall": {...}} (with "unsettled" when they did not within stepLimit;
-// "wall" is where the step's wall-clock time went). With -cronjobs, the address of the CronJob controller's process
-// (rehearsal/controlplane/cronjob-controller), the clock also stops where a CronJob falls due, and a step that the
-// controller made Jobs in ends there, before its time, with "jobs": [...] (cronjobs.go firedJob) for the driver to
-// run; the driver then asks for the same time again. A line it cannot take is answered {"error": "..."}.
+// It answers a first line {"ready": true, "now": ..., "karpenter": ..., "shortenedTimers": [...], "spot": {...}}
+// (spot.go record), then, for each {"advance": "<RFC3339>"} line, moves the clock there, runs the controllers until
+// they have settled and answers {"now": ..., "events": [...], "nodes": [...], "wall": {...}} (with "unsettled" when
+// they did not within stepLimit; "wall" is where the step's wall-clock time went). With -cronjobs, the address of the
+// CronJob controller's process (rehearsal/controlplane/cronjob-controller), the clock also stops where a CronJob falls
+// due, and a step that the controller made Jobs in ends there, before its time, with "jobs": [...] (cronjobs.go
+// firedJob) for the driver to run; the driver then asks for the same time again. A line it cannot take is answered
+// {"error": "..."}.
 
 import (
 	"bufio"
@@ -23,6 +25,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -58,6 +61,7 @@ import (
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	nodeclasshash "github.com/aws/karpenter-provider-aws/pkg/controllers/nodeclass/hash"
+	awsutils "github.com/aws/karpenter-provider-aws/pkg/utils"
 	autoscalingv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	cloudmetrics "sigs.k8s.io/karpenter/pkg/cloudprovider/metrics"
@@ -101,7 +105,7 @@ type shortenedTimer struct {
 }
 
 // shorten sets Karpenter's options as the rehearsal runs them and says which timers that changes.
-func shorten(ctx context.Context) []shortenedTimer {
+func shorten(ctx context.Context, interrupting bool) []shortenedTimer {
 	opts := coreoptions.FromContext(ctx)
 	timers := []shortenedTimer{
 		{"the provisioner's batch window, idle (BATCH_IDLE_DURATION, wall clock)", "sigs.k8s.io/karpenter pkg/controllers/provisioning/batcher.go",
@@ -126,6 +130,14 @@ func shorten(ctx context.Context) []shortenedTimer {
 			"sigs.k8s.io/karpenter pkg/controllers/node/termination/controller.go (awaitDrain)",
 			"1s", "the Node of every terminating NodeClaim is annotated after each move of the clock, so it reconciles at once"},
 	}
+	if interrupting {
+		timers = append(timers, shortenedTimer{"the interruption controller's reading of its queue (SQS long poll of up to 20 s, again at once after each answer)",
+			"github.com/aws/karpenter-provider-aws pkg/controllers/interruption/controller.go, pkg/providers/sqs/sqs.go",
+			"20s", "run by the stepper at the simulated time each spot warning is queued (spot.go)"})
+		timers = append(timers, shortenedTimer{"the mark of a spot offering as unavailable after its interruption (UnavailableOfferingsTTL, a go-cache on the wall clock)",
+			"github.com/aws/karpenter-provider-aws pkg/cache/cache.go, pkg/cache/unavailableofferings.go",
+			"3m wall clock", "3m of the simulated clock (the stepper deletes the mark then; the wall clock's would end it too, after 3 wall minutes)"})
+	}
 	opts.BatchIdleDuration, opts.BatchMaxDuration = rehearsalBatchIdle, rehearsalBatchMax
 	// One controller, no leader election; Karpenter's metrics controllers observe only.
 	opts.DisableLeaderElection = true
@@ -140,11 +152,15 @@ func rehearse(args []string) error {
 	startAt := fs.String("start", "", "the simulated clock's first time, RFC3339")
 	timingsFile := fs.String("timings", "", "the labs' node boot and image times (boot.go); without it, nodes register at their launch")
 	cronJobs := fs.String("cronjobs", "", "the address of the CronJob controller's process on the simulated clock, if it runs")
+	spotRate := fs.Float64("spot-interruptions-per-node-hour", 0, "EC2's spot interruption warnings per hour a spot instance runs (spot.go); 0: none")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 || *kubeconfig == "" || *region == "" || *startAt == "" {
 		return errors.New("usage: stepper -kubeconfig <file> -region <aws region> -start <RFC3339> [-timings <file>] <render dir>")
+	}
+	if math.IsNaN(*spotRate) || math.IsInf(*spotRate, 0) || *spotRate < 0 {
+		return fmt.Errorf("-spot-interruptions-per-node-hour: must be a number at least 0, got %v", *spotRate)
 	}
 	start, err := time.Parse(time.RFC3339, *startAt)
 	if err != nil {
@@ -169,14 +185,14 @@ func rehearse(args []string) error {
 	// The client's rate limits as Karpenter's operator sets them (pkg/operator/operator.go; KUBE_CLIENT_QPS 200,
 	// KUBE_CLIENT_BURST 300), not client-go's default of 5 per second.
 	config.QPS, config.Burst = float32(coreoptions.FromContext(ctx).KubeClientQPS), coreoptions.FromContext(ctx).KubeClientBurst
-	timers := shorten(ctx)
+	timers := shorten(ctx, *spotRate > 0)
 	// The controllers' logs go to stderr; stdout is the driver's.
 	logger := zap.New(zap.WriteTo(os.Stderr))
 	log.SetLogger(logger)
 	klog.SetLogger(logger)
 	ctx, cancel := context.WithCancel(log.IntoContext(ctx, logger))
 	defer cancel()
-	s, err := newStepper(ctx, config, r, *region, newSimClock(start), bootTimes)
+	s, err := newStepper(ctx, config, r, *region, newSimClock(start), bootTimes, *spotRate)
 	if err != nil {
 		return err
 	}
@@ -192,7 +208,8 @@ func rehearse(args []string) error {
 		return err
 	}
 	out := json.NewEncoder(os.Stdout)
-	if err := out.Encode(map[string]any{"ready": true, "now": s.now(), "karpenter": karpenter.ProviderVersion(), "shortenedTimers": timers}); err != nil {
+	if err := out.Encode(map[string]any{"ready": true, "now": s.now(), "karpenter": karpenter.ProviderVersion(), "shortenedTimers": timers,
+		"spot": s.spot.record()}); err != nil {
 		return err
 	}
 	lines := make(chan string)
@@ -239,7 +256,8 @@ type stepper struct {
 	cronJobs   *cronJobController                        // the CronJob controller's process, if it runs (cronjobs.go)
 	fired      []firedJob                                // the Jobs it made that the step under way hands to the driver
 	recorder   events.Recorder
-	nudged     time.Time // when the stepper last nudged a terminating node (termination.go), wall clock
+	spot       *spotInterruptions // EC2's spot interruption warnings and Karpenter's interruption controller (spot.go)
+	nudged     time.Time          // when the stepper last nudged a terminating node (termination.go), wall clock
 	nudges     int
 }
 
@@ -256,7 +274,7 @@ type stepWall struct {
 	ClockMoves        int                `json:"clockMoves"`
 }
 
-func newStepper(ctx context.Context, config *rest.Config, r *render.Render, region string, clk *simClock, t *timings) (*stepper, error) {
+func newStepper(ctx context.Context, config *rest.Config, r *render.Render, region string, clk *simClock, t *timings, spotRate float64) (*stepper, error) {
 	mgr, err := controllerruntime.NewManager(config, controllerruntime.Options{
 		Scheme:                 scheme.Scheme,
 		Logger:                 log.FromContext(ctx),
@@ -292,6 +310,7 @@ func newStepper(ctx context.Context, config *rest.Config, r *render.Render, regi
 	// cmd/controller/main.go's stack of cloud providers, with the node-making launch at its bottom.
 	maker := &nodeMaker{CloudProvider: aws.CloudProvider, aws: aws, writer: writer, render: r, journal: s.journal, clock: clk, boots: s.boots}
 	s.register = maker.register
+	s.spot = newSpotInterruptions(spotRate, region, clk.Now(), aws, mgr.GetClient(), kube, s.journal, maker, recorder)
 	undecorated := cloudmetrics.Decorate(maker)
 	provider := overlay.Decorate(undecorated, kube, store)
 	s.cluster = state.NewCluster(clk, kube, provider)
@@ -336,6 +355,9 @@ func indexFields(ctx context.Context, mgr manager.Manager) error {
 		{&corev1.Node{}, "spec.providerID", func(o client.Object) string { return o.(*corev1.Node).Spec.ProviderID }},
 		{&storagev1.VolumeAttachment{}, "spec.nodeName", func(o client.Object) string { return o.(*storagev1.VolumeAttachment).Spec.NodeName }},
 		{&karpv1.NodeClaim{}, "status.providerID", func(o client.Object) string { return o.(*karpv1.NodeClaim).Status.ProviderID }},
+		// The AWS provider's own (pkg/operator/operator.go SetupIndexers), which its interruption controller lists by.
+		{&karpv1.NodeClaim{}, "status.instanceID", func(o client.Object) string { return instanceID(o.(*karpv1.NodeClaim).Status.ProviderID) }},
+		{&corev1.Node{}, "spec.instanceID", func(o client.Object) string { return instanceID(o.(*corev1.Node).Spec.ProviderID) }},
 		{&karpv1.NodeClaim{}, "spec.nodeClassRef.group", func(o client.Object) string { return o.(*karpv1.NodeClaim).Spec.NodeClassRef.Group }},
 		{&karpv1.NodeClaim{}, "spec.nodeClassRef.kind", func(o client.Object) string { return o.(*karpv1.NodeClaim).Spec.NodeClassRef.Kind }},
 		{&karpv1.NodeClaim{}, "spec.nodeClassRef.name", func(o client.Object) string { return o.(*karpv1.NodeClaim).Spec.NodeClassRef.Name }},
@@ -349,6 +371,16 @@ func indexFields(ctx context.Context, mgr manager.Manager) error {
 		}
 	}
 	return nil
+}
+
+// instanceID is the EC2 instance ID of a providerID as the AWS provider parses it (pkg/utils ParseInstanceID), "" for
+// none.
+func instanceID(providerID string) string {
+	id, err := awsutils.ParseInstanceID(providerID)
+	if err != nil {
+		return ""
+	}
+	return id
 }
 
 // watch notes the time of every change the caches see, and each pod kube-scheduler binds (a podBound event).
@@ -469,6 +501,9 @@ func (s *stepper) advance(t time.Time) string {
 		if !next.After(s.clock.Now()) {
 			return ""
 		}
+		if err := s.spot.countDown(s.ctx, next); err != nil {
+			return err.Error()
+		}
 		s.clock.SetTime(next)
 		s.wall.ClockMoves++
 		advertised, err := s.boots.due(s.ctx, next, s.register)
@@ -479,6 +514,9 @@ func (s *stepper) advance(t time.Time) string {
 			s.touchBuffers()
 		}
 		if err := s.kubelet.startDue(s.ctx, next); err != nil {
+			return err.Error()
+		}
+		if err := s.spot.due(s.ctx, next); err != nil {
 			return err.Error()
 		}
 		s.touch()

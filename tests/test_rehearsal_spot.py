@@ -1,0 +1,123 @@
+"""Spot interruptions on the rehearsal's clock (rehearsal/stepper/spot.go, rehearsal/spot.py): at a rate set on the
+command line, EC2's two-minute warnings reach Karpenter's own interruption controller through a queue in memory, in
+the EventBridge shape it parses; the controller deletes each warned node's NodeClaim, Karpenter drains it and
+launches a replacement, and the learners it moved are counted per class (`disruptedBySpot`). At rate 0 there are
+none. Spot nodes are priced at on-demand, and rehearsal.json says so. Without the twin and its stepper (`make twin`)
+the rehearsals skip in one line.
+
+The stack: one lab of spot g4dn.xlarge (3 slices, up to 3 GPUs, 9 seats) with a class on Monday 4 January 2027 at
+09:00 for an hour, 6 seats warm; at 3 warnings per spot node-hour its nodes, a few node-hours in all, get several.
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import rehearsal.run
+from rehearsal import spot
+from tests.conftest import as_cli_config, run_config, stack_values
+from tests.support import twin_tests
+from tests.support.synthetic import lab
+
+TODAY = datetime.date(2027, 1, 4)
+LAB = "spotty"
+RATE = 3.0
+STACK = stack_values(
+    **{
+        "gpulab:labs": {
+            LAB: lab(
+                ["g4dn.xlarge"],
+                3,
+                max_gpus=3,
+                capacityTypes=["spot"],
+                learnerPod={"cpu": "250m", "memory": "1Gi"},
+                disruption={"budgets": [{"nodes": "100%"}]},
+                classes=[{"schedule": "0 9 * * mon", "duration": "1h", "warmSeats": 6, "warmup": "20m"}],
+            )
+        }
+    }
+)
+
+
+def _rehearsed(tmp_path: Path, rate: float) -> dict[str, Any]:
+    twin_tests.require_twin()
+    twin_tests.require_stepper()
+    run = run_config("spot", as_cli_config(STACK))
+    out = tmp_path / "render"
+    twin_tests.render_with_charts(run, out)
+    return rehearsal.run.rehearse(out, run.stack.settings, TODAY, run.stack.region, spot_rate=rate)
+
+
+@pytest.fixture(scope="module")
+def interrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _rehearsed(tmp_path_factory.mktemp("spot"), RATE)
+
+
+def _events(done: dict[str, Any], what: str) -> list[dict[str, Any]]:
+    return [e for e in done["labs"][LAB]["events"] if e["what"] == what]
+
+
+def test_each_warned_node_is_deleted_by_the_interruption_controller_within_the_warning(interrupted) -> None:
+    warnings = _events(interrupted, "spotWarning")
+    assert warnings, "no spot warning at 3 per spot node-hour"
+    assert interrupted["spot"]["warnings"] == {LAB: len(warnings)}
+    deleted = {e["node"]: e for e in _events(interrupted, "nodeDeleted")}
+    for warning in warnings:
+        gone = deleted.get(warning["node"])
+        assert gone is not None, f"warned node {warning['node']} never deleted"
+        # The reason only the interruption controller's deletion gives (rehearsal/stepper/spot.go interruptingClient).
+        assert gone["reason"] == spot.SPOT_INTERRUPTED, gone
+        took = datetime.datetime.fromisoformat(gone["at"]) - datetime.datetime.fromisoformat(warning["at"])
+        assert datetime.timedelta(0) <= took <= datetime.timedelta(minutes=2), (warning, gone)
+        assert warning["instanceType"] == "g4dn.xlarge"
+    assert {e["capacityType"] for e in _events(interrupted, "nodeLaunched")} == {"spot"}
+
+
+def test_the_learners_moved_by_an_interruption_are_counted_per_class(interrupted) -> None:
+    (c,) = interrupted["labs"][LAB]["classes"]
+    moved = {
+        e["learner"]
+        for e in _events(interrupted, "disrupted")
+        if e["reason"] == spot.SPOT_INTERRUPTED and e.get("learner")
+    }
+    assert c["disruptedBySpot"] == len(moved) > 0, (c, moved)
+    # A spot interruption is no broken promise of the stack: counted, not failed.
+    assert rehearsal.run.problems(interrupted) == [], rehearsal.run.problems(interrupted)
+
+
+def test_spot_nodes_are_priced_at_on_demand_and_say_so(interrupted) -> None:
+    record = interrupted["spot"]
+    assert record["interruptionsPerNodeHour"] == RATE
+    assert record["warningSeconds"] == 120
+    assert record["labs"] == [LAB]
+    assert record["pricedAs"] == "on-demand"
+    assert "pricing.go" in record["priceSource"]
+    # g4dn.xlarge's on-demand list price in the AWS provider's generated file (domain/cost/prices.py copies it).
+    from domain.cost.price_book import LIST
+
+    prices = {e["pricePerHour"] for e in _events(interrupted, "nodeLaunched")}
+    assert prices == {float(LIST.on_demand["g4dn.xlarge"])}
+
+
+def test_at_rate_zero_no_spot_node_is_interrupted(tmp_path: Path) -> None:
+    done = _rehearsed(tmp_path, 0.0)
+    assert _events(done, "spotWarning") == []
+    assert spot.SPOT_INTERRUPTED not in {e["reason"] for e in _events(done, "nodeDeleted")}
+    assert [c["disruptedBySpot"] for c in done["labs"][LAB]["classes"]] == [0]
+    assert done["spot"]["warnings"] == {LAB: 0}
+
+
+@pytest.mark.parametrize("given", ["-1", "nan", "inf", "often"])
+def test_a_bad_rate_is_refused_naming_the_flag(given, tmp_path, capsys) -> None:
+    status = rehearsal.run.main(["staging", "--out", str(tmp_path), spot.FLAG, given])
+    assert status == 2
+    assert capsys.readouterr().err.startswith(f"gpulab: {spot.FLAG}: must be a number")
+
+
+def test_without_the_flag_the_rate_is_zero() -> None:
+    assert spot.rate(None) == 0.0
+    assert spot.rate("0.25") == 0.25
