@@ -26,6 +26,7 @@ from components.lab_budgets import LabBudgets
 from components.learner_pod import PLACEHOLDER_IMAGE, learner_pod_spec
 from components.live_prices import Prices
 from components.metrics.exporters import Exporters
+from components.metrics.series import meter_output
 from components.metrics.store import Store
 from components.node_role import NodeRole
 from components.nvidia.device_plugin import DevicePlugin
@@ -73,6 +74,7 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
             [system_type, *(t for lab in settings.labs.values() for t in lab.instance_types)],
             [t for lab in settings.labs.values() if "spot" in lab.capacity_types for t in lab.instance_types],
             settings.cluster.private_subnet_ids,
+            meter=settings.metrics is not None,
         ).book
     cluster = Cluster("cluster", settings.cluster)
     node_role = NodeRole("karpenter-nodes", cluster_name=cluster.cluster_name)
@@ -180,7 +182,10 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
             }
             for name, lab in settings.labs.items()
         }
-        return costs, whole(labs_ceilings(costs)).as_output()
+        stack_figures = whole(labs_ceilings(costs)).as_output()
+        if settings.metrics:
+            stack_figures["meter"] = meter_output(settings.labs, prices, days)
+        return costs, stack_figures
 
     found = _at(book, figures)
     labs = {

@@ -13,9 +13,9 @@ from components.node_role import NodeRole
 from domain.stack.model import Cluster as ClusterConfig
 from domain.upstream.versions import (
     KUBE_PROXY_ADDON_VERSIONS,
-    NODE_MONITORING_AGENT_ADDON_VERSION,
-    POD_IDENTITY_AGENT_ADDON_VERSION,
-    VPC_CNI_ADDON_VERSION,
+    NODE_MONITORING_AGENT_ADDON_VERSIONS,
+    POD_IDENTITY_AGENT_ADDON_VERSIONS,
+    VPC_CNI_ADDON_VERSIONS,
 )
 
 CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
@@ -58,6 +58,8 @@ class Cluster(pulumi.ComponentResource):
             retention_in_days=config.log_retention_days,
             opts=child,
         )
+        # Each add-on at the build pinned for the cluster's Kubernetes version, so that a version change moves them too.
+        version = config.kubernetes_version
         cluster = eks.Cluster(
             f"{name}-eks",
             name=config.name,
@@ -74,11 +76,9 @@ class Cluster(pulumi.ComponentResource):
             # Pod Identity replaces IRSA for Karpenter, so no OIDC provider is needed.
             create_oidc_provider=False,
             # pulumi-eks installs both add-ons; pinned, their DaemonSets (and what they take of every node) stay put.
-            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(
-                version=KUBE_PROXY_ADDON_VERSIONS[config.kubernetes_version]
-            ),
+            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(version=KUBE_PROXY_ADDON_VERSIONS[version]),
             vpc_cni_options=eks.VpcCniOptionsArgs(
-                addon_version=VPC_CNI_ADDON_VERSION, configuration_values=VPC_CNI_CONFIGURATION
+                addon_version=VPC_CNI_ADDON_VERSIONS[version], configuration_values=VPC_CNI_CONFIGURATION
             ),
             **cluster_args(config),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[logs]),
@@ -95,7 +95,7 @@ class Cluster(pulumi.ComponentResource):
             f"{name}-pod-identity-agent",
             cluster_name=self.cluster_name,
             addon_name="eks-pod-identity-agent",
-            addon_version=POD_IDENTITY_AGENT_ADDON_VERSION,
+            addon_version=POD_IDENTITY_AGENT_ADDON_VERSIONS[version],
             opts=child,
         )
 
@@ -127,7 +127,7 @@ class Cluster(pulumi.ComponentResource):
             f"{name}-node-monitoring-agent",
             cluster_name=self.cluster_name,
             addon_name="eks-node-monitoring-agent",
-            addon_version=NODE_MONITORING_AGENT_ADDON_VERSION,
+            addon_version=NODE_MONITORING_AGENT_ADDON_VERSIONS[version],
             configuration_values=json.dumps({"dcgmAgent": {"tolerations": [GPU_TOLERATION]}}),
             opts=child,
         )

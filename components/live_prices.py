@@ -20,7 +20,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from domain.cost.price_book import PriceBook
+from domain.cost.price_book import MeterPrices, PriceBook
 from domain.time import utc
 
 # The Price List API's endpoint (AWS Price List API, "Endpoints": us-east-1, eu-central-1 and ap-south-1; the
@@ -41,6 +41,15 @@ _LINUX_ON_DEMAND = {
 # The spot price of Linux instances (EC2 DescribeSpotPriceHistory's product description).
 SPOT_PRODUCT = "Linux/UNIX"
 GET_PRODUCT = "aws:pricing/getProduct:getProduct"
+# Amazon Managed Service for Prometheus (offer AmazonPrometheus): its Price List usage types carry a prefix of the
+# region's. REPORTED, not read at AWS here: USE1-AMP:MetricSampleCount and USE1-AMP:MetricStorageByteHrs in us-east-1
+# (AWS's AmazonPrometheus offer file 20260911124459, as a third party extracted it:
+# patibandlavenkatamanideep/pharma-analytics-copilot infra/aws-staging/cost/prices-us-east-1.json, tiers in
+# "Metric Datapoints" and "GB-Mo"), EU-AMP:... in eu-west-1 (a 2021 design note in the search index, research for
+# issue 47 section 5.4). A region without a known prefix is not priced, and says so.
+AMP_SERVICE = "AmazonPrometheus"
+AMP_USAGE_PREFIX = {"us-east-1": "USE1", "eu-west-1": "EU"}
+AMP_SAMPLES, AMP_STORAGE = "AMP:MetricSampleCount", "AMP:MetricStorageByteHrs"
 GET_SPOT_PRICE = "aws:ec2/getSpotPrice:getSpotPrice"
 
 
@@ -58,6 +67,22 @@ def hourly_usd(product: str) -> float:
     return float(Decimal(dimension["pricePerUnit"]["USD"]))
 
 
+def amp_filters(usage: str, region: str) -> list[dict[str, str]] | None:
+    """The Price List API filters of one AmazonPrometheus usage in `region`; None where its prefix is not known."""
+    prefix = AMP_USAGE_PREFIX.get(region)
+    if prefix is None:
+        return None
+    return [{"field": "regionCode", "value": region}, {"field": "usagetype", "value": f"{prefix}-{usage}"}]
+
+
+def dearest_rate(product: str) -> str:
+    """The highest USD rate among a tiered Price List product's on-demand price dimensions: its first paid tier (the
+    tiers beyond it cost less per unit, the free tier nothing), so that every unit at it is an upper bound."""
+    terms = json.loads(product)["terms"]["OnDemand"]
+    rates = [Decimal(d["pricePerUnit"]["USD"]) for term in terms.values() for d in term["priceDimensions"].values()]
+    return str(max(rates).normalize())
+
+
 class Prices(pulumi.ComponentResource):
     """The price book of the stack's region: `book` resolves once every look-up has answered or failed."""
 
@@ -68,6 +93,7 @@ class Prices(pulumi.ComponentResource):
         instance_types: Sequence[str],
         spot_types: Sequence[str],
         subnet_ids: Sequence[str],
+        meter: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("gpulab:aws:Prices", name, None, opts)
@@ -85,6 +111,22 @@ class Prices(pulumi.ComponentResource):
             except Exception as error:  # the provider's refusal: no such product, or no permission
                 return str(error)
             return answer
+
+        async def amp() -> MeterPrices:
+            """The metrics workspace's rates per sample ingested and per GB-month stored, in the stack's region."""
+            rates: dict[str, str] = {}
+            missing: list[str] = []
+            on_pricing = pulumi.InvokeOptions(provider=pricing, parent=self)
+            for usage in (AMP_SAMPLES, AMP_STORAGE):
+                filters = amp_filters(usage, region)
+                if filters is None:
+                    return MeterPrices(None, None, f"no Price List usage type known here for {region}")
+                answer = await look_up(GET_PRODUCT, {"serviceCode": AMP_SERVICE, "filters": filters}, on_pricing)
+                if isinstance(answer, str):
+                    missing.append(f"{usage}: no price in {region} from the AWS Price List API ({answer})")
+                else:
+                    rates[usage] = dearest_rate(answer["result"])
+            return MeterPrices(rates.get(AMP_SAMPLES), rates.get(AMP_STORAGE), "; ".join(missing))
 
         async def book() -> PriceBook:
             on_demand: dict[str, float] = {}
@@ -117,6 +159,7 @@ class Prices(pulumi.ComponentResource):
                 on_demand=MappingProxyType(on_demand),
                 missing=MappingProxyType(missing),
                 spot=MappingProxyType({t: MappingProxyType(z) for t, z in spot.items()}),
+                meter=await amp() if meter else MeterPrices(None, None, "no gpulab:metrics"),
             )
 
         self.book: pulumi.Output[PriceBook] = pulumi.Output.from_input(book())  # type: ignore[arg-type]

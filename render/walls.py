@@ -34,14 +34,14 @@ from components.jupyterhub.hub import RELEASE
 from components.jupyterhub.walls import COREDNS_LABELS, COREDNS_NAMESPACE, DNS_PORT, NOT_INTERNET
 from components.karpenter import host_firewall
 from components.labels import GPU_TAINT
-from domain.upstream.node_listeners import HOST_NETWORK_DAEMONSETS, LISTENERS, Listener
-from domain.upstream.versions import VPC_CNI_ADDON_VERSION
+from domain.upstream.node_listeners import DCGM_PORT, DCGM_SERVER, HOST_NETWORK_DAEMONSETS, LISTENERS, Listener
+from domain.upstream.versions import builds, one_release
 from render import addons, harness
 from render import network_policy_agent as npa
 
 FILE = "walls.json"
 ENFORCED_BY = (
-    f"aws-network-policy-agent v1.3.1 (VPC CNI add-on {VPC_CNI_ADDON_VERSION}, VPC CNI v1.21.1), "
+    f"aws-network-policy-agent v1.3.1 (VPC CNI add-on {builds('vpc-cni')}, VPC CNI {one_release('vpc-cni')}), "
     "amazon-network-policy-controller-k8s v1.1.7 (run by EKS, its version not published), standard enforcing mode, "
     f"and the lab nodes' host firewall (nftables table {host_firewall.TABLE})"
 )
@@ -73,6 +73,7 @@ class Probe:
     backend: npa.Pod | None = None  # the pod behind a Service's ClusterIP
     backend_port: int | None = None
     node_local: bool = False  # an address of the learner's own node
+    listener: Listener | None = None  # the node service asked
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,8 @@ class Layout:
     coredns: npa.Pod
     services: Mapping[str, npa.Service]
     node_listeners: Mapping[str, tuple[Listener, ...]]  # lab -> what listens on its nodes
+    # (DaemonSet, node IP) -> its pod there, for those on the pod network: a host port's listener is also at its pod IP
+    daemon_pods: Mapping[tuple[str, str], npa.Pod]
     firewalled: Mapping[str, bool]  # lab -> its nodes' user data loads the host firewall
     vpc: ipaddress.IPv4Network
     api_endpoint: str
@@ -184,25 +187,28 @@ def layout(run: harness.Run, out: Path) -> Layout:
     # DaemonSets: every node for those that tolerate every taint, lab nodes for those that tolerate the GPU taint.
     daemonsets = [*addons.daemonsets(run), *(o for o in [*manifests, *others] if o["kind"] == "DaemonSet")]
     present: set[str] = set()
+    daemon_pods: dict[tuple[str, str], npa.Pod] = {}
     for o in daemonsets:
         template, name = o["spec"]["template"], o["metadata"]["name"]
         spec = dict(template["spec"])
         if name in HOST_NETWORK_DAEMONSETS:  # eks-addons.json keeps only placement and requests
             spec["hostNetwork"] = True
-        if name == "dcgm-server":
-            spec["containers"] = [{"ports": [{"containerPort": 5555, "hostPort": 5555}]}]
+        if name == DCGM_SERVER:
+            spec["containers"] = [{"ports": [{"containerPort": DCGM_PORT, "hostPort": DCGM_PORT}]}]
         if not _tolerates_gpu(spec):
             continue
         present.add(name)
         for lab_nodes in nodes.values():
             for i, node in enumerate(lab_nodes):
-                add(
+                pod = add(
                     f"{name}-{i}{node.rsplit('.', 1)[1]}",
                     o["metadata"].get("namespace") or "kube-system",
                     template["metadata"].get("labels") or {},
                     spec,
                     node,
                 )
+                if not pod.host_network:
+                    daemon_pods[(name, node)] = pod
     node_listeners = tuple(ln for ln in LISTENERS if ln.daemonset is None or ln.daemonset in present)
     node_listeners += tuple(_node_ports([*chart, *manifests, *others]))
     services: dict[str, npa.Service] = {
@@ -244,6 +250,7 @@ def layout(run: harness.Run, out: Path) -> Layout:
         coredns=coredns,
         services=services,
         node_listeners=dict.fromkeys(labs, node_listeners),
+        daemon_pods=daemon_pods,
         firewalled={
             name: host_firewall.RULESET in (node_classes.get(name, {}).get("spec", {}).get("userData") or "")
             for name in labs
@@ -335,9 +342,33 @@ def probes(w: Layout) -> Iterator[Probe]:
                 expect,
                 what,
                 node_local=True,
+                listener=listener,
             )
             if listener.address is None:  # a node-local link-local address is every node's own
-                yield Probe(lab, "node-other", w.other_node[lab], listener.port, listener.protocol, expect, what)
+                yield Probe(
+                    lab,
+                    "node-other",
+                    w.other_node[lab],
+                    listener.port,
+                    listener.protocol,
+                    expect,
+                    what,
+                    listener=listener,
+                )
+            # A host port's listener answers at its pod's own IP too (the dcgm-server's nv-hostengine -b ALL).
+            for to, node in (("node-self", node_self), ("node-other", w.other_node[lab])):
+                pod = w.daemon_pods.get((listener.daemonset or "", node))
+                if pod is not None:
+                    yield Probe(
+                        lab,
+                        to,
+                        pod.ip,
+                        listener.port,
+                        listener.protocol,
+                        expect,
+                        f"{what}, at its pod {pod.name}'s own IP",
+                        listener=listener,
+                    )
         yield Probe(lab, "kube-api", API_SERVICE_IP, 443, "TCP", False, "the default/kubernetes Service")
         yield Probe(lab, "kube-api", w.api_endpoint, 443, "TCP", False, "the API server's endpoint in the VPC")
         yield Probe(lab, "imds", METADATA, 80, "TCP", False, "the instance metadata service")
@@ -365,7 +396,27 @@ def probes(w: Layout) -> Iterator[Probe]:
         yield Probe(lab, "dns-elsewhere", AMAZON_DNS, DNS_PORT, "UDP", False, "the VPC's resolver, link-local")
 
 
-def verdict(agent: npa.Agent, w: Layout, probe: Probe) -> tuple[bool, str]:
+def _host_firewall(w: Layout, probe: Probe) -> str | None:
+    """Why the lab's nodes' host firewall drops a learner's new connection, or None when it lets it through."""
+    if not w.firewalled[probe.lab]:
+        return None
+    if probe.node_local:
+        return f"the node's host firewall drops it ({host_firewall.TABLE}, components/karpenter/host_firewall.py)"
+    listener = probe.listener
+    served_by_a_pod = listener is not None and any(name == listener.daemonset for name, _ in w.daemon_pods)
+    if served_by_a_pod and probe.protocol == "TCP" and probe.port in host_firewall.PODS_CLOSED_PORTS:
+        # Its host port is DNATed to the pod, so the forward hook sees both addresses as a connection to the pod.
+        return (
+            f"the node's host firewall drops it: only the node itself reaches its pods' {probe.port}/TCP "
+            f"({host_firewall.TABLE} forward, components/karpenter/host_firewall.py)"
+        )
+    return None
+
+
+def verdict(agent: npa.Agent, w: Layout, probe: Probe) -> tuple[bool, str, bool | None]:
+    """Whether the learner's server reaches the probe's address once its policies apply, why, and, for a node service
+    that gives control to anyone (Listener.controls), whether it reaches it in the server's first moments, before
+    its policies reach the node's agent."""
     source = w.learners[probe.lab][0]
     egress, ingress = agent.connection(source, probe.address, probe.protocol, probe.port)
     if probe.backend is not None and probe.backend_port is not None:  # the backend's ingress sees the pod, after DNAT
@@ -375,22 +426,34 @@ def verdict(agent: npa.Agent, w: Layout, probe: Probe) -> tuple[bool, str]:
     if ingress is not None:
         why.append(f"ingress {'allowed' if ingress.allowed else 'denied'} ({ingress.why})")
         allowed = allowed and ingress.allowed
-    if probe.node_local and allowed:
-        if w.firewalled[probe.lab]:
-            why.append(
-                f"the node's host firewall drops it ({host_firewall.TABLE}, components/karpenter/host_firewall.py)"
-            )
-            allowed = False
-        else:
+    dropped = _host_firewall(w, probe)
+    said = False
+    if allowed:
+        if dropped is not None:
+            why.append(dropped)
+            allowed, said = False, True
+        elif probe.node_local:
             why.append("no host firewall on the lab's nodes")
-    return allowed, "; ".join(why)
+    if probe.listener is None or not probe.listener.controls:
+        return allowed, "; ".join(why), None
+    # A new pod is default-allow until the controller's PolicyEndpoint for it reaches the agent (standard mode,
+    # aws-network-policy-agent v1.3.1 pkg/rpc/rpc_handler.go 80-84); with one pod identifier per learner's server
+    # that is every new server. What a learner's policies close then, only the host firewall can.
+    if w.cluster.strict:
+        return allowed, "; ".join(why), False
+    first = "before its policies arrive the standard mode lets it through (rpc_handler.go 80-84)"
+    if dropped is None:
+        why.append(f"{first}, and no host firewall drops it")
+    else:
+        why.append(f"{first}, and the host firewall still drops it" if said else f"{first}, and {dropped}")
+    return allowed, "; ".join(why), dropped is None
 
 
 def walls(w: Layout) -> dict[str, Any]:
     agent = npa.Agent(w.cluster)
     found = []
     for probe in probes(w):
-        allowed, why = verdict(agent, w, probe)
+        allowed, why, first_moments = verdict(agent, w, probe)
         found.append(
             {
                 "from": f"learner:{probe.lab}",
@@ -401,6 +464,7 @@ def walls(w: Layout) -> dict[str, Any]:
                 "allowed": allowed,
                 "why": why,
                 "_expect": probe.expect,
+                "_first_moments": first_moments,
             }
         )
     return {"enforcedBy": ENFORCED_BY, "probes": found, "_identifiers": _shared_identifiers(w)}
@@ -426,6 +490,11 @@ def breaches(document: Mapping[str, Any]) -> list[str]:
     found = list(document["_identifiers"])
     for p in document["probes"]:
         expect = p["_expect"]
+        if p["_first_moments"]:
+            found.append(
+                f"{p['from']} reaches {p['to']} {p['address']}:{p['port']}/{p['protocol']} before its policies "
+                f"arrive: {p['why']}"
+            )
         if expect is None or expect == p["allowed"]:
             continue
         if p["allowed"]:

@@ -5,12 +5,15 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from components.labels import LAB_LABEL
+from components.metrics.series import meter_output
 from domain.cost.lab_cost import DECIMALS, usd
+from domain.cost.meter_cost import BYTES_PER_SAMPLE, RETENTION_DAYS
 from domain.cost.price_book import LIST
 from domain.cost.prices import DISK_PRICE_SOURCE, HOURS_PER_MONTH, PRICE_SOURCE
-from domain.cost.stack_cost import StackCost, labs_ceilings, stack_cost, term
+from domain.cost.stack_cost import StackCost, labs_ceilings, stack_cost, term, term_days
 from domain.stack import Settings, StackConfig
 from domain.stack.budgets import ACTIVATE, MONTH, LabBudget, limit_amount
+from domain.stack.metrics import SCRAPE_INTERVAL_SECONDS
 from reports.table import Column, lead_in, markdown
 
 NONE = "-"
@@ -195,6 +198,7 @@ def stack_table(stack: StackConfig, figures: Mapping[str, Any], day: datetime.da
         "what each part counts:",
         *counts,
         "",
+        *meter(stack),
     ]
     found = term(cost, stack.settings.labs, labs_ceilings({name: lab["cost"] for name, lab in figures.items()}))
     if found is None:
@@ -214,6 +218,26 @@ def stack_table(stack: StackConfig, figures: Mapping[str, Any], day: datetime.da
             f"{_or(found.always_on, 'no price')} "
             f"USD always on; {_or(found.total, 'not known')} USD in all"
         ),
+    ]
+
+
+def meter(stack: StackConfig) -> list[str]:
+    """The GPU meter's volumes, and its cost where priced (components/metrics/series.py meter_output at the render's
+    prices): beside the whole stack's total, not in it. Nothing without gpulab:metrics."""
+    if not stack.settings.metrics:
+        return []
+    found = meter_output(stack.settings.labs, LIST, term_days(stack.settings.labs))
+    jobs = "; ".join(f"{job} {each['series']:,}: {each['counts']}" for job, each in found["seriesByJob"].items())
+    priced = "" if found["perMonth"] is None else f"{usd(found['perMonth'])} USD a month for samples and storage; "
+    return [
+        *lead_in(
+            f'the GPU meter (gpulab:metrics; docs/cost.md, "The meter"), not in the total above: {found["series"]:,} '
+            f"series every {SCRAPE_INTERVAL_SECONDS} s with the labs full ({jobs}) = {found['samplesPerMonth']:,} "
+            f"samples ingested a {HOURS_PER_MONTH}-hour month, {found['storedGb']:g} GB stored ({RETENTION_DAYS} "
+            f"days at {BYTES_PER_SAMPLE} bytes a sample), the collector {found['collectorHoursPerMonth']} hours a "
+            f"month: {priced}{'; '.join(found['unpriced'])}"
+        ),
+        "",
     ]
 
 

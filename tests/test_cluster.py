@@ -5,14 +5,9 @@ import re
 
 import pytest
 
-from domain.upstream.versions import (
-    EBS_CSI_DRIVER_ADDON_VERSION,
-    KUBE_PROXY_ADDON_VERSIONS,
-    NODE_MONITORING_AGENT_ADDON_VERSION,
-    POD_IDENTITY_AGENT_ADDON_VERSION,
-    VPC_CNI_ADDON_VERSION,
-)
-from tests.conftest import BASE, STACK_FILES, run_stack_file
+from domain.upstream.versions import ADDON_VERSIONS, POD_IDENTITY_AGENT_ADDON_VERSIONS
+from tests.conftest import BASE, STACK_FILES, run_stack_file, run_values, stack_values
+from tests.support.synthetic import HUB, NOTEBOOK_IMAGE, lab
 
 SUBNETS = BASE["gpulab:cluster"]["privateSubnetIds"]
 
@@ -39,7 +34,7 @@ def test_pod_identity_agent_addon_is_installed_on_the_cluster(base_run):
     addon = base_run.one("aws:eks/addon:Addon", "cluster-pod-identity-agent").inputs
     assert addon == {
         "addonName": "eks-pod-identity-agent",
-        "addonVersion": POD_IDENTITY_AGENT_ADDON_VERSION,
+        "addonVersion": POD_IDENTITY_AGENT_ADDON_VERSIONS[BASE["gpulab:cluster"]["kubernetesVersion"]],
         "clusterName": "lab-test",
     }
 
@@ -47,28 +42,81 @@ def test_pod_identity_agent_addon_is_installed_on_the_cluster(base_run):
 EKS_ADDON_VERSION = re.compile(r"v(\d+)\.(\d+)\.\d+-eksbuild\.\d+")
 
 
+def installed_addons(run) -> dict[str, str]:
+    """Every EKS add-on the program installs, by name, at the version it passes: its own aws.eks.Addon resources and
+    the two pulumi-eks creates from the cluster's options."""
+    eks = run.one("eks:index:Cluster", "cluster-eks").inputs
+    versions = {a.inputs["addonName"]: a.inputs.get("addonVersion") for a in run.of_type("aws:eks/addon:Addon")}
+    return versions | {
+        "kube-proxy": eks["kubeProxyAddonOptions"]["version"],
+        "vpc-cni": eks["vpcCniOptions"]["addonVersion"],
+    }
+
+
+def pinned_for(version: str, hub: bool) -> dict[str, str]:
+    # The EBS CSI driver comes with JupyterHub (components/jupyterhub/hub.py).
+    return {name: table[version] for name, table in ADDON_VERSIONS.items() if hub or name != "aws-ebs-csi-driver"}
+
+
 @pytest.mark.parametrize("stack", STACK_FILES, ids=lambda p: p.name)
 def test_every_eks_addon_installed_runs_a_pinned_version(stack):
     # Unpinned, EKS and pulumi-eks pick a version on the day of `pulumi up`, and with it the DaemonSets on every node.
     run = run_stack_file(stack)
     eks = run.one("eks:index:Cluster", "cluster-eks").inputs
-    versions = {a.inputs["addonName"]: a.inputs.get("addonVersion") for a in run.of_type("aws:eks/addon:Addon")}
-    versions |= {
-        "kube-proxy": eks["kubeProxyAddonOptions"]["version"],
-        "vpc-cni": eks["vpcCniOptions"]["addonVersion"],
-    }
-    assert versions == {
-        "eks-pod-identity-agent": POD_IDENTITY_AGENT_ADDON_VERSION,
-        "eks-node-monitoring-agent": NODE_MONITORING_AGENT_ADDON_VERSION,
-        "kube-proxy": KUBE_PROXY_ADDON_VERSIONS[eks["version"]],
-        "vpc-cni": VPC_CNI_ADDON_VERSION,
-        # The EBS CSI driver comes with JupyterHub (components/jupyterhub/hub.py).
-        **({"aws-ebs-csi-driver": EBS_CSI_DRIVER_ADDON_VERSION} if run.stack.settings.jupyterhub else {}),
-    }
+    versions = installed_addons(run)
+    assert versions == pinned_for(eks["version"], run.stack.settings.jupyterhub is not None)
     assert all(EKS_ADDON_VERSION.fullmatch(v) for v in versions.values()), versions
     # kube-proxy is built per Kubernetes minor version and must match the control plane's.
     major, minor = EKS_ADDON_VERSION.fullmatch(versions["kube-proxy"]).groups()
     assert f"{major}.{minor}" == eks["version"]
+
+
+# A synthetic stack with the hub (so the EBS CSI driver too) at each version a stack may run on the tests' day:
+# 1.34 only with extended support (its standard support ended on 2026-12-02).
+EXPECTED_ADDONS = {
+    "1.36": {
+        "kube-proxy": "v1.36.0-eksbuild.14",
+        "vpc-cni": "v1.21.1-eksbuild.8",
+        "eks-pod-identity-agent": "v1.3.10-eksbuild.2",
+        "eks-node-monitoring-agent": "v1.6.1-eksbuild.1",
+        "aws-ebs-csi-driver": "v1.66.0-eksbuild.1",
+    },
+    "1.35": {
+        "kube-proxy": "v1.35.3-eksbuild.13",
+        "vpc-cni": "v1.21.1-eksbuild.8",
+        "eks-pod-identity-agent": "v1.3.10-eksbuild.2",
+        "eks-node-monitoring-agent": "v1.6.1-eksbuild.1",
+        "aws-ebs-csi-driver": "v1.66.0-eksbuild.1",
+    },
+    "1.34": {
+        "kube-proxy": "v1.34.0-eksbuild.4",
+        "vpc-cni": "v1.21.1-eksbuild.8",
+        "eks-pod-identity-agent": "v1.3.10-eksbuild.2",
+        "eks-node-monitoring-agent": "v1.6.1-eksbuild.1",
+        "aws-ebs-csi-driver": "v1.66.0-eksbuild.1",
+    },
+}
+
+
+def hub_stack_at(version: str, **hub: str):
+    cluster = {**BASE["gpulab:cluster"], "kubernetesVersion": version}
+    if version == "1.34":
+        cluster["supportType"] = "EXTENDED"
+    labs = {"intro": lab(["g4dn.xlarge"], 3, notebookImage=NOTEBOOK_IMAGE)}
+    values = stack_values(**{"gpulab:cluster": cluster, "gpulab:labs": labs, "gpulab:jupyterhub": HUB | hub})
+    values["gpulab:jupyterhubClientSecret"] = {"secure": "v1:c3RhbmQtaW4="}  # a Pulumi secret, as a stack file has it
+    return run_values(values)
+
+
+@pytest.mark.parametrize("version", sorted(EXPECTED_ADDONS))
+def test_each_addon_is_the_build_pinned_for_the_clusters_version(version):
+    # The builds written out, as a reviewer reads them in a preview: a table row changed by mistake fails here.
+    assert installed_addons(hub_stack_at(version)) == EXPECTED_ADDONS[version] == pinned_for(version, hub=True)
+
+
+def test_a_stacks_ebs_csi_driver_version_overrides_the_pinned_one():
+    run = hub_stack_at("1.36", ebsCsiDriverVersion="v1.65.0-eksbuild.1")
+    assert installed_addons(run)["aws-ebs-csi-driver"] == "v1.65.0-eksbuild.1"
 
 
 def test_system_group_spans_subnets_with_two_labelled_nodes(base_run):

@@ -236,7 +236,7 @@ def with_intro(**changes) -> dict:
         (
             stack_values(**{"gpulab:cluster": {**BASE["gpulab:cluster"], "kubernetesVersion": "1.27"}}),
             "gpulab:cluster.kubernetesVersion: gpulab runs Kubernetes 1.28 to 1.36, not 1.27: a version needs its "
-            "kube-proxy add-on and kube-scheduler pinned",
+            "EKS add-ons and kube-scheduler pinned",
         ),
     ],
 )

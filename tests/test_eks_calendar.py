@@ -4,12 +4,13 @@ import pytest
 
 from domain.stack.fields import KNOWN_VERSIONS
 from domain.upstream.eks_calendar import CALENDAR
-from domain.upstream.versions import KUBE_PROXY_ADDON_VERSIONS, KUBE_SCHEDULER_VERSIONS
+from domain.upstream.versions import ADDON_VERSIONS, KUBE_SCHEDULER_VERSIONS
 
 
 def test_every_pinned_version_has_its_support_dates():
     # A version pinned in one table but not the others would be refused with a message that blames the wrong table.
-    assert set(CALENDAR) == set(KUBE_PROXY_ADDON_VERSIONS) == set(KUBE_SCHEDULER_VERSIONS) == set(KNOWN_VERSIONS)
+    assert set(CALENDAR) == set(KUBE_SCHEDULER_VERSIONS) == set(KNOWN_VERSIONS)
+    assert {addon: set(table) for addon, table in ADDON_VERSIONS.items()} == {a: set(CALENDAR) for a in ADDON_VERSIONS}
     assert KNOWN_VERSIONS[0] == "1.28" and KNOWN_VERSIONS[-1] == "1.36"
 
 

@@ -21,7 +21,7 @@ import json
 import pytest
 from pulumi.runtime.proto import resource_pb2
 
-from domain.upstream.versions import KUBE_PROXY_ADDON_VERSIONS
+from domain.upstream.versions import ADDON_VERSIONS, KUBE_PROXY_ADDON_VERSIONS
 from render import harness
 from render.run import read_stack_file
 from reports.version_change import minor
@@ -96,6 +96,19 @@ def test_no_resource_comes_or_goes_and_changes_are_versions(runs):
     assert {t.split("::")[0] for t in updated} >= {CLUSTER, "aws:eks/nodeGroup:NodeGroup"}
     assert {(t, p) for t, paths in updated.items() for p in paths if p[-1] not in VERSION_KEYS} <= FOLLOWS_VERSION
     assert {t: after[t].replacement_options for t in updated if after[t].replacement_options} == {}
+
+
+def test_every_addon_moves_to_the_build_pinned_for_the_new_version(runs):
+    # What the preview's `~ update` lines show of the add-ons: each at its build for the version, kept in place.
+    for run, version in zip(runs, (OLDER, NEWER), strict=True):
+        eks = next(r for r in run.resources if r.token.startswith(f"{CLUSTER}::")).inputs
+        found = {a.inputs["addonName"]: a.inputs["addonVersion"] for a in run.of_type("aws:eks/addon:Addon")}
+        found |= {"kube-proxy": eks["kubeProxyAddonOptions"]["version"]}
+        found |= {"vpc-cni": eks["vpcCniOptions"]["addonVersion"]}
+        assert found == {name: ADDON_VERSIONS[name][version] for name in found}
+    after = by_token(runs[1])
+    addons = [t for t in after if t.startswith("aws:eks/addon:Addon::")]
+    assert addons and {t: after[t].replacement_options for t in addons if after[t].replacement_options} == {}
 
 
 def test_node_role_queue_and_karpenter_objects_stay_the_same(runs):

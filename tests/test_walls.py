@@ -103,7 +103,8 @@ def test_no_service_of_its_own_node_without_authentication(stack):
     assert {DCGM_PORT, KUBELET_PORT} <= ports
     assert not [p for p in found if p["allowed"] and "no authentication" in p["why"]]
     # The agent lets it through (the node-IP rule); the host firewall is what closes it.
-    dcgm = [p["why"] for p in found if p["port"] == DCGM_PORT]
+    node_ips = {p["address"] for p in found if p["port"] == KUBELET_PORT}
+    dcgm = [p["why"] for p in found if p["port"] == DCGM_PORT and p["address"] in node_ips]
     assert dcgm and all("the node's own IP, always allowed" in w and "host firewall drops it" in w for w in dcgm)
 
 
@@ -120,6 +121,32 @@ def test_no_service_of_another_node(stack):
     found = _probes(stack, "node-other")
     assert {DCGM_PORT, KUBELET_PORT} <= {p["port"] for p in found}
     assert not [p for p in found if p["allowed"]]
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_the_dcgm_host_engine_stays_closed_before_a_servers_policies_arrive(stack):
+    # In the standard mode a new server is allowed everything until its policies reach its node's agent: the host
+    # engine of its own node and of every other, at the node's address (the host port) and at its pod's own IP, is
+    # closed by the host firewall alone, and the table says so.
+    dcgm = [p for p in _document(stack)["probes"] if p["port"] == DCGM_PORT and p["to"] in ("node-self", "node-other")]
+    assert {p["to"] for p in dcgm} == {"node-self", "node-other"}
+    assert len({p["address"] for p in dcgm}) == len(dcgm) >= 4  # per lab: each node's address and its pod's IP
+    assert not [p for p in dcgm if p["allowed"] or p["_first_moments"]]
+    assert all("before its policies arrive the standard mode lets it through" in p["why"] for p in dcgm)
+    assert all("host firewall" in p["why"].split("before its policies arrive")[1] for p in dcgm)
+
+
+def test_a_host_firewall_open_to_other_nodes_fails(monkeypatch):
+    # The lab nodes' firewall without its forward rule: a learner's new server on another node reaches the host engine
+    # before its policies arrive, though its policies close it afterwards.
+    monkeypatch.setattr(walls.host_firewall, "PODS_CLOSED_PORTS", ())
+    w = _layout(PLANTED)
+    found = _breaches(w)
+    other = [line for line in found if "node-other" in line and f":{DCGM_PORT}/TCP before its policies arrive" in line]
+    assert other and all("no host firewall drops it" in line for line in other), found
+    # Its own node's address stays closed: the prerouting rule drops whatever a pod opens to it.
+    own = {f"node-self {a.node_ip}:{DCGM_PORT}/TCP" for a, _ in w.learners.values()}
+    assert not [line for line in found if any(o in line for o in own)], found
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)

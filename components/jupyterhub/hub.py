@@ -24,7 +24,11 @@ from domain.stack.budgets import LabBudget
 from domain.stack.jupyterhub import JupyterHub
 from domain.stack.metrics import Metrics
 from domain.stack.model import Lab
-from domain.upstream.versions import JUPYTERHUB_CHART_REPOSITORY, JUPYTERHUB_CHART_VERSION
+from domain.upstream.versions import (
+    EBS_CSI_DRIVER_ADDON_VERSIONS,
+    JUPYTERHUB_CHART_REPOSITORY,
+    JUPYTERHUB_CHART_VERSION,
+)
 
 # Pinned so that the objects' names (hub, proxy-public, user-scheduler) stay put: an auto-named release gets a suffix.
 RELEASE = "jupyterhub"
@@ -101,7 +105,7 @@ class Hub(pulumi.ComponentResource):
             f"{name}-ebs-csi",
             cluster_name=cluster.cluster_name,
             addon_name=EBS_CSI_ADDON,
-            addon_version=settings.ebs_csi_driver_version,
+            addon_version=settings.ebs_csi_driver_version or EBS_CSI_DRIVER_ADDON_VERSIONS[cluster.kubernetes_version],
             # The cluster's Pod Identity agent (a child of the cluster) hands the controller its role's credentials.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster, association, permissions]),
         )

@@ -31,12 +31,11 @@ from typing import Any
 
 from components.labels import GPU_PRESENT_LABEL, GPU_TOLERATION
 from domain.capacity.daemonsets import DCGM_EXPORTER, DCGM_EXPORTER_RESOURCES, DCGM_SERVER
+from domain.upstream.node_listeners import DCGM_PORT
 from domain.upstream.versions import DCGM_EXPORTER_IMAGE
 
 NAME = DCGM_EXPORTER
 METRICS_PORT = 9400
-# The dcgm-server's host port (nv-hostengine's default port).
-HOST_ENGINE_PORT = 5555
 COUNTERS_FILE = "/etc/dcgm-exporter/gpulab-counters.csv"
 # The fields gpulab reads, in the exporter's CSV format (etc/default-counters.csv): few, since the workspace bills by
 # samples ingested. GPU_UTIL and FB_USED are the two it attributes per pod.
@@ -126,7 +125,7 @@ def pod_spec() -> dict[str, Any]:
                 "name": "exporter",
                 "image": DCGM_EXPORTER_IMAGE,
                 # Kubernetes expands $(NODE_IP) from the container's env.
-                "args": ["-f", COUNTERS_FILE, "-r", f"$(NODE_IP):{HOST_ENGINE_PORT}"],
+                "args": ["-f", COUNTERS_FILE, "-r", f"$(NODE_IP):{DCGM_PORT}"],
                 "env": env,
                 "ports": [{"name": METRICS_PORT_NAME, "containerPort": METRICS_PORT}],
                 # The chart's securityContext less SYS_ADMIN, which only profiling fields (DCGM_FI_PROF_*) need and

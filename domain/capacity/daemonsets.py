@@ -25,12 +25,7 @@ from typing import Any, Protocol
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
 from domain.capacity.quantity import quantity
 from domain.capacity.sharing import Sharing
-from domain.upstream.versions import (
-    EBS_CSI_DRIVER_ADDON_VERSION,
-    NODE_MONITORING_AGENT_ADDON_VERSION,
-    POD_IDENTITY_AGENT_ADDON_VERSION,
-    VPC_CNI_ADDON_VERSION,
-)
+from domain.upstream.versions import builds, one_release
 
 
 class ContainerResources(Protocol):
@@ -155,6 +150,10 @@ _NOT_FARGATE_HYBRID_AUTO = {
 _NOT_HYPERPOD = {"key": "sagemaker.amazonaws.com/compute-type", "operator": "NotIn", "values": ["hyperpod"]}
 _BOTH = frozenset({"amd64", "arm64"})
 
+# What is read below of the node monitoring agent is its chart at the one release every pinned build is made from.
+_NMA = one_release("eks-node-monitoring-agent")
+_NMA_BUILDS = builds("eks-node-monitoring-agent")
+
 # The dcgm-server's node affinity at v1.6.1 lists these of gpulab's instance types: all but the g7 and g7e families,
 # which its list gained in v1.6.2. On those nodes no DCGM server runs, and the agent reports DCGMError (README of the
 # chart, e2e/suites/monitors/nvidia_monitor.go at v1.6.1).
@@ -164,8 +163,8 @@ _DCGM_INSTANCE_TYPES = frozenset(name for name in GPU_INSTANCE_TYPES if name.spl
 # (components/cluster.py), and the tests place this spec with the tolerations the program really passes.
 DCGM_SERVER = AddonDaemonSet(
     "dcgm-server",
-    f"EKS add-on eks-node-monitoring-agent {NODE_MONITORING_AGENT_ADDON_VERSION}: aws/eks-node-monitoring-agent "
-    "v1.6.1 charts/eks-node-monitoring-agent/values.yaml, dcgmAgent (resources: {})",
+    f"EKS add-on eks-node-monitoring-agent {_NMA_BUILDS}: aws/eks-node-monitoring-agent {_NMA} "
+    "charts/eks-node-monitoring-agent/values.yaml, dcgmAgent (resources: {})",
     {
         "nodeSelector": {"kubernetes.io/os": "linux"},
         "affinity": _affinity(
@@ -202,7 +201,8 @@ EKS_ADDON_DAEMONSETS: tuple[AddonDaemonSet, ...] = (
     ),
     AddonDaemonSet(
         "aws-node",
-        f"EKS add-on vpc-cni {VPC_CNI_ADDON_VERSION}: aws/amazon-vpc-cni-k8s v1.21.1 config/master/aws-k8s-cni.yaml",
+        f"EKS add-on vpc-cni {builds('vpc-cni')}: aws/amazon-vpc-cni-k8s {one_release('vpc-cni')} "
+        "config/master/aws-k8s-cni.yaml",
         {
             "tolerations": TOLERATE_EVERYTHING,
             "affinity": _affinity(_LINUX, _BOTH_ARCHES, _NOT_FARGATE_HYBRID_AUTO),
@@ -218,7 +218,7 @@ EKS_ADDON_DAEMONSETS: tuple[AddonDaemonSet, ...] = (
     # versions: charts/eks-pod-identity-agent at v0.1.37 (resources: {} for the agent, none for its init).
     AddonDaemonSet(
         "eks-pod-identity-agent",
-        f"EKS add-on eks-pod-identity-agent {POD_IDENTITY_AGENT_ADDON_VERSION}: aws/eks-pod-identity-agent "
+        f"EKS add-on eks-pod-identity-agent {builds('eks-pod-identity-agent')}: aws/eks-pod-identity-agent "
         "charts/eks-pod-identity-agent/values.yaml, v0.1.37",
         {
             "tolerations": TOLERATE_EVERYTHING,
@@ -230,8 +230,8 @@ EKS_ADDON_DAEMONSETS: tuple[AddonDaemonSet, ...] = (
     ),
     AddonDaemonSet(
         "eks-node-monitoring-agent",
-        f"EKS add-on eks-node-monitoring-agent {NODE_MONITORING_AGENT_ADDON_VERSION}: aws/eks-node-monitoring-agent "
-        "v1.6.1 charts/eks-node-monitoring-agent/values.yaml, nodeAgent",
+        f"EKS add-on eks-node-monitoring-agent {_NMA_BUILDS}: aws/eks-node-monitoring-agent {_NMA} "
+        "charts/eks-node-monitoring-agent/values.yaml, nodeAgent",
         {
             "tolerations": TOLERATE_EVERYTHING,
             "nodeSelector": {"kubernetes.io/os": "linux"},
@@ -252,7 +252,7 @@ EKS_ADDON_DAEMONSETS: tuple[AddonDaemonSet, ...] = (
 # from which the pinned add-on version is built, was not available, nor how the add-on differs from the chart.
 EBS_CSI_NODE = AddonDaemonSet(
     "ebs-csi-node",
-    f"EKS add-on aws-ebs-csi-driver {EBS_CSI_DRIVER_ADDON_VERSION}: kubernetes-sigs/aws-ebs-csi-driver v1.64.0 "
+    f"EKS add-on aws-ebs-csi-driver {builds('aws-ebs-csi-driver')}: kubernetes-sigs/aws-ebs-csi-driver v1.64.0 "
     "charts/aws-ebs-csi-driver/values.yaml node.resources and templates/_node.tpl (sidecar defaults)",
     {
         "tolerations": TOLERATE_EVERYTHING,

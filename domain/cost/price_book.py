@@ -24,6 +24,22 @@ class Gp3:
 
 
 @dataclass(frozen=True)
+class MeterPrices:
+    """Amazon Managed Service for Prometheus in one region, USD as strings: per metric sample ingested and per GB-month
+    stored, each None where no price was found, `missing` then saying why. No AWS-published rate was found for
+    them offline (docs/cost.md, "The meter"), so only a preview's Price List look-ups fill them
+    (components/live_prices.py)."""
+
+    per_sample: str | None
+    per_gb_month: str | None
+    missing: str = ""
+
+
+# Offline: the rates found for Amazon Managed Service for Prometheus are third parties' (research for issue 47, 5.4).
+UNPRICED_OFFLINE = "unpriced offline: no AWS source here"
+
+
+@dataclass(frozen=True)
 class PriceBook:
     """Prices of one region on one day. Each group of prices names its own region: a live preview reads the
     instances' prices in the stack's region but the other prices from domain/cost/prices.py, which has us-east-1's
@@ -43,6 +59,8 @@ class PriceBook:
     gp3: Gp3 = Gp3(prices.GP3_USD_PER_GB_MONTH, prices.GP3_USD_PER_IOPS_MONTH, prices.GP3_USD_PER_MIBPS_MONTH)
     clb_per_hour: str = prices.CLB_USD_PER_HOUR
     eks_per_hour: Mapping[str, str] = field(default_factory=lambda: prices.EKS_USD_PER_CLUSTER_HOUR)
+    # The metrics workspace's prices, in `region` where read live.
+    meter: MeterPrices = MeterPrices(None, None, UNPRICED_OFFLINE)
 
     @property
     def prices_from(self) -> str:

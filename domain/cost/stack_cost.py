@@ -5,7 +5,8 @@ Each part is rounded up to 4 decimals, as a lab's ceiling is (domain/cost/lab_co
 bound of what the parts can cost at the prices of the PriceBook; a part that cannot be priced (an instance type without
 a price) is None, and so is the total, with a note that says why: a total that left a part out would read as a bill.
 What no part counts (data transfer, NAT, the load balancer's data processed, the KMS key, SQS, logs, the metrics
-workspace, learners' home volumes) is listed in docs/cost.md.
+workspace, learners' home volumes) is listed in docs/cost.md; the metrics workspace's volumes are beside the total
+(domain/cost/meter_cost.py).
 """
 
 import datetime

@@ -31,7 +31,7 @@ from domain.stack.images import qualify_image
 from domain.time import durations
 from domain.upstream.ami_releases import REFUSED
 from domain.upstream.eks_calendar import CALENDAR
-from domain.upstream.versions import KUBE_PROXY_ADDON_VERSIONS, KUBE_SCHEDULER_VERSIONS
+from domain.upstream.versions import ADDON_VERSIONS, KUBE_SCHEDULER_VERSIONS
 
 
 class Model(BaseModel):
@@ -115,11 +115,11 @@ def quoted_version(value: object) -> object:
     return value
 
 
-# The versions gpulab runs: EKS builds kube-proxy per Kubernetes minor version and gpulab pins the build and the
-# user-scheduler's kube-scheduler (domain/upstream/versions.py), and it prices and checks each version's support from
-# EKS's calendar (domain/upstream/eks_calendar.py). A version is known when all three have it.
+# The versions gpulab runs: it pins each EKS add-on's build and the user-scheduler's kube-scheduler per Kubernetes
+# minor version (domain/upstream/versions.py), and it prices and checks each version's support from EKS's calendar
+# (domain/upstream/eks_calendar.py). A version is known when all of them have it.
 KNOWN_VERSIONS = sorted(
-    set(KUBE_PROXY_ADDON_VERSIONS) & set(KUBE_SCHEDULER_VERSIONS) & set(CALENDAR), key=lambda v: int(v.split(".")[1])
+    set(KUBE_SCHEDULER_VERSIONS).intersection(CALENDAR, *ADDON_VERSIONS.values()), key=lambda v: int(v.split(".")[1])
 )
 
 
@@ -127,7 +127,7 @@ def known_version(version: str) -> str:
     if version not in KNOWN_VERSIONS:
         raise ValueError(
             f"gpulab runs Kubernetes {KNOWN_VERSIONS[0]} to {KNOWN_VERSIONS[-1]}, not {version}: a version needs its "
-            "kube-proxy add-on and kube-scheduler pinned (domain/upstream/versions.py) and its EKS support dates "
+            "EKS add-ons and kube-scheduler pinned (domain/upstream/versions.py) and its EKS support dates "
             "(domain/upstream/eks_calendar.py)"
         )
     return version

@@ -27,7 +27,6 @@ from domain.stack.fields import (
 from domain.stack.images import DOCKER_HUB
 from domain.stack.namespaces import namespace_clash
 from domain.time import durations
-from domain.upstream.versions import EBS_CSI_DRIVER_ADDON_VERSION
 
 # The Pulumi secret that holds the OAuth client secret of the GitHub or OIDC app.
 CLIENT_SECRET_KEY = "jupyterhubClientSecret"
@@ -297,10 +296,10 @@ class JupyterHub(Model):
     hub_database_size_gib: Annotated[int, between(1, 16384)] = Field(
         default=1, description="Size of the hub's database volume (SQLite: users, servers, tokens)."
     )
-    ebs_csi_driver_version: AddonVersion = Field(
-        default=EBS_CSI_DRIVER_ADDON_VERSION,
-        description="Version of the EKS add-on aws-ebs-csi-driver "
-        "(domain/upstream/versions.py says where the default is from).",
+    ebs_csi_driver_version: AddonVersion | None = Field(
+        default=None,
+        description="Version of the EKS add-on aws-ebs-csi-driver; by default the one pinned for the cluster's "
+        "Kubernetes version (domain/upstream/versions.py says where each is from).",
     )
 
     @property

@@ -27,9 +27,8 @@ from domain.upstream.versions import (
     DCGM_EXPORTER_VERSION,
     JUPYTERHUB_CHART_VERSION,
     KARPENTER_CHART_VERSION,
-    NODE_MONITORING_AGENT_ADDON_VERSION,
     NVIDIA_DEVICE_PLUGIN_CHART_VERSION,
-    VPC_CNI_ADDON_VERSION,
+    one_release,
 )
 
 # The controller image the karpenter chart 1.14.1 names, which the release pipeline writes into values.yaml when it
@@ -137,13 +136,10 @@ def _as_is(*paths: str) -> Callable[[Path, Path], None]:
     return arrange
 
 
-def _upstream_tag(addon_version: str) -> str:
-    # An EKS add-on version is the upstream tag and an EKS build: v1.21.1-eksbuild.8 is built from v1.21.1.
-    return addon_version.split("-", 1)[0]
-
-
-VPC_CNI_TAG = _upstream_tag(VPC_CNI_ADDON_VERSION)
-NODE_MONITORING_AGENT_TAG = _upstream_tag(NODE_MONITORING_AGENT_ADDON_VERSION)
+# The release each add-on's builds are made from, at every Kubernetes version (an EKS add-on version is the upstream
+# tag and an EKS build: v1.21.1-eksbuild.8 is built from v1.21.1).
+VPC_CNI_TAG = one_release("vpc-cni")
+NODE_MONITORING_AGENT_TAG = one_release("eks-node-monitoring-agent")
 # The EKS add-ons' DaemonSets as their sources publish them (domain/capacity/daemonsets.py cites each, and
 # tests/test_addon_sources.py checks them). The Pod Identity agent's tags are agent versions, not add-on versions;
 # eksctl's test data holds the kube-proxy DaemonSet EKS installed for Kubernetes 1.25, the only public copy of its

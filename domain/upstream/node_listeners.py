@@ -45,6 +45,9 @@ class Listener:
     authenticates: str | None  # how it authenticates a caller, or None: anyone who connects is served
     source: str
     address: str | None = None  # the one local address it binds, when not every address of the node
+    # A caller it does not authenticate can change the node or its GPUs, not only read them: closed to every pod even in
+    # a new pod's first moments, before its policies arrive (render/walls.py).
+    controls: bool = False
 
     @property
     def name(self) -> str:
@@ -59,8 +62,10 @@ LISTENERS: tuple[Listener, ...] = (
         "TCP",
         None,
         "aws/eks-node-monitoring-agent v1.6.1 charts/eks-node-monitoring-agent/templates/dcgm-daemonset.yaml 47-48 "
-        "(nv-hostengine -n -b ALL), 57-59 (hostPort 5555); NVIDIA/DCGM v4.5.2 modules/core/DcgmModuleCore.cpp "
-        "1697-1717: a client's login carries no credential. CONFIRMED",
+        "(nv-hostengine -n -b ALL), 58-59 (hostPort 5555); NVIDIA/DCGM v4.5.2 modules/core/DcgmModuleCore.cpp "
+        "1697-1717: a client's login carries no credential; modules/config/DcgmConfigManager.cpp 118, 325, 636, 712: "
+        "it sets power limits, clocks, ECC and compute modes. CONFIRMED",
+        controls=True,
     ),
     Listener(
         "kubelet",

@@ -1,5 +1,7 @@
 """Pinned upstream versions, defined once. Tests check rendered objects against the upstream data of these versions."""
 
+from collections.abc import Mapping
+
 # Karpenter 1.14.1 serves Kubernetes 1.26 to 1.36 (aws/karpenter-provider-aws v1.14.1, commit bde00654,
 # pkg/providers/version/version.go lines 43-44: MinK8sVersion "1.26", MaxK8sVersion "1.36"), every version gpulab
 # accepts. Karpenter 1.15.x (MaxK8sVersion "1.37") is not buildable here as released, so the chart, the CRDs, the
@@ -69,47 +71,125 @@ KUBE_SCHEDULER_VERSIONS = {
     "1.29": "v1.29.15",
     "1.28": "v1.28.15",
 }
-# The add-ons below are one build for every Kubernetes version above: no source here lists their builds per version
-# for 1.35 and 1.36 as the kube-proxy table does, and EKS refuses an incompatible build at CreateAddon, so a wrong
-# guess fails `pulumi up` rather than a node. What is known of each on 1.35 and 1.36 is said beside it.
+# The other EKS add-ons gpulab installs, pinned per Kubernetes minor version as kube-proxy is, each row with its source.
+# EKS refuses a build it does not list for the cluster's version at CreateAddon and UpdateAddon, so a wrong row fails
+# `pulumi up` rather than a node. No AWS page stored here lists these add-ons' builds per version; the rows rest on:
+# [cdk] awslabs/cdk-eks-blueprints commit 0f89ff76 (2026-04-24, merge of pull request #1246, "checked against `aws eks
+#   describe-addon-versions`"), lib/addons/<add-on>/index.ts: AWS's default build per version then. CONFIRMED (file).
+# [may] nudgebee/nudgebee-compatibility-registry commit 0eac2537 (2026-05-12), addon_compatibility.json: the builds
+#   `aws eks describe-addon-versions --kubernetes-version <v>` listed per version, 1.20 to 1.34 (no 1.35 or 1.36).
+#   REPORTED (a third party's capture of the API).
+# [june] a course file in the code index (id 58372222566, repository not named by the index) quoting the EKS User
+#   Guide's VPC CNI table "(fonte: docs.aws.amazon.com/eks, junho 2026)": v1.21.1-eksbuild.8 for 1.29 to 1.36. REPORTED.
+# [moj] ministryofjustice/modernisation-platform-environments pull requests #18205 and #18214 (2026-08-13/14): clusters
+#   moved 1.35 -> 1.36 with vpc-cni v1.21.1-eksbuild.5 -> v1.23.0-eksbuild.1, eks-pod-identity-agent v1.3.10-eksbuild.2
+#   -> v1.4.0-eksbuild.1, eks-node-monitoring-agent v1.6.2-eksbuild.1 -> v1.7.0-eksbuild.1, aws-ebs-csi-driver
+#   v1.57.1-eksbuild.1 -> v1.63.1-eksbuild.1. REPORTED.
 #
-# Listed for Kubernetes 1.33 by `eksctl utils describe-addon-versions` on 2026-05-19 (ministryofjustice/
-# cloud-platform-infrastructure pull request #4638). EKS publishes one VPC CNI build for all its Kubernetes versions
-# (the version table of the EKS User Guide, managing-vpc-cni), but this build's compatibility with each version above
-# is not confirmed here. On 1.35: AWS's default vpc-cni add-on for 1.35 in April 2026 was v1.21.1-eksbuild.1
-# (awslabs/cdk-eks-blueprints commit 0f89ff76, lib/addons/vpc-cni/index.ts line 12, "checked against `aws eks
-# describe-addon-versions`"), and a 1.35 cluster ran v1.21.1-eksbuild.5 (ministryofjustice/modernisation-platform-
-# environments pull request #18214, REPORTED): the same release. On 1.36: unconfirmed; the one 1.36 cluster a source
-# shows moved to v1.23.0-eksbuild.1 (the same pull request, REPORTED). Kept at v1.21.1 for every version all the same:
-# VPC CNI v1.23.0 "must be run with Network Policy Agent `v1.4.1`" (its CHANGELOG.md: the IPAMD gRPC server moved to a
-# Unix socket), AWS asks for one VPC CNI minor version at a time (v1.21 -> v1.22 -> v1.23 on a live cluster), and
-# gpulab's network policies are reasoned against the network policy agent v1.3.1 that v1.21.1 ships (docs/jupyterhub.md;
-# aws/amazon-vpc-cni-k8s v1.21.1 charts/aws-vpc-cni/values.yaml, nodeAgent.image.tag).
-VPC_CNI_ADDON_VERSION = "v1.21.1-eksbuild.8"
-# Shown by `aws eks describe-addon-configuration --addon-version v1.3.9-eksbuild.1` on 2025-10-02 (aws/eks-hybrid pull
-# request #763); compatibility with each Kubernetes version above is not confirmed here. AWS's default for 1.35 in April
-# 2026 was v1.3.10-eksbuild.2 (awslabs/cdk-eks-blueprints commit 0f89ff76, lib/addons/eks-pod-identity-agent/index.ts
-# line 8), and a 1.36 cluster ran v1.4.0-eksbuild.1 (ministryofjustice/modernisation-platform-environments pull request
-# #18214, REPORTED): this build on 1.35 and 1.36 is unconfirmed; its node requests are measured from this build
-# (domain/capacity/daemonsets.py), so a move is a change of its own.
-POD_IDENTITY_AGENT_ADDON_VERSION = "v1.3.9-eksbuild.1"
-# The add-on version zalando-incubator/kubernetes-on-aws pull request #10794 (2026-03-17) moved to, built from
-# aws/eks-node-monitoring-agent v1.6.1 (its chart's nodeAgent.image.tag is v1.6.1-eksbuild.1). The newest add-on
-# version a public source names; later chart tags exist (v1.7.0, 2026-08-04), their add-on versions are unconfirmed.
-# Its configuration accepts dcgmAgent.tolerations (charts/configuration.schema.json, from v1.6.0 on). Its compatibility
-# with 1.35 and 1.36 is unconfirmed (a 1.35 cluster ran v1.6.2-eksbuild.1, a 1.36 one v1.7.0-eksbuild.1:
-# ministryofjustice/modernisation-platform-environments pull request #18214, REPORTED). Not moved to v1.7.0: it runs the
-# DCGM host engine from the agent's own image ("feat(dcgm): Run nv-hostengine from the agent image (#210)", git log
-# v1.6.7..v1.7.0 of aws/eks-node-monitoring-agent), a change on every GPU node beside gpulab's dcgm-exporter that
-# nothing here has tested.
-NODE_MONITORING_AGENT_ADDON_VERSION = "v1.6.1-eksbuild.1"
-# The version AWS marked defaultVersion of the aws-ebs-csi-driver add-on for Kubernetes 1.36 on 2026-09-21
-# (mitodl/ol-infrastructure pull request #5959, "Bump the EBS CSI driver addon to v1.66.0-eksbuild.1"), built from
-# kubernetes-sigs/aws-ebs-csi-driver v1.66.0. Its compatibility with each Kubernetes version above is not confirmed
-# here (on 1.35 AWS's default in April 2026 was v1.57.1-eksbuild.1: awslabs/cdk-eks-blueprints commit 0f89ff76,
-# lib/addons/ebs-csi-driver/index.ts line 13); EKS refuses an incompatible one at CreateAddon, and
-# gpulab:jupyterhub.ebsCsiDriverVersion overrides it.
-EBS_CSI_DRIVER_ADDON_VERSION = "v1.66.0-eksbuild.1"
+# VPC CNI: v1.21.1-eksbuild.8 at every version. Its DaemonSet's requests (domain/capacity/daemonsets.py), the node's
+# listeners (domain/upstream/node_listeners.py) and the network walls (render/network_policy_agent.py: its network
+# policy agent v1.3.1) are all read from aws/amazon-vpc-cni-k8s v1.21.1. Not v1.23.0 on 1.36, although the one upgrade
+# to 1.36 a source shows moved there [moj]: VPC CNI v1.23.0 "must be run with Network Policy Agent `v1.4.1`" (its
+# CHANGELOG.md: the IPAMD gRPC server moved from a TCP port to a Unix socket), so its listeners, walls and requests
+# would all have to be read again at v1.23.0 and v1.4.1; and AWS asks for one VPC CNI minor version at a time ("You can
+# only update one minor version at a time", add-ons-vpc-cni), which a stack moving 1.35 -> 1.36 in one `pulumi up`
+# would break (v1.21 -> v1.23). A 1.36 cluster (control plane v1.36.2, September 2026) ran v1.21.1-eksbuild.8 and
+# reports its network policy agent as v1.3.4, not v1.3.1 (code index id 66829868520, a network benchmark; REPORTED):
+# docs/network-walls.md says what v1.3.1 -> v1.3.4 changes of what the walls model.
+VPC_CNI_ADDON_VERSIONS = {
+    "1.36": "v1.21.1-eksbuild.8",  # REPORTED: [june]; the benchmark cluster above
+    "1.35": "v1.21.1-eksbuild.8",  # REPORTED: [june]; CONFIRMED release: [cdk] v1.21.1-eksbuild.1, AWS's 1.35 default
+    "1.34": "v1.21.1-eksbuild.8",  # REPORTED: [may], [june]
+    "1.33": "v1.21.1-eksbuild.8",  # REPORTED: [may], [june]; ministryofjustice/cloud-platform-infrastructure #4638
+    "1.32": "v1.21.1-eksbuild.8",  # REPORTED: [may], [june]
+    "1.31": "v1.21.1-eksbuild.8",  # REPORTED: [may], [june]
+    "1.30": "v1.21.1-eksbuild.8",  # REPORTED: [may], [june]
+    "1.29": "v1.21.1-eksbuild.8",  # REPORTED: [june]; [may] lists eksbuild.7 as the newest for 1.29
+    "1.28": "v1.21.1-eksbuild.8",  # unconfirmed: [may] lists v1.21.0-eksbuild.4 as the newest; 1.28 is past EKS support
+}
+# Pod Identity agent: v1.3.10-eksbuild.2, AWS's default for 1.31 to 1.35 [cdk]. The build pinned before it,
+# v1.3.9-eksbuild.1 (aws/eks-hybrid pull request #763, 2025-10-02), is listed for no version in [may] (v1.3.9-eksbuild.3
+# and .5 are): EKS would refuse it. Its DaemonSet requests nothing at every chart tag of aws/eks-pod-identity-agent
+# read (v0.1.20 to v0.1.37, 2026-03-17: `resources: {}`); the add-on's builds are not tied to those tags. Not
+# v1.4.0-eksbuild.1 on 1.36 [moj]: it came after the newest chart tag (not in [may]), so what its DaemonSet requests is
+# unknown here. On 1.36 this build is unconfirmed.
+POD_IDENTITY_AGENT_ADDON_VERSIONS = {
+    "1.36": "v1.3.10-eksbuild.2",  # unconfirmed on 1.36
+    "1.35": "v1.3.10-eksbuild.2",  # CONFIRMED: [cdk]; REPORTED: [moj] ran it on 1.35
+    "1.34": "v1.3.10-eksbuild.2",  # CONFIRMED: [cdk]; REPORTED: [may]
+    "1.33": "v1.3.10-eksbuild.2",  # CONFIRMED: [cdk]; REPORTED: [may]
+    "1.32": "v1.3.10-eksbuild.2",  # CONFIRMED: [cdk]; REPORTED: [may]
+    "1.31": "v1.3.10-eksbuild.2",  # CONFIRMED: [cdk]; REPORTED: [may]
+    "1.30": "v1.3.10-eksbuild.2",  # REPORTED: [may]
+    "1.29": "v1.3.10-eksbuild.2",  # REPORTED: [may]
+    "1.28": "v1.3.10-eksbuild.1",  # REPORTED: [may] (its newest for 1.28; eksbuild.2 is not listed for 1.28)
+}
+# Node monitoring agent: v1.6.1-eksbuild.1 at every version, built from aws/eks-node-monitoring-agent v1.6.1 (its
+# chart's nodeAgent.image.tag), whose chart gives its DaemonSets' requests and placement (domain/capacity/
+# daemonsets.py) and the DCGM host engine's listener (domain/upstream/node_listeners.py). Not v1.7.0-eksbuild.1 on
+# 1.36, although [moj] moved a 1.36 cluster there: v1.7.0 runs the DCGM host engine from the agent's own image
+# ("feat(dcgm): Run nv-hostengine from the agent image (#210)", git log v1.6.7..v1.7.0), which changes the host engine
+# the walls and gpulab's dcgm-exporter (gpulab:metrics) are reasoned against, untested here. On 1.35 and 1.36 this
+# build is unconfirmed (1.35 clusters ran v1.6.2-eksbuild.1 [moj] and v1.6.4-eksbuild.1, code index id 54559596030).
+NODE_MONITORING_AGENT_ADDON_VERSIONS = {
+    "1.36": "v1.6.1-eksbuild.1",  # unconfirmed on 1.36
+    "1.35": "v1.6.1-eksbuild.1",  # unconfirmed on 1.35
+    "1.34": "v1.6.1-eksbuild.1",  # REPORTED: [may]
+    "1.33": "v1.6.1-eksbuild.1",  # REPORTED: [may]
+    "1.32": "v1.6.1-eksbuild.1",  # REPORTED: [may]
+    "1.31": "v1.6.1-eksbuild.1",  # REPORTED: [may]
+    "1.30": "v1.6.1-eksbuild.1",  # REPORTED: [may]
+    "1.29": "v1.6.1-eksbuild.1",  # REPORTED: [may]
+    "1.28": "v1.6.1-eksbuild.1",  # unconfirmed: [may] lists v1.4.2-eksbuild.1 as the newest; 1.28 is past EKS support
+}
+# EBS CSI driver (with gpulab:jupyterhub, whose ebsCsiDriverVersion overrides the row): v1.66.0-eksbuild.1, the
+# version AWS marked defaultVersion for 1.36 on 2026-09-21 (mitodl/ol-infrastructure pull request #5959, "Bump the EBS
+# CSI driver addon to v1.66.0-eksbuild.1"), built from kubernetes-sigs/aws-ebs-csi-driver v1.66.0. Kept at every
+# version rather than AWS's older defaults [cdk]: a stack made before these tables runs v1.66.0 at any version, and a
+# lower pin would ask EKS to downgrade its driver by several minor versions.
+EBS_CSI_DRIVER_ADDON_VERSIONS = {
+    "1.36": "v1.66.0-eksbuild.1",  # REPORTED: mitodl/ol-infrastructure #5959
+    "1.35": "v1.66.0-eksbuild.1",  # REPORTED: AWS default for 1.35 as checked 2026-09-17, code index id 68338203913
+    "1.34": "v1.66.0-eksbuild.1",  # unconfirmed: [may] (2026-05-12) predates v1.66.0; newest listed v1.59.0-eksbuild.1
+    "1.33": "v1.66.0-eksbuild.1",  # unconfirmed, as 1.34
+    "1.32": "v1.66.0-eksbuild.1",  # unconfirmed, as 1.34
+    "1.31": "v1.66.0-eksbuild.1",  # unconfirmed, as 1.34
+    "1.30": "v1.66.0-eksbuild.1",  # unconfirmed, as 1.34
+    "1.29": "v1.66.0-eksbuild.1",  # unconfirmed: [may] lists up to v1.56.0-eksbuild.1 for 1.29
+    "1.28": "v1.66.0-eksbuild.1",  # unconfirmed: [may] lists up to v1.53.0-eksbuild.1; 1.28 is past EKS support
+}
+# Every EKS add-on gpulab pins, by its EKS name: the cluster's (components/cluster.py) and the hub's EBS CSI driver.
+ADDON_VERSIONS: Mapping[str, Mapping[str, str]] = {
+    "kube-proxy": KUBE_PROXY_ADDON_VERSIONS,
+    "vpc-cni": VPC_CNI_ADDON_VERSIONS,
+    "eks-pod-identity-agent": POD_IDENTITY_AGENT_ADDON_VERSIONS,
+    "eks-node-monitoring-agent": NODE_MONITORING_AGENT_ADDON_VERSIONS,
+    "aws-ebs-csi-driver": EBS_CSI_DRIVER_ADDON_VERSIONS,
+}
+
+
+def upstream_release(addon_version: str) -> str:
+    """The upstream tag an EKS add-on build is made from: v1.21.1-eksbuild.8 from v1.21.1."""
+    return addon_version.split("-", 1)[0]
+
+
+def one_release(addon: str) -> str:
+    """The one upstream release `addon` is built from at every Kubernetes version, for what gpulab reads from that
+    release's source (DaemonSet requests, listeners, the network policy agent). A table whose rows come from several
+    releases needs those read per version first: this says so rather than pick one."""
+    releases = sorted({upstream_release(build) for build in ADDON_VERSIONS[addon].values()})
+    if len(releases) != 1:
+        raise ValueError(
+            f"{addon} is pinned to builds of {', '.join(releases)} (domain/upstream/versions.py), but what gpulab "
+            "reads of its source is read from one release: read it per Kubernetes version before pinning so"
+        )
+    return releases[0]
+
+
+def builds(addon: str) -> str:
+    """The builds of `addon` gpulab pins across Kubernetes versions, as a reader names them."""
+    return ", ".join(sorted(set(ADDON_VERSIONS[addon].values())))
+
 
 # NVIDIA/dcgm-exporter tag 4.5.3-4.8.2 (commit 691c92762eb551313c825f6efe4ceeee20982801): DCGM 4.5.3, exporter 4.8.2,
 # the first release with per-pod GPU utilisation and memory under time-slicing (PR #594, fb5e3dc, behind
