@@ -35,9 +35,11 @@ helm-batch: $(VENV)/.installed
 
 # promtool, devtools/promtool/bin/promtool (Prometheus's own, from github.com/prometheus/prometheus at the version
 # devtools/promtool/go.mod pins): the tests of the metrics rules and the dashboard's queries run it, and skip without
-# it.
+# it; and devtools/promtool/bin/dayeval, its engine over a day, which draws the dashboard's picture
+# (reports/dashboard_picture.py) and whose tests skip without it.
 promtool: $(VENV)/.installed
 	$(PY) -m devtools.go_build promtool
+	$(PY) -m devtools.go_build dayeval
 
 # netpol, devtools/netpol/bin/netpol (Go 1.26; the NetworkPolicy engine of github.com/mattfenwick/cyclonus at the
 # version devtools/netpol/go.mod pins): the tests of learners' network walls (tests/test_network_walls.py) run it, and
@@ -93,19 +95,20 @@ test-charts: $(VENV)/.installed $(HELM)
 upstream: $(VENV)/.installed
 	$(PY) -m domain.upstream.fetch $(UPSTREAM)
 
-# Lint and format (ruff; gofmt and go vet for the planner, the rehearsal's stepper and CronJob controller, helm-batch and
-# netpol), types (mypy), YAML (yamllint: duplicate keys among others), GitHub workflows.
+# Lint and format (ruff; gofmt and go vet for the planner, the rehearsal's stepper and CronJob controller, helm-batch,
+# netpol and dayeval), types (mypy), YAML (yamllint: duplicate keys among others), GitHub workflows.
 check: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	test -z "$$(gofmt -l planner rehearsal/stepper rehearsal/controlplane/cronjob-controller devtools/helmbatch devtools/netpol)" || \
-	  { gofmt -l planner rehearsal/stepper rehearsal/controlplane/cronjob-controller devtools/helmbatch devtools/netpol; exit 1; }
+	test -z "$$(gofmt -l planner rehearsal/stepper rehearsal/controlplane/cronjob-controller devtools/helmbatch devtools/netpol devtools/promtool/dayeval)" || \
+	  { gofmt -l planner rehearsal/stepper rehearsal/controlplane/cronjob-controller devtools/helmbatch devtools/netpol devtools/promtool/dayeval; exit 1; }
 	go -C planner vet ./...
 	go -C rehearsal/stepper vet ./...
 	# The CronJob controller vetted as the oldest twin builds it (each twin's build compiles it against its own release).
 	go -C rehearsal/controlplane/1.34 vet github.com/gpulab/rehearsal/controlplane/cronjob-controller
 	go -C devtools/helmbatch vet ./...
 	go -C devtools/netpol vet ./...
+	go -C devtools/promtool vet ./dayeval
 	$(VENV)/bin/mypy components domain render reports planner rehearsal devtools tools policy
 	$(VENV)/bin/yamllint Pulumi.yaml Pulumi.*.yaml policy/PulumiPolicy.yaml .github/workflows
 	.ci/workflows-check $(VENV)

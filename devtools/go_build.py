@@ -1,7 +1,7 @@
 """Builds gpulab's Go helpers and says what it is doing: the planner, helm-batch, promtool, the rehearsal's twin and
 its stepper.
 
-    python -m devtools.go_build <planner | helm-batch | promtool | kwok | stepper | twin-<minor>>
+    python -m devtools.go_build <planner | helm-batch | promtool | dayeval | kwok | stepper | twin-<minor>>
 
 A first build downloads the helper's modules and compiles its packages, which takes minutes on a small machine and
 printed nothing but `go: downloading` lines; so a build first says what it builds and how long a first build took here,
@@ -86,6 +86,16 @@ HELPERS = {
         "Prometheus's rule and query checker",
         # docs/developers/measurements.md, "promtool": 19 CPU-minutes, 63 min wall under a load of 35.
         "Prometheus, 19 CPU-minutes (an hour on 2 busy cores)",
+    ),
+    # Prometheus's engine and rule groups over a day of series, for the dashboard's picture
+    # (reports/dashboard_picture.py): a package of gpulab's in promtool's module, linking the packages promtool's build
+    # compiled. Measured here after promtool's build was in the cache: 2 min 24 s under a load of 6 to 10 (38 s of CPU).
+    "dayeval": Helper(
+        "devtools/promtool",
+        "bin/dayeval",
+        ("./dayeval",),
+        "Prometheus's engine over a day, for the dashboard's picture",
+        "Prometheus's packages, as promtool's build (about 40 CPU-seconds after it)",
     ),
     # The rehearsal's stepper, Karpenter 1.14.1's controllers on the twin on a simulated clock: a module of its own
     # (rehearsal/stepper/go.mod) that imports the planner's packages through a replace and requires every module at the

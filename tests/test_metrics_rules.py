@@ -258,6 +258,92 @@ EXPECTED = {
 UNMEASURED_ALERT = [{"exp_labels": {"lab": "alpha", "node": "a1", "severity": "warning"}}]
 
 
+def learner(pod: str, lab_name: str, ksm: str, utilisation: str, memory: str, uid: bool = True) -> list:
+    """A hub learner's pod over 95 minutes: kube-state-metrics' series (`ksm`), dcgm-exporter's utilisation and GPU
+    memory (MiB), with the pod's UID or without."""
+    where = f'namespace="{HUB_NAMESPACE}", pod="{pod}", uid="uid-{pod}"'
+    gpu = f'namespace="{HUB_NAMESPACE}", pod="{pod}", container="notebook", gpu="0", vgpu="0"'
+    gpu += ', instance="10.0.1.1:9400"' + (f', pod_uid="uid-{pod}"' if uid else "")
+    user = pod.removeprefix("jupyter-")
+    series = [
+        (f'kube_pod_nodeselectors{{{where}, nodeselector_gpulab_dev_lab="{lab_name}"}}', ksm),
+        (f'kube_pod_status_phase{{{where}, phase="Running"}}', ksm),
+        (f"kube_pod_start_time{{{where}}}", ksm.replace("1x", "0x")),
+        (f'kube_pod_info{{{where}, node="a2"}}', ksm),
+        (f'kube_pod_annotations{{{where}, annotation_hub_jupyter_org_username="{user}"}}', ksm),
+        (f"DCGM_FI_DEV_GPU_UTIL{{{gpu}}}", utilisation),
+        (f"DCGM_FI_DEV_FB_USED{{{gpu}}}", memory),
+    ]
+    return [{"series": name, "values": values} for name, values in series]
+
+
+# kube-state-metrics fails its scrapes from minute 40 to 45: every pod's series stale, then back from minute 45.
+KSM_GAP = "1x39 stale _x4 1x50"
+CULLED_INPUT = [
+    {"series": 'up{job="kube-state-metrics"}', "values": "1x39 0x5 1x50"},
+    # alpha (gpuIdleTimeout 20m): ada idle from the start, her pod gone at minute 26 (the culler stopped it); grace
+    # busy, gone at minute 26 too (she stopped it); alan idle, running through kube-state-metrics' failed scrapes;
+    # edsger's memory without the pod's UID.
+    *learner("jupyter-ada", "alpha", "1x25 stale", "0x25 stale", "1024x25 stale"),
+    *learner("jupyter-grace", "alpha", "1x25 stale", "70x25 stale", "3000x25 stale"),
+    *learner("jupyter-alan", "alpha", KSM_GAP, "0x95", "512x95"),
+    *learner("jupyter-edsger", "alpha", KSM_GAP, "40x95", "2048x95", uid=False),
+    # beta (no gpuIdleTimeout, its idleAfter 30m): barbara idle, gone at minute 35; hedy keeps running.
+    *learner("jupyter-barbara", "beta", "1x34 stale", "0x34 stale", "100x34 stale"),
+    *learner("jupyter-hedy", "beta", KSM_GAP, "50x95", "700x95"),
+]
+ADA = {"lab": "alpha", "namespace": HUB_NAMESPACE, "pod": "jupyter-ada", "username": "ada"}
+CULLED_EXPECTED = {
+    # ada's pod gone after the culler had her idle: culled, once, for the hour after; grace's (busy) and barbara's (a
+    # lab without gpuIdleTimeout) are not.
+    "28m": [
+        (recording_rules.SEAT_CULLED, [sample(recording_rules.SEAT_CULLED, 1, **ADA)]),
+        (
+            recording_rules.SEATS_CULLED,
+            [
+                sample(recording_rules.SEATS_CULLED, 1, lab="alpha"),
+                sample(recording_rules.SEATS_CULLED, 0, lab="beta"),
+            ],
+        ),
+        # Each measured seat's GPU memory in MiB; edsger's series has no pod UID, so it is no measurement.
+        (
+            recording_rules.SEAT_MEMORY,
+            [
+                sample(recording_rules.SEAT_MEMORY, 512, **pod("jupyter-alan", "alpha")),
+                sample(recording_rules.SEAT_MEMORY, 100, **pod("jupyter-barbara", "beta")),
+                sample(recording_rules.SEAT_MEMORY, 700, **pod("jupyter-hedy", "beta")),
+            ],
+        ),
+    ],
+    # kube-state-metrics not answering: alan's pod series are stale, which is no pod gone; ada's cull still counts (no
+    # lab has a pod to count 0 for).
+    "42m": [
+        (recording_rules.SEAT_CULLED, []),
+        (recording_rules.SEATS_CULLED, [sample(recording_rules.SEATS_CULLED, 1, lab="alpha")]),
+    ],
+    "50m": [
+        (recording_rules.SEAT_CULLED, []),
+        (
+            recording_rules.SEATS_CULLED,
+            [
+                sample(recording_rules.SEATS_CULLED, 1, lab="alpha"),
+                sample(recording_rules.SEATS_CULLED, 0, lab="beta"),
+            ],
+        ),
+    ],
+    # More than an hour after ada's last culled sample (minute 30).
+    "95m": [
+        (
+            recording_rules.SEATS_CULLED,
+            [
+                sample(recording_rules.SEATS_CULLED, 0, lab="alpha"),
+                sample(recording_rules.SEATS_CULLED, 0, lab="beta"),
+            ],
+        )
+    ],
+}
+
+
 def unit_tests() -> dict[str, Any]:
     return {
         "rule_files": ["rules.yaml"],
@@ -288,7 +374,17 @@ def unit_tests() -> dict[str, Any]:
                     {"eval_time": "42m", "alertname": "GpuSeatsUnmeasured", "exp_alerts": UNMEASURED_ALERT},
                     {"eval_time": AT, "alertname": "GpuSeatsUnmeasured", "exp_alerts": UNMEASURED_ALERT},
                 ],
-            }
+            },
+            {
+                "name": "culled seats and GPU memory",
+                "interval": "1m",
+                "input_series": CULLED_INPUT,
+                "promql_expr_test": [
+                    {"expr": expr, "eval_time": at, "exp_samples": exp}
+                    for at, expected in CULLED_EXPECTED.items()
+                    for expr, exp in expected
+                ],
+            },
         ],
     }
 
@@ -378,6 +474,21 @@ PLANTED = {
     ),
     # Unmeasured seats counted as measured ones.
     "unmeasured-reversed": (R.SEAT_UNMEASURED, " unless ", " and ", R.SEAT_UNMEASURED),
+    # A seat counted culled when kube-state-metrics does not answer (alan at minute 42).
+    "culled-while-pods-unknown": (
+        R.SEAT_CULLED,
+        '\n and on () (max(up{job="kube-state-metrics"}) == 1)',
+        "",
+        R.SEAT_CULLED,
+    ),
+    # Every idle learner counted culled, gone or not (alan from minute 21).
+    "culled-pods-still-running": (R.SEAT_CULLED, "\n  unless on (namespace, pod) kube_pod_info", "", R.SEAT_CULLED),
+    # A lab without gpuIdleTimeout counted (barbara).
+    "culled-in-untimed-labs": (R.SEAT_CULLED, '{lab=~"alpha"}', "", R.SEATS_CULLED),
+    # The culled seats of the last minute only, not of the hour (ada forgotten by minute 50).
+    "culled-not-over-the-hour": (R.SEATS_CULLED, "[1h]", "[1m]", R.SEATS_CULLED),
+    # GPU memory read from series without the pod's UID (edsger's).
+    "memory-without-pod-uid": (R.SEAT_MEMORY, ', pod_uid!=""', "", R.SEAT_MEMORY),
     # Every node priced as one, whatever its type: a lab's spend its node count in dollars.
     "spend-unpriced": (R.SPEND, f"* on (instance_type) group_left () {R.PRICE}", "", R.SPEND),
     # Spend counted by type only: labs of one type would spend each other's budgets.

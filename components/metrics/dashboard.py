@@ -1,6 +1,7 @@
 """The stack's Grafana dashboard, built with Grafana's own grafana-foundation-sdk (its Grafana 10.4 schema, which Amazon
 Managed Grafana's 10.4 workspaces and every later Grafana import): per lab, the seats in use, the pending learners,
-the idle and the unmeasured seats, each seat's GPU use, Karpenter's nodes and their hourly cost. Every panel reads the
+the idle, the unmeasured and the culled seats, each seat's GPU use and GPU memory, Karpenter's nodes and their hourly
+cost. Every panel reads the
 workspace's recording rules (components/metrics/recording_rules.py), per lab.
 
 PANELS is the one list of panels: the dashboard, docs/metrics.md and the tests' PromQL parse all read it.
@@ -86,6 +87,15 @@ PANELS = (
         "with the pod's UID, or a gap in it): their GPU use is unknown, and they are never stopped for it.",
     ),
     Panel(
+        "Culled seats, last hour",
+        "timeseries",
+        f"{recording_rules.SEATS_CULLED}{{{LAB}}}",
+        "{{lab}}",
+        "short",
+        "Seats of labs with gpuIdleTimeout whose server stopped in the last hour while the idle-GPU culler had them as "
+        "idle: its stops, and any other stop of a seat idle at the time.",
+    ),
+    Panel(
         "GPU utilisation per seat",
         "timeseries",
         f"{recording_rules.SEAT_UTILISATION}{{{LAB}}}",
@@ -93,6 +103,14 @@ PANELS = (
         "percent",
         "dcgm-exporter's per-pod GPU utilisation under time-slicing (NVML's per-process SM samples); the line is the "
         "idle threshold.",
+    ),
+    Panel(
+        "GPU memory per seat",
+        "timeseries",
+        f"{recording_rules.SEAT_MEMORY}{{{LAB}}}",
+        "{{lab}} {{namespace}}/{{pod}}",
+        "mbytes",
+        "dcgm-exporter's per-pod GPU memory used under time-slicing (NVML's per-process used memory), in MiB.",
     ),
     Panel(
         "Idle learners",

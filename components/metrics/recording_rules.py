@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from components.metrics.kube_state_metrics import LAB_SELECTOR, SERVERNAME, USERNAME
+from components.metrics.kube_state_metrics import NAME as KUBE_STATE_METRICS
 from domain.cost.price_book import PriceBook
 from domain.stack.classes import DEFAULT_WARMUP
 from domain.stack.metrics import SCRAPE_INTERVAL_SECONDS, Metrics, idle_window
@@ -36,6 +37,9 @@ SEAT_IDLE = "gpulab:seat_gpu_idle:percent"
 SEAT_UNMEASURED = "gpulab:seat_gpu_unmeasured:info"
 SEATS_UNMEASURED = "gpulab:lab_seats_unmeasured:count"
 LEARNER_IDLE = "gpulab:learner_gpu_idle:percent"
+SEAT_MEMORY = "gpulab:seat_gpu_memory_used:mib"
+SEAT_CULLED = "gpulab:seat_culled:info"
+SEATS_CULLED = "gpulab:lab_seats_culled:count"
 SEATS_IN_USE = "gpulab:lab_seats_in_use:count"
 SEATS = "gpulab:lab_seats:count"
 SEATS_IDLE = "gpulab:lab_seats_idle:count"
@@ -49,7 +53,15 @@ SPEND = "gpulab:lab_spend_usd_per_hour"
 # scrape intervals old: a series that stopped without a staleness marker (a scrape that was never answered) would
 # otherwise be read at its last value for Prometheus's 5-minute lookback.
 MEASURED_GPU_UTIL = 'DCGM_FI_DEV_GPU_UTIL{pod!="", pod_uid!=""}'
+# The other field the exporter reads per process (sum of the pod's processes' used GPU memory, in MiB;
+# internal/pkg/transformation/process_metrics.go:94-97): measured only with the pod's UID too.
+MEASURED_FB_USED = 'DCGM_FI_DEV_FB_USED{pod!="", pod_uid!=""}'
 FRESH_SECONDS = 3 * SCRAPE_INTERVAL_SECONDS
+# How long after its last idle evaluation a seat whose pod is gone counts as culled: the culler asks every minute
+# (components/jupyterhub/gpu_culler.py), the pod then takes its grace period to go, and kube-state-metrics' next scrape
+# says so. CULLED_OVER: the window of the dashboard's count of culled seats.
+CULLED_AFTER = "5m"
+CULLED_OVER = "1h"
 
 
 def _per_lab_count(selection: str) -> str:
@@ -96,6 +108,34 @@ def _idle(lab_name: str, window: str, metrics: Metrics) -> str:
     )
 
 
+def _fresh(selection: str) -> str:
+    """The per-pod series of `selection` whose last sample is at most FRESH_SECONDS old, with the pod's lab."""
+    return (
+        f"max by (namespace, pod, lab) (\n  ({selection}\n"
+        f"   and (time() - timestamp({selection}) <= {FRESH_SECONDS}))\n"
+        f"  * on (namespace, pod) group_left (lab) {POD_LAB})"
+    )
+
+
+def _culled(labs: Mapping[str, Lab]) -> list[dict[str, str]]:
+    """A learner's seat of a lab with gpuIdleTimeout that the culler had as idle within CULLED_AFTER and whose pod is
+    gone, while kube-state-metrics answers (a failed scrape of it marks every pod's series stale, which is no pod
+    gone). The culler logs its stops and keeps no count: this is the stops as the workspace sees them, including any
+    other stop of a seat idle at the time (the learner's own, the hub's notebook culler)."""
+    timed = sorted(name for name, lab in labs.items() if lab.gpu_idle_timeout)
+    if not timed:
+        return []
+    return [
+        {
+            "record": SEAT_CULLED,
+            "expr": f"(group by (lab, namespace, pod, username) (last_over_time({LEARNER_IDLE}"
+            f'{{lab=~"{"|".join(timed)}"}}[{CULLED_AFTER}]))\n'
+            f"  unless on (namespace, pod) kube_pod_info)\n"
+            f' and on () (max(up{{job="{KUBE_STATE_METRICS}"}}) == 1)',
+        }
+    ]
+
+
 def _prices(labs: Mapping[str, Lab], book: PriceBook) -> str:
     """The book's on-demand price of each of the labs' instance types, one series per type (`instance_type`): one rule,
     as one record name written by several rules is one Prometheus warns of."""
@@ -118,12 +158,8 @@ def rule_groups(labs: Mapping[str, Lab], metrics: Metrics, book: PriceBook) -> d
         },
         # dcgm-exporter's per-pod series carry the learner's pod and namespace; its whole-GPU series have no pod. Only
         # fresh series with the pod's UID (MEASURED_GPU_UTIL); a restarted exporter's new series joins the old one.
-        {
-            "record": SEAT_UTILISATION,
-            "expr": f"max by (namespace, pod, lab) (\n  ({MEASURED_GPU_UTIL}\n"
-            f"   and (time() - timestamp({MEASURED_GPU_UTIL}) <= {FRESH_SECONDS}))\n"
-            f"  * on (namespace, pod) group_left (lab) {POD_LAB})",
-        },
+        {"record": SEAT_UTILISATION, "expr": _fresh(MEASURED_GPU_UTIL)},
+        {"record": SEAT_MEMORY, "expr": _fresh(MEASURED_FB_USED)},
         {
             "record": SEATS_IN_USE,
             "expr": _per_lab_count(
@@ -155,6 +191,9 @@ def rule_groups(labs: Mapping[str, Lab], metrics: Metrics, book: PriceBook) -> d
             "record": LEARNER_IDLE,
             "expr": f"{SEAT_IDLE} * on (namespace, pod) group_left (username, servername) {learner}",
         },
+        *_culled(labs),
+        # Each seat culled in the last CULLED_OVER once, however long its SEAT_CULLED series lasted.
+        {"record": SEATS_CULLED, "expr": _per_lab_count(f"max_over_time({SEAT_CULLED}[{CULLED_OVER}])")},
         {"record": SEATS, "expr": f"sum by (lab) ({_karpenter(_allocatable('nvidia.com/gpu'))})"},
         {"record": NODES, "expr": f"count by (lab) ({_karpenter(_allocatable('cpu'))})"},
         # Karpenter's cost of a NodePool: the sum of its NodeClaims' offering prices (sigs.k8s.io/karpenter v1.14.1

@@ -1,10 +1,16 @@
 // promtool for the tests of gpulab's metrics rules and dashboard queries (Makefile: make promtool): Prometheus's own, at
-// github.com/prometheus/prometheus v0.316.0, the Go module of Prometheus v3.16.0 (its VERSION file). No code of gpulab's.
+// github.com/prometheus/prometheus v0.316.0, the Go module of Prometheus v3.16.0 (its VERSION file); and dayeval, the
+// one package of gpulab's here, which runs the same engine and rule groups over a day for the dashboard's picture.
 module github.com/gpulab/promtool
 
 go 1.26.7
 
 tool github.com/prometheus/prometheus/cmd/promtool
+
+require (
+	github.com/prometheus/common v0.72.1
+	github.com/prometheus/prometheus v0.316.0
+)
 
 require (
 	cloud.google.com/go/auth v0.24.1-0.20261001053825-dbc26066f70a // indirect
@@ -154,11 +160,9 @@ require (
 	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/client_golang/exp v0.0.0-20261019101427-217707f26b14 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
-	github.com/prometheus/common v0.72.1 // indirect
 	github.com/prometheus/exporter-toolkit v0.20.0 // indirect
 	github.com/prometheus/otlptranslator v1.0.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
-	github.com/prometheus/prometheus v0.316.0 // indirect
 	github.com/prometheus/sigv4 v0.5.0 // indirect
 	github.com/scaleway/scaleway-sdk-go v1.39.0 // indirect
 	github.com/sony/gobreaker/v2 v2.4.0 // indirect
