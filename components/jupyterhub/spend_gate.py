@@ -5,7 +5,10 @@ spawn page; servers already running go on.
 What it reads: the metrics workspace's gpulab:lab_spend_usd_per_hour (the lab's nodes at the stack's prices,
 components/metrics/recording_rules.py), recorded once a minute, summed over the seconds since the period began (the
 term's first warm-up, or the month's start in UTC) and divided by 60: the lab's spend so far in US dollars, within a
-minute or two of the nodes' running. It asks through the hub pod's SigV4 proxy, as the idle-GPU culler does
+minute or two of the nodes' running. A minute in which the meter's rules ran (gpulab:meter_up:info) but recorded no
+spend for the lab (Karpenter's metrics did not reach the workspace) is counted at the lab's ceiling per hour
+(gpulab:lab_ceiling_usd_per_hour): a gap never reads as less spent, and the learner's message says how many minutes
+were so counted. It asks through the hub pod's SigV4 proxy, as the idle-GPU culler does
 (components/jupyterhub/culling.py). The teacher lets learners start again by raising the lab's budget (and `pulumi
 up`); for a monthly budget, the month's turn does too.
 
@@ -32,7 +35,10 @@ from urllib.parse import urlencode
 from tornado import web
 from tornado.httpclient import AsyncHTTPClient
 
+# The meter's series (components/metrics/recording_rules.py SPEND, METER_UP, CEILING).
 SPEND_SERIES = "gpulab:lab_spend_usd_per_hour"
+METER_SERIES = "gpulab:meter_up:info"
+CEILING_SERIES = "gpulab:lab_ceiling_usd_per_hour"
 # The rule's evaluation interval (components/metrics/recording_rules.py EVALUATION_INTERVAL): each sample is a minute.
 SAMPLES_PER_HOUR = 60
 log = logging.getLogger("gpulab.spend_gate")
@@ -49,7 +55,21 @@ def spend_query(lab: str, seconds: int) -> str:
     return f'sum(sum_over_time({SPEND_SERIES}{{lab="{lab}"}}[{max(seconds, 1)}s])) / {SAMPLES_PER_HOUR}'
 
 
-def refusal(lab: str, spent: float, amount: float, since: float, term: bool) -> str:
+def unmeasured_query(lab: str, seconds: int) -> str:
+    """The minutes of the last `seconds` in which the meter ran but recorded no spend for the lab."""
+    window = f"[{max(seconds, 1)}s]"
+    return (
+        f"sum(count_over_time({METER_SERIES}{window})) - "
+        f'(sum(count_over_time({SPEND_SERIES}{{lab="{lab}"}}{window})) or vector(0))'
+    )
+
+
+def ceiling_query(lab: str) -> str:
+    """The lab's ceiling in USD per hour."""
+    return f'max({CEILING_SERIES}{{lab="{lab}"}})'
+
+
+def refusal(lab: str, spent: float, amount: float, since: float, term: bool, unmeasured: int = 0) -> str:
     """What a learner reads when the lab's budget is spent."""
     if term:
         period = f"the term (since {datetime.fromtimestamp(since, UTC):%d %B %Y})"
@@ -57,9 +77,14 @@ def refusal(lab: str, spent: float, amount: float, since: float, term: bool) -> 
     else:
         period = datetime.fromtimestamp(since, UTC).strftime("%B %Y")
         until = "until your teacher raises the lab's budget or the month ends"
+    gap = (
+        f" ({unmeasured} minutes the meter did not measure are counted at the lab's most per hour)"
+        if unmeasured
+        else ""
+    )
     return (
-        f"Lab {lab} has spent its budget for {period}: {spent:.2f} of {amount:.2f} US dollars. New servers do not "
-        f"start {until}; servers already running go on."
+        f"Lab {lab} has spent its budget for {period}: {spent:.2f} of {amount:.2f} US dollars{gap}. New servers do "
+        f"not start {until}; servers already running go on."
     )
 
 
@@ -72,14 +97,27 @@ class SpendGate:
         # kubespawner/spawner.py:3510, options_from_form), which this reads before KubeSpawner applies the profile.
         self.default_lab = default_lab
 
-    async def spent(self, lab: str, since: float) -> float:
-        query = urlencode({"query": spend_query(lab, int(time.time() - since))})
-        response = await AsyncHTTPClient().fetch(f"{self.metrics_url}/api/v1/query?{query}")
+    async def value(self, query: str) -> float | None:
+        """The one value a query answers, None when it answers none."""
+        response = await AsyncHTTPClient().fetch(f"{self.metrics_url}/api/v1/query?{urlencode({'query': query})}")
         answer = json.loads(response.body)
         if answer.get("status") != "success":
             raise RuntimeError(f"the metrics workspace answered {answer.get('error') or answer}")
         result = answer["data"]["result"]
-        return float(result[0]["value"][1]) if result else 0.0
+        return float(result[0]["value"][1]) if result else None
+
+    async def spent(self, lab: str, since: float) -> tuple[float, int]:
+        """The lab's spend in USD since `since`, its unmeasured minutes at its ceiling included, and those minutes."""
+        seconds = int(time.time() - since)
+        measured = await self.value(spend_query(lab, seconds)) or 0.0
+        unmeasured = max(int(await self.value(unmeasured_query(lab, seconds)) or 0), 0)
+        if not unmeasured:
+            return measured, 0
+        ceiling = await self.value(ceiling_query(lab))
+        if ceiling is None:  # an unpriced lab: nothing to count the gap at
+            log.warning("lab %s: %d minutes of spend unmeasured and no ceiling to count them at", lab, unmeasured)
+            return measured, 0
+        return measured + unmeasured * ceiling / SAMPLES_PER_HOUR, unmeasured
 
     async def __call__(self, spawner) -> None:
         lab = spawner.user_options.get("profile") or self.default_lab
@@ -93,12 +131,12 @@ class SpendGate:
             return
         amount = budget["amount"]
         try:
-            spent = await self.spent(lab, since)
+            spent, unmeasured = await self.spent(lab, since)
         except Exception as error:  # see above: an unanswered query lets the learner start
             log.error("lab %s: spend unknown, %s starts anyway: %s", lab, spawner.user.name, error)
             return
         if spent >= amount:
-            message = refusal(lab, spent, amount, since, term)
+            message = refusal(lab, spent, amount, since, term, unmeasured)
             log.info("lab %s: refused %s's new server: %.2f of %.2f USD spent", lab, spawner.user.name, spent, amount)
             refused = web.HTTPError(403, message)
             # JupyterHub 5.5 shows an exception's jupyterhub_message on the spawn page (utils.format_exception).

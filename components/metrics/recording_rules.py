@@ -20,6 +20,7 @@ from typing import Any
 from components.metrics.kube_state_metrics import LAB_SELECTOR, SERVERNAME, USERNAME
 from components.metrics.kube_state_metrics import NAME as KUBE_STATE_METRICS
 from domain.cost.price_book import PriceBook
+from domain.stack.budgets import MONTH, LabBudget
 from domain.stack.classes import DEFAULT_WARMUP
 from domain.stack.metrics import SCRAPE_INTERVAL_SECONDS, Metrics, idle_window
 from domain.stack.model import Lab
@@ -48,6 +49,19 @@ NODES = "gpulab:lab_nodes:count"
 COST = "gpulab:lab_cost_usd_per_hour"
 PRICE = "gpulab:instance_price_usd_per_hour"
 SPEND = "gpulab:lab_spend_usd_per_hour"
+CEILING = "gpulab:lab_ceiling_usd_per_hour"
+METER_UP = "gpulab:meter_up:info"
+MONTH_SPEND = "gpulab:lab_month_spend_usd_per_hour"
+TERM_SPEND = "gpulab:lab_term_spend_usd_per_hour"
+THIS_MONTH = "gpulab:month_mod_3:info"
+# The share of a lab's budget at which the teacher is alerted (AWS Budgets' ACTUAL 80% too, components/lab_budgets.py).
+BUDGET_ALERT_PERCENT = 80
+# How long a lab's spend may go unrecorded, while the meter's rules run, before the workspace alerts.
+UNMEASURED_FOR = "10m"
+# The calendar months of a month budget's window (31 days, the longest month) told apart: any three consecutive
+# months have different (12 x year + month) mod 3, and a 31-day window back from any moment of a month reaches at
+# most into the two months before it.
+MONTH_LABEL = "month_mod_3"
 
 # A per-pod series is a measurement only with the pod's UID (see above), and only while its last sample is at most three
 # scrape intervals old: a series that stopped without a staleness marker (a scrape that was never answered) would
@@ -143,9 +157,107 @@ def _prices(labs: Mapping[str, Lab], book: PriceBook) -> str:
     return " or ".join(f'label_replace(vector({book.on_demand[t]}), "instance_type", "{t}", "", "")' for t in types)
 
 
-def rule_groups(labs: Mapping[str, Lab], metrics: Metrics, book: PriceBook) -> dict[str, Any]:
+def _ceilings(labs: Mapping[str, Lab], book: PriceBook) -> str:
+    """Each priced lab's ceiling per hour at `book` (the arithmetic bound: maxGpus at its dearest type per GPU), one
+    series per lab: what the spend gate counts a minute of unmeasured spend at."""
+    ceilings = {name: lab.cost_at(book).ceiling_per_hour for name, lab in labs.items()}
+    return " or ".join(
+        f'label_replace(vector({usd}), "lab", "{name}", "", "")' for name, usd in ceilings.items() if usd is not None
+    )
+
+
+def _month_residue(residue: int) -> str:
+    return f"((year() * 12 + month()) % 3 == {residue})"
+
+
+def _by_month(expression: str) -> str:
+    """`expression`, labelled with this month's MONTH_LABEL."""
+    return " or ".join(
+        f'label_replace({expression} and on () {_month_residue(r)}, "{MONTH_LABEL}", "{r}", "", "")' for r in range(3)
+    )
+
+
+def _term_window(budget: LabBudget) -> str:
+    assert budget.start is not None and budget.end is not None
+    return f"(vector(time()) >= {int(budget.start.timestamp())} < {int(budget.end.timestamp())})"
+
+
+def budget_spend(name: str, budget: LabBudget) -> str:
+    """The lab's spend in USD over its budget's period so far (this month; or its term, while it lasts), as the
+    hub's spend gate counts it: one sample a minute, each a minute's spend (components/jupyterhub/spend_gate.py)."""
+    if budget.period == MONTH:
+        spent = f'sum_over_time({MONTH_SPEND}{{lab="{name}"}}[31d]) and on ({MONTH_LABEL}) {THIS_MONTH}'
+    else:
+        assert budget.start is not None and budget.end is not None
+        seconds = int((budget.end - budget.start).total_seconds())
+        spent = f'sum_over_time({TERM_SPEND}{{lab="{name}"}}[{seconds}s])'
+    return f"sum by (lab) ({spent}) / 60"
+
+
+def _budget_rules(labs: Mapping[str, Lab], budgets: Mapping[str, LabBudget]) -> list[dict[str, Any]]:
+    """The series a budget's alert sums, and the alerts: at BUDGET_ALERT_PERCENT of each budget, and a lab whose
+    spend goes unrecorded while the meter runs."""
+    terms = {name: b for name, b in budgets.items() if b.period != MONTH}
+    months = len(terms) < len(budgets)
+    recording = [
+        # Every evaluation of the group: the minutes the meter ran, against which the spend gate counts the minutes a
+        # lab's spend was not recorded.
+        {"record": METER_UP, "expr": "vector(1)"},
+        *(
+            [{"record": THIS_MONTH, "expr": _by_month("vector(1)")}, {"record": MONTH_SPEND, "expr": _by_month(SPEND)}]
+            if months
+            else []
+        ),
+        *(
+            [
+                {
+                    "record": TERM_SPEND,
+                    "expr": " or ".join(
+                        f'({SPEND}{{lab="{name}"}} and on () {_term_window(b)})' for name, b in terms.items()
+                    ),
+                }
+            ]
+            if terms
+            else []
+        ),
+    ]
+    alerts = [
+        {
+            "alert": "LabBudgetMostlySpent",
+            "expr": f"{budget_spend(name, budget)} >= {round(BUDGET_ALERT_PERCENT / 100 * budget.amount, 4)}",
+            "labels": {"severity": "warning", "lab": name},
+            "annotations": {
+                "summary": f'Lab {name} has spent {{{{ $value | printf "%.2f" }}}} of its {budget.amount:.2f} US '
+                f"dollars for the {budget.period}, {BUDGET_ALERT_PERCENT}% or more",
+                "description": "At the whole budget the hub refuses the lab's learners new servers (where it runs the "
+                "spend gate); the teacher may raise labs.<lab>.budget. The lab's nodes at the list prices, as the "
+                "meter records them; minutes it did not record are alerted by LabSpendUnmeasured.",
+            },
+        }
+        for name, budget in budgets.items()
+    ]
+    unmeasured = {
+        "alert": "LabSpendUnmeasured",
+        # A lab's NodePool that Karpenter reports has a spend series, 0 without nodes; none means Karpenter's metrics
+        # are not reaching the workspace, and the minutes would read as nothing spent.
+        "expr": " or ".join(f'absent({SPEND}{{lab="{name}"}})' for name in labs),
+        "for": UNMEASURED_FOR,
+        "labels": {"severity": "warning"},
+        "annotations": {
+            "summary": f"Lab {{{{ $labels.lab }}}}'s spend has not been recorded for {UNMEASURED_FOR}",
+            "description": "Karpenter's metrics for its NodePool are not reaching the workspace (the scraper, the "
+            "controller). The hub's spend gate counts each such minute at the lab's ceiling per hour, so a gap never "
+            "reads as less spent.",
+        },
+    }
+    return recording + alerts + ([unmeasured] if labs else [])
+
+
+def rule_groups(
+    labs: Mapping[str, Lab], metrics: Metrics, book: PriceBook, budgets: Mapping[str, LabBudget] | None = None
+) -> dict[str, Any]:
     """The rule file: one group, recording rules first, then the alerts that read them; the labs' spend at `book`'s
-    prices."""
+    prices, and the alerts of `budgets`."""
     learner = (
         f'label_replace(label_replace(kube_pod_annotations{{{USERNAME}!=""}}, "username", "$1", "{USERNAME}", "(.+)"), '
         f'"servername", "$1", "{SERVERNAME}", "(.*)")'
@@ -204,15 +316,21 @@ def rule_groups(labs: Mapping[str, Lab], metrics: Metrics, book: PriceBook) -> d
         # sigs.k8s.io/karpenter v1.14.1 pkg/controllers/metrics/node/controller.go:277-301, its well-known labels in
         # snake case) times the type's on-demand price. A spot node is counted at on-demand, an upper bound: the
         # offline book has no spot price. The hub's spend gate sums it over its budget's period
-        # (components/jupyterhub/spend_gate.py); a lab without a node records nothing, which sums as nothing spent.
+        # (components/jupyterhub/spend_gate.py). A lab whose NodePool Karpenter reports without a node records 0
+        # (its limits: gpulab sets them on every NodePool, and Karpenter reports them every 10 s whatever its nodes,
+        # sigs.k8s.io/karpenter v1.14.1 pkg/controllers/metrics/nodepool/controller.go), so that a minute without a
+        # sample is one the meter did not measure, never one without nodes (LabSpendUnmeasured, the gate's fill).
         *(
             [
                 {"record": PRICE, "expr": _prices(labs, book)},
                 {
                     "record": SPEND,
                     "expr": f"sum by (lab) (\n  count by (lab, instance_type) ({_karpenter(_allocatable('cpu'))})\n"
-                    f"  * on (instance_type) group_left () {PRICE}\n)",
+                    f"  * on (instance_type) group_left () {PRICE}\n)\n"
+                    f"or 0 * max by (lab) ({_karpenter('karpenter_nodepools_limit')})",
                 },
+                *([{"record": CEILING, "expr": ceilings}] if (ceilings := _ceilings(labs, book)) else []),
+                *_budget_rules(labs, budgets or {}),
             ]
             if labs
             else []

@@ -42,7 +42,7 @@ class Store(pulumi.ComponentResource):
             workspace_id=workspace.id,
             # The list prices the render shows (domain/cost/price_book.py LIST), also at preview: the workspace's
             # rules do not change with the day's answers of the Price List API.
-            data=yaml.safe_dump(rule_groups(settings.labs, metrics, LIST), sort_keys=False),
+            data=yaml.safe_dump(rule_groups(settings.labs, metrics, LIST, settings.budgets), sort_keys=False),
             opts=child,
         )
         scrape = scrape_configuration(metrics, settings.karpenter)
