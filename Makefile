@@ -7,7 +7,7 @@ UPSTREAM ?= .upstream
 # helm of the chart render: $GPULAB_HELM where it is set (the render uses it), else the pinned one in .venv/bin.
 HELM := $(if $(GPULAB_HELM),,$(VENV)/bin/helm)
 
-.PHONY: render plan planner helm-batch promtool netpol chp twin rehearse test test-charts check upstream preflight
+.PHONY: render plan planner helm-batch promtool netpol chp twin rehearse test test-charts check upstream preflight reconcile
 render: $(VENV)/.installed $(HELM)
 	$(PY) -m tools.render $(STACK) --out out/$(STACK)
 
@@ -81,6 +81,11 @@ rehearse: $(VENV)/.installed $(HELM)
 # vCPU quotas, the VPC and subnets, the hub's certificate, the labs' AMIs; each problem with what to fix.
 preflight: $(VENV)/.installed
 	$(PY) -m tools.preflight $(STACK)
+
+# Each budgeted lab's spend this month as AWS Budgets counts it beside the meter's, and the difference, with your AWS
+# credentials (reports/reconcile.py).
+reconcile: $(VENV)/.installed
+	$(PY) -m tools.reconcile $(STACK)
 
 # Every test, one process per core (pyproject.toml); `make test-charts` runs the slowest part alone: the tests that
 # render and template the pinned Helm charts (marker `charts`; `pytest -m "not charts"` runs the rest).

@@ -28,15 +28,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import domain.stack
 from components.karpenter.ami import ssm_parameters
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
 from render import run
+from reports.aws_answers import Aws, AwsError, Boto3, Call, Recorded
 
 NAMESPACE = "gpulab"
 # (instance family group, capacity type) -> Service Quotas code of service ec2 (REPORTED, above).
@@ -50,20 +51,8 @@ QUOTAS = {
 ISSUED = "ISSUED"
 
 
-class AwsError(Exception):
-    """AWS refused a call (or there are no credentials): its error code and message."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-
-
-class Aws(Protocol):
-    def call(self, operation: str, key: str) -> dict[str, Any]: ...
-
-
 # Each call: (boto3 client, its method, the parameters from the call's key).
-CALLS: dict[str, tuple[str, str, Callable[[str], dict[str, Any]]]] = {
+CALLS: dict[str, Call] = {
     "sts:GetCallerIdentity": ("sts", "get_caller_identity", lambda key: {}),
     "servicequotas:GetServiceQuota": (
         "service-quotas",
@@ -80,46 +69,6 @@ CALLS: dict[str, tuple[str, str, Callable[[str], dict[str, Any]]]] = {
     "acm:DescribeCertificate": ("acm", "describe_certificate", lambda key: {"CertificateArn": key}),
     "ssm:GetParameter": ("ssm", "get_parameter", lambda key: {"Name": key}),
 }
-
-
-@dataclass
-class Recorded:
-    """Answers from a file: {"<call>": {"<key>": <answer>}}; the caller's identity's key is ""."""
-
-    answers: Mapping[str, Mapping[str, Any]]
-    source: str
-
-    def call(self, operation: str, key: str) -> dict[str, Any]:
-        try:
-            answer = self.answers[operation][key]
-        except KeyError:
-            raise AwsError("NotRecorded", f"{self.source} has no answer to {operation} {key!r}") from None
-        if "Error" in answer:
-            raise AwsError(answer["Error"]["Code"], answer["Error"]["Message"])
-        return dict(answer)
-
-
-class Boto3:
-    """AWS itself, with the credentials boto3 finds (environment, profile, SSO, instance role)."""
-
-    def __init__(self, region: str) -> None:
-        import boto3  # only here: the recorded answers need no AWS SDK
-        import botocore.exceptions
-
-        self.session = boto3.Session(region_name=region)
-        self.errors = botocore.exceptions
-        self.clients: dict[str, Any] = {}
-
-    def call(self, operation: str, key: str) -> dict[str, Any]:
-        service, method, parameters = CALLS[operation]
-        try:
-            client = self.clients.setdefault(service, self.session.client(service))
-            answer: dict[str, Any] = getattr(client, method)(**parameters(key))
-        except self.errors.ClientError as error:
-            raise AwsError(error.response["Error"]["Code"], error.response["Error"]["Message"]) from None
-        except self.errors.BotoCoreError as error:  # no credentials, no region, no connection
-            raise AwsError(type(error).__name__, str(error)) from None
-        return answer
 
 
 @dataclass(frozen=True)
@@ -282,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         aws: Aws = (
             Recorded(json.loads(args.aws_answers.read_text()), str(args.aws_answers))
             if args.aws_answers
-            else Boto3(stack.region)
+            else Boto3(stack.region, CALLS)
         )
         identity = aws.call("sts:GetCallerIdentity", "")
         print(f"preflight: {name} in {stack.region}, account {identity['Account']}, as {identity['Arn']}")

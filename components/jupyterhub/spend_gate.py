@@ -69,6 +69,12 @@ def ceiling_query(lab: str) -> str:
     return f'max({CEILING_SERIES}{{lab="{lab}"}})'
 
 
+def counted(measured: float, unmeasured: int, ceiling: float | None) -> float:
+    """The spend the gate counts: what the meter recorded, and each unmeasured minute at the lab's ceiling per hour
+    (none without a ceiling: an unpriced lab)."""
+    return measured + (unmeasured * ceiling / SAMPLES_PER_HOUR if unmeasured and ceiling is not None else 0.0)
+
+
 def refusal(lab: str, spent: float, amount: float, since: float, term: bool, unmeasured: int = 0) -> str:
     """What a learner reads when the lab's budget is spent."""
     if term:
@@ -117,7 +123,7 @@ class SpendGate:
         if ceiling is None:  # an unpriced lab: nothing to count the gap at
             log.warning("lab %s: %d minutes of spend unmeasured and no ceiling to count them at", lab, unmeasured)
             return measured, 0
-        return measured + unmeasured * ceiling / SAMPLES_PER_HOUR, unmeasured
+        return counted(measured, unmeasured, ceiling), unmeasured
 
     async def __call__(self, spawner) -> None:
         lab = spawner.user_options.get("profile") or self.default_lab
