@@ -11,7 +11,7 @@ import pytest
 
 from render import harness
 from tests.conftest import BASE, as_cli_config, stack_values
-from tests.support.synthetic import lab
+from tests.support.synthetic import HUB, NOTEBOOK_IMAGE, lab
 
 GET_PRODUCT = "aws:pricing/getProduct:getProduct"
 GET_SPOT_PRICE = "aws:ec2/getSpotPrice:getSpotPrice"
@@ -190,3 +190,64 @@ def test_a_lab_over_its_cap_at_the_regions_prices_is_refused(market):
         pulumi.RunError, match=r"gpulab:labs\.intro\.maxHourlyCost: the lab may cost up to 2\.3568 USD per hour"
     ):
         live(values)
+
+
+def priced_lines(cost: dict) -> dict[str, dict]:
+    """The lines of a lab's `cost` output that carry a figure with its region and source."""
+    return {
+        key: line for key, line in cost.items() if isinstance(line, dict) and {"usd", "region", "source"} <= line.keys()
+    }
+
+
+# A stack with every line: the hub and its load balancer, the meter, and a class with a term.
+EVERY_LINE = stack_values(
+    **{
+        "gpulab:labs": {
+            "intro": lab(
+                ["g4dn.xlarge"],
+                3,
+                notebookImage=NOTEBOOK_IMAGE,
+                classes=[
+                    {"schedule": "0 10 * * mon", "duration": "1h", "term": {"start": "2027-01-11", "end": "2027-03-22"}}
+                ],
+            )
+        },
+        "gpulab:jupyterhub": HUB,
+        "gpulab:jupyterhubClientSecret": {"secure": "v1:c3RhbmQtaW4="},
+        "gpulab:metrics": {},
+    }
+)
+# What AWS's Price List answers per region at a preview (components/live_prices.py): the instances' on-demand prices
+# (and spot, per zone) and the workspace's; the EBS volumes', the load balancer's and the control plane's are
+# domain/cost/prices.py's us-east-1 list, the only region it has.
+LINES = {"atMostPerHour", "perLearnerHour", "perLearnerTerm", "emptyLabPerHour", "emptyLabTerm"}
+
+
+def test_every_line_of_a_eu_west_1_preview_says_which_parts_are_priced_from_us_east_1(market):
+    run = live(EVERY_LINE)
+    lines = priced_lines(run.outputs["labs"]["intro"]["cost"])
+    assert set(lines) == LINES
+    for key, line in lines.items():
+        assert line["region"] == "eu-west-1 (instances); us-east-1 (EBS, load balancer, EKS)", key
+        assert line["source"].startswith("eu-west-1 on-demand prices of "), key
+        assert line["source"].endswith(
+            "EBS, load balancer and EKS priced from the us-east-1 list, not eu-west-1: gpulab has no eu-west-1 table "
+            "of them"
+        ), key
+    assert run.outputs["cost"]["pricesFrom"] == "eu-west-1 (instances); us-east-1 list (EBS, load balancer, EKS)"
+    assert run.outputs["labs"]["intro"]["cost"]["pricesFrom"] == run.outputs["cost"]["pricesFrom"]
+    # The workspace's prices are asked of eu-west-1 (unpriced here: the mock's catalogue has none), never borrowed.
+    assert run.outputs["cost"]["meter"]["pricesFrom"] == "eu-west-1, AWS Price List API"
+
+
+def test_every_line_of_a_eu_west_1_render_says_it_is_priced_from_us_east_1():
+    run = harness.run("test", as_cli_config(EVERY_LINE))
+    lines = priced_lines(run.outputs["labs"]["intro"]["cost"])
+    assert set(lines) == LINES
+    for key, line in lines.items():
+        assert line["region"] == "us-east-1", key
+        assert (
+            "priced from us-east-1, not eu-west-1: gpulab has no eu-west-1 prices offline (`pulumi preview` prices "
+            "the instances in eu-west-1)"
+        ) in line["source"], key
+    assert run.outputs["cost"]["pricesFrom"] == "us-east-1 list"
