@@ -120,9 +120,10 @@ class Cluster(pulumi.ComponentResource):
         # Karpenter would replace healthy nodes every 10 minutes (aws/eks-node-monitoring-agent v1.6.1,
         # charts/eks-node-monitoring-agent/values.yaml: nodeAgent.tolerations, dcgmAgent.tolerations; the add-on
         # accepts dcgmAgent.tolerations from v1.6.0 on, charts/configuration.schema.json). Its dcgm-server affinity
-        # at the pinned version lists the amd64 types of domain/capacity/instance_types.py but the g7 and g7e families,
-        # so those nodes run no DCGM server and meet the same fate until a later pinned version lists them (v1.6.2 does;
-        # domain/upstream/versions.py says why it is not pinned); on arm64 the agent does not monitor NVIDIA GPUs.
+        # at the pinned version lists the amd64 types of domain/capacity/instance_types.py but the g7 and g7e families
+        # (it gains g7e at v1.6.2 and g7 at v1.6.7, not pinned: domain/upstream/versions.py), and the add-on takes no
+        # dcgmAgent.affinity to add them, so a lab of those types is refused (domain/stack/node_repair.py); on arm64
+        # (g5g) the agent runs no DCGM check and misses no host engine (monitors/nvidia/monitor.go).
         aws.eks.Addon(
             f"{name}-node-monitoring-agent",
             cluster_name=self.cluster_name,

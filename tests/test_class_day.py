@@ -556,7 +556,7 @@ def test_disruption_freed_seats_spare_extras_unbound_ones_wait():
 
 
 def test_an_unpriced_cheapest_type_leaves_no_lower_bound() -> None:
-    unpriced = _settings(stack_values(**{"gpulab:labs": {"new": lab(["g7.2xlarge"], 2, max_gpus=1)}}))
+    unpriced = _settings(stack_values(**{"gpulab:labs": {"new": lab(["p5e.48xlarge"], 2, max_gpus=8)}}))
     steps = class_day.timeline(unpriced, TODAY)["new"]
     section = class_day.lab_section("new", unpriced.labs["new"], steps, [], LEAST)
     assert section["lowerBoundNodeHours"] > 0 and section["lowerBoundCost"] is None

@@ -139,8 +139,8 @@ def _labs_only(values):
 # --- maxHourlyCost ------------------------------------------------------------------------------------------------
 
 
-def with_cap(cap, instance_types=("g4dn.xlarge",)):
-    return stack_values(**{"gpulab:labs": {"intro": lab(list(instance_types), 3, max_gpus=4, maxHourlyCost=cap)}})
+def with_cap(cap, instance_types=("g4dn.xlarge",), max_gpus=4):
+    return stack_values(**{"gpulab:labs": {"intro": lab(list(instance_types), 3, max_gpus, maxHourlyCost=cap)}})
 
 
 def test_a_ceiling_over_the_cap_is_refused_naming_it_and_prices():
@@ -162,9 +162,9 @@ def test_a_cap_at_or_above_the_ceiling_is_accepted_and_output(cap):
 
 def test_a_cap_is_refused_when_a_type_has_no_price_to_check():
     with pytest.raises(domain.stack.ConfigError, match=r"^gpulab:labs\.intro\.maxHourlyCost: cannot be checked: "):
-        run_values(with_cap(1000, ["g4dn.xlarge", "g7.2xlarge"]))
-    with pytest.raises(domain.stack.ConfigError, match=rf"g7\.2xlarge has no price \({SOURCE}\)"):
-        run_values(with_cap(1000, ["g4dn.xlarge", "g7.2xlarge"]))
+        run_values(with_cap(1000, ["g4dn.xlarge", "p5e.48xlarge"], max_gpus=8))
+    with pytest.raises(domain.stack.ConfigError, match=rf"p5e\.48xlarge has no price \({SOURCE}\)"):
+        run_values(with_cap(1000, ["g4dn.xlarge", "p5e.48xlarge"], max_gpus=8))
 
 
 @pytest.mark.parametrize(
@@ -253,9 +253,9 @@ ELSEWHERE = (
 
 
 def test_an_unpriced_labs_stack_output_has_null_figures():
-    run = run_values(stack_values(**{"gpulab:labs": {"new": lab(["g7.2xlarge"], 2)}}))
+    run = run_values(stack_values(**{"gpulab:labs": {"new": lab(["p5e.48xlarge"], 2, 8)}}))
     cost = run.outputs["labs"]["new"]["cost"]
-    assert (cost["seatHour"], cost["ceilingPerHour"], cost["unpriced"]) == (None, None, ["g7.2xlarge"])
+    assert (cost["seatHour"], cost["ceilingPerHour"], cost["unpriced"]) == (None, None, ["p5e.48xlarge"])
     assert cost["term"]["usd"] is None
 
 
@@ -272,7 +272,7 @@ def test_the_nodepool_carries_the_ceiling_and_cap_for_previews():
 
 
 def test_an_unpriced_uncapped_nodepool_has_no_cost_annotation():
-    run = run_values(stack_values(**{"gpulab:labs": {"new": lab(["g7.2xlarge"], 2)}}))
+    run = run_values(stack_values(**{"gpulab:labs": {"new": lab(["p5e.48xlarge"], 2, 8)}}))
     assert nodepool_annotations(run, "new") == {}
 
 

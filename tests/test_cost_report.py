@@ -71,19 +71,20 @@ def test_summary_labels_the_figures_with_the_price_sources():
 
 def test_an_unpriced_lab_says_so_the_total_counts_priced_only():
     values = stack_values(
-        **{"gpulab:labs": {"new": lab(["g7.2xlarge"], 2), "mixed": lab(["g4dn.xlarge", "p5e.48xlarge"], 3, 8)}}
+        **{"gpulab:labs": {"new": lab(["p5e.48xlarge"], 2, 8), "mixed": lab(["g4dn.xlarge", "p5e.48xlarge"], 3, 8)}}
     )
     lines = summary(run_values(values))
     assert rows(lines) == {
-        # The disk has a price where the instance has none: g7.2xlarge keeps its images on 440 GB of NVMe.
-        "new": ["4", "no price", "0.0022", "-"],
+        # The disk has a price where the instance has none: p5e.48xlarge keeps its images on its NVMe, and its 20 GiB
+        # root volume is priced.
+        "new": ["16", "no price", "0.0022", "-"],
         # 8 GPUs x 0.52819178 = 4.22553425, rounded up; no price for the lab, as Karpenter may launch p5e.48xlarge
         "mixed": ["24", "no price", "0.0022", "-"],
-        "all labs": ["28", "0.0000", "", ""],
+        "all labs": ["40", "0.0000", "", ""],
     }
     unpriced = tables.table(lines, cost_report.UNPRICED_LEAD_IN)
     assert {r["lab"]: r["instance types without a price"] for r in unpriced} == {
-        "new": "g7.2xlarge",
+        "new": "p5e.48xlarge",
         "mixed": "p5e.48xlarge",
     }
 

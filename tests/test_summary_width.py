@@ -23,7 +23,7 @@ STACKS = {
     "unpriced-and-classes": stack_values(
         **{
             "gpulab:labs": {
-                "new-types": lab(["g7.2xlarge", "g4dn.xlarge"], 2, max_gpus=4),
+                "new-types": lab(["p5e.48xlarge", "g4dn.xlarge"], 2, max_gpus=8),
                 "workshop": lab(
                     ["g4dn.xlarge", "g4dn.12xlarge"],
                     3,

@@ -17,7 +17,7 @@ Requests are exact: CPU in cores, memory in bytes.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Protocol
@@ -154,9 +154,12 @@ _BOTH = frozenset({"amd64", "arm64"})
 _NMA = one_release("eks-node-monitoring-agent")
 _NMA_BUILDS = builds("eks-node-monitoring-agent")
 
-# The dcgm-server's node affinity at v1.6.1 lists these of gpulab's instance types: all but the g7 and g7e families,
-# which its list gained in v1.6.2. On those nodes no DCGM server runs, and the agent reports DCGMError (README of the
-# chart, e2e/suites/monitors/nvidia_monitor.go at v1.6.1).
+# The dcgm-server's node affinity at v1.6.1 lists these of gpulab's instance types: all but the g7 and g7e families
+# (charts/eks-node-monitoring-agent/values.yaml, dcgmAgent.affinity; its list gained g7e at v1.6.2 and g7 at v1.6.7,
+# releases gpulab does not pin: domain/upstream/versions.py). On those nodes no DCGM server runs, and the agent reports
+# DCGMError (monitors/nvidia/dcgm/dcgm_reconcile.go; e2e/suites/monitors/nvidia_monitor.go at v1.6.1 removes the
+# dcgm-server to provoke it). The add-on takes no dcgmAgent.affinity at v1.6.1 (charts/configuration.schema.json,
+# DCGMAgent: podAnnotations, podLabels, resources, resizePolicy, tolerations), so gpulab cannot add them.
 _DCGM_INSTANCE_TYPES = frozenset(name for name in GPU_INSTANCE_TYPES if name.split(".")[0] not in ("g7", "g7e"))
 
 # Upstream's dcgmAgent.tolerations are empty: gpulab's add-on configuration adds the GPU toleration
@@ -178,6 +181,24 @@ DCGM_SERVER = AddonDaemonSet(
     frozenset({"amd64"}),
     _DCGM_INSTANCE_TYPES,
 )
+
+# The agent checks NVIDIA GPUs through the DCGM host engine on amd64 nodes only: on arm64 it leaves every DCGM check off
+# (outside EKS Auto Mode) "until a dcgm-server manifest that contains arm64 images can be provided"
+# (monitors/nvidia/monitor.go 82-86 at v1.6.1), so an arm64 node does not miss the host engine it lacks.
+DCGM_CHECKED_ARCHITECTURES = frozenset({"amd64"})
+
+
+def no_host_engine(instance_types: Iterable[str]) -> str | None:
+    """Which of these instance types' nodes run no DCGM host engine, as the refusals that need one say it (the GPU
+    meter's, node repair's); None when every one runs it."""
+    without = sorted(t for t in instance_types if not DCGM_SERVER.lands_on(t))
+    if not without:
+        return None
+    return (
+        f"{', '.join(without)} nodes run no DCGM host engine: the EKS node monitoring agent {_NMA_BUILDS} runs its "
+        "dcgm-server only on amd64 nodes of the instance types its node affinity lists"
+    )
+
 
 EKS_ADDON_DAEMONSETS: tuple[AddonDaemonSet, ...] = (
     # No public manifest of the kube-proxy add-on at a pinned version gives its requests. The DaemonSet EKS installs

@@ -11,7 +11,7 @@ from typing import Annotated, Protocol
 
 from pydantic import AfterValidator, Field, ValidationInfo
 
-from domain.capacity.daemonsets import DCGM_SERVER
+from domain.capacity.daemonsets import no_host_engine
 from domain.problems import FieldProblem, report
 from domain.stack.fields import Duration, Model, Namespace, between, data_checked, labs_checked
 from domain.stack.namespaces import namespace_clash
@@ -92,12 +92,8 @@ def _timeout_problem(lab: MeteredLab, has_metrics: bool, has_hub: bool | None) -
             "NVML's per-process samples, and under MPS the work runs in the MPS server's process, so every learner "
             "could read as idle"
         )
-    without = sorted(t for t in lab.instance_types if not DCGM_SERVER.lands_on(t))
-    if without:
-        return (
-            f"{', '.join(without)} nodes run no DCGM host engine (the EKS node monitoring agent's dcgm-server, which "
-            "dcgm-exporter reads, lists no such type or runs on amd64 only), so their seats have no GPU meter"
-        )
+    if missing := no_host_engine(lab.instance_types):
+        return f"{missing}; dcgm-exporter reads that host engine, so their seats have no GPU meter"
     return None
 
 

@@ -130,6 +130,7 @@ from domain.stack.limits import (
 from domain.stack.log_retention import accepted_retention
 from domain.stack.metrics import IdleWindow, Metrics, metrics_fit
 from domain.stack.namespaces import namespace_clash
+from domain.stack.node_repair import host_engine_for_node_repair
 from domain.stack.support import support_chosen
 from domain.time import class_calendar, cron, durations, zones
 from domain.time.budget_windows import Window, windows
@@ -464,8 +465,11 @@ class LearnerPod(Model):
 class Lab(Model):
     """One lab: the GPU nodes Karpenter may launch for its learners, and how they share each GPU."""
 
-    instance_types: Annotated[list[GpuInstanceType], Field(min_length=1), AfterValidator(unique)] = Field(
-        description="NVIDIA GPU instance types Karpenter may launch for this lab."
+    instance_types: Annotated[
+        list[GpuInstanceType], Field(min_length=1), AfterValidator(unique), AfterValidator(host_engine_for_node_repair)
+    ] = Field(
+        description="NVIDIA GPU instance types Karpenter may launch for this lab; not those whose nodes run no DCGM "
+        "host engine for the node monitoring agent to check, which node repair would replace."
     )
     capacity_types: Annotated[list[CapacityType], Field(min_length=1), AfterValidator(unique)] = Field(
         default=["on-demand"], description="EC2 capacity types the lab's nodes may use."

@@ -110,15 +110,15 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
             "gpulab:jupyterhubClientSecret": {"secure": "v1:c3RhbmQtaW4="},
         }
     ),
-    # The GPU meter beside JupyterHub: a lab whose idle GPU seats are given back, and labs on nodes without a DCGM host
-    # engine (arm64, g7e), which dcgm-exporter leaves out.
+    # The GPU meter beside JupyterHub: a lab whose idle GPU seats are given back, and a lab on nodes without a DCGM host
+    # engine (arm64), which dcgm-exporter leaves out.
     "metrics": stack_values(
         **{
             "gpulab:labs": {
                 "culled": lab(
                     ["g4dn.xlarge", "g6.12xlarge"], 3, max_gpus=8, notebookImage=NOTEBOOK_IMAGE, gpuIdleTimeout="20m"
                 ),
-                "unmetered": lab(["g5g.xlarge", "g7e.2xlarge"], 2, notebookImage=NOTEBOOK_IMAGE),
+                "unmetered": lab(["g5g.xlarge"], 2, notebookImage=NOTEBOOK_IMAGE),
             },
             "gpulab:jupyterhub": HUB,
             "gpulab:jupyterhubClientSecret": {"secure": "v1:c3RhbmQtaW4="},
