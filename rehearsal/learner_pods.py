@@ -79,11 +79,25 @@ def _environment(values: Mapping[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
+def _extra_modules(objects: Objects) -> dict[str, str]:
+    """The Python modules the hub's extraFiles mount (hub.extraFiles, the chart's `files` volume of the hub Secret's
+    stringData, each at its mountPath with the file's key as subPath), by module name: what its extraConfig imports
+    (the spend gate, components/jupyterhub/spending.py)."""
+    files = _one(objects, "Secret", "hub").get("stringData", {})
+    (hub,) = _one(objects, "Deployment", "hub")["spec"]["template"]["spec"]["containers"][:1]
+    return {
+        Path(mount["mountPath"]).stem: files[mount["subPath"]]
+        for mount in hub.get("volumeMounts", [])
+        if mount["name"] == "files" and mount["mountPath"].endswith(".py") and mount.get("subPath") in files
+    }
+
+
 def hub_config(objects: Objects, namespace: str) -> Config:
     """The traitlets configuration the hub of this release loads, from its rendered objects."""
     config_map = _one(objects, "ConfigMap", "hub")["data"]  # the hub's configuration
     secret_data = _one(objects, "Secret", "hub")["data"]  # the hub's values and secrets
     secret = {key: base64.b64decode(value) for key, value in secret_data.items()}
+    modules = _extra_modules(objects)
     http_client = AsyncHTTPClient.configured_class()
     with tempfile.TemporaryDirectory(prefix="gpulab-hub-") as folder:
         root = Path(folder)
@@ -91,15 +105,22 @@ def hub_config(objects: Objects, namespace: str) -> Config:
             (root / sub).mkdir()
             for key, content in files.items():
                 (root / sub / key).write_bytes(content)
+        # The extraFiles modules, importable as the hub imports them from their mount folder.
+        (root / "modules").mkdir()
+        for name, source in modules.items():
+            (root / "modules" / f"{name}.py").write_text(source)
         (root / "jupyterhub_config.py").write_text(config_map["jupyterhub_config.py"])
         sys.modules["z2jh"] = _z2jh(config_map["z2jh.py"], root)
+        sys.path.insert(0, str(root / "modules"))
         # The hub Deployment sets POD_NAMESPACE from its own namespace (fieldRef metadata.namespace).
         with _environment({**_service_environment(objects), "POD_NAMESPACE": namespace}):
             try:
                 config = PyFileConfigLoader("jupyterhub_config.py", path=str(root)).load_config()
             finally:
                 del sys.modules["z2jh"]
-                sys.path[:] = [p for p in sys.path if p != str(root)]
+                for name in modules:
+                    sys.modules.pop(name, None)
+                sys.path[:] = [p for p in sys.path if p not in (str(root), str(root / "modules"))]
                 AsyncHTTPClient.configure(http_client)  # jupyterhub_config.py picks the curl client for the process
     return config
 

@@ -4,7 +4,7 @@ spawn page; servers already running go on.
 
 What it reads: the metrics workspace's gpulab:lab_spend_usd_per_hour (the lab's nodes at the stack's prices,
 components/metrics/recording_rules.py), recorded once a minute, summed over the seconds since the period began (the
-term's first warm-up, or the month's start in UTC) and divided by 60: the lab's spend so far in US dollars, within a
+term's start, or the month's start in UTC) and divided by 60: the lab's spend so far in US dollars, within a
 minute or two of the nodes' running. A minute in which the meter's rules ran (gpulab:meter_up:info) but recorded no
 spend for the lab (Karpenter's metrics did not reach the workspace) is counted at the lab's ceiling per hour
 (gpulab:lab_ceiling_usd_per_hour): a gap never reads as less spent, and the learner's message says how many minutes
