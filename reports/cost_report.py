@@ -279,6 +279,15 @@ def budgets(settings: Settings) -> list[str]:
         ),
         *lead_in(f"- {who}"),
         *lead_in(f"- {stops(settings)}"),
+        *(
+            lead_in(
+                "- the meter's workspace raises LabBudgetMostlySpent at 80% of a lab's budget over its period, and "
+                "LabSpendUnmeasured when a lab's spend goes unrecorded (read them in the workspace: no alert manager "
+                "is configured; docs/metrics.md)"
+            )
+            if settings.metrics
+            else []
+        ),
     ]
 
 

@@ -24,7 +24,7 @@ import html
 import json
 import re
 import sys
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 import domain.stack
@@ -63,13 +63,15 @@ def comment(
     costs: tuple[dict | None, dict | None] = (None, None),
     rehearsed: dict | None = None,
     refused: str | None = None,
+    budgets: Sequence[str] = (),
 ) -> str:
     """The comment; `classes` gives the class table of the labs shown, `whole_stack` the whole stack's cost and term
     from every lab's figures (reports/cost_report.py stack_table); `base` is the base branch's `labs` output, and a rise
     of all labs' ceiling over it by more than `threshold` (gpulab:costAlertThreshold) is flagged first; `costs` are the
     base's and the head's `cost` outputs, whose totals the diff compares; `rehearsed` is the rehearsal.json beside the
     render, None when the rehearsal did not run; `refused` says why EKS would refuse the change's Kubernetes version
-    (reports/version_change.py), on top."""
+    (reports/version_change.py), on top; `budgets` are the labs' budget lines the summary shows too
+    (reports/cost_report.py budgets), after the whole stack's cost."""
     preview = _ANSI.sub("", preview).strip()
     run = f": {run_url}" if run_url else "."
     failed = "The preview did not finish; its log is in the workflow run" + run
@@ -98,6 +100,7 @@ def comment(
             *cost_report.table(figures, rows),
             "",
             *([*table, ""] if (table := whole_stack(figures)) else []),
+            *([*budgets, ""] if budgets else []),
             *([*table, ""] if (table := classes(rows)) else []),
             *([*plan.summary_table(shown_plan), ""] if shown_plan else []),
             *report.table(rehearsed, rows),
@@ -182,7 +185,19 @@ def main(argv: list[str] | None = None) -> int:
     versions = [version_change.rendered_version(f.parent) if f else None for f in (args.base_outputs, args.outputs)]
     refused = version_change.refusal(*versions)
     body = comment(
-        args.stack, labs, preview, args.run_url, planned, classes, whole, base, threshold, costs, rehearsed, refused
+        args.stack,
+        labs,
+        preview,
+        args.run_url,
+        planned,
+        classes,
+        whole,
+        base,
+        threshold,
+        costs,
+        rehearsed,
+        refused,
+        cost_report.budgets(stack.settings),
     )
     sys.stdout.write(body)
     if refused:

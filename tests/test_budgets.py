@@ -108,6 +108,10 @@ def test_without_the_hub_the_summary_says_no_budget_stops_new_servers():
     )
 
 
+def test_without_the_meter_the_summary_names_no_meter_alert():
+    assert "LabBudgetMostlySpent" not in " ".join(budget_summary(budgeted()))
+
+
 def test_the_summary_of_activate_says_when_to_run_up_again():
     text = " ".join(budget_summary(budgeted(**{"gpulab:costAllocationTag": "activate"})))
     assert "this stack activates it (gpulab:costAllocationTag: activate)" in text

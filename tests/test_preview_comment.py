@@ -1,5 +1,6 @@
 """The pull-request comment of a stack's preview: cost table first, preview output after, one comment per stack."""
 
+import copy
 import datetime
 import json
 import os
@@ -17,7 +18,7 @@ from domain.cost.lab_cost import usd
 from domain.cost.price_book import LIST
 from domain.upstream.versions import KUBE_PROXY_ADDON_VERSIONS
 from rehearsal import class_day, report, twins
-from reports import class_table, cost_diff, preview_comment, version_change
+from reports import class_table, cost_diff, cost_report, preview_comment, version_change
 from tests.conftest import BASE, ROOT, as_cli_config, run_values, stack_values
 from tests.support import tables
 from tests.support.synthetic import TIME_ZONE_STACK, lab
@@ -853,3 +854,20 @@ def test_a_base_without_at_most_figures_is_diffed_saying_so():
     assert cost_diff.NOT_RENDERED_NOTE in body.splitlines()
     assert not [line for line in body.splitlines() if line.startswith("not compared")]
     assert "[!WARNING]" not in body
+
+
+def test_the_comment_shows_the_labs_budgets_as_the_summary_does(tmp_path, zones_render, capsys):
+    values = copy.deepcopy(TIME_ZONE_STACK)
+    first = sorted(values["gpulab:labs"])[0]
+    values["gpulab:labs"][first]["budget"] = {"amount": 300, "period": "month"}
+    values["gpulab:budgetAlerts"] = {"emails": ["teacher@example.edu"]}
+    status, out, _ = comment_of(tmp_path, zones_render, values, capsys)
+    lines = out.splitlines()
+    expected = cost_report.budgets(domain.stack.from_cli(as_cli_config(values)).settings)
+    assert status == 0 and expected[0].startswith("lab budgets (USD;")
+    start = lines.index(expected[0])
+    assert lines[start : start + len(expected)] == expected
+    assert f"{first} 300.00 a month" in " ".join(expected)
+    # Without a budget, none.
+    status, out, _ = comment_of(tmp_path, zones_render, TIME_ZONE_STACK, capsys)
+    assert not any(line.startswith("lab budgets") for line in out.splitlines())

@@ -194,6 +194,7 @@ def test_the_gated_labs_budget_output_and_summary_say_it_stops_new_servers():
         "at its budget, the hub refuses new servers to the learners of intro (running ones go on; raise the budget to "
         "let them start)"
     ) in text
+    assert "the meter's workspace raises LabBudgetMostlySpent at 80% of a lab's budget over its period" in text
 
 
 def test_a_stack_without_a_budget_renders_no_gate():
