@@ -6,17 +6,18 @@ No cluster here: timeline() is the plan of the day from a stack's settings, and 
 `labs.<lab>` entry. Both are pure, so that the stepper that plays the day and the tests share them.
 
 The timeline, per lab:
-- A lab with classes plays each class once, at its first occurrence (rehearsal/cron_jobs.py firings: the first day of
-  its term, or the first from the day of the run; on the clock of its zone, in UTC here): the warm-up CronJob fires
-  at the start less the warmup, the release CronJob and the class start at the start. `warmSeats` learners arrive at
+- A lab with classes plays each of its classes that start on the day played (rehearsal/term.py: on the clock of the
+  class's zone, in UTC here), at its first start that day: the warm-up CronJob fires at the start less the warmup,
+  the release CronJob and the class start at the start. `warmSeats` learners arrive at
   the start at once, then the rest of the lab's `learnerSeats` one by one, ARRIVAL_SPACING apart, or closer when the
   first half of the class is too short for them (see arrival_spacing). At the middle of the class one learner in
   four leaves (the 1st, 5th, 9th... to arrive): a quarter of the seats freed across the lab's nodes, not one node
   emptied, which is what tempts consolidation and what the class's disruption budgets must refuse while it runs.
-  The rest leave at its end. Classes whose first occurrences overlap are played overlapping, as they would run.
-- A lab without classes gets learners trickling in from DAY_START of the day of the run, one ARRIVAL_SPACING apart,
-  to `learnerSeats` + 1: the last one finds the lab full and must wait (or be refused). One spacing after it arrived
-  they leave, one a spacing, in the order they came: the first to leave frees the seat the last one waits for.
+  The rest leave at its end. Classes that overlap are played overlapping, as they would run.
+- A lab without classes gets learners trickling in from DAY_START of the day of the run (one of the days played),
+  one ARRIVAL_SPACING apart, to `learnerSeats` + 1: the last one finds the lab full and must wait (or be refused).
+  One spacing after it arrived they leave, one a spacing, in the order they came: the first to leave frees the seat
+  the last one waits for.
 
 At one instant, steps come in STEP_ORDER: leaving learners before the class end, the next class's start after it,
 its release before its learners arrive.
@@ -40,8 +41,8 @@ from domain.cost.price_book import LIST
 from domain.stack.model import Lab, Settings
 from domain.time import durations, zones
 from domain.time.utc import utc_text
-from rehearsal import cron_jobs
 from rehearsal.spot import SPOT_INTERRUPTED
+from rehearsal.term import Day, Played
 
 Step = dict[str, Any]
 Event = Mapping[str, Any]
@@ -117,21 +118,15 @@ class PlayedClass:
     spacing: datetime.timedelta
 
 
-def played_classes(lab_name: str, lab: Lab, today: datetime.date) -> list[PlayedClass]:
-    """The lab's classes at the occurrence the rehearsal runs their CronJobs at (rehearsal/cron_jobs.py firings), in
-    order of their start; a class without an occurrence there is not played."""
-    warm: dict[int, datetime.datetime] = {}
-    start: dict[int, datetime.datetime] = {}
-    for firing in cron_jobs.firings({lab_name: lab}, today):
-        index = next(i for i, c in enumerate(lab.classes) if c is firing.lab_class)
-        (warm if firing.replicas else start)[index] = firing.at
+def played_classes(lab: Lab, classes: Played) -> list[PlayedClass]:
+    """The lab's classes as the day plays them (`classes`: their occurrences that day, rehearsal/term.py), in order of
+    their start."""
     played = []
-    for index, begins in start.items():
+    for index, occurrence in classes:
         lab_class = lab.classes[index]
-        duration = datetime.timedelta(minutes=durations.duration_minutes(lab_class.duration))
         seats = lab.warm_seats(lab_class)
-        spacing = arrival_spacing(duration, lab.learner_seats - seats)
-        played.append(PlayedClass(index, seats, warm[index], begins, begins + duration, spacing))
+        spacing = arrival_spacing(occurrence.end - occurrence.start, lab.learner_seats - seats)
+        played.append(PlayedClass(index, seats, occurrence.warm, occurrence.start, occurrence.end, spacing))
     return sorted(played, key=lambda c: (c.start, c.index))
 
 
@@ -139,11 +134,11 @@ def _step(at: datetime.datetime, what: str, lab: str, index: int | None, learner
     return {"at": utc_text(at), "what": what, "lab": lab, "class": index, "learner": learner}
 
 
-def lab_timeline(lab_name: str, lab: Lab, today: datetime.date) -> list[Step]:
-    """The lab's day: its steps in order of time (module docstring)."""
+def lab_timeline(lab_name: str, lab: Lab, day: Day) -> list[Step]:
+    """The lab's steps on the day, in order of time (module docstring)."""
     steps: list[Step] = []
     number = 0
-    for c in played_classes(lab_name, lab, today):
+    for c in played_classes(lab, day.classes.get(lab_name, ())):
         steps += [
             _step(c.warm, "warmup", lab_name, c.index, None),
             _step(c.start, "classStart", lab_name, c.index, None),
@@ -157,8 +152,8 @@ def lab_timeline(lab_name: str, lab: Lab, today: datetime.date) -> list[Step]:
             steps.append(_step(at, "arrive", lab_name, c.index, name))
             steps.append(_step(middle if k % LEAVE_EVERY == 0 else c.end, "leave", lab_name, c.index, name))
         steps.append(_step(c.end, "classEnd", lab_name, c.index, None))
-    if not lab.classes:
-        first = datetime.datetime.combine(today, DAY_START, tzinfo=datetime.UTC)
+    if not lab.classes and day.trickle:
+        first = datetime.datetime.combine(day.date, DAY_START, tzinfo=datetime.UTC)
         learners = lab.learner_seats + 1
         for k in range(learners):
             name = learner_name(lab_name, k + 1)
@@ -167,10 +162,10 @@ def lab_timeline(lab_name: str, lab: Lab, today: datetime.date) -> list[Step]:
     return sorted(steps, key=lambda s: (moment(s["at"]), STEP_ORDER.index(s["what"])))
 
 
-def timeline(settings: Settings, today: datetime.date) -> dict[str, list[Step]]:
-    """Every lab's day, by lab name; `today` is the day of the run (a class without a term is played at its first
-    occurrence from it, a lab without classes on it)."""
-    return {name: lab_timeline(name, lab, today) for name, lab in sorted(settings.labs.items())}
+def timeline(settings: Settings, day: Day) -> dict[str, list[Step]]:
+    """Every lab's steps on one day of the term (rehearsal/term.py), by lab name; a lab with nothing that day has
+    none."""
+    return {name: lab_timeline(name, lab, day) for name, lab in sorted(settings.labs.items())}
 
 
 def settle(lab: Lab) -> datetime.timedelta:

@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,12 +34,11 @@ from domain.stack.model import Lab, LabClass
 from domain.stack.namespaces import class_namespace
 from domain.time.utc import utc_text
 from rehearsal import twin
+from rehearsal.term import Played
 
 # Without the class day (no stepper), the Job controller makes a Job's pod and kube-scheduler places it within a
 # second or two; under heavy load, later.
 POD_SECONDS = 90
-# A class without a term repeats all year: its first occurrence is looked for this many days from the day of the run.
-LOOK_AHEAD_DAYS = 8
 # kubectl prints an RBAC refusal as the server's Forbidden status (k8s.io/kubectl pkg/cmd/util/helpers.go,
 # StandardErrorMessage).
 FORBIDDEN = "(Forbidden)"
@@ -56,20 +55,15 @@ class Firing:
     replicas: int  # what the run sets the class's buffer to
 
 
-def firings(labs: dict[str, Lab], today: datetime.date) -> Iterator[Firing]:
-    """Each class's warm-up and release at its first occurrence from `today` (its term's first day, for a term)."""
-    for name, lab in labs.items():
-        for lab_class in lab.classes:
-            if lab_class.term is None:
-                found = lab_class.occurrences(today, today + datetime.timedelta(days=LOOK_AHEAD_DAYS))
-            else:
-                found = lab_class.occurrences()
-            first = next(iter(found), None)
-            if first is None:
-                continue
+def firings(labs: dict[str, Lab], played: Mapping[str, Played]) -> Iterator[Firing]:
+    """Each played class's warm-up and release (`played`: per lab, its classes' occurrences; rehearsal/term.py)."""
+    for name, classes in played.items():
+        lab = labs[name]
+        for index, occurrence in classes:
+            lab_class = lab.classes[index]
             key = seats.class_key(lab_class)
-            yield Firing(name, lab_class, f"{key}-warm", first.warm, lab.warm_seats(lab_class))
-            yield Firing(name, lab_class, f"{key}-release", first.start, 0)
+            yield Firing(name, lab_class, f"{key}-warm", occurrence.warm, lab.warm_seats(lab_class))
+            yield Firing(name, lab_class, f"{key}-release", occurrence.start, 0)
 
 
 def _field(pod: dict[str, Any], path: str) -> str:
@@ -172,23 +166,23 @@ def _placed_pod(admin: twin.Client, namespace: str, job: str) -> dict[str, Any]:
     )
 
 
-def _owner(fired: dict[str, Any], labs: dict[str, Lab], today: datetime.date) -> Firing | None:
+def _owner(fired: dict[str, Any], labs: dict[str, Lab], played: Mapping[str, Played]) -> Firing | None:
     """The class run a Job of this CronJob stands for (its lab, class and the buffer it sets), if a class's CronJob
     made it."""
-    for firing in firings(labs, today):
+    for firing in firings(labs, played):
         if firing.cron_job == fired["cronJob"] and class_namespace(firing.lab) == fired["namespace"]:
             return firing
     return None
 
 
 def run_fired(
-    plane: twin.ControlPlane, fired: dict[str, Any], labs: dict[str, Lab], today: datetime.date
+    plane: twin.ControlPlane, fired: dict[str, Any], labs: dict[str, Lab], played: Mapping[str, Played]
 ) -> dict[str, Any]:
     """One Job the CronJob controller made (the stepper's `jobs` entry: namespace, job, cronJob, at, pod, and the node
     kube-scheduler placed the pod on or why it found none): its pod's command run; what it did, for rehearsal.json's
     jobs."""
     namespace, admin = fired["namespace"], plane.admin
-    firing = _owner(fired, labs, today)
+    firing = _owner(fired, labs, played)
     record: dict[str, Any] = {
         "lab": firing.lab if firing else None,
         "job": f"{namespace}/{fired['job']}",
@@ -217,10 +211,12 @@ def run_fired(
     return record | {"bufferReplicas": (buffer.get("spec") or {}).get("replicas"), "wantReplicas": firing.replicas}
 
 
-def run(plane: twin.ControlPlane, fired: dict[str, Any], labs: dict[str, Lab], today: datetime.date) -> dict[str, Any]:
+def run(
+    plane: twin.ControlPlane, fired: dict[str, Any], labs: dict[str, Lab], played: Mapping[str, Played]
+) -> dict[str, Any]:
     """run_fired's record, or, where the API server answered with an error before the command ran, that error."""
     try:
-        return run_fired(plane, fired, labs, today)
+        return run_fired(plane, fired, labs, played)
     except twin.ApiError as error:
         return {"lab": None, "job": f"{fired['namespace']}/{fired['job']}", "exitCode": None, "output": error.message}
 
@@ -239,7 +235,7 @@ def cron_job_entry(fired: dict[str, Any]) -> dict[str, str]:
 def missed(
     admin: twin.Client,
     labs: dict[str, Lab],
-    today: datetime.date,
+    played: Mapping[str, Played],
     fired: list[dict[str, str]],
     until: datetime.datetime,
 ) -> list[dict[str, Any]]:
@@ -247,7 +243,7 @@ def missed(
     rehearsal.json's cronJobsMissed, with what the CronJob says of why (its schedule, time zone and suspend, and the
     controller's warnings on it)."""
     want: dict[tuple[str, str], list[str]] = {}
-    for firing in firings(labs, today):
+    for firing in firings(labs, played):
         if firing.at <= until:
             want.setdefault((class_namespace(firing.lab), firing.cron_job), []).append(
                 utc_text(firing.at, whole_seconds=True)

@@ -123,6 +123,13 @@ def add_walls(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return {k: a[k] + b[k] for k in a if k != "waitingFor"} | {"waitingFor": waiting}
 
 
+def rounded_walls(wall: dict[str, Any]) -> dict[str, Any]:
+    """A stepWall entry with its seconds to the hundredth."""
+    return {
+        k: {w: round(s, 2) for w, s in sorted(v.items())} if k == "waitingFor" else round(v, 2) for k, v in wall.items()
+    }
+
+
 @contextlib.contextmanager
 def running(
     plane: twin.ControlPlane,

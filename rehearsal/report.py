@@ -193,22 +193,31 @@ LAB_COLUMNS: tuple[Column[LabRow], ...] = (
 
 
 def table(rehearsal: Mapping[str, Any] | None, shown: set[str] | None = None) -> list[str]:
-    """The class day in Markdown: per class, warm seats ready at its start against warmSeats, learners disrupted,
-    the p95 wait until a learner's notebook ran; per lab without classes, its learners seated against learnerSeats,
-    the extra learner's binding and the p95 wait until a notebook ran; per lab, the day's node-hours and their cost
-    in USD against the lower bound's. One line when the rehearsal did not run or played no class day. `shown` keeps
-    those labs only (the pull-request comment's)."""
+    """The class day in Markdown: per class and day of the term played, warm seats ready at its start against warmSeats,
+    learners disrupted, the p95 wait until a learner's notebook ran; per lab without classes, its learners seated
+    against learnerSeats, the extra learner's binding and the p95 wait until a notebook ran; per lab, the day's
+    node-hours and their cost in USD against the lower bound's. One line when the rehearsal did not run or played no
+    class day. `shown` keeps those labs only (the pull-request comment's)."""
     if rehearsal is None:
         return [NOT_RUN]
     if "labs" not in rehearsal:
         return [NOT_PLAYED]
     labs = {n: lab for n, lab in sorted(rehearsal["labs"].items()) if shown is None or n in shown}
-    classes = [(n, c, _class_times(lab)[c["index"]][0]) for n, lab in labs.items() for c in lab["classes"]]
+    # Each class on each day of the term played (rehearsal/term.py), in order of date.
+    days = [d["labs"] for d in rehearsal.get("days", [])] or [rehearsal["labs"]]
+    classes = [
+        (n, c, _class_times(lab)[c["index"]][0])
+        for day in days
+        for n, lab in sorted(day.items())
+        if shown is None or n in shown
+        for c in lab["classes"]
+    ]
     trickles = [(n, lab) for n, lab in labs.items() if "trickle" in lab]
+    played = f"{len(days)} days of the term" if len(days) > 1 else "one day"
     return [
         *lead_in(
             f"the class day on the twin (Kubernetes {rehearsal['kubernetes']}, Karpenter "
-            f"{rehearsal.get('karpenter', 'n/a')}; each class at its first occurrence, docs/rehearsal.md):"
+            f"{rehearsal.get('karpenter', 'n/a')}; {played}, docs/rehearsal.md):"
         ),
         "",
         *_spot(rehearsal.get("spot")),

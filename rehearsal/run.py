@@ -1,19 +1,20 @@
 """The class rehearsal: a stack's render played on a twin of its cluster, a real Kubernetes control plane of the
 stack's minor version built from the pinned modules (rehearsal/twin.py, rehearsal/twins.py).
 
-    python -m tools.rehearse <stack name or stack file> --out <dir>
+    python -m tools.rehearse <stack name or stack file> --out <dir> [--all-days]
 
 Builds the twin of the stack's gpulab:cluster.kubernetesVersion where it is not built or not up to date (minutes cold,
-seconds warm; rehearsal/twins.py), renders the stack into <dir>/render (as render/run.py, charts included), starts the
-twin, applies the render as `pulumi up` would (rehearsal/apply.py), plays the class day on Karpenter's controllers on a
-simulated clock (play_day: the classes' CronJobs, learners' pods made and deleted, rehearsal/class_day.py's timeline)
-and writes <dir>/rehearsal.json. Every object the API server refuses (its schema, CEL rules, admission including Pod
-Security, on the objects and on the pods their workloads make) fails the rehearsal with the server's own message: one
-`rehearsal: refused ...` line each, exit status 1; so does each other finding of `problems` (docs/rehearsal.md lists
-them: RBAC denials, failed class Jobs, the hub's user-scheduler, the classes' and labs' promises on the clock). A stack
-file with problems exits with status 2 and its `gpulab:` lines, as the render does, and so does one on a minor version
-without a twin; a twin that cannot be built, with status 1 and one line saying why. docs/rehearsal.md says how to read
-rehearsal.json.
+seconds warm; rehearsal/twins.py), renders the stack into <dir>/render (as render/run.py, charts included), and for each
+day of the term it plays (rehearsal/term.py: the days that may play differently, or with --all-days every class day)
+starts a twin, applies the render as `pulumi up` would (rehearsal/apply.py), plays the class day on Karpenter's
+controllers on a simulated clock (play_day: the classes' CronJobs, learners' pods made and deleted,
+rehearsal/class_day.py's timeline); then writes <dir>/rehearsal.json. Every object the API server refuses (its schema,
+CEL rules, admission including Pod Security, on the objects and on the pods their workloads make) fails the rehearsal
+with the server's own message: one `rehearsal: refused ...` line each, exit status 1; so does each other finding of
+`problems` (docs/rehearsal.md lists them: RBAC denials, failed class Jobs, the hub's user-scheduler, the classes' and
+labs' promises on the clock). A stack file with problems exits with status 2 and its `gpulab:` lines, as the render
+does, and so does one on a minor version without a twin; a twin that cannot be built, with status 1 and one line saying
+why. docs/rehearsal.md says how to read rehearsal.json.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import itertools
 import json
 import sys
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,7 @@ try:
         report,
         spot,
         system_nodes,
+        term,
         timings,
         twin,
         twins,
@@ -287,28 +289,29 @@ class CronJobRuns:
     """The Jobs the CronJob controller made, each run as rehearsal/cron_jobs.py runs it: rehearsal.json's jobs and
     cronJobs."""
 
-    def __init__(self, plane: twin.ControlPlane, stack: Settings, today: datetime.date) -> None:
-        self.plane, self.stack, self.today = plane, stack, today
+    def __init__(self, plane: twin.ControlPlane, stack: Settings, played: Mapping[str, term.Played]) -> None:
+        self.plane, self.stack, self.classes = plane, stack, played
         self.jobs: list[dict[str, Any]] = []
         self.fired: list[dict[str, str]] = []
 
     def run(self, jobs: list[dict[str, Any]]) -> None:
         for fired in jobs:
-            self.jobs.append(cron_jobs.run(self.plane, fired, self.stack.labs, self.today))
+            self.jobs.append(cron_jobs.run(self.plane, fired, self.stack.labs, self.classes))
             self.fired.append(cron_jobs.cron_job_entry(fired))
 
     def played(self, until: datetime.datetime) -> dict[str, Any]:
         """rehearsal.json's jobs, cronJobs and cronJobsMissed (the class runs up to `until` the controller missed)."""
-        missed = cron_jobs.missed(self.plane.admin, self.stack.labs, self.today, self.fired, until)
+        missed = cron_jobs.missed(self.plane.admin, self.stack.labs, self.classes, self.fired, until)
         return {"jobs": self.jobs, "cronJobs": self.fired, "cronJobsMissed": missed}
 
 
-def play_cron_jobs(plane: twin.ControlPlane, stack: Settings, today: datetime.date) -> dict[str, Any]:
+def play_cron_jobs(plane: twin.ControlPlane, stack: Settings, played: Mapping[str, term.Played]) -> dict[str, Any]:
     """Without the class day: the CronJob controller's clock moved from one class run to the next (their times from
-    rehearsal/cron_jobs.py firings), and the Jobs it makes run there; what the API server refuses and RBAC denies is
-    the same as on the day, in seconds. Returns rehearsal.json's jobs, cronJobs and cronJobsMissed."""
-    runs = CronJobRuns(plane, stack, today)
-    times = sorted({f.at for f in cron_jobs.firings(stack.labs, today)})
+    rehearsal/cron_jobs.py firings of the `played` classes), and the Jobs it makes run there; what the API server
+    refuses and RBAC denies is the same as on the day, in seconds. Returns rehearsal.json's jobs, cronJobs and
+    cronJobsMissed."""
+    runs = CronJobRuns(plane, stack, played)
+    times = sorted({f.at for f in cron_jobs.firings(stack.labs, played)})
     if not times:
         return runs.played(datetime.datetime.min.replace(tzinfo=datetime.UTC))
     reported: set[str] = set()
@@ -323,28 +326,29 @@ def play_day(
     plane: twin.ControlPlane,
     render_dir: Path,
     stack: Settings,
-    today: datetime.date,
+    day: term.Day,
     region: str,
     schedulers: Callable[[], Collection[str]],
     given: Overrides | None = None,
     spot_rate: float = 0.0,
 ) -> dict[str, Any]:
-    """Every lab's class day (rehearsal/class_day.py timeline) on one Karpenter on the twin's simulated clock, from the
-    day's first step to the last lab's day_end: at each instant, in the timeline's order, learners' pods are made and
-    deleted; then the clock runs to the next. The CronJob controller runs on the same clock, and each Job it makes is
-    run where the stepper stops for it (CronJobRuns); a warm-up or release step of the timeline is the time the class
-    needs it (cron_jobs.missed holds the controller to it). Nodes boot and learners' images are pulled as the timing
-    table says, with `given` (the command line's --timing) over each lab's timings (rehearsal/timings.py); EC2 warns
-    spot nodes at `spot_rate` per spot node-hour (rehearsal/spot.py). `schedulers` names the schedulers the twin runs
-    (Learners). Returns rehearsal.json's jobs, cronJobs, cronJobsMissed, the learner pods refused, labs, karpenter,
-    shortenedTimers, spot, unscheduled, unsettled, stepWall, timings and images."""
-    days = class_day.timeline(stack, today)
+    """Every lab's class day (rehearsal/class_day.py timeline of one `day` of the term, rehearsal/term.py) on one
+    Karpenter on the twin's simulated clock, from the day's first step to the last lab's day_end: at each instant, in
+    the timeline's order, learners' pods are made and deleted; then the clock runs to the next. The CronJob controller
+    runs on the same clock, and each Job it makes is run where the stepper stops for it (CronJobRuns); a warm-up or
+    release step of the timeline is the time the class needs it (cron_jobs.missed holds the controller to it). Nodes
+    boot and learners' images are pulled as the timing table says, with `given` (the command line's --timing) over each
+    lab's timings (rehearsal/timings.py); EC2 warns spot nodes at `spot_rate` per spot node-hour (rehearsal/spot.py).
+    `schedulers` names the schedulers the twin runs (Learners). Returns rehearsal.json's jobs, cronJobs,
+    cronJobsMissed, the learner pods refused, labs, karpenter, shortenedTimers, spot, unscheduled, unsettled, stepWall,
+    timings and images."""
+    days = class_day.timeline(stack, day)
     steps = sorted(
         (s for lab_steps in days.values() for s in lab_steps),
         key=lambda s: (class_day.moment(s["at"]), class_day.STEP_ORDER.index(s["what"])),
     )
     learners = Learners(plane, render_dir, stack, schedulers)
-    runs = CronJobRuns(plane, stack, today)
+    runs = CronJobRuns(plane, stack, day.classes)
     refused: list[dict[str, str]] = []
     observed: list[dict[str, Any]] = []
     unsettled: list[dict[str, str]] = []
@@ -408,15 +412,8 @@ def play_day(
         "unscheduled": learners.not_scheduled(),
         "substitutions": [HOME_VOLUMES] if learners.left_out_claims else [],
         "unsettled": unsettled,
-        "stepWall": {kind: _rounded(wall) for kind, wall in sorted(walls.items())},
+        "stepWall": {kind: karpenter_twin.rounded_walls(wall) for kind, wall in sorted(walls.items())},
         **timings.for_report(stack, given),
-    }
-
-
-def _rounded(wall: dict[str, Any]) -> dict[str, Any]:
-    """A stepWall entry with its seconds to the hundredth."""
-    return {
-        k: {w: round(s, 2) for w, s in sorted(v.items())} if k == "waitingFor" else round(v, 2) for k, v in wall.items()
     }
 
 
@@ -428,15 +425,54 @@ def rehearse(
     day: bool = True,
     given: Overrides | None = None,
     spot_rate: float = 0.0,
+    every_day: bool = False,
 ) -> dict[str, Any]:
-    """Plays the render of a stack with these settings on a fresh twin and returns rehearsal.json's content; the
-    classes that repeat all year are played from their first day at or after `today`, Karpenter's instance types
-    and prices those of `region`, nodes' boots and image pulls as the timing table says with `given` over the labs'
-    timings (the command line's --timing), spot nodes warned at `spot_rate` per spot node-hour (the command line's
-    --spot-interruptions-per-node-hour). With `day` false, the classes' CronJobs run one after the other and no
-    class day is played (no `labs`): what the API server refuses and RBAC denies is the same, in seconds, not
-    minutes."""
+    """Plays the render of a stack with these settings and returns rehearsal.json's content: each day of the term
+    rehearsal/term.py chooses (every class day with `every_day`; classes that repeat all year over the year from
+    `today`) on a fresh twin of its own, Karpenter's instance types and prices those of `region`, nodes' boots and
+    image pulls as the timing table says with `given` over the labs' timings (the command line's --timing), spot nodes
+    warned at `spot_rate` per spot node-hour (the command line's --spot-interruptions-per-node-hour); what the days
+    say together (term.together). With `day` false, one twin runs each class's CronJobs at its first occurrence, one
+    after the other, and no class day is played (no `labs`): what the API server refuses and RBAC denies is the same,
+    in seconds, not minutes."""
     started = time.monotonic()
+    if not day:
+        first = term.first_classes(stack, today)
+        with Progress("rehearsal: the class CronJobs on the twin"):
+            played = on_twin(render_dir, stack, lambda plane, _: {**play_cron_jobs(plane, stack, first), "refused": []})
+        return {**played, "wallSeconds": round(time.monotonic() - started, 1)}
+    days = term.days(stack, today, every_day)
+    answers = []
+    # A stack without labs has no day: the render is applied and nothing played.
+    for number, one in enumerate(days or [term.Day(today, (), {}, False)], start=1):
+        # The longest part (27 s of silence for staging at a load of 27, issue 50): a line redrawn on a terminal.
+        with Progress(f"rehearsal: day {number} of {len(days)} of the term ({one.date}) on a twin"):
+            answers.append(on_twin(render_dir, stack, _day_player(render_dir, stack, one, region, given, spot_rate)))
+    return {**term.together(days, answers), "wallSeconds": round(time.monotonic() - started, 1)}
+
+
+Player = Callable[[twin.ControlPlane, Callable[[], list[str]]], dict[str, Any]]
+
+
+def _day_player(
+    render_dir: Path, stack: Settings, day: term.Day, region: str, given: Overrides | None, spot_rate: float
+) -> Player:
+    """What on_twin plays for one day of the term: play_day."""
+
+    def play(plane: twin.ControlPlane, schedulers: Callable[[], list[str]]) -> dict[str, Any]:
+        return play_day(plane, render_dir, stack, day, region, schedulers, given, spot_rate)
+
+    return play
+
+
+def on_twin(
+    render_dir: Path,
+    stack: Settings,
+    play: Player,
+) -> dict[str, Any]:
+    """A fresh twin with the render applied, the system nodes registered, the hub's learner pods created in dry-run
+    and its user-scheduler started; `play` then plays there (given the twin and the schedulers it runs). Returns
+    rehearsal.json's content of that twin, without wallSeconds."""
     with twin.running(stack.cluster.kubernetes_version) as plane, contextlib.ExitStack() as hub:
         _, refused = apply.apply_render(plane.admin, render_dir)
         system_nodes.register(plane, render_dir)
@@ -450,13 +486,7 @@ def rehearse(
         def schedulers() -> list[str]:
             return [twin.DEFAULT_SCHEDULER, *(scheduler.running() if scheduler else [])]
 
-        # The longest part (27 s of silence for staging at a load of 27, issue 50): a line redrawn on a terminal.
-        with Progress("rehearsal: the class day on the twin" if day else "rehearsal: the class CronJobs on the twin"):
-            played = (
-                play_day(plane, render_dir, stack, today, region, schedulers, given, spot_rate)
-                if day
-                else {**play_cron_jobs(plane, stack, today), "refused": []}
-            )
+        played = play(plane, schedulers)
         plane.check_running()
         jobs = played.pop("jobs")
         return {
@@ -470,12 +500,11 @@ def rehearse(
             + [system_nodes.SUBSTITUTION]
             + played.pop("substitutions", []),
             **played,
-            "wallSeconds": round(time.monotonic() - started, 1),
         }
 
 
 def problems(rehearsal: dict[str, Any]) -> list[str]:
-    """One line per finding that fails the rehearsal; the class day's too, where it was played
+    """One line per finding that fails the rehearsal; each class day's too, where it was played
     (rehearsal/report.py)."""
     return [
         *(f"rehearsal: refused {r['object']} ({r['source']}): {r['message']}" for r in rehearsal["refused"]),
@@ -512,7 +541,8 @@ def problems(rehearsal: dict[str, Any]) -> list[str]:
             "the class day is not one answer from there on (its figures could differ from run to run)"
             for u in rehearsal.get("unsettled", [])
         ),
-        *report.problems(rehearsal.get("labs", {})),
+        # Every day played, each line naming its class by its start.
+        *(line for day in rehearsal.get("days", []) for line in report.problems(day["labs"])),
     ]
 
 
@@ -520,6 +550,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.rehearse", description=__doc__.splitlines()[0])
     render.run.add_stack_argument(parser)
     parser.add_argument("--out", required=True, type=Path, help="directory to write the render and rehearsal.json into")
+    parser.add_argument(
+        "--all-days",
+        action="store_true",
+        help="play every class day of each term (a class without a term: of the year from today), not only the days "
+        "that may play differently (docs/rehearsal.md, The whole term)",
+    )
     parser.add_argument(
         timings.FLAG,
         action="append",
@@ -551,7 +587,13 @@ def main(argv: list[str] | None = None) -> int:
         render_stack(run, args.out / RENDER)
         today = utc.today()
         rehearsal = rehearse(
-            args.out / RENDER, run.stack.settings, today, run.stack.region, given=given, spot_rate=spot_rate
+            args.out / RENDER,
+            run.stack.settings,
+            today,
+            run.stack.region,
+            given=given,
+            spot_rate=spot_rate,
+            every_day=args.all_days,
         )
     except domain.stack.ConfigError as error:
         print("\n".join(error.lines), file=sys.stderr)

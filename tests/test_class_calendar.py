@@ -206,3 +206,55 @@ def test_etc_gmt_minus_1_is_utc_plus_1_as_the_hint_says():
     # The hint for an offset (domain/time/zones.py) names Etc/GMT-1 for UTC+01:00: POSIX's sign, west of Greenwich.
     moment = datetime.datetime(2027, 1, 11, 12, tzinfo=zones.zone("Etc/GMT-1"))
     assert (moment.utcoffset(), moment.tzname()) == (datetime.timedelta(hours=1), "+01")
+
+
+MONDAY_AND_THURSDAY = cron.parse("0 9 * * mon,thu")
+# Fourteen weeks in New York, Monday 4 January to Thursday 8 April 2027: its clocks go forward on Sunday 14 March.
+FOURTEEN_WEEKS = (datetime.date(2027, 1, 4), datetime.date(2027, 4, 8))
+
+
+def term(*skip: datetime.date, ends: bool = True) -> class_calendar.ClassTerm:
+    occurrences = class_calendar.occurrences(MONDAY_AND_THURSDAY, "America/New_York", 20, 90, *FOURTEEN_WEEKS, skip)
+    return class_calendar.ClassTerm("lab classes[0]", tuple(occurrences), ends)
+
+
+def test_a_term_plays_its_first_and_last_day_each_weekday_and_the_day_after_its_clocks_change():
+    days = class_calendar.distinct_days([term()])
+    assert list(days) == [
+        datetime.date(2027, 1, 4),
+        datetime.date(2027, 1, 7),
+        datetime.date(2027, 3, 15),
+        datetime.date(2027, 4, 8),
+    ]
+    assert days[datetime.date(2027, 1, 4)] == ("lab classes[0]: its first day", "lab classes[0]: its first Monday")
+    assert days[datetime.date(2027, 1, 7)] == ("lab classes[0]: its first Thursday",)
+    assert days[datetime.date(2027, 3, 15)] == (
+        "lab classes[0]: its first class after the clocks of America/New_York change from UTC-05:00 to UTC-04:00",
+    )
+    assert days[datetime.date(2027, 4, 8)] == ("lab classes[0]: the last day of its term",)
+
+
+def test_all_days_are_every_class_day_of_the_term():
+    days = class_calendar.all_days([term()])
+    assert len(days) == 28 and list(days)[:3] == [datetime.date(2027, 1, d) for d in (4, 7, 11)]
+    assert set(class_calendar.distinct_days([term()])) < set(days)
+
+
+def test_the_day_after_a_change_is_the_first_class_the_calendar_has_after_it():
+    # The Monday after the change is skipped: the Thursday is the first class at the new offset.
+    days = class_calendar.distinct_days([term(datetime.date(2027, 3, 15))])
+    assert datetime.date(2027, 3, 15) not in days and datetime.date(2027, 3, 18) in days
+
+
+def test_a_class_without_a_term_has_no_last_day_and_a_zone_without_changes_no_change_day():
+    assert list(class_calendar.distinct_days([term(ends=False)])) == [
+        datetime.date(2027, 1, 4),
+        datetime.date(2027, 1, 7),
+        datetime.date(2027, 3, 15),
+    ]
+    utc = class_calendar.occurrences(MONDAY_AND_THURSDAY, zones.UTC, 20, 90, *FOURTEEN_WEEKS)
+    assert list(class_calendar.distinct_days([class_calendar.ClassTerm("utc", tuple(utc), True)])) == [
+        datetime.date(2027, 1, 4),
+        datetime.date(2027, 1, 7),
+        datetime.date(2027, 4, 8),
+    ]

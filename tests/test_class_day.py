@@ -13,7 +13,7 @@ from kubespawner.slugs import safe_slug  # type: ignore[import-untyped]
 import domain.stack
 from domain.cost.lab_cost import usd
 from domain.cost.price_book import LIST
-from rehearsal import class_day, report, spot
+from rehearsal import class_day, report, spot, term
 from rehearsal import run as rehearse
 from tests.conftest import as_cli_config, stack_values
 from tests.support import tables
@@ -46,7 +46,7 @@ def _settings(values: dict[str, Any]) -> Any:
 
 
 SETTINGS = _settings(STACK)
-DAY = class_day.timeline(SETTINGS, TODAY)
+DAY = class_day.timeline(SETTINGS, term.days(SETTINGS, TODAY)[0])
 
 
 def _brief(steps: list[dict[str, Any]]) -> list[tuple[str, str, int | None, str | None]]:
@@ -106,7 +106,7 @@ def test_a_big_labs_late_learners_arrive_before_mid_class() -> None:
             }
         )
     )
-    steps = class_day.timeline(big, TODAY)["big"]
+    steps = class_day.timeline(big, term.days(big, TODAY)[0])["big"]
     arrivals = [class_day.moment(s["at"]) for s in steps if s["what"] == "arrive"]
     assert len(arrivals) == 96
     # 95 late learners over the first half hour: 30 min / 96 apart, 18.75 s.
@@ -359,7 +359,7 @@ def _overlap(*bound: str) -> dict[str, Any]:
             for e in _seated("09:30:00" if n > 2 else "09:00:00", f"overlap-{n}", "n1", lab="overlap")
         ],
     ]
-    steps = class_day.timeline(OVERLAP, TODAY)["overlap"]
+    steps = class_day.timeline(OVERLAP, term.days(OVERLAP, TODAY)[0])["overlap"]
     return class_day.lab_section("overlap", OVERLAP.labs["overlap"], steps, observed, LEAST)
 
 
@@ -389,7 +389,9 @@ def test_a_log_that_contradicts_itself_is_a_clear_error() -> None:
 
 
 def _rehearsal(labs: dict[str, Any]) -> dict[str, Any]:
-    return {"kubernetes": "v1.34.12", "karpenter": "v1.14.1", "labs": labs}
+    """rehearsal.json of a term of one day, TODAY."""
+    days = [{"date": TODAY.isoformat(), "why": [], "labs": labs}]
+    return {"kubernetes": "v1.34.12", "karpenter": "v1.14.1", "labs": labs, "days": days}
 
 
 def test_tables_show_seats_disruptions_waits_cost_and_bound() -> None:
@@ -422,11 +424,16 @@ def test_report_prints_tables_or_a_line_for_an_unreadable_file(
         assert line.startswith(f"gpulab: cannot read the rehearsal {tmp_path / bad}: ")
 
 
-def test_the_rehearsals_own_lines_carry_the_class_days() -> None:
+def test_the_rehearsals_own_lines_carry_every_days_classes() -> None:
+    """A class short on a later day of the term (its day after the clocks change, say) fails the rehearsal, though
+    `labs`, each class's first day, is fine."""
     short = {"two": _section([_launched("08:41:00", "n1"), *SECOND_CLASS])}
-    done = {**_rehearsal(short), "refused": [], "rbacDenied": [], "jobsFailed": []}
+    fine = {"two": _section(ALL_WARM)}
+    days = [{"date": "2027-01-04", "why": [], "labs": fine}, {"date": "2027-01-11", "why": [], "labs": short}]
+    done = {**_rehearsal(fine), "days": days, "refused": [], "rbacDenied": [], "jobsFailed": []}
+    assert report.problems(fine) == []
     assert rehearse.problems(done) == report.problems(short) != []
-    assert rehearse.problems({**done, "labs": {}}) == []
+    assert rehearse.problems({**done, "days": days[:1]}) == []
 
 
 # --- a lab without classes: learnerSeats learners seated, the one more kept waiting -----------------------------------
@@ -557,7 +564,7 @@ def test_disruption_freed_seats_spare_extras_unbound_ones_wait():
 
 def test_an_unpriced_cheapest_type_leaves_no_lower_bound() -> None:
     unpriced = _settings(stack_values(**{"gpulab:labs": {"new": lab(["p5e.48xlarge"], 2, max_gpus=8)}}))
-    steps = class_day.timeline(unpriced, TODAY)["new"]
+    steps = class_day.timeline(unpriced, term.days(unpriced, TODAY)[0])["new"]
     section = class_day.lab_section("new", unpriced.labs["new"], steps, [], LEAST)
     assert section["lowerBoundNodeHours"] > 0 and section["lowerBoundCost"] is None
     *_, lab_row = [line for line in report.table(_rehearsal({"new": section})) if line.startswith("| new ")]

@@ -17,7 +17,7 @@ import render.run
 from domain.cost.lab_cost import usd
 from domain.cost.price_book import LIST
 from domain.upstream.versions import KUBE_PROXY_ADDON_VERSIONS
-from rehearsal import class_day, report, twins
+from rehearsal import class_day, report, term, twins
 from reports import class_table, cost_diff, cost_report, preview_comment, version_change
 from tests.conftest import BASE, ROOT, as_cli_config, run_values, stack_values
 from tests.support import tables
@@ -613,7 +613,7 @@ def trickled_rehearsal() -> dict:
     bound, their notebook running, as they arrive, the 13th as the first leaves."""
     settings = domain.stack.from_cli(as_cli_config(BASE)).settings
     intro = settings.labs["intro"]
-    steps = class_day.timeline(settings, datetime.date(2027, 1, 4))["intro"]
+    steps = class_day.timeline(settings, term.days(settings, datetime.date(2027, 1, 4))[0])["intro"]
     arrivals = [s for s in steps if s["what"] == "arrive"]
     first_leave = next(s for s in steps if s["what"] == "leave")
     observed = []

@@ -54,8 +54,9 @@ def _without_wall_times(done: dict[str, Any]) -> dict[str, Any]:
     text = re.sub(rf'"{LAB}-[a-z0-9]{{5}}"', f'"{LAB}-<node>"', text)
     text = re.sub(rf"from {LAB}-[a-z0-9]{{5}}", f"from {LAB}-<node>", text)
     found: dict[str, Any] = json.loads(text)
-    for section in found["labs"].values():
-        section["events"].sort(key=lambda e: (e["at"], json.dumps(e, sort_keys=True)))
+    for labs in [found["labs"], *(day["labs"] for day in found["days"])]:
+        for section in labs.values():
+            section["events"].sort(key=lambda e: (e["at"], json.dumps(e, sort_keys=True)))
     return found
 
 

@@ -10,7 +10,7 @@ occurrences() is the calendar the cost of a term is computed from, too; it needs
 
 import datetime
 import functools
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 from domain.problems import FieldProblem
@@ -161,3 +161,56 @@ def missed_days(
             if fire != moment.timestamp():
                 missed.append((day, f"{job} at {occurrence.local(moment):%H:%M}"))
     return missed
+
+
+@dataclass(frozen=True)
+class ClassTerm:
+    """A class's occurrences over the days it is rehearsed on, in order of their start, named as a reader knows it
+    (`intro classes[0]`); `ends` when its last occurrence is the last of its term (a class without a term has none)."""
+
+    name: str
+    occurrences: tuple[Occurrence, ...]
+    ends: bool
+
+
+def class_day(occurrence: Occurrence) -> datetime.date:
+    """The local day an occurrence starts on, on the clock of its zone."""
+    return occurrence.local(occurrence.start).date()
+
+
+def distinct_days(terms: Iterable[ClassTerm]) -> dict[datetime.date, tuple[str, ...]]:
+    """The class days the rehearsal plays by default (issue #48), each with why, in order of date: of each class, its
+    first day and the last of its term, its first class on each weekday it has classes (Karpenter's disruption budgets
+    are UTC cron windows by weekday), and its first class after each change of its zone's UTC offset (a daylight-saving
+    change: the same local start then falls at another UTC time against those windows). Not every combination: after a
+    change, a class on Mondays and Thursdays plays its first class, a Monday, and not the Thursday after it, which
+    only all_days plays."""
+    why: dict[datetime.date, list[str]] = {}
+    for term in terms:
+        if not term.occurrences:
+            continue
+        first, last = term.occurrences[0], term.occurrences[-1]
+        why.setdefault(class_day(first), []).append(f"{term.name}: its first day")
+        if term.ends:
+            why.setdefault(class_day(last), []).append(f"{term.name}: the last day of its term")
+        seen: set[int] = set()
+        for before, occurrence in zip((None, *term.occurrences), term.occurrences, strict=False):
+            day = class_day(occurrence)
+            if day.weekday() not in seen:
+                seen.add(day.weekday())
+                why.setdefault(day, []).append(f"{term.name}: its first {day:%A}")
+            if before is not None and before.offset != occurrence.offset:
+                why.setdefault(day, []).append(
+                    f"{term.name}: its first class after the clocks of {occurrence.zone} change from "
+                    f"{zones.utc_offset(before.offset)} to {zones.utc_offset(occurrence.offset)}"
+                )
+    return {day: tuple(dict.fromkeys(why[day])) for day in sorted(why)}
+
+
+def all_days(terms: Iterable[ClassTerm]) -> dict[datetime.date, tuple[str, ...]]:
+    """Every class day of every class, in order of date, each with the classes that have it."""
+    why: dict[datetime.date, list[str]] = {}
+    for term in terms:
+        for occurrence in term.occurrences:
+            why.setdefault(class_day(occurrence), []).append(f"{term.name}: a class day")
+    return {day: tuple(dict.fromkeys(why[day])) for day in sorted(why)}
