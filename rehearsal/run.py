@@ -340,8 +340,8 @@ def play_day(
     boot and learners' images are pulled as the timing table says, with `given` (the command line's --timing) over each
     lab's timings (rehearsal/timings.py); EC2 warns spot nodes at `spot_rate` per spot node-hour (rehearsal/spot.py).
     `schedulers` names the schedulers the twin runs (Learners). Returns rehearsal.json's jobs, cronJobs,
-    cronJobsMissed, the learner pods refused, labs, karpenter, shortenedTimers, spot, unscheduled, unsettled, stepWall,
-    timings and images."""
+    cronJobsMissed, the learner pods refused, labs, karpenter, shortenedTimers, spot, unscheduled, unsettled, stepWall
+    and timings."""
     days = class_day.timeline(stack, day)
     steps = sorted(
         (s for lab_steps in days.values() for s in lab_steps),

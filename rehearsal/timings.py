@@ -1,7 +1,7 @@
 """The labs' node boot and learner-image times as the rehearsal's clock plays them: gpulab's timing table
 (domain/capacity/boot_timings.py), each lab's `timings`, and the rehearse command line's `--timing KEY=VALUE`, which
 wins over both. Written for the stepper (its -timings file, rehearsal/stepper/boot.go) and into rehearsal.json
-(`timings`, `images`; docs/rehearsal.md)."""
+(`timings`, with its `images`; docs/rehearsal.md)."""
 
 from __future__ import annotations
 
@@ -70,24 +70,39 @@ def for_stepper(settings: Settings, given: Overrides | None) -> dict[str, Any]:
 
 
 def for_report(settings: Settings, given: Overrides | None) -> dict[str, Any]:
-    """rehearsal.json's `timings` (per lab and instance type: launch to Ready, Ready to the slices, their sources) and
-    `images` (per lab, its learner image: its pull's seconds on the lab's slowest type, its mode, their sources)."""
-    timings: dict[str, dict[str, Any]] = {}
-    images: dict[str, dict[str, Any]] = {}
+    """rehearsal.json's `timings` (issue #48's shape): per instance type, a node's launch to Ready and Ready to its
+    slices advertised, with their sources; within it `images`, per learner image, its pull (seconds on the slowest type
+    of a lab's, its mode, their sources). Each entry names the `labs` it times; where labs time one type or image
+    differently (a lab's own `timings`), the entry is `byLab` instead, each lab's figures."""
+    types: dict[str, dict[str, dict[str, Any]]] = {}
+    images: dict[str, dict[str, dict[str, Any]]] = {}
     for name, lab in sorted(settings.labs.items()):
         boot = lab.node_boot(name, given)
-        timings[name] = {
-            t: {
+        for instance_type in lab.instance_types:
+            types.setdefault(instance_type, {})[name] = {
                 "launchToReadySeconds": boot.ready,
                 "devicePluginReadySeconds": boot.device_plugin_after_ready,
                 "source": boot.source,
             }
-            for t in lab.instance_types
-        }
         pulls = [p for t in lab.instance_types if (p := lab.learner_pull(name, t, given)) is not None]
         if lab.learner_image and pulls:
             slowest = max(pulls, key=lambda p: p.seconds)
-            images[name] = {
-                lab.learner_image: {"pullSeconds": slowest.seconds, "mode": slowest.mode, "source": slowest.source}
+            images.setdefault(lab.learner_image, {})[name] = {
+                "pullSeconds": slowest.seconds,
+                "mode": slowest.mode,
+                "source": slowest.source,
             }
-    return {"timings": timings, "images": images}
+    return {
+        "timings": {
+            **{instance_type: _by_lab(labs) for instance_type, labs in sorted(types.items())},
+            "images": {image: _by_lab(labs) for image, labs in sorted(images.items())},
+        }
+    }
+
+
+def _by_lab(labs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One entry with the `labs` it is for where every lab has the same figures, else `byLab`."""
+    first, *others = labs.values()
+    if all(figures == first for figures in others):
+        return {**first, "labs": sorted(labs)}
+    return {"byLab": labs}

@@ -31,9 +31,12 @@ def _node(at: str, node: str) -> dict[str, Any]:
     return _e(at, "nodeLaunched", node=node, instanceType="g4dn.xlarge", capacityType="on-demand", pricePerHour=0.526)
 
 
-REHEARSAL = {
+REHEARSAL: dict[str, Any] = {
     "kubernetes": "v1.35.0",
-    "timings": {LAB: {"g4dn.xlarge": {"launchToReadySeconds": 75, "devicePluginReadySeconds": 60, "source": "test"}}},
+    "timings": {
+        "g4dn.xlarge": {"launchToReadySeconds": 75, "devicePluginReadySeconds": 60, "source": "test", "labs": [LAB]},
+        "images": {},
+    },
     "labs": {
         LAB: {
             # The class's figures as rehearsal/class_day.py writes them, for the tables printed before the charts.
@@ -145,3 +148,15 @@ def test_the_mermaid_charts_name_each_series_with_its_values_per_span(tmp_path: 
     assert charts["nodes launching"] == [0, 1] + [0] * 9 + [1, 1] + [0] * 3 + [1] + [0] * 7
     assert charts["nodes ready"] == [0, 1] + [1] * 9 + [1, 2] + [2] * 10 + [1]
     assert charts["seats taken"] == [0] * 6 + [2] * 6 + [3] * 9 + [0] * 3
+
+
+def test_a_labs_own_boot_times_its_nodes_ready_where_labs_differ() -> None:
+    """Where labs time one instance type differently (rehearsal.json timings' `byLab`), a node is Ready at its own
+    lab's figure: 45 s later here, at 08:52:00 rather than 08:51:15."""
+    figures = REHEARSAL["timings"]["g4dn.xlarge"]
+    slower = {**figures, "launchToReadySeconds": 120}
+    timings = {"g4dn.xlarge": {"byLab": {"other": figures, LAB: slower}}, "images": {}}
+    for given, at in ((REHEARSAL["timings"], "08:51:15"), (timings, "08:52:00")):
+        moments, values = day_chart.series(LAB, REHEARSAL["labs"][LAB], given)
+        ready = dict(zip((m.strftime("%H:%M:%S") for m in moments), values["nodes ready"], strict=True))
+        assert ready[at] == 1 and min(t for t, n in ready.items() if n) == at

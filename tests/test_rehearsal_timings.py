@@ -97,9 +97,10 @@ def test_waits_end_when_the_notebook_runs_not_at_binding(two_classes) -> None:
     second = two_classes["labs"][LAB]["classes"][1]
     assert second["waitSeconds"]["max"] == 135.0
     assert second["waitToReadySeconds"] == {"p50": 0.0, "p95": 267.0, "max": 267.0}
-    (image,) = two_classes["images"][LAB]
-    assert two_classes["images"][LAB][image]["pullSeconds"] == 207 and image == NOTEBOOK_IMAGE
-    assert two_classes["timings"][LAB]["g4dn.xlarge"]["launchToReadySeconds"] == 75
+    (image,) = two_classes["timings"]["images"]
+    pull = two_classes["timings"]["images"][NOTEBOOK_IMAGE]
+    assert image == NOTEBOOK_IMAGE and (pull["pullSeconds"], pull["mode"], pull["labs"]) == (207, "soci", [LAB])
+    assert two_classes["timings"]["g4dn.xlarge"]["launchToReadySeconds"] == 75
 
 
 def test_a_boot_past_registration_timeout_is_a_failed_launch(tmp_path: Path) -> None:
@@ -133,9 +134,26 @@ def test_the_command_lines_timing_wins_over_lab_and_table() -> None:
         "learnerImage": NOTEBOOK_IMAGE,
         "imageSeconds": 60 + 42,
     }
-    report = timings.for_report(run.stack.settings, given)
-    assert "slices +90 s (--timing.devicePlugin)" in report["timings"][LAB]["g4dn.xlarge"]["source"]
-    assert report["images"][LAB][NOTEBOOK_IMAGE]["source"].startswith("2 GB (--timing.learnerImageGb) at 24 s/GB")
+    report = timings.for_report(run.stack.settings, given)["timings"]
+    assert "slices +90 s (--timing.devicePlugin)" in report["g4dn.xlarge"]["source"]
+    assert report["images"][NOTEBOOK_IMAGE]["source"].startswith("2 GB (--timing.learnerImageGb) at 24 s/GB")
+
+
+def test_timings_are_keyed_by_instance_type_and_image_each_lab_apart_where_it_differs() -> None:
+    """rehearsal.json's timings as issue #48 keys them: one entry per instance type and per image for the labs that
+    time it alike; a lab with its own `timings` on the same type gets its figures under `byLab`."""
+    same = _stack()["gpulab:labs"][LAB]
+    values = _stack()
+    values["gpulab:labs"] = {"alike": same, LAB: same}
+    report = timings.for_report(run_config("timings-alike", as_cli_config(values)).stack.settings, None)["timings"]
+    assert sorted(report) == ["g4dn.xlarge", "images"]
+    assert report["g4dn.xlarge"]["labs"] == ["alike", LAB] and report["g4dn.xlarge"]["launchToReadySeconds"] == 75
+    assert report["images"][NOTEBOOK_IMAGE]["labs"] == ["alike", LAB]
+    values["gpulab:labs"] = {"alike": same, LAB: {**same, "timings": {"nodeReady": "45s"}}}
+    report = timings.for_report(run_config("timings-differ", as_cli_config(values)).stack.settings, None)["timings"]
+    by_lab = report["g4dn.xlarge"]["byLab"]
+    assert (by_lab["alike"]["launchToReadySeconds"], by_lab[LAB]["launchToReadySeconds"]) == (75, 105)
+    assert report["images"][NOTEBOOK_IMAGE]["labs"] == ["alike", LAB]  # the pull starts at the registration alike
 
 
 @pytest.mark.parametrize(
