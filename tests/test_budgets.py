@@ -355,3 +355,19 @@ def test_a_term_lab_may_keep_a_monthly_budget():
 def test_a_lab_budget_with_a_problem_is_one_line_naming_its_key(values, line):
     values["gpulab:labs"]["intro"] = {k: v for k, v in values["gpulab:labs"]["intro"].items() if v is not None}
     assert problems(values) == [line]
+
+
+def test_a_term_longer_than_the_meter_keeps_its_spend_is_refused_where_the_meter_adds_it_up():
+    """The workspace keeps samples 150 days (AMP's default): a term of Mondays from 11 January to 26 July 2027 would
+    lose its first weeks from the gate's sum. Without the meter nothing sums it, and the term budget is AWS's alone."""
+    long_term = {"start": "2027-01-11", "end": "2027-07-26"}
+    values = termed(900, term=long_term) | {"gpulab:metrics": {}}
+    (line,) = problems(values)
+    assert line.startswith(
+        "gpulab:labs.intro.budget: the term lasts 197 days, longer than the 150 days the metrics workspace keeps the "
+        "spend it adds up"
+    )
+    assert line.endswith("write period: month, or give the classes shorter terms")
+    assert run_values(termed(900, term=long_term)).outputs["labs"]["intro"]["cost"]["budget"]["period"] == "term"
+    monthly = termed({"amount": 300, "period": "month"}, term=long_term) | {"gpulab:metrics": {}}
+    assert run_values(monthly).outputs["labs"]["intro"]["cost"]["budget"]["period"] == "month"

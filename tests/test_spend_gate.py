@@ -152,7 +152,7 @@ def test_a_learner_is_refused_a_new_server_once_the_labs_budget_is_spent(tmp_pat
 def test_a_term_budget_refuses_once_the_terms_spend_reaches_it(tmp_path):
     """A term that began on Monday 7 September 2026 (its warm-up the evening before, UTC): the gate adds the spend up
     from there, not from the month's start, and says so."""
-    hub, workspace = gated_hub(tmp_path, with_term({"start": "2026-09-07", "end": "2030-12-16"}))
+    hub, workspace = gated_hub(tmp_path, with_term({"start": "2026-09-07", "end": "2026-12-28"}))
     since = datetime.datetime(2026, 9, 6, 23, 40, tzinfo=datetime.UTC).timestamp()
     try:
         workspace.spend["intro"] = BUDGET

@@ -24,7 +24,9 @@ from zoneinfo import ZoneInfo
 
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, model_validator
 
+from domain.cost.meter_cost import RETENTION_DAYS
 from domain.problems import FieldProblem, report
+from domain.stack import context
 from domain.stack.fields import Model, labs_checked, matching, positive_amount, unique
 from domain.time import durations
 
@@ -198,17 +200,37 @@ def lab_budget(own: BudgetSetting | None, default: BudgetSetting | None, classes
     return LabBudget(setting.amount, TERM, *term)
 
 
+def kept_long_enough(term: tuple[datetime.datetime, datetime.datetime], info: ValidationInfo) -> str | None:
+    """Why the meter cannot add up a term's spend, or None: with gpulab:metrics, the hub's spend gate and the 80%
+    alert sum the term's samples from the workspace, which keeps them RETENTION_DAYS (AMP's default; gpulab sets
+    none); a longer term would lose its first days and read as less spent."""
+    days = (term[1] - term[0]) / datetime.timedelta(days=1)
+    if not context.of(info.context).runs_metrics or days <= RETENTION_DAYS:
+        return None
+    return (
+        f"the term lasts {days:.0f} days, longer than the {RETENTION_DAYS} days the metrics workspace keeps the "
+        "spend it adds up (Amazon Managed Service for Prometheus's default retention): its first days would read as "
+        "nothing spent; write period: month, or give the classes shorter terms"
+    )
+
+
 def term_fits(setting: BudgetSetting | None, info: ValidationInfo) -> BudgetSetting | None:
-    """labs.<lab>.budget: a term period needs the lab's term."""
-    if setting is None or setting.period != TERM or "classes" not in info.data:
+    """labs.<lab>.budget: a term period needs the lab's term, one the meter keeps whole. A number is the term's only
+    where the lab has one, and is checked so too."""
+    if setting is None or setting.period == MONTH or "classes" not in info.data:
         return setting
     classes = info.data["classes"]
-    if lab_term(classes) is None:
-        raise FieldProblem(
-            "budget.period",
-            f"term needs the lab's term, and {no_term_reason(classes)}: give every class a term, or write "
-            f"period: month",
-        )
+    term = lab_term(classes)
+    if term is None:
+        if setting.period == TERM:
+            raise FieldProblem(
+                "budget.period",
+                f"term needs the lab's term, and {no_term_reason(classes)}: give every class a term, or write "
+                f"period: month",
+            )
+        return setting
+    if problem := kept_long_enough(term, info):
+        raise FieldProblem("budget.period" if setting.period == TERM else "budget", problem)
     return setting
 
 
@@ -229,6 +251,18 @@ def default_fits(setting: BudgetSetting | None, info: ValidationInfo) -> BudgetS
             f"term needs each lab's term, and lab {name} has none ({reason}): give it a term, its own budget, or "
             "write period: month",
         )
+    return setting
+
+
+def default_terms_kept(setting: BudgetSetting | None, info: ValidationInfo) -> BudgetSetting | None:
+    """gpulab:budget read as a term's (a number, or period term) by a lab without its own: the meter keeps the term
+    whole."""
+    if setting is None or setting.period == MONTH:
+        return setting
+    labs, _ = labs_checked(info)
+    for name, lab in labs.items():
+        if lab.budget is None and (term := lab_term(lab.classes)) is not None and (why := kept_long_enough(term, info)):
+            raise FieldProblem("budget.period" if setting.period == TERM else "budget", f"lab {name}: {why}")
     return setting
 
 

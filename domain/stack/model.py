@@ -63,6 +63,7 @@ from domain.stack.budgets import (
     TagActivation,
     alerts_fit,
     default_fits,
+    default_terms_kept,
     lab_budget,
     term_fits,
 )
@@ -817,7 +818,7 @@ class Settings(Model):
     time_zone: TimeZone = Field(
         default=zones.UTC, description="IANA time zone of the classes that name none (docs/classes.md)."
     )
-    budget: Annotated[BudgetKey | None, AfterValidator(default_fits)] = Field(
+    budget: Annotated[BudgetKey | None, AfterValidator(default_fits), AfterValidator(default_terms_kept)] = Field(
         default=None,
         description="The budget of every lab that sets none, read per lab as labs.<lab>.budget is; unset, none.",
     )
