@@ -30,8 +30,9 @@ from typing import Any
 
 import yaml
 
+from components.jupyterhub import walls_gate
 from components.jupyterhub.hub import RELEASE
-from components.jupyterhub.walls import COREDNS_LABELS, COREDNS_NAMESPACE, DNS_PORT, NOT_INTERNET
+from components.jupyterhub.walls import COREDNS_LABELS, COREDNS_NAMESPACE, DNS_PORT, HUB_API_PORT, NOT_INTERNET
 from components.karpenter import host_firewall
 from components.labels import GPU_TAINT
 from domain.upstream.node_listeners import DCGM_PORT, DCGM_SERVER, HOST_NETWORK_DAEMONSETS, LISTENERS, Listener
@@ -54,7 +55,6 @@ METADATA = "169.254.169.254"
 AMAZON_DNS = "169.254.169.253"  # the VPC's resolver at its link-local address (Amazon VPC User Guide, AmazonDNS)
 INTERNET = "203.0.113.10"  # TEST-NET-3, standing for any public address
 NOTEBOOK_PORT_NAME = "notebook-port"  # KubeSpawner's name of the server's port (kubespawner/objects.py make_pod)
-HUB_API_PORT = 8081  # the chart's hub Service and the learners' way to it (templates/singleuser/netpol.yaml)
 PROXY_API_PORT = 8001
 # Two learners per lab, each a user of their own (a user runs one default server), all named learner-<n>: names that
 # differ only after their last "-", which the agent's pod identifier drops.
@@ -90,6 +90,7 @@ class Layout:
     # (DaemonSet, node IP) -> its pod there, for those on the pod network: a host port's listener is also at its pod IP
     daemon_pods: Mapping[tuple[str, str], npa.Pod]
     firewalled: Mapping[str, bool]  # lab -> its nodes' user data loads the host firewall
+    gated: Mapping[str, bool]  # lab -> its learners' servers wait for their walls first (walls_gate.py)
     vpc: ipaddress.IPv4Network
     api_endpoint: str
 
@@ -162,10 +163,13 @@ def layout(run: harness.Run, out: Path) -> Layout:
     with contextlib.redirect_stdout(io.StringIO()):  # the chart's jupyterhub_config.py prints what it loads
         config = hub_config(chart, namespace)
     learners: dict[str, tuple[npa.Pod, npa.Pod]] = {}
+    gated: dict[str, bool] = {}
     for i, name in enumerate(labs):
         pair = []
         for j in range(LEARNERS_PER_LAB):
             built = learner_pod(config, name, user=f"learner-{i * LEARNERS_PER_LAB + j + 1}")
+            first = (built["spec"].get("initContainers") or [{}])[0]
+            gated[name] = (first.get("name"), first.get("command")) == (walls_gate.NAME, walls_gate.command())
             meta = built["metadata"]
             pair.append(
                 add(meta["name"], meta.get("namespace") or namespace, meta["labels"], built["spec"], nodes[name][0])
@@ -255,6 +259,7 @@ def layout(run: harness.Run, out: Path) -> Layout:
             name: host_firewall.RULESET in (node_classes.get(name, {}).get("spec", {}).get("userData") or "")
             for name in labs
         },
+        gated=gated,
         vpc=vpc,
         api_endpoint=str(vpc[20]),
     )
@@ -438,15 +443,21 @@ def verdict(agent: npa.Agent, w: Layout, probe: Probe) -> tuple[bool, str, bool 
         return allowed, "; ".join(why), None
     # A new pod is default-allow until the controller's PolicyEndpoint for it reaches the agent (standard mode,
     # aws-network-policy-agent v1.3.1 pkg/rpc/rpc_handler.go 80-84); with one pod identifier per learner's server
-    # that is every new server. What a learner's policies close then, only the host firewall can.
+    # that is every new server. No learner code runs then where the server's first init container waits for its
+    # walls (walls_gate.py); what the host firewall drops, it drops then too.
     if w.cluster.strict:
         return allowed, "; ".join(why), False
     first = "before its policies arrive the standard mode lets it through (rpc_handler.go 80-84)"
+    if w.gated[probe.lab]:
+        first += (
+            f", but no learner code runs then: the server's first init container, {walls_gate.NAME}, holds it until "
+            "its policies drop the API server (components/jupyterhub/walls_gate.py)"
+        )
     if dropped is None:
         why.append(f"{first}, and no host firewall drops it")
     else:
         why.append(f"{first}, and the host firewall still drops it" if said else f"{first}, and {dropped}")
-    return allowed, "; ".join(why), dropped is None
+    return allowed, "; ".join(why), dropped is None and not w.gated[probe.lab]
 
 
 def walls(w: Layout) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from components.karpenter import host_firewall
 from components.karpenter.user_data import node_user_data
 from components.metrics import dcgm_exporter
 from domain.upstream.node_listeners import DCGM_PORT
+from tests.support.netns import LISTEN, wire_pod
 from tests.support.user_data_parts import firewall_script
 
 NFT = shutil.which("nft")
@@ -56,10 +57,6 @@ NOTEBOOK_PORT = 8888
 EXPORTER_PORT = dcgm_exporter.METRICS_PORT  # the exporter, on the node's network
 KUBE_PROXY_HEALTH_PORT, KUBELET_PORT = 10256, 10250
 NODE_SERVICES = (EXPORTER_PORT, KUBE_PROXY_HEALTH_PORT, KUBELET_PORT)
-LISTEN = (
-    "import socket,sys;s=socket.socket();s.bind((sys.argv[1],int(sys.argv[2])));s.listen()\n"
-    "while True: s.accept()[0].close()"
-)
 CONNECT = "import socket,sys;socket.create_connection((sys.argv[1],int(sys.argv[2])),timeout=1.5)"
 # The dcgm-server's host port as the CNI portmap plugin publishes it: DNAT of the port on every local address, for
 # traffic from outside (prerouting) and from the node (output); a connection to 127.0.0.1 DNATed to a pod needs
@@ -76,12 +73,6 @@ table ip portmap {{
 
 def _run(*args: str) -> None:
     subprocess.run(args, check=True, capture_output=True)
-
-
-def _mac(ns: str, link: str) -> str:
-    shown = subprocess.run(["ip", "-n", ns, "-o", "link", "show", link], capture_output=True, text=True, check=True)
-    words = shown.stdout.split()
-    return words[words.index("link/ether") + 1]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,17 +98,8 @@ def _namespaces() -> Iterator[Lab]:
             (learner, f"{host_firewall.VETH_PREFIX}{tag}1", LEARNER_IP),
             (dcgm, f"{host_firewall.VETH_PREFIX}{tag}2", DCGM_POD_IP),
         ):
-            # As the VPC CNI wires a pod: a /32, a default route through 169.254.1.1 answered by the host's veth.
-            _run("ip", "link", "add", veth, "netns", node, "type", "veth", "peer", "name", "eth0", "netns", pod)
-            _run("ip", "-n", node, "link", "set", veth, "up")
-            _run("ip", "-n", pod, "link", "set", "eth0", "up")
-            _run("ip", "-n", pod, "addr", "add", f"{ip}/32", "dev", "eth0")
-            _run("ip", "-n", pod, "route", "add", "169.254.1.1", "dev", "eth0")
-            _run("ip", "-n", pod, "route", "add", "default", "via", "169.254.1.1", "dev", "eth0")
-            mac = _mac(node, veth)
-            _run("ip", "-n", pod, "neigh", "add", "169.254.1.1", "lladdr", mac, "dev", "eth0", "nud", "permanent")
+            wire_pod(node, pod, veth, ip)
             _run("ip", "netns", "exec", node, "sysctl", "-qw", f"net.ipv4.conf.{veth}.proxy_arp=1")
-            _run("ip", "-n", node, "route", "add", f"{ip}/32", "dev", veth)
         # Another host of the VPC, on the node's own network interface (no eni... name), which routes the node's and
         # its pods' addresses to it, as the VPC does.
         uplink = f"ens{tag}"

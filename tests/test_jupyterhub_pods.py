@@ -9,6 +9,7 @@ import shlex
 
 import pytest
 
+from components.jupyterhub import walls_gate
 from components.jupyterhub.hub import RELEASE
 from components.jupyterhub.spawn_profiles import MPS_LEARNER_UID
 from components.labels import GPU_RESOURCE, GPU_TAINT
@@ -19,6 +20,7 @@ from domain.time.durations import seconds
 from rehearsal.learner_pods import learner_pod
 from tests.support.hub_config import authenticator_class, stack_hub_config
 from tests.support.nodes import lab_nodes, system_nodes
+from tests.support.pod_specs import karpenter_requests, restricted_problems
 from tests.support.rendered import HUB_STACKS, rendered
 from tests.support.scheduling import tolerates, unschedulable_because
 from tests.support.user_data_parts import mime_parts
@@ -57,6 +59,43 @@ def test_a_learner_pod_requests_and_limits_one_gpu_slice(stack):
         limited = [quantity(str(q)) for q in _requests(pod, GPU_RESOURCE, "limits") if q is not None]
         assert (asked, limited) == ([1], [1]), lab_name
         assert not [c for c in pod["spec"].get("initContainers") or [] if GPU_RESOURCE in str(c)], lab_name
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_no_learner_code_runs_before_the_walls_gate_lets_the_server_start(stack):
+    # The pod KubeSpawner builds (which formats every string of an init container) runs the gate's program as written,
+    # first, from the learner's own image, and asks the hub where the hub's config says learners reach it.
+    hub = _config(stack).JupyterHub.hub_connect_url
+    for lab_name, pod in _pods(stack).items():
+        (gate,) = pod["spec"]["initContainers"]
+        (notebook,) = pod["spec"]["containers"]
+        assert gate["name"] == walls_gate.NAME, lab_name
+        assert gate["image"] == notebook["image"], lab_name
+        assert gate["command"] == walls_gate.command(), lab_name
+        assert gate["command"][2] == walls_gate.CHECK.read_text(), lab_name
+        host, port = gate["command"][3:5]
+        assert hub == f"http://{host}:{port}", lab_name
+        assert gate["terminationMessagePath"] == gate["command"][-1], lab_name
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_the_walls_gate_changes_no_request_of_the_pod_and_holds_no_gpu(stack):
+    for lab_name, pod in _pods(stack).items():
+        spec = pod["spec"]
+        (gate,) = spec["initContainers"]
+        without = karpenter_requests({"containers": spec["containers"]})
+        assert karpenter_requests(spec) == without, lab_name
+        assert GPU_RESOURCE in without, lab_name
+        assert set(gate["resources"]["requests"]) == {"cpu", "memory"}, lab_name
+        # A template gets no defaults from its limits; a pod with requests equal to limits keeps its QoS class.
+        assert gate["resources"]["limits"] == gate["resources"]["requests"], lab_name
+
+
+@pytest.mark.parametrize("stack", HUB_STACKS)
+def test_the_walls_gate_runs_as_the_restricted_profile_allows(stack):
+    for lab_name, pod in _pods(stack).items():
+        problems = restricted_problems(pod["spec"])
+        assert [p for p in problems if p.startswith(f"{walls_gate.NAME}:")] == [], lab_name
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)

@@ -125,28 +125,40 @@ def test_no_service_of_another_node(stack):
 
 @pytest.mark.parametrize("stack", HUB_STACKS)
 def test_the_dcgm_host_engine_stays_closed_before_a_servers_policies_arrive(stack):
-    # In the standard mode a new server is allowed everything until its policies reach its node's agent: the host
-    # engine of its own node and of every other, at the node's address (the host port) and at its pod's own IP, is
-    # closed by the host firewall alone, and the table says so.
+    # In the standard mode a new server is allowed everything until its policies reach its node's agent: no learner
+    # code runs then (the server's walls gate), and the host engine of its own node and of every other, at the node's
+    # address (the host port) and at its pod's own IP, is closed by the host firewall as well; the table says both.
     dcgm = [p for p in _document(stack)["probes"] if p["port"] == DCGM_PORT and p["to"] in ("node-self", "node-other")]
     assert {p["to"] for p in dcgm} == {"node-self", "node-other"}
     assert len({p["address"] for p in dcgm}) == len(dcgm) >= 4  # per lab: each node's address and its pod's IP
     assert not [p for p in dcgm if p["allowed"] or p["_first_moments"]]
     assert all("before its policies arrive the standard mode lets it through" in p["why"] for p in dcgm)
-    assert all("host firewall" in p["why"].split("before its policies arrive")[1] for p in dcgm)
+    first = [p["why"].split("before its policies arrive")[1] for p in dcgm]
+    assert all("no learner code runs then" in why and "host firewall" in why for why in first)
 
 
-def test_a_host_firewall_open_to_other_nodes_fails(monkeypatch):
-    # The lab nodes' firewall without its forward rule: a learner's new server on another node reaches the host engine
-    # before its policies arrive, though its policies close it afterwards.
+def test_a_host_firewall_open_to_other_nodes_fails_without_the_walls_gate(monkeypatch):
+    # The lab nodes' firewall without its forward rule, and servers that start at once: a learner's new server on
+    # another node reaches the host engine before its policies arrive, though its policies close it afterwards.
     monkeypatch.setattr(walls.host_firewall, "PODS_CLOSED_PORTS", ())
     w = _layout(PLANTED)
-    found = _breaches(w)
+    found = _breaches(dataclasses.replace(w, gated=dict.fromkeys(w.gated, False)))
     other = [line for line in found if "node-other" in line and f":{DCGM_PORT}/TCP before its policies arrive" in line]
     assert other and all("no host firewall drops it" in line for line in other), found
     # Its own node's address stays closed: the prerouting rule drops whatever a pod opens to it.
     own = {f"node-self {a.node_ip}:{DCGM_PORT}/TCP" for a, _ in w.learners.values()}
     assert not [line for line in found if any(o in line for o in own)], found
+    # With the gate, no learner code runs in those moments: the firewall's forward rule is a second wall there.
+    assert _breaches(w) == []
+
+
+def test_a_learner_pod_without_the_walls_gate_is_seen(monkeypatch):
+    # The render reads the gate off the pods the hub's KubeSpawner builds, not off gpulab's own builder.
+    w = _layout(PLANTED)
+    assert set(w.gated.values()) == {True}
+    monkeypatch.setattr(walls.walls_gate, "NAME", "another-init-container")
+    r = rendered(PLANTED)
+    assert set(walls.layout(r.run, r.out).gated.values()) == {False}
 
 
 @pytest.mark.parametrize("stack", HUB_STACKS)

@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from components.jupyterhub import walls_gate
 from components.labels import GPU_RESOURCE, LAB_LABEL
 from components.learner_pod import learner_pod_spec
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
@@ -75,6 +76,9 @@ def profile(lab_name: str, lab: Lab) -> dict[str, Any]:
         "extra_resource_limits": {GPU_RESOURCE: str(container["resources"]["limits"][GPU_RESOURCE])},
         # The lab's name on the pod, which its NetworkPolicies select (components/jupyterhub/walls.py).
         "extra_labels": {LAB_LABEL: lab_name},
+        # No learner code before those policies are enforced (walls_gate.py); a list replaces the chart's
+        # singleuser.initContainers, which gpulab leaves empty.
+        "init_containers": [walls_gate.init_container(container["image"], requests["cpu"], requests["memory"])],
     }
     if lab.sharing == "mps":  # the config refuses MPS with fewer than 2 slices
         override |= {"uid": MPS_LEARNER_UID, "gid": MPS_LEARNER_GID}

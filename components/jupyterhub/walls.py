@@ -45,6 +45,12 @@ LEARNER_EGRESS_ALLOW_RULES = {
 # no rule names an IPv6 block, so fd00:ec2::254 (the metadata service over IPv6) and every IPv6 address are closed.
 NOT_INTERNET = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16")
 
+# The chart's hub Service and its API port, the learners' way to the hub (zero-to-jupyterhub 4.4.0
+# templates/hub/service.yaml 4 and 24-26, files/hub/jupyterhub_config.py 105-107 hub_connect_url; the name is the
+# chart's with no fullnameOverride, which gpulab sets none of).
+HUB_SERVICE = "hub"
+HUB_API_PORT = 8081
+
 # The chart's label of a learner's server pod, which KubeSpawner sets (the chart's jupyterhub_config.py, extra_labels).
 LEARNER_COMPONENT = {"component": "singleuser-server"}
 
