@@ -65,6 +65,8 @@ class Karpenter:
     spot: dict[str, Any] = field(default_factory=dict)  # how it plays spot (its first answer's `spot`)
     # What runs the Jobs the CronJob controller made (the stepper's `jobs`), at the simulated time it made them.
     on_jobs: Callable[[list[dict[str, Any]]], None] = lambda jobs: None
+    # What makes again the pods a spot interruption moved (the stepper's `moved`: lab and pod), at that simulated time.
+    on_moved: Callable[[list[dict[str, str]]], None] = lambda moved: None
 
     def _read(self) -> dict[str, Any]:
         assert self.process.stdout is not None
@@ -84,10 +86,11 @@ class Karpenter:
     def advance(self, t: datetime.datetime) -> dict[str, Any]:
         """Moves the simulated clock to t (never back) and returns what Karpenter's controllers did on the way; where
         the CronJob controller made Jobs on the way, the stepper stops there, `on_jobs` runs them, and the clock goes
-        on to t."""
+        on to t; likewise where a spot interruption moved pods, for `on_moved`."""
         answer = self._step(t)
-        while "jobs" in answer:
-            self.on_jobs(answer["jobs"])
+        while "jobs" in answer or "moved" in answer:
+            self.on_jobs(answer.get("jobs", []))
+            self.on_moved(answer.get("moved", []))
             more = self._step(t)
             answer = more | {
                 "events": answer["events"] + more["events"],

@@ -250,6 +250,16 @@ class Learners:
         self.scheduler_of[lab, f"{namespace}/{name}"] = scheduler
         return None
 
+    def respawn(self, moved: list[dict[str, str]]) -> None:
+        """The pods a spot interruption moved (the stepper's `moved`) made again for their learners who are still
+        there: a learner whose server stopped under them starts it again at once, as the hub lets them."""
+        for pod in moved:
+            key = (pod["lab"], pod["pod"])
+            if key in self.scheduler_of:
+                refusal = self.arrive(key[0], self.pods[key])
+                if refusal is not None:
+                    raise twin.Failed(f"remaking the pod a spot interruption moved: {refusal['message']}")
+
     def not_scheduled(self) -> list[dict[str, Any]]:
         """rehearsal.json's unscheduled: per lab and scheduler name, the learners whose pods were not made or were
         withdrawn for want of that scheduler."""
@@ -385,7 +395,7 @@ def play_day(
             plane, render_dir, region, start, boot=boot, cron_jobs=controller.address, spot_rate=spot_rate
         ) as karpenter,
     ):
-        karpenter.on_jobs = runs.run
+        karpenter.on_jobs, karpenter.on_moved = runs.run, learners.respawn
         for at, group in itertools.groupby(steps, key=lambda s: class_day.moment(s["at"])):
             actions = list(group)
 

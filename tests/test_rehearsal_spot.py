@@ -1,12 +1,14 @@
 """Spot interruptions on the rehearsal's clock (rehearsal/stepper/spot.go, rehearsal/spot.py): at a rate set on the
 command line, EC2's two-minute warnings reach Karpenter's own interruption controller through a queue in memory, in
-the EventBridge shape it parses; the controller deletes each warned node's NodeClaim, Karpenter drains it and
-launches a replacement, and the learners it moved are counted per class (`disruptedBySpot`). At rate 0 there are
-none. Spot nodes are priced at on-demand, and rehearsal.json says so. Without the twin and its stepper (`make twin`)
-the rehearsals skip in one line.
+the EventBridge shape it parses; the controller deletes each warned node's NodeClaim and Karpenter drains it; the
+learners it moved start their servers again at once and Karpenter launches for them, and they are counted per class
+(`disruptedBySpot`). At rate 0 there are none. Spot nodes are priced at on-demand, and rehearsal.json says so.
+Without the twin and its stepper (`make twin`) the rehearsals skip in one line.
 
-The stack: one lab of spot g4dn.xlarge (3 slices, up to 3 GPUs, 9 seats) with a class on Monday 4 January 2027 at
-09:00 for an hour, 6 seats warm; at 3 warnings per spot node-hour its nodes, a few node-hours in all, get several.
+The stack: one lab of spot g4dn.xlarge (1 slice, up to 4 GPUs, 4 seats) with a class on Monday 4 January 2027 at
+09:00 for an hour, 3 seats warm; at 3 warnings per spot node-hour its nodes, a few node-hours in all, get several. One
+learner a node: kube-scheduler breaks ties between equal nodes at random, so on nodes of several seats which learners
+share the node a warning picks differs from run to run (docs/rehearsal.md, Spot interruptions); with one, it does not.
 """
 
 from __future__ import annotations
@@ -31,12 +33,12 @@ STACK = stack_values(
         "gpulab:labs": {
             LAB: lab(
                 ["g4dn.xlarge"],
-                3,
-                max_gpus=3,
+                1,
+                max_gpus=4,
                 capacityTypes=["spot"],
                 learnerPod={"cpu": "250m", "memory": "1Gi"},
                 disruption={"budgets": [{"nodes": "100%"}]},
-                classes=[{"schedule": "0 9 * * mon", "duration": "1h", "warmSeats": 6, "warmup": "20m"}],
+                classes=[{"schedule": "0 9 * * mon", "duration": "1h", "warmSeats": 3, "warmup": "20m"}],
             )
         }
     }
@@ -85,8 +87,31 @@ def test_the_learners_moved_by_an_interruption_are_counted_per_class(interrupted
         if e["reason"] == spot.SPOT_INTERRUPTED and e.get("learner")
     }
     assert c["disruptedBySpot"] == len(moved) > 0, (c, moved)
-    # A spot interruption is no broken promise of the stack: counted, not failed.
-    assert rehearsal.run.problems(interrupted) == [], rehearsal.run.problems(interrupted)
+    # A learner moved by a spot interruption is no budget's failure: counted, not named in a line of moved learners
+    # (a warm seat a warning took before the start still fails warmSeats).
+    assert not [line for line in rehearsal.run.problems(interrupted) if "moved" in line]
+
+
+def test_a_moved_learner_still_there_starts_again_on_another_node(interrupted) -> None:
+    """Each learner moved before they left is bound again, after the move, on a node other than the warned one,
+    unless they left before a node launched then could have had its slices (the timing table's launch to slices), or
+    launched once the interruption controller's 3-minute mark on the warned spot offering had ended."""
+    log = interrupted["labs"][LAB]["events"]
+    left = {e["learner"]: _at(e["at"]) for e in log if e["what"] == "leave"}
+    timing = interrupted["timings"]["g4dn.xlarge"]
+    boot = datetime.timedelta(seconds=180 + timing["launchToReadySeconds"] + timing["devicePluginReadySeconds"])
+    moved = [e for e in _events(interrupted, "disrupted") if e["reason"] == spot.SPOT_INTERRUPTED and e.get("learner")]
+    stayed = [e for e in moved if _at(e["at"]) + boot < left[e["learner"]]]
+    assert stayed
+    for e in stayed:
+        again = [
+            b for b in _events(interrupted, "bound") if b["learner"] == e["learner"] and _at(b["at"]) >= _at(e["at"])
+        ]
+        assert again and again[0]["node"] != e["node"], (e, again)
+
+
+def _at(text: str) -> datetime.datetime:
+    return datetime.datetime.fromisoformat(text)
 
 
 def test_spot_nodes_are_priced_at_on_demand_and_say_so(interrupted) -> None:

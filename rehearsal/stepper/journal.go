@@ -46,8 +46,16 @@ type journal struct {
 	// The pods noted as disrupted: a pod is disrupted once, though Karpenter may evict it again while it terminates
 	// (its eviction queue retries until the pod is gone) or delete it after evicting it.
 	disruptedPods map[types.UID]bool
-	// The NodeClaims the interruption controller deleted, with the kind of its message (spot.go).
+	// The NodeClaims the interruption controller deleted, with the kind of its message (spot.go), and the pods their
+	// drains moved that the stepper has not yet handed to the driver.
 	interruptions map[types.UID]string
+	moved         []movedPod
+}
+
+// movedPod is a pod moved off a node the interruption controller deleted, which the driver may make again.
+type movedPod struct {
+	Lab string `json:"lab"`
+	Pod string `json:"pod"` // namespace/name
 }
 
 func newJournal(clk *simClock) *journal {
@@ -113,6 +121,27 @@ func (j *journal) created(uid types.UID) (time.Time, bool) {
 	defer j.mu.Unlock()
 	t, ok := j.createdAt[uid]
 	return t, ok
+}
+
+// isInterruption says whether a reason is the kind of an interruption message the controller acted on.
+func (j *journal) isInterruption(reason string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, kind := range j.interruptions {
+		if kind == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// takeMoved returns the pods interruptions moved since the last take.
+func (j *journal) takeMoved() []movedPod {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	moved := j.moved
+	j.moved = nil
+	return moved
 }
 
 // interrupted notes that the interruption controller deleted the NodeClaim on a message of this kind.
@@ -326,6 +355,11 @@ func (c *simClient) disrupted(ctx context.Context, pod *corev1.Pod) {
 	}
 	c.journal.add(event{What: "disrupted", Lab: c.journal.lab(pod.Spec.NodeName), Pod: pod.Namespace + "/" + pod.Name,
 		Node: pod.Spec.NodeName, Reason: reason})
+	if c.journal.isInterruption(reason) {
+		c.journal.mu.Lock()
+		c.journal.moved = append(c.journal.moved, movedPod{c.journal.labs[pod.Spec.NodeName], pod.Namespace + "/" + pod.Name})
+		c.journal.mu.Unlock()
+	}
 }
 
 // firstDisruption says whether the pod is noted as disrupted for the first time.

@@ -15,8 +15,9 @@ package main
 // they did not within stepLimit; "wall" is where the step's wall-clock time went). With -cronjobs, the address of the
 // CronJob controller's process (rehearsal/controlplane/cronjob-controller), the clock also stops where a CronJob falls
 // due, and a step that the controller made Jobs in ends there, before its time, with "jobs": [...] (cronjobs.go
-// firedJob) for the driver to run; the driver then asks for the same time again. A line it cannot take is answered
-// {"error": "..."}.
+// firedJob) for the driver to run; the driver then asks for the same time again. So does a step in which a spot
+// interruption moved pods, with "moved": [...] (journal.go movedPod), for the driver to make them again. A line it
+// cannot take is answered {"error": "..."}.
 
 import (
 	"bufio"
@@ -255,6 +256,7 @@ type stepper struct {
 	wall       *stepWall                                 // where the step under way spends its wall-clock time
 	cronJobs   *cronJobController                        // the CronJob controller's process, if it runs (cronjobs.go)
 	fired      []firedJob                                // the Jobs it made that the step under way hands to the driver
+	moved      []movedPod                                // the pods a spot interruption moved, which it hands too
 	recorder   events.Recorder
 	spot       *spotInterruptions // EC2's spot interruption warnings and Karpenter's interruption controller (spot.go)
 	nudged     time.Time          // when the stepper last nudged a terminating node (termination.go), wall clock
@@ -445,7 +447,7 @@ func (s *stepper) answer(line string) any {
 	}
 	began := time.Now()
 	s.wall = &stepWall{WaitingFor: map[string]float64{}}
-	s.fired = nil
+	s.fired, s.moved = nil, nil
 	unsettled := s.advance(to)
 	s.wall.Seconds = time.Since(began).Seconds()
 	nodes, err := s.nodes()
@@ -455,6 +457,9 @@ func (s *stepper) answer(line string) any {
 	answer := map[string]any{"now": s.now(), "events": s.journal.take(), "nodes": nodes, "wall": s.wall}
 	if s.fired != nil {
 		answer["jobs"] = s.fired
+	}
+	if s.moved != nil {
+		answer["moved"] = s.moved
 	}
 	if unsettled != "" {
 		answer["unsettled"] = unsettled
@@ -482,6 +487,10 @@ func (s *stepper) advance(t time.Time) string {
 		}
 		if len(fired) > 0 {
 			s.fired = fired // the driver runs them now, and asks for t again
+			return ""
+		}
+		if moved := s.journal.takeMoved(); len(moved) > 0 {
+			s.moved = moved // the driver makes their learners' pods again now, as they start their servers again
 			return ""
 		}
 		if s.disrupt(deadline) {

@@ -228,15 +228,23 @@ func (s *spotInterruptions) next(ctx context.Context) ([]time.Time, error) {
 }
 
 // due does what falls due by now: each warning owed (to a spot instance drawn among those running and not warned,
-// taken in the order of their launch, type, zone and the pods on their node), read by the controller; each instance
-// reclaimed at the end of its warning; each mark the controller set that has lasted its time.
+// taken in the order of their launch, the pods on their node, type and zone), read by the controller; each instance
+// reclaimed at the end of its warning; each mark the controller set that has lasted its time, after which the pods
+// still pending are provisioned for again.
 func (s *spotInterruptions) due(ctx context.Context, now time.Time) error {
+	ended := false
 	for _, m := range s.marked {
 		if !m.until.After(now) {
 			s.unavailable.Delete(ec2types.InstanceType(m.instanceType), m.zone, karpv1.CapacityTypeSpot)
+			ended = true
 		}
 	}
 	s.marked = lo.Filter(s.marked, func(m unavailableSpot, _ int) bool { return m.until.After(now) })
+	if ended {
+		if err := s.touchPending(ctx, now); err != nil {
+			return err
+		}
+	}
 	for id, at := range s.reclaims {
 		if !at.After(now) {
 			if err := s.reclaim(ctx, id); err != nil {
@@ -268,8 +276,10 @@ type candidate struct {
 	pods     string
 }
 
-// unwarned is the running spot instances not warned yet, in a fixed order: their launch, type and zone, then the
-// pods on their nodes (NodeClaim and instance names differ from run to run; the learners' pods do not).
+// unwarned is the running spot instances not warned yet, in a fixed order: their launch, the pods on their nodes,
+// then their type and zone (NodeClaim and instance names differ from run to run, the learners' pods do not; which of
+// two nodes launched together a pod is bound to is kube-scheduler's choice at random between equals, so the pods
+// come before the zone).
 func (s *spotInterruptions) unwarned(ctx context.Context) ([]candidate, error) {
 	running, err := s.running(ctx)
 	if err != nil {
@@ -302,12 +312,12 @@ func (s *spotInterruptions) unwarned(ctx context.Context) ([]candidate, error) {
 		switch {
 		case !x.instance.LaunchTime.Equal(y.instance.LaunchTime):
 			return x.instance.LaunchTime.Before(y.instance.LaunchTime)
+		case x.pods != y.pods:
+			return x.pods < y.pods
 		case x.instance.Type != y.instance.Type:
 			return x.instance.Type < y.instance.Type
 		case x.instance.Zone != y.instance.Zone:
 			return x.instance.Zone < y.instance.Zone
-		case x.pods != y.pods:
-			return x.pods < y.pods
 		}
 		return x.instance.ID < y.instance.ID
 	})
@@ -399,6 +409,28 @@ func (s *spotInterruptions) notReady(ctx context.Context, name string) error {
 		}
 		return s.nodes.writer.Status().Update(ctx, node)
 	})
+}
+
+// touchPending annotates each pod waiting for a node with the clock: Karpenter's provisioner looks at a pending pod
+// again every 10 s of the wall clock (sigs.k8s.io/karpenter v1.14.1 pkg/controllers/provisioning/controller.go
+// PodController, RequeueAfter), by which time the simulated clock may be long past the moment an offering came back;
+// the annotation has it provision now.
+func (s *spotInterruptions) touchPending(ctx context.Context, now time.Time) error {
+	pods := &corev1.PodList{}
+	if err := s.reader.List(ctx, pods, client.MatchingFields{"spec.nodeName": ""}); err != nil {
+		return err
+	}
+	patch := client.RawPatch(types.MergePatchType,
+		[]byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, clockAnnotation, now.UTC().Format(time.RFC3339Nano))))
+	for i := range pods.Items {
+		if pods.Items[i].Status.Phase != corev1.PodPending || pods.Items[i].DeletionTimestamp != nil || isDaemon(&pods.Items[i]) {
+			continue
+		}
+		if err := s.nodes.writer.Patch(ctx, &pods.Items[i], patch); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // interruptingClient is the interruption controller's client: simClient, noting each NodeClaim the controller
