@@ -383,8 +383,11 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(broken), file=sys.stderr)
             clean(args.out)
             return 2
+    outputs = run.outputs if planned is None else planned_outputs(run, planned)
     if planned is not None:
-        write_outputs(planned_outputs(run, planned), args.out)
+        write_outputs(outputs, args.out)
+    for warning in cost_report.budget_warnings(outputs["labs"]):
+        print(warning, file=sys.stderr)
     lines = summary(run, args.today, planned)
     if planned is not None:
         lines += ["", *plan.summary_table(planned)]

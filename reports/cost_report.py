@@ -6,13 +6,14 @@ from typing import Any
 
 from components.labels import LAB_LABEL
 from components.metrics.series import meter_output
+from domain.cost import stack_cost as stack_costs
 from domain.cost.lab_cost import DECIMALS, usd
 from domain.cost.meter_cost import BYTES_PER_SAMPLE, RETENTION_DAYS
 from domain.cost.price_book import LIST
 from domain.cost.prices import DISK_PRICE_SOURCE, HOURS_PER_MONTH, PRICE_SOURCE
-from domain.cost.stack_cost import StackCost, labs_ceilings, stack_cost, term, term_days
+from domain.cost.stack_cost import ALL_TERM, CLASSES, StackCost, labs_ceilings, stack_cost, term, term_days
 from domain.stack import Settings, StackConfig
-from domain.stack.budgets import ACTIVATE, MONTH, LabBudget, limit_amount
+from domain.stack.budgets import ACTIVATE, MONTH, TERM, LabBudget, limit_amount
 from domain.stack.metrics import SCRAPE_INTERVAL_SECONDS
 from reports.table import Column, lead_in, markdown
 
@@ -289,6 +290,34 @@ def budgets(settings: Settings) -> list[str]:
             else []
         ),
     ]
+
+
+# The `labs.<lab>.cost.term` figure's `counts` that are a budget's period: a term's hours, or a 730-hour month
+# (domain/cost/stack_cost.py LabTerm).
+_LIKE_PERIOD = {TERM: (CLASSES, ALL_TERM), MONTH: (stack_costs.MONTH,)}
+
+
+def budget_warnings(labs: dict[str, Any]) -> list[str]:
+    """A line per lab whose nodes may cost more over its budget's period than the budget, from the render's `labs`
+    output: its term figure (every hour its nodes may run, at atMostPerHour, the one ceiling) against the budget, like
+    with like (a term's budget against the term figure of a stack with a term; a month's against the 730-hour month of
+    one without)."""
+    lines = []
+    for name, lab in labs.items():
+        cost = lab["cost"]
+        budget, figure = cost.get("budget"), cost.get("term")
+        if not budget or not figure or figure.get("usd") is None:
+            continue
+        if figure["counts"] in _LIKE_PERIOD[budget["period"]] and figure["usd"] > budget["amount"]:
+            over = "its term" if budget["period"] == TERM else f"a {HOURS_PER_MONTH}-hour month"
+            amount, most = limit_amount(budget["amount"]), usd(figure["usd"])
+            lines.append(
+                f"gpulab:labs.{name}.budget: the lab's nodes may cost up to {most} USD over {over} at its "
+                f"ceiling ({figure['hours']:g} hours at atMostPerHour), above its budget of {amount}"
+                ": at its ceiling the budget runs out before the period ends (where the hub's spend gate watches the "
+                "lab, its learners then get no new server); raise the budget, or lower maxGpus (a warning)"
+            )
+    return lines
 
 
 def _budget_text(lab: str, budget: LabBudget) -> str:

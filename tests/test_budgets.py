@@ -8,8 +8,11 @@ import re
 from decimal import ROUND_CEILING, Decimal
 
 import pytest
+import yaml
 
 import domain.stack
+import render.run
+from domain.cost.lab_cost import usd
 from render import harness
 from reports import cost_report
 from reports.summary import summary
@@ -371,3 +374,28 @@ def test_a_term_longer_than_the_meter_keeps_its_spend_is_refused_where_the_meter
     assert run_values(termed(900, term=long_term)).outputs["labs"]["intro"]["cost"]["budget"]["period"] == "term"
     monthly = termed({"amount": 300, "period": "month"}, term=long_term) | {"gpulab:metrics": {}}
     assert run_values(monthly).outputs["labs"]["intro"]["cost"]["budget"]["period"] == "month"
+
+
+def test_a_budget_under_what_the_lab_may_cost_over_its_period_is_warned_like_with_like():
+    term_labs = run_values(termed(10)).outputs["labs"]
+    (line,) = cost_report.budget_warnings(term_labs)
+    figure = term_labs["intro"]["cost"]["term"]
+    assert line.startswith(
+        f"gpulab:labs.intro.budget: the lab's nodes may cost up to {usd(figure['usd'])} USD over its term at its "
+        f"ceiling ({figure['hours']:g} hours at atMostPerHour), above its budget of 10.00"
+    )
+    assert cost_report.budget_warnings(run_values(termed(1_000_000)).outputs["labs"]) == []
+    # A month's budget is not held against a term's figure, nor a term's against a month.
+    assert cost_report.budget_warnings(run_values(termed({"amount": 10, "period": "month"})).outputs["labs"]) == []
+    month_labs = run_values(budgeted()).outputs["labs"]
+    warned = cost_report.budget_warnings(month_labs)
+    assert sorted(line.split(":")[1] for line in warned) == ["labs.advanced.budget", "labs.intro.budget"]
+    assert all("over a 730-hour month at its ceiling (730 hours at atMostPerHour)" in line for line in warned)
+
+
+def test_the_render_prints_the_budget_warning(tmp_path, capsys):
+    stack = tmp_path / "Pulumi.lab.yaml"
+    stack.write_text(yaml.safe_dump({"config": termed(10)}))
+    assert render.run.main([str(stack), "--out", str(tmp_path / "out"), "--no-charts"]) == 0
+    err = capsys.readouterr().err
+    assert "gpulab:labs.intro.budget: the lab's nodes may cost up to " in err
