@@ -1,10 +1,12 @@
-"""The EKS add-on DaemonSets of domain/capacity/daemonsets.py against their published sources at the pinned versions.
+"""The EKS add-on DaemonSets of domain/capacity/daemonsets.py, and the node listeners they bring
+(domain/upstream/node_listeners.py), against their published sources at the pinned versions.
 
 The sources are in the upstream reference data as domain/upstream/fetch.py fetches them (each test skips, naming the
 file it needs, when they are not): the VPC CNI's manifest and the node monitoring agent's and Pod Identity agent's
 charts at the versions domain/capacity/daemonsets.py cites, and the kube-proxy DaemonSet eksctl captured from an EKS
 cluster. A chart is rendered with `helm template` and the configuration the program gives its add-on. Each DaemonSet
-must request what gpulab counts and land on exactly the same GPU nodes, for every instance type gpulab knows.
+must request what gpulab counts and land on exactly the same GPU nodes, for every instance type gpulab knows; and each
+listener it brings must be on the node's own addresses (host network or a host port).
 """
 
 import json
@@ -15,10 +17,11 @@ import pytest
 import yaml
 
 from components.labels import GPU_PRESENT_LABEL, GPU_TAINT
-from domain.capacity.daemonsets import EKS_ADDON_DAEMONSETS, pod_requests
+from domain.capacity.daemonsets import DCGM_EXPORTER, EKS_ADDON_DAEMONSETS, pod_requests
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
 from domain.upstream import fetch
 from domain.upstream.fetch import FOLDERS
+from domain.upstream.node_listeners import HOST_NETWORK_DAEMONSETS, LISTENERS
 from render import charts
 from tests.support import upstream_data as upstream_data
 from tests.support.scheduling import Node, unschedulable_because
@@ -99,3 +102,24 @@ def test_the_pod_identity_agent_daemonset_is_its_chart():
 def test_the_kube_proxy_daemonset_is_the_one_eks_installs():
     sample = json.loads(need(KUBE_PROXY_SAMPLE).read_text())
     assert_same(daemonsets(sample["items"]), ["kube-proxy"])
+
+
+def test_the_listeners_the_walls_probe_on_a_node_are_on_its_addresses_in_their_sources():
+    # The walls probe a node's own address for the listeners its add-ons bring (domain/upstream/node_listeners.py):
+    # each add-on's DaemonSet must, in its published source, run on the node's network or publish that port on the
+    # host; otherwise the walls table would claim to close a port the node does not have.
+    published = {
+        **daemonsets(list(yaml.safe_load_all(need(VPC_CNI).read_text()))),
+        **helm_template(
+            need(NODE_MONITORING_CHART), "eks-node-monitoring-agent", gpulab_configuration("eks-node-monitoring-agent")
+        ),
+        **helm_template(need(POD_IDENTITY_CHART), "eks-pod-identity-agent", {}),
+        **daemonsets(json.loads(need(KUBE_PROXY_SAMPLE).read_text())["items"]),
+    }
+    for name in HOST_NETWORK_DAEMONSETS:
+        assert published[name].get("hostNetwork") is True, name
+    brought = [ln for ln in LISTENERS if ln.daemonset not in (None, DCGM_EXPORTER)]  # the exporter is gpulab's own
+    for listener in brought:
+        spec = published[listener.daemonset]
+        host_ports = {port.get("hostPort") for c in spec["containers"] for port in c.get("ports", [])}
+        assert spec.get("hostNetwork") is True or listener.port in host_ports, listener.name

@@ -5,24 +5,48 @@ another; docs/network-walls.md lists them with how each is closed.
 A listener on 127.0.0.1 or a unix socket is out of a pod's reach (a pod's 127.0.0.1 is its own) and is not listed:
 aws-node's introspection 127.0.0.1:61679 and gRPC 127.0.0.1:50051 (amazon-vpc-cni-k8s v1.21.1 pkg/ipamd/introspect.go
 32-36, rpc_handler.go 46), the Pod Identity agent's probes localhost:2703 (eks-pod-identity-agent v0.1.37
-cmd/server.go 107, 137), kubelet's healthz (127.0.0.1:10248, kubelet's default: REPORTED), the device plugin's and the
-network policy agent's unix sockets (NVIDIA/k8s-device-plugin v0.20.0 internal/plugin/server.go 179;
-aws-network-policy-agent v1.3.1 pkg/rpc/rpc_handler.go 199-213). Pods on the pod network (ebs-csi-node's 9808/9809) are
-not the node's: a learner reaches them only through its policies, which refuse
-every private address; gpulab's dcgm-exporter runs on the node's network, so it is listed.
+cmd/server.go 107, 137), the device plugin's and the network policy agent's unix sockets (NVIDIA/k8s-device-plugin
+v0.20.0 internal/plugin/server.go 179; aws-network-policy-agent v1.3.1 pkg/rpc/rpc_handler.go 199-213), and:
+- kubelet's healthz, 127.0.0.1:10248. CONFIRMED at the AMI release the stacks pin: nodeadm's kubelet configuration
+  sets no healthz address or port (awslabs/amazon-eks-ami v20260714 nodeadm/internal/kubelet/config.go 80-125, its
+  defaults; the file has no healthz field), so kubelet's own defaults apply (kubernetes/kubernetes
+  pkg/kubelet/apis/config/v1beta1/defaults.go 126-131 at v1.36.5, the same at v1.35.8 and v1.34.12; the AMI's 1.36
+  kubelet is 1.36.2, CHANGELOG.md 67 at amazon-eks-ami v20260724).
+- kube-proxy's metrics, 127.0.0.1:10249: kube-proxy's default when its configuration leaves metricsBindAddress empty
+  (kubernetes/kubernetes pkg/proxy/apis/config/v1alpha1/defaults.go 52-53, 145-148 and pkg/cluster/ports/ports.go 28
+  at v1.36.5, the same at v1.35.8 and v1.34.12: CONFIRMED upstream). The EKS add-on starts kube-proxy with --config
+  from its kube-proxy-config ConfigMap, whose content for the pinned builds is not public; that EKS writes
+  127.0.0.1:10249 there is REPORTED (eksctl-io/eksctl issue #4081, 2021). Bound to 0.0.0.0 it would still be closed:
+  the host firewall drops every new connection from a pod to its node (components/karpenter/host_firewall.py).
+Pods on the pod network are not the node's: a learner reaches them only through its policies, which refuse every
+private address. ebs-csi-node runs there (node.hostNetwork false; its probes 9809 and 9808, metrics 3302 only with
+node.enableMetrics: kubernetes-sigs/aws-ebs-csi-driver v1.64.0 charts/aws-ebs-csi-driver/templates/_node.tpl 58, 78,
+159, 200, 226, values.yaml 150, 254, 455). Read at v1.64.0, not at the pinned v1.66.0, whose source is out of reach
+here (the git snapshot ends at v1.64.0, 2026-08-19; the Go module proxy refuses v1.66.0, 403): REPORTED for v1.66.0.
+gpulab's dcgm-exporter runs on the node's network, so it is listed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Why the Pod Identity agent's listeners are REPORTED for the pinned add-on build: its builds (v1.3.10-eksbuild.2,
+# domain/upstream/versions.py) are numbered apart from aws/eks-pod-identity-agent's tags (v0.1.x; the chart's values
+# name image v0.1.20 at v0.1.37 and at main), none of the repository's files names a v1.x build (read at main
+# 2b8e78c, 2026-05-27), and AWS answers which builds exist only through DescribeAddonVersions (aws/containers-roadmap
+# issue #2410): which source a build is made from cannot be known here. What the listeners rest on is the same at
+# every tag read: hostNetwork, --port 80 on 169.254.170.23, metrics 0.0.0.0:2705, probes localhost:2703
+# (cmd/server.go, templates/daemonset.yaml at v0.1.20 of 2025-01-22, v0.1.30, v0.1.37 and main 2b8e78c).
+POD_IDENTITY_AGENT_BUILD = "REPORTED for the add-on build: read at the repository's tags, which no build names"
+
 # The EKS add-ons' DaemonSets whose pods run on the node's network (domain/capacity/daemonsets.py keeps only their
 # placement and requests): their listeners are the node's, and no NetworkPolicy applies to them.
 HOST_NETWORK_DAEMONSETS = {
     "aws-node": "aws/amazon-vpc-cni-k8s v1.21.1 config/master/aws-k8s-cni.yaml 438. CONFIRMED",
-    "eks-node-monitoring-agent": "aws/eks-node-monitoring-agent v1.6.1 templates/daemonset.yaml 41. CONFIRMED",
+    "eks-node-monitoring-agent": "aws/eks-node-monitoring-agent v1.6.1 charts/eks-node-monitoring-agent/templates/"
+    "daemonset.yaml 41. CONFIRMED",
     "eks-pod-identity-agent": "aws/eks-pod-identity-agent v0.1.37 charts/eks-pod-identity-agent/templates/"
-    "daemonset.yaml 35. CONFIRMED",
+    f"daemonset.yaml 35. CONFIRMED for the tag; {POD_IDENTITY_AGENT_BUILD}",
     "kube-proxy": "eksctl-io/eksctl v0.230.0 pkg/addons/default/testdata/sample-1.25.json (EKS's DaemonSet for "
     "Kubernetes 1.25). REPORTED for the pinned add-on",
 }
@@ -74,7 +98,8 @@ LISTENERS: tuple[Listener, ...] = (
         "TCP",
         "x509 client certificates or a bearer token checked by the API server (webhook authentication, anonymous "
         "off) and webhook authorization",
-        "awslabs/amazon-eks-ami v20260714 nodeadm/internal/kubelet/config.go 86-105 (120: read-only port 0). CONFIRMED",
+        "awslabs/amazon-eks-ami v20260714 nodeadm/internal/kubelet/config.go 86-105 (address 0.0.0.0, anonymous off, "
+        "webhook authentication and authorization), 120 (read-only port 10255 off). CONFIRMED",
     ),
     Listener(
         "EKS node monitoring agent health",
@@ -82,7 +107,8 @@ LISTENERS: tuple[Listener, ...] = (
         8002,
         "TCP",
         None,
-        "aws/eks-node-monitoring-agent v1.6.1 templates/daemonset.yaml 41 (hostNetwork), 52 (--probe-address=:8002). "
+        "aws/eks-node-monitoring-agent v1.6.1 charts/eks-node-monitoring-agent/templates/daemonset.yaml 41 "
+        "(hostNetwork), 52 (--probe-address=:8002). "
         "CONFIRMED",
     ),
     Listener(
@@ -91,7 +117,8 @@ LISTENERS: tuple[Listener, ...] = (
         8003,
         "TCP",
         None,
-        "aws/eks-node-monitoring-agent v1.6.1 templates/daemonset.yaml 53 (--metrics-address=:8003). CONFIRMED",
+        "aws/eks-node-monitoring-agent v1.6.1 charts/eks-node-monitoring-agent/templates/daemonset.yaml 53 "
+        "(--metrics-address=:8003). CONFIRMED",
     ),
     Listener(
         "VPC CNI ipamd metrics",
@@ -125,7 +152,7 @@ LISTENERS: tuple[Listener, ...] = (
         "TCP",
         None,
         "aws/eks-pod-identity-agent v0.1.37 cmd/server.go 108, 138-139 (always on 0.0.0.0:2705). CONFIRMED for the "
-        "chart's tag; the add-on build's: REPORTED",
+        f"tag; {POD_IDENTITY_AGENT_BUILD}",
     ),
     Listener(
         "EKS Pod Identity agent credentials",
@@ -134,7 +161,7 @@ LISTENERS: tuple[Listener, ...] = (
         "TCP",
         "the caller's own service account token, exchanged at EKS Auth AssumeRoleForPodIdentity",
         "aws/eks-pod-identity-agent v0.1.37 templates/daemonset.yaml 75-76 (--port 80), configuration/config.go 4-5, "
-        "pkg/handlers/eks_credential_handler.go 66-80. CONFIRMED",
+        f"pkg/handlers/eks_credential_handler.go 66-80. CONFIRMED for the tag; {POD_IDENTITY_AGENT_BUILD}",
         address=POD_IDENTITY_ADDRESS,
     ),
     Listener(
@@ -151,8 +178,10 @@ LISTENERS: tuple[Listener, ...] = (
         10256,
         "TCP",
         None,
-        "upstream kube-proxy's healthzBindAddress default 0.0.0.0:10256; the EKS add-on's configuration is not "
-        "public. REPORTED",
+        "kubernetes/kubernetes v1.36.5 pkg/proxy/apis/config/v1alpha1/defaults.go 41-42, 47-48, 145-147 "
+        "(healthzBindAddress, when the configuration leaves it empty, 0.0.0.0:10256; pkg/cluster/ports/ports.go 43), "
+        "the same at v1.35.8 and v1.34.12: CONFIRMED upstream. The EKS add-on's kube-proxy-config ConfigMap, which "
+        "its kube-proxy reads (--config), is not public for any pinned build: REPORTED on a node",
     ),
     Listener(
         "sshd",
@@ -160,7 +189,10 @@ LISTENERS: tuple[Listener, ...] = (
         22,
         "TCP",
         "public keys only where the EC2NodeClass or EC2 Instance Connect adds one",
-        "awslabs/amazon-eks-ami v20260714 templates/al2023/provisioners/install-worker.sh 55-58, 106-107 (sshd and "
-        "ec2-instance-connect installed); sshd's bind and authentication defaults: REPORTED",
+        "awslabs/amazon-eks-ami v20260714 templates/al2023/provisioners/install-worker.sh 53-58 (ec2-instance-connect "
+        "installed), 102-107 (sshd_config given strong ciphers, sshd.service restarted while the AMI is built); "
+        "nothing under templates/al2023 disables sshd (cleanup.sh 12 only removes its host keys): CONFIRMED that the "
+        "AMI keeps sshd. That it starts at boot on every address, and takes keys only, comes from AL2023's own "
+        "sshd.service and sshd_config, which that repository does not hold: REPORTED",
     ),
 )
