@@ -5,7 +5,8 @@ in us-east-1 whatever the stack's region: the look-ups go through a provider of 
 the stack's region (`regionCode`). Spot prices are EC2's current ones (`aws.ec2.get_spot_price`) for each spot lab's
 types in each zone of the stack's private subnets. A type the Price List API has no price for in the region, or
 whose look-up fails (permissions, throttling), is named with the provider's words and never priced; the figures then
-say so (domain/cost/lab_cost.py), and a lab with a cap is refused (program.py).
+say so (domain/cost/lab_cost.py), and a lab with a cap is refused (program.py). The EBS, load balancer and EKS
+prices of the region are asked through the same provider (components/regional_prices.py).
 
 The render and the tests run offline and price from domain/cost/prices.py's us-east-1 list instead
 (domain/cost/price_book.py LIST); tests/test_live_prices.py answers these look-ups with mocks.
@@ -20,6 +21,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from components.regional_prices import regional_prices
 from domain.cost.price_book import MeterPrices, PriceBook
 from domain.time import utc
 
@@ -160,6 +162,7 @@ class Prices(pulumi.ComponentResource):
                 missing=MappingProxyType(missing),
                 spot=MappingProxyType({t: MappingProxyType(z) for t, z in spot.items()}),
                 meter=await amp() if meter else MeterPrices(None, None, "no gpulab:metrics"),
+                **await regional_prices(lambda token, args: look_up(token, args, on_pricing), region, str(today)),
             )
 
         self.book: pulumi.Output[PriceBook] = pulumi.Output.from_input(book())  # type: ignore[arg-type]

@@ -222,7 +222,7 @@ def test_stack_output_carries_the_cost_of_each_lab(base_run):
         "emptyLabPerHour": {
             "usd": 0.306,
             "region": "us-east-1",
-            "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}; {EKS_PRICE_SOURCE}; {CLB_PRICE_SOURCE}; {ELSEWHERE}",
+            "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}; {CLB_PRICE_SOURCE}; {EKS_PRICE_SOURCE}; {ELSEWHERE}",
             "counts": "no GPU node (Karpenter removes a lab's empty nodes after consolidateAfter); all of what runs "
             "always (control plane, system nodes, hub: 0.3060 USD per hour)",
         },
@@ -230,7 +230,7 @@ def test_stack_output_carries_the_cost_of_each_lab(base_run):
         "emptyLabTerm": {
             "usd": 223.38,
             "region": "us-east-1",
-            "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}; {EKS_PRICE_SOURCE}; {CLB_PRICE_SOURCE}; {ELSEWHERE}",
+            "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}; {CLB_PRICE_SOURCE}; {EKS_PRICE_SOURCE}; {ELSEWHERE}",
             "counts": "all of what runs always (control plane, system nodes, hub) over the term, or a 730-hour month "
             "without one, each hour at its own price",
         },
@@ -238,7 +238,7 @@ def test_stack_output_carries_the_cost_of_each_lab(base_run):
         "perLearnerTerm": {
             "usd": 147.1437,
             "region": "us-east-1",
-            "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}; {EKS_PRICE_SOURCE}; {CLB_PRICE_SOURCE}; {ELSEWHERE}",
+            "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}; {CLB_PRICE_SOURCE}; {EKS_PRICE_SOURCE}; {ELSEWHERE}",
             "counts": "a 730-hour month (no class has a term): the lab's nodes 730 hours at atMostPerHour (any hour of "
             "the month), plus emptyLabTerm (730 hours), over 12 learner seats",
         },
@@ -247,8 +247,8 @@ def test_stack_output_carries_the_cost_of_each_lab(base_run):
 
 # Every line of a eu-west-1 stack priced offline says it is priced from another region, and why.
 ELSEWHERE = (
-    "priced from us-east-1, not eu-west-1: gpulab has no eu-west-1 prices offline (`pulumi preview` prices the "
-    "instances in eu-west-1)"
+    "priced from us-east-1, not eu-west-1: gpulab has no eu-west-1 prices offline (`pulumi preview` prices them in "
+    "eu-west-1)"
 )
 
 

@@ -1,14 +1,17 @@
-"""Prices of the stack's region at `pulumi preview`: the Price List and spot look-ups (components/live_prices.py)
-answered by mocks for a eu-west-1 stack, and a type without a price there named, never priced from another region.
-The mocked Price List API holds several products per type and honours every filter, as AWS does: a filter the program
-loses (capacitystatus, say) matches two products, and the type goes unpriced."""
+"""Prices of the stack's region at `pulumi preview`: the Price List and spot look-ups (components/live_prices.py,
+components/regional_prices.py) answered by mocks for a eu-west-1 stack, and a type without a price there named, never
+priced from another region; an EBS, load balancer or EKS price missing there is the us-east-1 list's, said so.
+The mocked Price List API holds several products per type and honours the service code and every filter, as AWS
+does: a filter the program loses (capacitystatus, say) matches two products, and the type goes unpriced."""
 
 import json
+import re
 
 import grpc
 import pulumi
 import pytest
 
+from components import regional_prices
 from render import harness
 from tests.conftest import BASE, as_cli_config, stack_values
 from tests.support.synthetic import HUB, NOTEBOOK_IMAGE, lab
@@ -44,6 +47,26 @@ SIBLINGS = {
     "marketoption": ("Spot", "6.0000000000"),
     "operation": ("RunInstances:0002", "7.0000000000"),
 }
+# The EBS gp3 storage, Classic Load Balancer-hour and EKS control plane products of eu-west-1 the program asks for
+# (components/regional_prices.py, whose sources name these attributes), as (service, attributes, made-up USD, unit).
+# Written out here, not imported, for the same reason as WANTED.
+REGIONAL = {
+    "gp3": ("AmazonEC2", {"productFamily": "Storage", "volumeApiName": "gp3"}, "0.0970000000", "GB-Mo"),
+    "clb": ("AWSELB", {"productFamily": "Load Balancer", "group": "ELB:Balancer"}, "0.0310000000", "Hrs"),
+    "eks": ("AmazonEKS", {"productFamily": "Compute", "operation": "CreateOperation"}, "0.1100000000", "Hrs"),
+    "extended": ("AmazonEKS", {"productFamily": "Compute", "operation": "ExtendedSupport"}, "0.5200000000", "Hrs"),
+}
+# Their neighbours in the same offers, each differing in one attribute, so that losing any filter matches two:
+# gp3's IOPS (System Operation) and gp2's storage; the ALB-hour, and a made-up group for the Classic Load Balancer's
+# data processed; a made-up other EKS family (the two EKS products differ in `operation` already).
+REGIONAL_SIBLINGS = [
+    ("AmazonEC2", {"productFamily": "System Operation", "volumeApiName": "gp3"}, "8.0000000000", "IOPS-Mo"),
+    ("AmazonEC2", {"productFamily": "Storage", "volumeApiName": "gp2"}, "8.1000000000", "GB-Mo"),
+    ("AWSELB", {"productFamily": "Load Balancer-Application", "group": "ELB:Balancer"}, "8.2000000000", "Hrs"),
+    ("AWSELB", {"productFamily": "Load Balancer", "group": "ELB:DataProcessed"}, "8.3000000000", "GB"),
+    ("AmazonEKS", {"productFamily": "Other", "operation": "CreateOperation"}, "8.4000000000", "Hrs"),
+    ("AmazonEKS", {"productFamily": "Other", "operation": "ExtendedSupport"}, "8.5000000000", "Hrs"),
+]
 # What terraform-provider-aws's aws_pricing_product, which pulumi-aws's getProduct bridges, says when GetProducts
 # answers with no product or with several (hashicorp/terraform-provider-aws, commit 8966abc,
 # internal/service/pricing/product_data_source.go, dataSourceProductRead): it fails on both, as the mock does.
@@ -51,8 +74,8 @@ NOT_FOUND = "Pricing product query did not return any elements"
 NOT_PRECISE = "Pricing product query not precise enough. Returned {} elements"
 
 
-def product(attributes: dict[str, str], usd: str) -> str:
-    """One AmazonEC2 product as the Price List API returns it (GetProducts' PriceList entry)."""
+def product(attributes: dict[str, str], usd: str, unit: str = "Hrs") -> str:
+    """One product as the Price List API returns it (GetProducts' PriceList entry)."""
     sku, term = "SKU1", "JRTCKXETXF"
     return json.dumps(
         {
@@ -61,7 +84,7 @@ def product(attributes: dict[str, str], usd: str) -> str:
                 "OnDemand": {
                     f"{sku}.{term}": {
                         "priceDimensions": {
-                            f"{sku}.{term}.6YS6EN2CT7": {"unit": "Hrs", "pricePerUnit": {"USD": usd}},
+                            f"{sku}.{term}.6YS6EN2CT7": {"unit": unit, "pricePerUnit": {"USD": usd}},
                         }
                     }
                 }
@@ -70,26 +93,34 @@ def product(attributes: dict[str, str], usd: str) -> str:
     )
 
 
-def catalogue() -> list[tuple[dict[str, str], str]]:
-    """The mocked Price List API's AmazonEC2 products: per eu-west-1 type, the wanted one and its SIBLINGS."""
+def catalogue(left_out: frozenset[str] = frozenset()) -> list[tuple[str, dict[str, str], str, str]]:
+    """The mocked Price List API's products as (service, attributes, USD, unit): per eu-west-1 type, the wanted one
+    and its SIBLINGS; the REGIONAL products but those `left_out`, with their siblings, and each also in us-east-1."""
     found = []
     for instance_type, usd in EU_WEST_1.items():
         wanted = {"instanceType": instance_type, "regionCode": "eu-west-1", **WANTED}
-        found.append((wanted, usd))
-        found += [({**wanted, field: value}, amount) for field, (value, amount) in SIBLINGS.items()]
+        found.append(("AmazonEC2", wanted, usd, "Hrs"))
+        found += [("AmazonEC2", {**wanted, field: value}, amount, "Hrs") for field, (value, amount) in SIBLINGS.items()]
+    regional = [p for name, p in REGIONAL.items() if name not in left_out] + REGIONAL_SIBLINGS
+    for region in ("eu-west-1", "us-east-1"):
+        found += [(service, {"regionCode": region, **a}, usd, unit) for service, a, usd, unit in regional]
     return found
 
 
-def get_products(filters: list[dict[str, str]]) -> str:
-    """The one product whose attributes match every filter (TERM_MATCH, as the provider asks); refused on none and on
-    several, as the provider refuses them."""
-    matching = [(a, usd) for a, usd in catalogue() if all(a.get(f["field"]) == f["value"] for f in filters)]
+def get_products(service: str, filters: list[dict[str, str]], left_out: frozenset[str] = frozenset()) -> str:
+    """The one product of `service` whose attributes match every filter (TERM_MATCH, as the provider asks); refused
+    on none and on several, as the provider refuses them."""
+    matching = [
+        (a, usd, unit)
+        for s, a, usd, unit in catalogue(left_out)
+        if s == service and all(a.get(f["field"]) == f["value"] for f in filters)
+    ]
     if not matching:
         raise _Refused(NOT_FOUND)
     if len(matching) > 1:
         raise _Refused(NOT_PRECISE.format(len(matching)))
-    ((attributes, usd),) = matching
-    return product(attributes, usd)
+    ((attributes, usd, unit),) = matching
+    return product(attributes, usd, unit)
 
 
 class _Refused(grpc.RpcError):
@@ -105,17 +136,23 @@ class _Refused(grpc.RpcError):
         return self.message
 
 
+# The REGIONAL products a test takes out of the mocked Price List API.
+LEFT_OUT: set[str] = set()
+
+
 @pytest.fixture
 def market(monkeypatch):
     """Answers the look-ups for eu-west-1 and records which provider each Price List look-up used."""
     answer = harness._Mocks.call
     providers: list[str] = []
+    LEFT_OUT.clear()
 
     def call(self, args):
         if args.token == GET_PRODUCT:
             self.invokes.append(harness.Invoke(args.token, harness.normalise(args.args)))
             providers.append(args.provider)
-            return {"result": get_products(args.args["filters"])}, []
+            found = get_products(args.args["serviceCode"], args.args["filters"], frozenset(LEFT_OUT))
+            return {"result": found}, []
         if args.token == GET_SPOT_PRICE:
             self.invokes.append(harness.Invoke(args.token, harness.normalise(args.args)))
             if args.args["instanceType"] in SPOT:
@@ -139,19 +176,27 @@ def test_eu_west_1_is_priced_as_itself_via_us_east_1_pricing(market):
         p.startswith(f"urn:pulumi:test::gpulab::gpulab:aws:Prices$pulumi:providers:aws::{provider.name}")
         for p in market
     )
-    asked = {i.args["filters"][0]["value"]: i.args for i in run.invokes if i.token == GET_PRODUCT}
-    assert set(asked) == {"g4dn.xlarge", "m7i.large"}
-    assert all({"field": "regionCode", "value": "eu-west-1"} in a["filters"] for a in asked.values())
+    asked = [i.args for i in run.invokes if i.token == GET_PRODUCT]
+    types = {f["value"] for a in asked for f in a["filters"] if f["field"] == "instanceType"}
+    assert types == {"g4dn.xlarge", "m7i.large"}
+    assert all({"field": "regionCode", "value": "eu-west-1"} in a["filters"] for a in asked)
     assert run.outputs["cost"] == {
         "region": "eu-west-1",
-        "pricesFrom": "eu-west-1 (instances); us-east-1 list (EBS, load balancer, EKS)",
-        # system nodes: 2 x (0.112 + 0.00219178) = 0.22838356 -> 0.2284; intro: 4 x (0.587 + 0.00219178) =
-        # 2.35676712 -> 2.3568; total 0.1 + 0.2284 + 2.3568
-        "perHour": {"controlPlane": 0.1, "systemNodes": 0.2284, "hub": 0, "labsCeiling": 2.3568, "total": 2.6852},
-        "perMonth": {"controlPlane": 73, "systemNodes": 166.732, "hub": 0, "labsCeiling": 1720.464, "total": 1960.196},
+        "pricesFrom": "eu-west-1",
+        # eu-west-1's gp3 20 GiB root volume: 20 x 0.097 / 730 = 0.00265753 per hour. system nodes: 2 x (0.112 +
+        # 0.00265753) = 0.22931506 -> 0.2294; intro: 4 x (0.587 + 0.00265753) = 2.35863014 -> 2.3587; control plane
+        # eu-west-1's 0.11; total 0.11 + 0.2294 + 2.3587
+        "perHour": {"controlPlane": 0.11, "systemNodes": 0.2294, "hub": 0, "labsCeiling": 2.3587, "total": 2.6981},
+        "perMonth": {
+            "controlPlane": 80.3,
+            "systemNodes": 167.462,
+            "hub": 0,
+            "labsCeiling": 1721.851,
+            "total": 1969.613,
+        },
     }
     intro = run.outputs["labs"]["intro"]["cost"]
-    assert intro["ceilingPerHour"] == 2.3568
+    assert intro["ceilingPerHour"] == 2.3587
     assert intro["source"].startswith("eu-west-1 on-demand prices of ") and "AWS Price List API" in intro["source"]
     assert (intro["region"], intro["unpriced"]) == ("eu-west-1", [])
 
@@ -184,10 +229,10 @@ def test_a_capped_lab_with_an_unpriced_type_is_refused(market):
 
 
 def test_a_lab_over_its_cap_at_the_regions_prices_is_refused(market):
-    # The us-east-1 list's ceiling, 4 x 0.52819178 = 2.1128, is within the cap; eu-west-1's, 2.3568, is not.
+    # The us-east-1 list's ceiling, 4 x 0.52819178 = 2.1128, is within the cap; eu-west-1's, 2.3587, is not.
     values = stack_values(**{"gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3, max_gpus=4, maxHourlyCost=2.2)}})
     with pytest.raises(
-        pulumi.RunError, match=r"gpulab:labs\.intro\.maxHourlyCost: the lab may cost up to 2\.3568 USD per hour"
+        pulumi.RunError, match=r"gpulab:labs\.intro\.maxHourlyCost: the lab may cost up to 2\.3587 USD per hour"
     ):
         live(values)
 
@@ -217,27 +262,79 @@ EVERY_LINE = stack_values(
         "gpulab:metrics": {},
     }
 )
-# What AWS's Price List answers per region at a preview (components/live_prices.py): the instances' on-demand prices
-# (and spot, per zone) and the workspace's; the EBS volumes', the load balancer's and the control plane's are
-# domain/cost/prices.py's us-east-1 list, the only region it has.
+# What AWS's Price List answers per region at a preview (components/live_prices.py, components/regional_prices.py):
+# the instances' on-demand prices (and spot, per zone), the workspace's, the EBS volumes', the load balancer's and the
+# control plane's.
 LINES = {"atMostPerHour", "perLearnerHour", "perLearnerTerm", "emptyLabPerHour", "emptyLabTerm"}
+# The lines that count the always-on parts (the load balancer and the control plane).
+ALWAYS_ON = {"perLearnerTerm", "emptyLabPerHour", "emptyLabTerm"}
+TODAY = r"\d{4}-\d{2}-\d{2}"
 
 
-def test_every_line_of_a_eu_west_1_preview_says_which_parts_are_priced_from_us_east_1(market):
+def test_every_line_of_a_eu_west_1_preview_is_priced_from_eu_west_1_with_its_sources(market):
     run = live(EVERY_LINE)
     lines = priced_lines(run.outputs["labs"]["intro"]["cost"])
     assert set(lines) == LINES
     for key, line in lines.items():
-        assert line["region"] == "eu-west-1 (instances); us-east-1 (EBS, load balancer, EKS)", key
-        assert line["source"].startswith("eu-west-1 on-demand prices of "), key
-        assert line["source"].endswith(
-            "EBS, load balancer and EKS priced from the us-east-1 list, not eu-west-1: gpulab has no eu-west-1 table "
-            "of them"
-        ), key
-    assert run.outputs["cost"]["pricesFrom"] == "eu-west-1 (instances); us-east-1 list (EBS, load balancer, EKS)"
+        assert line["region"] == "eu-west-1", key
+        sources = [
+            rf"eu-west-1 on-demand prices of {TODAY}, AWS Price List API",
+            rf"eu-west-1 gp3 GB-month of {TODAY}, AWS Price List API \(IOPS and MiB/s above the included: us-east-1 "
+            r"list\)",
+        ]
+        if key in ALWAYS_ON:
+            sources += [
+                rf"eu-west-1 Classic Load Balancer-hour of {TODAY}, AWS Price List API",
+                rf"eu-west-1 EKS cluster-hour, extended support's added to it for the extended price, of {TODAY}, "
+                "AWS Price List API",
+            ]
+        assert re.fullmatch("; ".join(sources), line["source"]), key
+    assert run.outputs["cost"]["pricesFrom"] == "eu-west-1"
     assert run.outputs["labs"]["intro"]["cost"]["pricesFrom"] == run.outputs["cost"]["pricesFrom"]
+    # eu-west-1's mocked load balancer-hour, 0.031, plus the database volume (us-east-1's list has 0.025).
+    assert run.outputs["cost"]["perHour"]["hub"] > 0.031
     # The workspace's prices are asked of eu-west-1 (unpriced here: the mock's catalogue has none), never borrowed.
     assert run.outputs["cost"]["meter"]["pricesFrom"] == "eu-west-1, AWS Price List API"
+
+
+@pytest.mark.parametrize(
+    ("left_out", "group", "listed"),
+    [
+        ({"gp3"}, "EBS", "us-east-1 gp3 list prices"),
+        ({"clb"}, "load balancer", "aws.amazon.com/elasticloadbalancing/pricing"),
+        ({"extended"}, "EKS", "AWS Containers blog"),
+    ],
+)
+def test_a_price_missing_in_the_region_is_the_us_east_1_lists_said_so(market, left_out, group, listed):
+    LEFT_OUT.update(left_out)
+    run = live(EVERY_LINE)
+    others = ", ".join(g for g in ("instances", "EBS", "load balancer", "EKS") if g != group)
+    assert run.outputs["cost"]["pricesFrom"] == f"eu-west-1 ({others}); us-east-1 list ({group})"
+    line = run.outputs["labs"]["intro"]["cost"]["emptyLabPerHour"]
+    assert line["region"] == f"eu-west-1 ({others}); us-east-1 ({group})"
+    said = f"{listed}[^;]*; no eu-west-1 price from the AWS Price List API \\([^)]*{re.escape(NOT_FOUND)}\\)"
+    assert re.search(said, line["source"]), line["source"]
+    assert line["source"].endswith(f"; {group} priced from the us-east-1 list, not eu-west-1")
+
+
+GROUPS = {"GP3_STORAGE": "EBS", "CLB_HOUR": "load balancer", "EKS_CLUSTER_HOUR": "EKS", "EKS_EXTENDED_ADDED": "EKS"}
+
+
+@pytest.mark.parametrize(
+    ("wanted", "attribute"),
+    [(w, a) for w in GROUPS for a in getattr(regional_prices, w)[1]],
+)
+def test_a_filter_lost_matches_several_products_and_is_said(market, monkeypatch, wanted, attribute):
+    """Planted: each filter of the program's EBS, load balancer and EKS look-ups lost in turn; the mocked Price List
+    API then holds two products for it, as AWS does, and the group is the list's, said so."""
+    service, attributes, unit = getattr(regional_prices, wanted)
+    monkeypatch.setattr(
+        regional_prices, wanted, (service, {k: v for k, v in attributes.items() if k != attribute}, unit)
+    )
+    run = live(EVERY_LINE)
+    assert f"us-east-1 list ({GROUPS[wanted]})" in run.outputs["cost"]["pricesFrom"]
+    source = run.outputs["labs"]["intro"]["cost"]["emptyLabPerHour"]["source"]
+    assert NOT_PRECISE.format(2) in source, source
 
 
 def test_every_line_of_a_eu_west_1_render_says_it_is_priced_from_us_east_1():
@@ -248,6 +345,6 @@ def test_every_line_of_a_eu_west_1_render_says_it_is_priced_from_us_east_1():
         assert line["region"] == "us-east-1", key
         assert (
             "priced from us-east-1, not eu-west-1: gpulab has no eu-west-1 prices offline (`pulumi preview` prices "
-            "the instances in eu-west-1)"
+            "them in eu-west-1)"
         ) in line["source"], key
     assert run.outputs["cost"]["pricesFrom"] == "us-east-1 list"

@@ -132,12 +132,12 @@ def amp_product(usd: list[str]) -> str:
 def amp_market(request, monkeypatch):
     """test_live_prices' market, with AmazonPrometheus products in eu-west-1."""
     request.getfixturevalue("market")
-    ec2 = test_live_prices.get_products
+    others = test_live_prices.get_products
 
-    def get_products(filters):
+    def get_products(service, filters, left_out=frozenset()):
         wanted = {f["field"]: f["value"] for f in filters}
-        if "usagetype" not in wanted:
-            return ec2(filters)
+        if service != "AmazonPrometheus":
+            return others(service, filters, left_out)
         if wanted.get("regionCode") != "eu-west-1" or wanted["usagetype"] not in AMP:
             raise test_live_prices._Refused(test_live_prices.NOT_FOUND)
         return amp_product(AMP[wanted["usagetype"]])

@@ -27,7 +27,7 @@ from domain.capacity.disks import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS, Volume,
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
 from domain.capacity.node_capacity import seats_per_node
 from domain.cost.price_book import LIST, Gp3, PriceBook
-from domain.cost.prices import DISK_PRICE_SOURCE, HOURS_PER_MONTH
+from domain.cost.prices import HOURS_PER_MONTH
 from domain.time import durations
 
 DECIMALS = 4
@@ -70,6 +70,7 @@ class LabCost:
     source: str = LIST.source  # where the instances' prices are from (domain/cost/price_book.py)
     # Why each of the unpriced types has no price, where a look-up said (a live preview: components/live_prices.py).
     missing: tuple[tuple[str, str], ...] = ()
+    disk_source: str = LIST.gp3_from.source  # where the root volumes' gp3 price is from (price_book.py Origin)
 
     @property
     def cap_problem(self) -> str | None:
@@ -93,7 +94,7 @@ class LabCost:
     @property
     def sources(self) -> str:
         """The price sources behind the figures: the instances', and the disks' when they are counted."""
-        return self.source if self.root_volume_per_node_hour is None else f"{self.source}; {DISK_PRICE_SOURCE}"
+        return self.source if self.root_volume_per_node_hour is None else f"{self.source}; {self.disk_source}"
 
     @property
     def _why(self) -> str:
@@ -184,7 +185,18 @@ def lab_cost(
     unpriced = tuple(t for t in instance_types if t not in book.on_demand)
     missing = tuple((t, book.missing[t]) for t in unpriced if t in book.missing)
     if not per_gpu:
-        return LabCost(None, None, None, unpriced, max_hourly_cost, disk_figure, warmups, book.source, missing)
+        return LabCost(
+            None,
+            None,
+            None,
+            unpriced,
+            max_hourly_cost,
+            disk_figure,
+            warmups,
+            book.source,
+            missing,
+            book.gp3_from.source,
+        )
     seat_hours = [
         rounded(amount, ROUND_HALF_UP)
         for t in per_gpu
@@ -205,6 +217,7 @@ def lab_cost(
         warmups=warmups,
         source=book.source,
         missing=missing,
+        disk_source=book.gp3_from.source,
     )
 
 

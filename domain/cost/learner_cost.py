@@ -29,7 +29,7 @@ from typing import Any
 
 from domain.cost.lab_cost import rounded, usd
 from domain.cost.price_book import PriceBook
-from domain.cost.prices import CLB_PRICE_SOURCE, DISK_PRICE_SOURCE, EKS_PRICE_SOURCE, HOURS_PER_MONTH
+from domain.cost.prices import HOURS_PER_MONTH
 from domain.cost.stack_cost import ALL_TERM, CLASSES, MONTH, term_usd
 
 # What atMostPerHour is (its `basis`).
@@ -53,22 +53,25 @@ class Prices:
 def prices(book: PriceBook, stack_region: str, always_on: bool = False) -> Prices:
     """The regions and sources of a line at `book`'s prices: the instances' and the disks', and with `always_on` also
     the control plane's and the load balancer's. A region other than the stack's is said, with why."""
+    origins = book.origins(always_on)
+    by_region: dict[str, list[str]] = {}
+    for name, origin in origins.items():
+        by_region.setdefault(origin.region, []).append(name)
     region = (
-        book.region
-        if book.others_region == book.region
-        else (f"{book.region} (instances); {book.others_region} (EBS, load balancer, EKS)")
+        next(iter(by_region))
+        if len(by_region) == 1
+        else "; ".join(f"{where} ({', '.join(names)})" for where, names in by_region.items())
     )
-    sources = [book.source, DISK_PRICE_SOURCE, *([EKS_PRICE_SOURCE, CLB_PRICE_SOURCE] if always_on else [])]
-    elsewhere = [r for r in dict.fromkeys((book.region, book.others_region)) if r != stack_region]
-    if elsewhere:
-        why = (
+    sources = [origin.source for origin in origins.values()]
+    elsewhere = [r for r in by_region if r != stack_region]
+    if elsewhere and not book.live:
+        sources.append(
             f"priced from {' and '.join(elsewhere)}, not {stack_region}: gpulab has no {stack_region} prices offline "
-            f"(`pulumi preview` prices the instances in {stack_region})"
-            if not book.live
-            else f"EBS, load balancer and EKS priced from the {book.others_region} list, not {stack_region}: "
-            f"gpulab has no {stack_region} table of them"
+            f"(`pulumi preview` prices them in {stack_region})"
         )
-        sources.append(why)
+    elif elsewhere:
+        borrowed = [n for n, o in origins.items() if o.region != stack_region]
+        sources.append(f"{', '.join(borrowed)} priced from the {' and '.join(elsewhere)} list, not {stack_region}")
     return Prices(region, "; ".join(sources))
 
 

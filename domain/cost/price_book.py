@@ -2,8 +2,10 @@
 
 Offline (the render, the tests) that is LIST: the us-east-1 list prices of domain/cost/prices.py, whatever the stack's
 region. At `pulumi preview` and `pulumi up` the instance prices come from the AWS Price List API for the stack's
-region and EC2's current spot prices for its zones (components/live_prices.py), and each figure says which: a price is
-never taken from another region without saying so, and a type without a price in the region is named, never priced.
+region and EC2's current spot prices for its zones (components/live_prices.py), and so do the EBS gp3 storage, the
+Classic Load Balancer-hour and the EKS control plane where the API has one product for them (components/
+regional_prices.py), else the us-east-1 list's, saying why. Each figure says which: a price is never taken from
+another region without saying so, and a type without a price in the region is named, never priced.
 """
 
 from collections.abc import Mapping
@@ -35,15 +37,36 @@ class MeterPrices:
     missing: str = ""
 
 
+@dataclass(frozen=True)
+class Origin:
+    """Where one group of prices is from: its region, whether AWS was asked at this run (else the us-east-1 list of
+    domain/cost/prices.py), and its source as tables and outputs name it (with why, where the list stands in for the
+    stack's region)."""
+
+    region: str
+    live: bool
+    source: str
+
+    @property
+    def where(self) -> str:
+        return self.region if self.live else f"{self.region} list"
+
+
+# The EBS, load balancer and EKS prices offline: domain/cost/prices.py's, us-east-1 (no other region is in that file).
+GP3_LIST = Origin(prices.REGION, False, prices.DISK_PRICE_SOURCE)
+CLB_LIST = Origin(prices.REGION, False, prices.CLB_PRICE_SOURCE)
+EKS_LIST = Origin(prices.REGION, False, prices.EKS_PRICE_SOURCE)
+
+
 # Offline: the rates found for Amazon Managed Service for Prometheus are third parties' (research for issue 47, 5.4).
 UNPRICED_OFFLINE = "unpriced offline: no AWS source here"
 
 
 @dataclass(frozen=True)
 class PriceBook:
-    """Prices of one region on one day. Each group of prices names its own region: a live preview reads the
-    instances' prices in the stack's region but the other prices from domain/cost/prices.py, which has us-east-1's
-    only."""
+    """Prices of one region on one day. Each group of prices names its own region (Origin): a live preview reads
+    each group in the stack's region where the Price List API answers, else that group is domain/cost/prices.py's,
+    which has us-east-1's only."""
 
     region: str  # the region of the instances' on-demand prices
     live: bool  # read from AWS at preview or up, rather than domain/cost/prices.py's list
@@ -53,22 +76,34 @@ class PriceBook:
     missing: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # USD per hour by instance type and availability zone: EC2's current spot price; empty offline.
     spot: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({}))
-    # The EBS, ELB and EKS prices and their region: domain/cost/prices.py's, us-east-1 (no other region is in that
-    # file).
-    others_region: str = prices.REGION
+    # The EBS, ELB and EKS prices, each with where it is from.
     gp3: Gp3 = Gp3(prices.GP3_USD_PER_GB_MONTH, prices.GP3_USD_PER_IOPS_MONTH, prices.GP3_USD_PER_MIBPS_MONTH)
+    gp3_from: Origin = GP3_LIST
     clb_per_hour: str = prices.CLB_USD_PER_HOUR
+    clb_from: Origin = CLB_LIST
     eks_per_hour: Mapping[str, str] = field(default_factory=lambda: prices.EKS_USD_PER_CLUSTER_HOUR)
+    eks_from: Origin = EKS_LIST
     # The metrics workspace's prices, in `region` where read live.
     meter: MeterPrices = MeterPrices(None, None, UNPRICED_OFFLINE)
 
+    def origins(self, always_on: bool = True) -> dict[str, Origin]:
+        """Where each group of prices is from, by the name tables give it: the instances' and the disks', and with
+        `always_on` also the load balancer's and the control plane's."""
+        groups = {"instances": Origin(self.region, self.live, self.source), "EBS": self.gp3_from}
+        if always_on:
+            groups |= {"load balancer": self.clb_from, "EKS": self.eks_from}
+        return groups
+
     @property
     def prices_from(self) -> str:
-        """The regions of the prices, as the `cost` stack output's pricesFrom says it."""
-        instances = self.region if self.live else f"{self.region} list"
-        if self.live and self.others_region != self.region:
-            return f"{instances} (instances); {self.others_region} list (EBS, load balancer, EKS)"
-        return instances
+        """The regions of the prices, as the `cost` stack output's pricesFrom says it: one region, or each region
+        with the groups priced from it."""
+        by_where: dict[str, list[str]] = {}
+        for name, origin in self.origins().items():
+            by_where.setdefault(origin.where, []).append(name)
+        if len(by_where) == 1:
+            return next(iter(by_where))
+        return "; ".join(f"{where} ({', '.join(names)})" for where, names in by_where.items())
 
     def label(self, stack_region: str) -> str:
         """Where the prices are from, beside the stack's region, as every table and output that shows a figure
@@ -76,10 +111,16 @@ class PriceBook:
         instances = f"instances: {self.source}"
         if self.region != stack_region:
             instances += f" (stack in {stack_region}; `pulumi preview` prices {stack_region})"
-        others = f"EBS, load balancer, EKS: {self.others_region} list"
-        if self.others_region != stack_region:
-            others += f" (stack in {stack_region}, not priced there)"
-        return f"prices: {instances}; {others}"
+        others = [(n, o) for n, o in self.origins().items() if n != "instances"]
+        by_where: dict[str, list[str]] = {}
+        for name, origin in others:
+            by_where.setdefault(origin.where, []).append(name)
+        said = [
+            f"{', '.join(names)}: {where}"
+            + (f" (stack in {stack_region}, not priced there)" if where.split()[0] != stack_region else "")
+            for where, names in by_where.items()
+        ]
+        return f"prices: {instances}; {'; '.join(said)}"
 
 
 LIST = PriceBook(

@@ -139,7 +139,7 @@ def control_plane(
         note = f"Kubernetes {kubernetes_version} in standard support on {day}, until {standard_ends}; {then}"
     else:
         note = f"Kubernetes {kubernetes_version} past standard support on {day}: EKS upgrades the cluster"
-    return plane, f"{note}; {book.others_region} list"
+    return plane, f"{note}; {book.eks_from.where}: {book.eks_from.source}"
 
 
 def system_nodes(instance_types: Sequence[str], size: int, book: PriceBook) -> tuple[float | None, str]:
@@ -166,8 +166,8 @@ def hub(database_gib: int | None, book: PriceBook) -> tuple[float, str]:
     volume = root_volume_per_hour(Volume(database_gib, GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS, encrypted=True), book.gp3)
     amount = Decimal(book.clb_per_hour) + volume
     return _up(amount), (
-        f"Classic Load Balancer ({book.clb_per_hour} USD per hour, data processed not counted) and the "
-        f"{database_gib} GiB database volume; learners' home volumes not counted"
+        f"Classic Load Balancer ({book.clb_per_hour} USD per hour, {book.clb_from.where}; data processed not counted) "
+        f"and the {database_gib} GiB database volume; learners' home volumes not counted"
     )
 
 
