@@ -239,14 +239,14 @@ def _lab_cost(
     cost = lab.cost_at(book)
     if book.live and (problem := cost.cap_problem):
         raise pulumi.RunError(f"gpulab:labs.{name}.maxHourlyCost: {problem}")
-    spot = {t: dict(book.spot[t]) for t in lab.instance_types if t in book.spot}
+    spot = {t: book.spot_line(t) for t in lab.instance_types} if "spot" in lab.capacity_types else {}
     bound = None if cost.unpriced else cost.ceiling_per_hour
     always_where = learner_cost.prices(book, region, always_on=True)
     output = {
         **cost.as_output(),
         "region": region,
         "pricesFrom": book.prices_from,
-        "spotPerHour": spot,
+        "spot": spot,
         "term": lab_term(lab, days, bound).as_output(),
         "emptyLabPerHour": learner_cost.empty_lab(always_on.always_on, lab.learner_seats, all_seats, always_where),
         "emptyLabTerm": learner_cost.empty_lab_term(

@@ -22,7 +22,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.regional_prices import regional_prices
-from domain.cost.price_book import MeterPrices, PriceBook
+from domain.cost.price_book import MeterPrices, PriceBook, SpotPrice
 from domain.time import utc
 
 # The Price List API's endpoint (AWS Price List API, "Endpoints": us-east-1, eu-central-1 and ap-south-1; the
@@ -40,7 +40,10 @@ _LINUX_ON_DEMAND = {
     "marketoption": "OnDemand",
     "operation": "RunInstances",
 }
-# The spot price of Linux instances (EC2 DescribeSpotPriceHistory's product description).
+# The spot price of Linux instances (EC2 DescribeSpotPriceHistory's product description). pulumi-aws 7.51.1
+# aws.ec2.get_spot_price (pulumi_aws/ec2/get_spot_price.py, CONFIRMED in the pinned package): "Information about most
+# recent Spot Price for a given EC2 instance", answering spotPrice and spotPriceTimestamp ("The timestamp at which the
+# Spot Price value was published"); domain/cost/price_book.py spot_line names both.
 SPOT_PRODUCT = "Linux/UNIX"
 GET_PRODUCT = "aws:pricing/getProduct:getProduct"
 # Amazon Managed Service for Prometheus (offer AmazonPrometheus): its Price List usage types carry a prefix of the
@@ -141,7 +144,7 @@ class Prices(pulumi.ComponentResource):
                     missing[t] = f"no on-demand price in {region} from the AWS Price List API ({answer})"
                 else:
                     on_demand[t] = hourly_usd(answer["result"])
-            spot: dict[str, dict[str, float]] = {}
+            spot: dict[str, dict[str, SpotPrice]] = {}
             found_zones = {zone for zone in [await z.future() for z in zones] if zone}
             for zone in sorted(found_zones):
                 for t in sorted(set(spot_types)):
@@ -153,7 +156,8 @@ class Prices(pulumi.ComponentResource):
                     found = await look_up(GET_SPOT_PRICE, spot_args, child)
                     # A type EC2 does not offer in a zone has no spot price there.
                     if not isinstance(found, str):
-                        spot.setdefault(t, {})[zone] = float(Decimal(found["spotPrice"]))
+                        price = SpotPrice(float(Decimal(found["spotPrice"])), found["spotPriceTimestamp"])
+                        spot.setdefault(t, {})[zone] = price
             return PriceBook(
                 region=region,
                 live=True,

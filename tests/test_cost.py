@@ -198,7 +198,7 @@ def test_stack_output_carries_the_cost_of_each_lab(base_run):
         # The list of one region, beside the stack's own (BASE is in eu-west-1): never one without the other.
         "region": "eu-west-1",
         "pricesFrom": "us-east-1 list",
-        "spotPerHour": {},  # offline: no spot prices (a preview's are EC2's, components/live_prices.py)
+        "spot": {},  # the lab does not allow spot (tests/test_live_prices.py prices a spot lab's nodes)
         # No class has a term: a 730-hour month at the ceiling (tests/test_stack_cost.py has a term's).
         "term": {"counts": "month", "first": None, "last": None, "hours": 730, "usd": 1542.344},
         "budget": None,  # no gpulab:budget (tests/test_budgets.py has budgets)

@@ -12,6 +12,7 @@ import pulumi
 import pytest
 
 from components import regional_prices
+from domain.cost.price_book import LIST
 from render import harness
 from tests.conftest import BASE, as_cli_config, stack_values
 from tests.support.synthetic import HUB, NOTEBOOK_IMAGE, lab
@@ -20,7 +21,13 @@ GET_PRODUCT = "aws:pricing/getProduct:getProduct"
 GET_SPOT_PRICE = "aws:ec2/getSpotPrice:getSpotPrice"
 # What the mocked Price List API holds for eu-west-1 (made-up amounts, unlike any us-east-1 list price).
 EU_WEST_1 = {"g4dn.xlarge": "0.5870000000", "m7i.large": "0.1120000000", "g5.xlarge": "1.1230000000"}
-SPOT = {"g5.xlarge": "0.4000"}
+# EC2's current spot prices of g5.xlarge per eu-west-1 zone (made-up amounts, each zone its own) and when published.
+SPOT = {"g5.xlarge": {"eu-west-1a": "0.4000", "eu-west-1b": "0.4700", "eu-west-1c": "0.4350"}}
+SPOT_PUBLISHED = {
+    "eu-west-1a": "2026-12-01T00:00:00Z",
+    "eu-west-1b": "2026-12-01T00:05:00Z",
+    "eu-west-1c": "2026-12-01T00:10:00Z",
+}
 
 
 # The attributes of the one product components/live_prices.py asks for: a Linux instance on shared tenancy, on demand,
@@ -155,8 +162,10 @@ def market(monkeypatch):
             return {"result": found}, []
         if args.token == GET_SPOT_PRICE:
             self.invokes.append(harness.Invoke(args.token, harness.normalise(args.args)))
-            if args.args["instanceType"] in SPOT:
-                return {"spotPrice": SPOT[args.args["instanceType"]], "spotPriceTimestamp": "2026-12-01T00:00:00Z"}, []
+            zone = args.args["availabilityZone"]
+            if zone in SPOT.get(args.args["instanceType"], {}):
+                price = SPOT[args.args["instanceType"]][zone]
+                return {"spotPrice": price, "spotPriceTimestamp": SPOT_PUBLISHED[zone]}, []
             raise _Refused("no spot price")
         return answer(self, args)
 
@@ -201,12 +210,45 @@ def test_eu_west_1_is_priced_as_itself_via_us_east_1_pricing(market):
     assert (intro["region"], intro["unpriced"]) == ("eu-west-1", [])
 
 
-def test_spot_prices_are_ec2s_current_ones_per_subnet_zone(market):
-    values = stack_values(**{"gpulab:labs": {"vision": lab(["g5.xlarge"], 2, capacityTypes=["spot", "on-demand"])}})
-    run = live(values)
-    zones = {i.args["availabilityZone"] for i in run.invokes if i.token == GET_SPOT_PRICE}
-    assert zones and all(z.startswith("eu-west-1") for z in zones)
-    assert run.outputs["labs"]["vision"]["cost"]["spotPerHour"] == {"g5.xlarge": {z: 0.4 for z in zones}}
+SPOT_LAB = {"vision": lab(["g5.xlarge", "g4dn.xlarge"], 2, capacityTypes=["spot", "on-demand"])}
+
+
+def test_a_spot_node_is_priced_at_ec2s_spot_price_of_its_dearest_subnet_zone(market):
+    # Two subnets the mock places in two zones (render/harness.py getSubnet), so that the zones' prices differ.
+    cluster = {**BASE["gpulab:cluster"], "privateSubnetIds": ["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60003"]}
+    run = live(stack_values(**{"gpulab:cluster": cluster, "gpulab:labs": SPOT_LAB}))
+    asked = [i.args for i in run.invokes if i.token == GET_SPOT_PRICE]
+    assert all(a["filters"] == [{"name": "product-description", "values": ["Linux/UNIX"]}] for a in asked)
+    zones = sorted({a["availabilityZone"] for a in asked})
+    assert len({SPOT["g5.xlarge"][z] for z in zones}) >= 2 and all(z.startswith("eu-west-1") for z in zones)
+    # Karpenter's price-capacity-optimized spot launch may land in any zone: the highest price of the stack's zones.
+    dearest = max(zones, key=lambda z: float(SPOT["g5.xlarge"][z]))
+    spot = run.outputs["labs"]["vision"]["cost"]["spot"]
+    assert spot["g5.xlarge"] == {
+        "usdPerHour": float(SPOT["g5.xlarge"][dearest]),
+        "pricedAs": "spot",
+        "source": f"EC2 DescribeSpotPriceHistory, {dearest}, {SPOT_PUBLISHED[dearest]} (the highest of its zones)",
+        "zones": {z: float(SPOT["g5.xlarge"][z]) for z in zones},
+    }
+    # EC2 has no spot price for g4dn.xlarge in these zones (the mock refuses): on-demand, eu-west-1's, said so.
+    assert spot["g4dn.xlarge"]["pricedAs"] == "on-demand"
+    assert spot["g4dn.xlarge"]["usdPerHour"] == float(EU_WEST_1["g4dn.xlarge"])
+    assert spot["g4dn.xlarge"]["source"].startswith("no spot price from EC2 in eu-west-1's zones: priced at on-demand")
+
+
+def test_offline_a_spot_node_is_priced_at_on_demand_and_labelled_so():
+    run = harness.run("test", as_cli_config(stack_values(**{"gpulab:labs": SPOT_LAB})))
+    assert not [i for i in run.invokes if i.token == GET_SPOT_PRICE]
+    spot = run.outputs["labs"]["vision"]["cost"]["spot"]
+    assert set(spot) == {"g5.xlarge", "g4dn.xlarge"}
+    for instance_type, line in spot.items():
+        assert line["pricedAs"] == "on-demand", instance_type
+        assert line["usdPerHour"] == LIST.on_demand[instance_type], instance_type
+        assert line["source"].startswith("no spot price offline: priced at on-demand, as Karpenter prices spot"), line
+
+
+def test_a_lab_without_spot_has_no_spot_line(market):
+    assert live(BASE).outputs["labs"]["intro"]["cost"]["spot"] == {}
 
 
 def test_a_type_unpriced_in_the_region_is_named_not_borrowed(market):

@@ -11,6 +11,7 @@ another region without saying so, and a type without a price in the region is na
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from domain.cost import prices
 
@@ -58,6 +59,23 @@ CLB_LIST = Origin(prices.REGION, False, prices.CLB_PRICE_SOURCE)
 EKS_LIST = Origin(prices.REGION, False, prices.EKS_PRICE_SOURCE)
 
 
+@dataclass(frozen=True)
+class SpotPrice:
+    """EC2's current spot price of one instance type in one availability zone (DescribeSpotPriceHistory's latest
+    Linux/UNIX entry, as pulumi-aws's aws.ec2.get_spot_price answers it): USD per hour, and when EC2 published it."""
+
+    usd: float
+    published: str  # EC2's timestamp of the price (get_spot_price's spotPriceTimestamp)
+
+
+# How a spot node is priced without a spot price: at on-demand, as Karpenter's AWS provider prices spot until its
+# first spot price update (github.com/aws/karpenter-provider-aws v1.14.1 pkg/providers/pricing/pricing.go, Reset).
+SPOT_AT_ON_DEMAND = (
+    "priced at on-demand, as Karpenter prices spot until its first spot price update (aws/karpenter-provider-aws "
+    "v1.14.1 pkg/providers/pricing/pricing.go Reset)"
+)
+
+
 # Offline: the rates found for Amazon Managed Service for Prometheus are third parties' (research for issue 47, 5.4).
 UNPRICED_OFFLINE = "unpriced offline: no AWS source here"
 
@@ -74,8 +92,8 @@ class PriceBook:
     on_demand: Mapping[str, float]  # USD per hour by instance type, GPU and system node types alike
     # Instance types looked up without an answer, and why (the Price List API has no such product in the region).
     missing: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    # USD per hour by instance type and availability zone: EC2's current spot price; empty offline.
-    spot: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({}))
+    # EC2's current spot price by instance type and availability zone; empty offline.
+    spot: Mapping[str, Mapping[str, SpotPrice]] = field(default_factory=lambda: MappingProxyType({}))
     # The EBS, ELB and EKS prices, each with where it is from.
     gp3: Gp3 = Gp3(prices.GP3_USD_PER_GB_MONTH, prices.GP3_USD_PER_IOPS_MONTH, prices.GP3_USD_PER_MIBPS_MONTH)
     gp3_from: Origin = GP3_LIST
@@ -93,6 +111,32 @@ class PriceBook:
         if always_on:
             groups |= {"load balancer": self.clb_from, "EKS": self.eks_from}
         return groups
+
+    def spot_line(self, instance_type: str) -> dict[str, Any]:
+        """What a spot node of `instance_type` costs an hour, as `labs.<lab>.cost.spot` says it: `usdPerHour`,
+        `pricedAs` (`spot` or `on-demand`), `source`, and `zones` (EC2's price in each zone it has one).
+
+        Of several zones, the highest price: Karpenter launches spot with EC2 Fleet's price-capacity-optimized
+        strategy (aws/karpenter-provider-aws v1.14.1 pkg/providers/instance/types.go Build, 232-235; capacity-
+        optimized-prioritized where a price NodeOverlay applies, instance.go 375-377), which weighs capacity as well as
+        price, so a node may land in any of the zones. Without a spot price (offline, or EC2 has none for the type in
+        the stack's zones) the node is priced at on-demand, labelled so."""
+        zones = self.spot.get(instance_type, {})
+        if not zones:
+            why = "no spot price offline" if not self.live else f"no spot price from EC2 in {self.region}'s zones"
+            return {
+                "usdPerHour": self.on_demand.get(instance_type),
+                "pricedAs": "on-demand",
+                "source": f"{why}: {SPOT_AT_ON_DEMAND}",
+                "zones": {},
+            }
+        zone, dearest = max(zones.items(), key=lambda item: (item[1].usd, item[0]))
+        return {
+            "usdPerHour": dearest.usd,
+            "pricedAs": "spot",
+            "source": f"EC2 DescribeSpotPriceHistory, {zone}, {dearest.published} (the highest of its zones)",
+            "zones": {z: price.usd for z, price in sorted(zones.items())},
+        }
 
     @property
     def prices_from(self) -> str:
