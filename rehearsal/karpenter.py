@@ -143,11 +143,13 @@ def running(
     boot: dict[str, Any] | None = None,
     cron_jobs: str | None = None,
     spot_rate: float = 0.0,
+    spot_prices: dict[str, Any] | None = None,
 ) -> Iterator[Karpenter]:
     """The stepper against the twin's API server as its admin, the clock at `start`; stopped on exit. `boot` is its
     -timings (rehearsal/timings.py for_stepper): without it, a node registers with its slices at its launch.
     `cron_jobs` is the address of the CronJob controller's process on the same clock, if it runs. `spot_rate` is EC2's
-    spot interruption warnings per hour a spot node runs (rehearsal/stepper/spot.go)."""
+    spot interruption warnings per hour a spot node runs (rehearsal/stepper/spot.go); `spot_prices` its -spot-prices
+    (rehearsal/spot.py prices): without them, spot is priced on-demand."""
     binary = binary or BINARY
     if not binary.exists():
         raise plan.Unavailable(f"the rehearsal's stepper is not built ({binary}): `make twin` builds it")
@@ -159,6 +161,9 @@ def running(
     if boot is not None:
         (plane.folder / "timings.json").write_text(json.dumps(boot))
         timings = ["-timings", str(plane.folder / "timings.json")]
+    if spot_prices is not None:
+        (plane.folder / "spot-prices.json").write_text(json.dumps(spot_prices))
+        timings += ["-spot-prices", str(plane.folder / "spot-prices.json")]
     with log.open("w") as errors:
         process = subprocess.Popen(
             [

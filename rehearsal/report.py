@@ -232,10 +232,15 @@ def _spot(spot: Mapping[str, Any] | None) -> list[str]:
     if not spot or not spot["labs"]:
         return []
     warnings = sum(spot["warnings"].values())
+    # With --prices each type's price and source (rehearsal/spot.py prices); else why spot is at on-demand.
+    priced = (
+        "; ".join(f"{t} {p['usdPerHour']:g} USD/h, {p['pricedAs']}: {p['source']}" for t, p in sorted(prices.items()))
+        if (prices := spot.get("prices")) is not None
+        else f"{spot['pricedAs']}: {spot['priceSource']}"
+    )
     return [
         f"spot ({', '.join(spot['labs'])}): {warnings} interruption warning(s) of {spot['warningSeconds']:g} s at "
-        f"{spot['interruptionsPerNodeHour']:g} per spot node-hour ({FLAG}); spot nodes priced at "
-        f"{spot['pricedAs']}: {spot['priceSource']}",
+        f"{spot['interruptionsPerNodeHour']:g} per spot node-hour ({FLAG}); spot nodes priced at {priced}",
         "",
     ]
 

@@ -341,6 +341,7 @@ def play_day(
     schedulers: Callable[[], Collection[str]],
     given: Overrides | None = None,
     spot_rate: float = 0.0,
+    spot_prices: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Every lab's class day (rehearsal/class_day.py timeline of one `day` of the term, rehearsal/term.py) on one
     Karpenter on the twin's simulated clock, from the day's first step to the last lab's day_end: at each instant, in
@@ -348,7 +349,8 @@ def play_day(
     runs on the same clock, and each Job it makes is run where the stepper stops for it (CronJobRuns); a warm-up or
     release step of the timeline is the time the class needs it (cron_jobs.missed holds the controller to it). Nodes
     boot and learners' images are pulled as the timing table says, with `given` (the command line's --timing) over each
-    lab's timings (rehearsal/timings.py); EC2 warns spot nodes at `spot_rate` per spot node-hour (rehearsal/spot.py).
+    lab's timings (rehearsal/timings.py); EC2 warns spot nodes at `spot_rate` per spot node-hour, and spot is priced
+    at `spot_prices` where given (rehearsal/spot.py).
     `schedulers` names the schedulers the twin runs (Learners). Returns rehearsal.json's jobs, cronJobs,
     cronJobsMissed, the learner pods refused, labs, karpenter, shortenedTimers, spot, unscheduled, unsettled, stepWall
     and timings."""
@@ -392,7 +394,14 @@ def play_day(
     with (
         cronjob_controller_process.running(plane, start) as controller,
         karpenter_twin.running(
-            plane, render_dir, region, start, boot=boot, cron_jobs=controller.address, spot_rate=spot_rate
+            plane,
+            render_dir,
+            region,
+            start,
+            boot=boot,
+            cron_jobs=controller.address,
+            spot_rate=spot_rate,
+            spot_prices=spot_prices,
         ) as karpenter,
     ):
         karpenter.on_jobs, karpenter.on_moved = runs.run, learners.respawn
@@ -436,12 +445,14 @@ def rehearse(
     given: Overrides | None = None,
     spot_rate: float = 0.0,
     every_day: bool = False,
+    spot_prices: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Plays the render of a stack with these settings and returns rehearsal.json's content: each day of the term
     rehearsal/term.py chooses (every class day with `every_day`; classes that repeat all year over the year from
     `today`) on a fresh twin of its own, Karpenter's instance types and prices those of `region`, nodes' boots and
     image pulls as the timing table says with `given` over the labs' timings (the command line's --timing), spot nodes
-    warned at `spot_rate` per spot node-hour (the command line's --spot-interruptions-per-node-hour); what the days
+    warned at `spot_rate` per spot node-hour (the command line's --spot-interruptions-per-node-hour) and priced at
+    `spot_prices` (its --prices; else at on-demand); what the days
     say together (term.together). With `day` false, one twin runs each class's CronJobs at its first occurrence, one
     after the other, and no class day is played (no `labs`): what the API server refuses and RBAC denies is the same,
     in seconds, not minutes."""
@@ -457,7 +468,9 @@ def rehearse(
     for number, one in enumerate(days or [term.Day(today, (), {}, False)], start=1):
         # The longest part (27 s of silence for staging at a load of 27, issue 50): a line redrawn on a terminal.
         with Progress(f"rehearsal: day {number} of {len(days)} of the term ({one.date}) on a twin"):
-            answers.append(on_twin(render_dir, stack, _day_player(render_dir, stack, one, region, given, spot_rate)))
+            answers.append(
+                on_twin(render_dir, stack, _day_player(render_dir, stack, one, region, given, spot_rate, spot_prices))
+            )
     return {**term.together(days, answers), "wallSeconds": round(time.monotonic() - started, 1)}
 
 
@@ -465,12 +478,18 @@ Player = Callable[[twin.ControlPlane, Callable[[], list[str]]], dict[str, Any]]
 
 
 def _day_player(
-    render_dir: Path, stack: Settings, day: term.Day, region: str, given: Overrides | None, spot_rate: float
+    render_dir: Path,
+    stack: Settings,
+    day: term.Day,
+    region: str,
+    given: Overrides | None,
+    spot_rate: float,
+    spot_prices: dict[str, Any] | None,
 ) -> Player:
     """What on_twin plays for one day of the term: play_day."""
 
     def play(plane: twin.ControlPlane, schedulers: Callable[[], list[str]]) -> dict[str, Any]:
-        return play_day(plane, render_dir, stack, day, region, schedulers, given, spot_rate)
+        return play_day(plane, render_dir, stack, day, region, schedulers, given, spot_rate, spot_prices)
 
     return play
 
@@ -580,6 +599,14 @@ def main(argv: list[str] | None = None) -> int:
         help="EC2's spot interruption warnings per hour a spot node runs, read by Karpenter's interruption controller; "
         "0 (none) unless set (docs/rehearsal.md, Spot interruptions)",
     )
+    parser.add_argument(
+        spot.PRICES_FLAG,
+        type=Path,
+        metavar="OUTPUTS_JSON",
+        help="a preview's stack outputs (`pulumi stack output --json`): spot nodes are priced at the spot prices it "
+        "records (labs.<lab>.cost.spot), in Karpenter's offerings and the day's cost; else at on-demand "
+        "(docs/rehearsal.md, Spot interruptions)",
+    )
     args = parser.parse_args(argv)
     try:
         given = timings.command_line(args.timing)
@@ -592,6 +619,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / day_chart.SVG_NAME).unlink(missing_ok=True)
     try:
         run = stack_run(args.stack)
+        spot_prices = None if args.prices is None else spot.prices(args.prices, run.stack.settings)
         # Before the render, which takes seconds: a stack without a twin says so at once.
         twins.build(run.stack.settings.cluster.kubernetes_version)
         render_stack(run, args.out / RENDER)
@@ -604,12 +632,16 @@ def main(argv: list[str] | None = None) -> int:
             given=given,
             spot_rate=spot_rate,
             every_day=args.all_days,
+            spot_prices=spot_prices,
         )
     except domain.stack.ConfigError as error:
         print("\n".join(error.lines), file=sys.stderr)
         return 2
     except pulumi.RunError as error:
         print(error, file=sys.stderr)
+        return 2
+    except spot.BadPrices as error:
+        print(f"gpulab: {error}", file=sys.stderr)
         return 2
     except charts.TemplateError as error:
         print(f"gpulab: {error}", file=sys.stderr)

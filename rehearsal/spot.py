@@ -1,18 +1,23 @@
-"""Spot interruptions in the rehearsal: the rate the rehearse command sets (`--spot-interruptions-per-node-hour`), at
-which EC2 warns the spot instances of the labs that allow spot that it reclaims them (the stepper's
-rehearsal/stepper/spot.go, read by Karpenter's own interruption controller), and rehearsal.json's `spot`
-(docs/rehearsal.md, Spot interruptions)."""
+"""Spot in the rehearsal: the rate the rehearse command sets (`--spot-interruptions-per-node-hour`), at which EC2 warns
+the spot instances of the labs that allow spot that it reclaims them (the stepper's rehearsal/stepper/spot.go, read by
+Karpenter's own interruption controller); the spot prices a preview recorded in the stack's outputs (`--prices`),
+which the stepper's EC2 answers Karpenter's spot price update with; and rehearsal.json's `spot` (docs/rehearsal.md,
+Spot interruptions)."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 if TYPE_CHECKING:  # rehearsal/report.py reads this module's names without the stack's model
     from domain.stack.model import Settings
 
 FLAG = "--spot-interruptions-per-node-hour"
+PRICES_FLAG = "--prices"
+PRICED_AS = ("spot", "on-demand")
 # The reason Karpenter's interruption controller gives a NodeClaim it deletes on a spot warning: the message kind
 # (github.com/aws/karpenter-provider-aws v1.14.1 pkg/controllers/interruption/messages/types.go SpotInterruptionKind),
 # which the stepper's events carry (rehearsal/stepper/journal.go reasonOf).
@@ -21,6 +26,10 @@ SPOT_INTERRUPTED = "spot_interrupted"
 
 class BadRate(ValueError):
     """A rate the rehearsal cannot take; the message is one line naming the flag."""
+
+
+class BadPrices(ValueError):
+    """A --prices file the rehearsal cannot take; the message is one line naming the flag and the file."""
 
 
 def rate(value: str | None) -> float:
@@ -44,3 +53,60 @@ def section(settings: Settings, stepper: Mapping[str, Any], labs: Mapping[str, M
         "labs": sorted(n for n, lab in settings.labs.items() if "spot" in lab.capacity_types),
         "warnings": {n: sum(1 for e in lab["events"] if e["what"] == "spotWarning") for n, lab in sorted(labs.items())},
     }
+
+
+def prices(path: Path, settings: Settings) -> dict[str, dict[str, Any]]:
+    """The spot price of each instance type of the stack's spot labs, from `path`: a preview's stack outputs as
+    `pulumi stack output --json` writes them (the render's outputs.json has the same shape), whose
+    `labs.<lab>.cost.spot.<instance type>` is domain/cost/price_book.py spot_line's `{usdPerHour, pricedAs, source,
+    zones}`. Returns `{<instance type>: {usdPerHour, pricedAs, source}}` for the stepper's -spot-prices. Refuses a file
+    that is not such outputs, the outputs of another stack's cluster (`clusterName`), and one without a price for a
+    type a spot lab of this stack may launch."""
+    where = f"{PRICES_FLAG} {path}"
+    try:
+        outputs = json.loads(path.read_text())
+    except OSError as error:
+        raise BadPrices(f"{where}: cannot read it ({error.strerror})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise BadPrices(f"{where}: not JSON ({error}); want `pulumi stack output --json` of a preview") from None
+    if not isinstance(outputs, dict) or not isinstance(outputs.get("labs"), dict):
+        raise BadPrices(f"{where}: not a stack's outputs (no `labs`); want `pulumi stack output --json` of a preview")
+    cluster = outputs.get("clusterName")
+    if isinstance(cluster, str) and cluster != settings.cluster.name:
+        raise BadPrices(f"{where}: the outputs of cluster {cluster!r}, not this stack's ({settings.cluster.name!r})")
+    found: dict[str, dict[str, Any]] = {}
+    for name, lab in sorted(settings.labs.items()):
+        if "spot" not in lab.capacity_types:
+            continue
+        lines = _at(outputs, "labs", name, "cost", "spot")
+        for instance_type in lab.instance_types:
+            line = _at(lines, instance_type)
+            if not _is_line(line):
+                raise BadPrices(
+                    f"{where}: labs.{name}.cost.spot.{instance_type} wants usdPerHour above 0, pricedAs spot or "
+                    f"on-demand and a source (a preview's outputs), got {line!r}"
+                )
+            found[instance_type] = {k: line[k] for k in ("usdPerHour", "pricedAs", "source")}
+    return found
+
+
+def _at(value: object, *keys: str) -> object:
+    """The value at `keys` down nested objects; None where one is missing or not an object."""
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _is_line(line: object) -> TypeGuard[dict[str, Any]]:
+    if not isinstance(line, dict):
+        return False
+    usd = line.get("usdPerHour")
+    return (
+        isinstance(usd, (int, float))
+        and not isinstance(usd, bool)
+        and math.isfinite(usd)
+        and usd > 0
+        and line.get("pricedAs") in PRICED_AS
+        and isinstance(line.get("source"), str)
+        and bool(line["source"])
+    )

@@ -2,8 +2,9 @@
 command line, EC2's two-minute warnings reach Karpenter's own interruption controller through a queue in memory, in
 the EventBridge shape it parses; the controller deletes each warned node's NodeClaim and Karpenter drains it; the
 learners it moved start their servers again at once and Karpenter launches for them, and they are counted per class
-(`disruptedBySpot`). At rate 0 there are none. Spot nodes are priced at on-demand, and rehearsal.json says so.
-Without the twin and its stepper (`make twin`) the rehearsals skip in one line.
+(`disruptedBySpot`). At rate 0 there are none. Given a preview's stack outputs (`--prices`), spot nodes are priced at
+the spot price they record, with its source; without them at on-demand, and rehearsal.json says so. Without the twin
+and its stepper (`make twin`) the rehearsals skip in one line.
 
 The stack: one lab of spot g4dn.xlarge (1 slice, up to 4 GPUs, 4 seats) with a class on Monday 4 January 2027 at
 09:00 for an hour, 3 seats warm; at 3 warnings per spot node-hour its nodes, a few node-hours in all, get several. One
@@ -14,13 +15,14 @@ share the node a warning picks differs from run to run (docs/rehearsal.md, Spot 
 from __future__ import annotations
 
 import datetime
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import rehearsal.run
-from rehearsal import spot
+from rehearsal import report, spot
 from tests.conftest import as_cli_config, run_config, stack_values
 from tests.support import twin_tests
 from tests.support.synthetic import lab
@@ -43,20 +45,38 @@ STACK = stack_values(
         }
     }
 )
+# A spot price as a preview records it (domain/cost/price_book.py spot_line), below g4dn.xlarge's on-demand list
+# price: synthetic, as the stack is.
+SPOT_LINE = {
+    "usdPerHour": 0.2104,
+    "pricedAs": "spot",
+    "source": "EC2 DescribeSpotPriceHistory, eu-west-1b, 2026-12-04T18:00:00Z (the highest of its zones)",
+    "zones": {"eu-west-1b": 0.2104},
+}
 
 
-def _rehearsed(tmp_path: Path, rate: float) -> dict[str, Any]:
+def _recorded_outputs(render_dir: Path, path: Path) -> Path:
+    """A preview's stack outputs as `pulumi stack output --json` gives them: the render's, whose offline spot line
+    is on-demand, with the spot price a preview records."""
+    outputs = json.loads((render_dir / "outputs.json").read_text())
+    outputs["labs"][LAB]["cost"]["spot"]["g4dn.xlarge"] = SPOT_LINE
+    path.write_text(json.dumps(outputs))
+    return path
+
+
+def _rehearsed(tmp_path: Path, rate: float, priced: bool = False) -> dict[str, Any]:
     twin_tests.require_twin()
     twin_tests.require_stepper()
     run = run_config("spot", as_cli_config(STACK))
     out = tmp_path / "render"
     twin_tests.render_with_charts(run, out)
-    return rehearsal.run.rehearse(out, run.stack.settings, TODAY, run.stack.region, spot_rate=rate)
+    prices = spot.prices(_recorded_outputs(out, tmp_path / "outputs.json"), run.stack.settings) if priced else None
+    return rehearsal.run.rehearse(out, run.stack.settings, TODAY, run.stack.region, spot_rate=rate, spot_prices=prices)
 
 
 @pytest.fixture(scope="module")
 def interrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return _rehearsed(tmp_path_factory.mktemp("spot"), RATE)
+    return _rehearsed(tmp_path_factory.mktemp("spot"), RATE, priced=True)
 
 
 def _events(done: dict[str, Any], what: str) -> list[dict[str, Any]]:
@@ -114,26 +134,34 @@ def _at(text: str) -> datetime.datetime:
     return datetime.datetime.fromisoformat(text)
 
 
-def test_spot_nodes_are_priced_at_on_demand_and_say_so(interrupted) -> None:
+def test_spot_nodes_are_priced_at_the_previews_spot_price_with_its_source(interrupted) -> None:
     record = interrupted["spot"]
     assert record["interruptionsPerNodeHour"] == RATE
     assert record["warningSeconds"] == 120
     assert record["labs"] == [LAB]
-    assert record["pricedAs"] == "on-demand"
-    assert "pricing.go" in record["priceSource"]
-    # g4dn.xlarge's on-demand list price in the AWS provider's generated file (domain/cost/prices.py copies it).
-    from domain.cost.price_book import LIST
+    assert record["pricedAs"] == "spot"
+    assert record["prices"] == {"g4dn.xlarge": {k: SPOT_LINE[k] for k in ("usdPerHour", "pricedAs", "source")}}
+    # Karpenter's offerings carry it (the stepper's EC2 answers its spot price update), so each node is billed at it.
+    assert {e["pricePerHour"] for e in _events(interrupted, "nodeLaunched")} == {SPOT_LINE["usdPerHour"]}
+    day = interrupted["labs"][LAB]
+    assert day["cost"] == pytest.approx(day["nodeHours"] * SPOT_LINE["usdPerHour"], abs=0.001)
+    # The summary's spot line names the price and its source.
+    assert [line for line in report.table(interrupted) if SPOT_LINE["source"] in line and "0.2104 USD/h" in line]
 
-    prices = {e["pricePerHour"] for e in _events(interrupted, "nodeLaunched")}
-    assert prices == {float(LIST.on_demand["g4dn.xlarge"])}
 
-
-def test_at_rate_zero_no_spot_node_is_interrupted(tmp_path: Path) -> None:
+def test_at_rate_zero_and_without_prices_no_spot_node_is_interrupted_and_spot_is_on_demand(tmp_path: Path) -> None:
     done = _rehearsed(tmp_path, 0.0)
     assert _events(done, "spotWarning") == []
     assert spot.SPOT_INTERRUPTED not in {e["reason"] for e in _events(done, "nodeDeleted")}
     assert [c["disruptedBySpot"] for c in done["labs"][LAB]["classes"]] == [0]
     assert done["spot"]["warnings"] == {LAB: 0}
+    assert done["spot"]["pricedAs"] == "on-demand"
+    assert "pricing.go" in done["spot"]["priceSource"]
+    # g4dn.xlarge's on-demand list price in the AWS provider's generated file (domain/cost/prices.py copies it).
+    from domain.cost.price_book import LIST
+
+    prices = {e["pricePerHour"] for e in _events(done, "nodeLaunched")}
+    assert prices == {float(LIST.on_demand["g4dn.xlarge"])}
 
 
 @pytest.mark.parametrize("given", ["-1", "nan", "inf", "often"])
@@ -146,3 +174,31 @@ def test_a_bad_rate_is_refused_naming_the_flag(given, tmp_path, capsys) -> None:
 def test_without_the_flag_the_rate_is_zero() -> None:
     assert spot.rate(None) == 0.0
     assert spot.rate("0.25") == 0.25
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ("not json", "not JSON"),
+        ('{"clusterName": "learninglab-staging"}', "not a stack's outputs (no `labs`)"),
+        (
+            '{"clusterName": "learninglab-prod", "labs": {}}',
+            "the outputs of cluster 'learninglab-prod', not this stack's",
+        ),
+    ],
+)
+def test_a_bad_prices_file_is_refused_naming_the_flag(content, said, tmp_path, capsys) -> None:
+    bad = tmp_path / "outputs.json"
+    bad.write_text(content)
+    status = rehearsal.run.main(["staging", "--out", str(tmp_path / "out"), spot.PRICES_FLAG, str(bad)])
+    assert status == 2
+    assert capsys.readouterr().err.startswith(f"gpulab: {spot.PRICES_FLAG} {bad}: {said}")
+
+
+def test_outputs_without_a_spot_labs_price_are_refused(tmp_path) -> None:
+    """The offline render's outputs have the line; a preview's of an older gpulab, or another stack's, may not."""
+    run = run_config("spot", as_cli_config(STACK))
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps({"labs": {LAB: {"cost": {"spot": {}}}}}))
+    with pytest.raises(spot.BadPrices, match=rf"labs\.{LAB}\.cost\.spot\.g4dn\.xlarge wants usdPerHour above 0"):
+        spot.prices(path, run.stack.settings)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/patrickmn/go-cache"
@@ -117,6 +118,24 @@ func (a *AWS) Price(ctx context.Context, nodeClaim *karpv1.NodeClaim) (float64, 
 		return 0, fmt.Errorf("no price for %s", instanceType)
 	}
 	return price, nil
+}
+
+// SetSpotPrices gives each instance type in spot its price (USD an hour), as a preview recorded it from EC2's spot
+// price history, and runs the pricing provider's spot price update, as its controller does every few minutes in a
+// cluster: Karpenter's offerings then carry these prices, so its launch choice and the node's bill both see them.
+// Once updated, the provider has no spot offering for a type without a price (pricing.go SpotPrice): a type not
+// given keeps its on-demand price, as before the update.
+func (a *AWS) SetSpotPrices(ctx context.Context, prices map[string]float64, at time.Time) error {
+	a.EC2.spotPrices, a.EC2.spotAt = map[ec2types.InstanceType]float64{}, at
+	for _, name := range a.Prices.InstanceTypes() {
+		if onDemand, ok := a.Prices.OnDemandPrice(name); ok {
+			a.EC2.spotPrices[name] = onDemand
+		}
+	}
+	for name, price := range prices {
+		a.EC2.spotPrices[ec2types.InstanceType(name)] = price
+	}
+	return a.Prices.UpdateSpotPricing(ctx)
 }
 
 // PricesRegion is the region whose prices the pricing provider starts with for a cluster in region: its own where the

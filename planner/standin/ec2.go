@@ -11,6 +11,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -37,6 +39,9 @@ type EC2 struct {
 	sdk.EC2API
 	infos []ec2types.InstanceTypeInfo
 	zones []string
+	// Each type's spot price in every zone, where a preview recorded one (SetSpotPrices); none by default.
+	spotPrices map[ec2types.InstanceType]float64
+	spotAt     time.Time
 }
 
 // NewEC2 answers for the instance types of the table, each offered in every one of the zones.
@@ -114,6 +119,25 @@ func instanceTypeInfo(name string, row render.InstanceTypeRow) (ec2types.Instanc
 
 func (e *EC2) DescribeInstanceTypes(context.Context, *ec2.DescribeInstanceTypesInput, ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error) {
 	return &ec2.DescribeInstanceTypesOutput{InstanceTypes: e.infos}, nil
+}
+
+// DescribeSpotPriceHistory answers the pricing provider's spot price update (pkg/providers/pricing/pricing.go
+// UpdateSpotPricing) with the prices SetSpotPrices gave, one page, the same price in every zone.
+func (e *EC2) DescribeSpotPriceHistory(context.Context, *ec2.DescribeSpotPriceHistoryInput, ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error) {
+	out := &ec2.DescribeSpotPriceHistoryOutput{}
+	for _, info := range e.infos {
+		price, ok := e.spotPrices[info.InstanceType]
+		if !ok {
+			continue
+		}
+		for _, zone := range e.zones {
+			out.SpotPriceHistory = append(out.SpotPriceHistory, ec2types.SpotPrice{
+				InstanceType: info.InstanceType, AvailabilityZone: aws.String(zone), ProductDescription: ec2types.RIProductDescriptionLinuxUnix,
+				SpotPrice: aws.String(strconv.FormatFloat(price, 'f', -1, 64)), Timestamp: aws.Time(e.spotAt),
+			})
+		}
+	}
+	return out, nil
 }
 
 // DescribeInstanceTypeOfferings offers every type in every zone of the lab's subnets: EC2's real capacity is what the

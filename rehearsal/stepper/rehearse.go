@@ -154,6 +154,7 @@ func rehearse(args []string) error {
 	timingsFile := fs.String("timings", "", "the labs' node boot and image times (boot.go); without it, nodes register at their launch")
 	cronJobs := fs.String("cronjobs", "", "the address of the CronJob controller's process on the simulated clock, if it runs")
 	spotRate := fs.Float64("spot-interruptions-per-node-hour", 0, "EC2's spot interruption warnings per hour a spot instance runs (spot.go); 0: none")
+	spotPricesFile := fs.String("spot-prices", "", "each instance type's spot price and its source, from a preview (spot.go); without it, spot is priced on-demand")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -179,6 +180,10 @@ func rehearse(args []string) error {
 	if err != nil {
 		return err
 	}
+	spotPrices, err := readSpotPrices(*spotPricesFile)
+	if err != nil {
+		return err
+	}
 	ctx, err := karpenter.ControllerContext(r.ControllerEnv)
 	if err != nil {
 		return err
@@ -193,7 +198,7 @@ func rehearse(args []string) error {
 	klog.SetLogger(logger)
 	ctx, cancel := context.WithCancel(log.IntoContext(ctx, logger))
 	defer cancel()
-	s, err := newStepper(ctx, config, r, *region, newSimClock(start), bootTimes, *spotRate)
+	s, err := newStepper(ctx, config, r, *region, newSimClock(start), bootTimes, *spotRate, spotPrices)
 	if err != nil {
 		return err
 	}
@@ -276,7 +281,8 @@ type stepWall struct {
 	ClockMoves        int                `json:"clockMoves"`
 }
 
-func newStepper(ctx context.Context, config *rest.Config, r *render.Render, region string, clk *simClock, t *timings, spotRate float64) (*stepper, error) {
+func newStepper(ctx context.Context, config *rest.Config, r *render.Render, region string, clk *simClock, t *timings, spotRate float64,
+	spotPrices map[string]spotPrice) (*stepper, error) {
 	mgr, err := controllerruntime.NewManager(config, controllerruntime.Options{
 		Scheme:                 scheme.Scheme,
 		Logger:                 log.FromContext(ctx),
@@ -309,10 +315,16 @@ func newStepper(ctx context.Context, config *rest.Config, r *render.Render, regi
 	if err != nil {
 		return nil, err
 	}
+	if spotPrices != nil {
+		usd := lo.MapValues(spotPrices, func(p spotPrice, _ string) float64 { return p.USDPerHour })
+		if err := aws.SetSpotPrices(ctx, usd, clk.Now()); err != nil {
+			return nil, fmt.Errorf("-spot-prices: %w", err)
+		}
+	}
 	// cmd/controller/main.go's stack of cloud providers, with the node-making launch at its bottom.
 	maker := &nodeMaker{CloudProvider: aws.CloudProvider, aws: aws, writer: writer, render: r, journal: s.journal, clock: clk, boots: s.boots}
 	s.register = maker.register
-	s.spot = newSpotInterruptions(spotRate, region, clk.Now(), aws, mgr.GetClient(), kube, s.journal, maker, recorder)
+	s.spot = newSpotInterruptions(spotRate, spotPrices, region, clk.Now(), aws, mgr.GetClient(), kube, s.journal, maker, recorder)
 	undecorated := cloudmetrics.Decorate(maker)
 	provider := overlay.Decorate(undecorated, kube, store)
 	s.cluster = state.NewCluster(clk, kube, provider)

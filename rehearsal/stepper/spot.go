@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -132,6 +133,7 @@ type unavailableSpot struct {
 // spotInterruptions delivers the warnings and reclaims the instances.
 type spotInterruptions struct {
 	perNodeHour float64
+	prices      map[string]spotPrice // nil: spot is priced on-demand
 	region      string
 	rng         *rand.Rand
 	queue       *spotQueue
@@ -150,9 +152,9 @@ type spotInterruptions struct {
 	marked   []unavailableSpot
 }
 
-func newSpotInterruptions(perNodeHour float64, region string, start time.Time, aws *standin.AWS, reader, kube client.Client,
+func newSpotInterruptions(perNodeHour float64, prices map[string]spotPrice, region string, start time.Time, aws *standin.AWS, reader, kube client.Client,
 	j *journal, maker *nodeMaker, recorder events.Recorder) *spotInterruptions {
-	s := &spotInterruptions{perNodeHour: perNodeHour, region: region, rng: rand.New(rand.NewPCG(spotSeed, spotSeed)),
+	s := &spotInterruptions{perNodeHour: perNodeHour, prices: prices, region: region, rng: rand.New(rand.NewPCG(spotSeed, spotSeed)),
 		queue: &spotQueue{}, launch: aws.Launch, unavailable: aws.Unavailable, reader: reader, kube: kube, journal: j,
 		nodes: maker, counted: start, reclaims: map[string]time.Time{}}
 	// The controller as the provider's controllers.go builds it, with the queue in memory instead of SQS's client.
@@ -163,8 +165,19 @@ func newSpotInterruptions(perNodeHour float64, region string, start time.Time, a
 }
 
 // record is how the rehearsal plays spot (rehearsal.json's spot): the rate, the warning, the seed, and the price a
-// spot node is billed at.
+// spot node is billed at: each type's from -spot-prices, else on-demand with why.
 func (s *spotInterruptions) record() map[string]any {
+	if s.prices != nil {
+		// Spot where the preview had a spot price for any type; each type's own pricedAs says which.
+		pricedAs := "on-demand"
+		if lo.SomeBy(lo.Values(s.prices), func(p spotPrice) bool { return p.PricedAs == "spot" }) {
+			pricedAs = "spot"
+		}
+		return map[string]any{
+			"interruptionsPerNodeHour": s.perNodeHour, "warningSeconds": spotWarning.Seconds(), "seed": spotSeed,
+			"pricedAs": pricedAs, "prices": s.prices,
+		}
+	}
 	return map[string]any{
 		"interruptionsPerNodeHour": s.perNodeHour, "warningSeconds": spotWarning.Seconds(), "seed": spotSeed,
 		"pricedAs": "on-demand",
@@ -172,6 +185,35 @@ func (s *spotInterruptions) record() map[string]any {
 			"(github.com/aws/karpenter-provider-aws v1.14.1 pkg/providers/pricing/pricing.go Reset), which calls EC2's " +
 			"DescribeSpotPriceHistory and never runs in the rehearsal",
 	}
+}
+
+// spotPrice is one instance type's spot price as a preview recorded it (labs.<lab>.cost.spot.<type> in the stack's
+// outputs; the driver passes usdPerHour, pricedAs and source): pricedAs is on-demand where EC2 had no spot price then.
+type spotPrice struct {
+	USDPerHour float64 `json:"usdPerHour"`
+	PricedAs   string  `json:"pricedAs"`
+	Source     string  `json:"source"`
+}
+
+// readSpotPrices reads -spot-prices: {"<instance type>": spotPrice}; nil without the flag.
+func readSpotPrices(path string) (map[string]spotPrice, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("-spot-prices: %w", err)
+	}
+	prices := map[string]spotPrice{}
+	if err := json.Unmarshal(data, &prices); err != nil {
+		return nil, fmt.Errorf("-spot-prices: %w", err)
+	}
+	for name, p := range prices {
+		if !(p.USDPerHour > 0) || p.Source == "" {
+			return nil, fmt.Errorf("-spot-prices: %s: wants usdPerHour above 0 and a source", name)
+		}
+	}
+	return prices, nil
 }
 
 // draw is the spot node-time until the next warning: exponential with the rate (a Poisson process).
