@@ -12,7 +12,7 @@ import render.run
 from components.jupyterhub import notices
 from domain.stack import Lab
 from domain.stack.jupyterhub import JupyterHub
-from tests.conftest import ROOT, run_values
+from tests.conftest import run_values
 from tests.support.hub_config import stack_hub_config
 from tests.support.rendered import HUB_STACKS, rendered
 from tests.support.synthetic import HUB, NOTEBOOK_IMAGE, lab
@@ -35,13 +35,14 @@ def _metered(hub: dict, **lab_keys) -> dict:
     return {**values, "gpulab:metrics": {}}
 
 
-def test_staging_without_its_home_volumes_is_refused(tmp_path, capsys):
-    # Staging culls idle servers after 30m, stops every server at 8h and culls its intro lab's idle GPUs after 30m:
-    # with homes: none, as staging had before, each of them would delete a learner's files.
-    document = yaml.safe_load((ROOT / "Pulumi.staging.yaml").read_text())
-    assert document["config"]["gpulab:jupyterhub"].pop("homes") == "perLearner"
-    stack = tmp_path / "Pulumi.staging.yaml"
-    stack.write_text(yaml.safe_dump(document))
+def test_a_stack_file_stopping_servers_every_way_without_homes_is_refused(tmp_path, capsys):
+    # The idle culler after 30m, every server stopped at 8h and a lab's idle GPUs culled after 30m, as staging does:
+    # with homes: none each of them would delete a learner's files, and the render writes nothing.
+    values = _metered({**NONE, "culling": {"idleTimeout": "30m", "maxAge": "8h"}}, gpuIdleTimeout="30m")
+    stack = tmp_path / "Pulumi.culling.yaml"
+    # The client secret as `pulumi config set --secret` writes it into a stack file.
+    secret = {"gpulab:jupyterhubClientSecret": {"secure": "v1:c3RhbmQtaW4="}}
+    stack.write_text(yaml.safe_dump({"config": {**values, **secret}}))
     assert render.run.main([str(stack), "--out", str(tmp_path / "out"), "--no-charts"]) == 2
     assert capsys.readouterr().err.splitlines() == [
         LOSES_WORK + "gpulab:jupyterhub.culling (idleTimeout 30m; on unless enabled: false), "
