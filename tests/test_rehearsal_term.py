@@ -128,6 +128,34 @@ def test_together_keeps_each_class_at_its_first_day_and_every_days_findings() ->
     assert done["stepWall"] == {"arrive": {"moments": 3, "seconds": 4.5, "waitingFor": {"batch": 1.5}}}
 
 
+def test_an_unsettled_moment_on_any_day_fails_the_rehearsal_saying_when() -> None:
+    """One answer per stack (#48): a moment at which Karpenter's controllers had not settled within the stepper's
+    limit, on any day played, stays in rehearsal.json's `unsettled` and fails the rehearsal, saying when and what
+    was still busy; a term whose days all settled has no such line."""
+    days = [term.Day(datetime.date(2027, 1, d), (f"day {d}",), {}, False) for d in (4, 6)]
+    moment = {"at": "2027-01-06T09:00:10Z", "waitingFor": "the disruption queue's command"}
+
+    def answer(unsettled: list[dict[str, str]]) -> dict[str, Any]:
+        return {
+            "kubernetes": "v1.36.5",
+            **{key: [] for key in ("refused", "jobs", "cronJobs", "cronJobsMissed", "jobsFailed", "rbacDenied")},
+            **{key: [] for key in ("substitutions", "unscheduled")},
+            "unsettled": unsettled,
+            "userScheduler": None,
+            "labs": {},
+        }
+
+    settled = term.together(days, [answer([]), answer([])])
+    assert settled["unsettled"] == [] and rehearsal.run.problems(settled) == []
+    done = term.together(days, [answer([]), answer([moment])])
+    assert done["unsettled"] == [moment]
+    assert rehearsal.run.problems(done) == [
+        "rehearsal: at 2027-01-06T09:00:10Z the controllers had not settled within the stepper's limit (the "
+        "disruption queue's command): the class day is not one answer from there on (its figures could differ from "
+        "run to run)"
+    ]
+
+
 # Two Mondays at 09:00 in New York, the second after its clocks went forward: its first day and, the last of its term,
 # its first class at UTC-04:00.
 ACROSS_THE_CHANGE = _stack(
