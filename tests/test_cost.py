@@ -90,9 +90,12 @@ def test_stack_output_carries_each_classs_warm_up_cost():
     run = run_values(stack_values(**{"gpulab:labs": {"c": lab(["g4dn.xlarge"], 3, max_gpus=4, classes=classes)}}))
     # Each node 0.526 + its 20 GiB root volume's 1.60 / 730 = 0.52819178 per hour. 12 seats (4 GPUs x 3): 4 nodes x
     # 0.52819178 x 20m = 0.70425571; 4 seats: 2 nodes x 0.52819178 x 1 h = 1.05638356
-    assert run.outputs["labs"]["c"]["cost"]["warmups"] == [
-        {"schedule": "0 9 * * mon", "warmSeats": 12, "warmup": "20m", "usd": [0.7043, 0.7043]},
-        {"schedule": "0 14 * * fri", "warmSeats": 4, "warmup": "1h", "usd": [1.0564, 1.0564]},
+    cost = run.outputs["labs"]["c"]["cost"]
+    # Priced as atMostPerHour is (the lab's nodes), and named so.
+    where = {"region": cost["atMostPerHour"]["region"], "source": cost["atMostPerHour"]["source"]}
+    assert cost["warmups"] == [
+        {"schedule": "0 9 * * mon", "warmSeats": 12, "warmup": "20m", "usd": [0.7043, 0.7043], **where},
+        {"schedule": "0 14 * * fri", "warmSeats": 4, "warmup": "1h", "usd": [1.0564, 1.0564], **where},
     ]
 
 
@@ -200,7 +203,15 @@ def test_stack_output_carries_the_cost_of_each_lab(base_run):
         "pricesFrom": "us-east-1 list",
         "spot": {},  # the lab does not allow spot (tests/test_live_prices.py prices a spot lab's nodes)
         # No class has a term: a 730-hour month at the ceiling (tests/test_stack_cost.py has a term's).
-        "term": {"counts": "month", "first": None, "last": None, "hours": 730, "usd": 1542.344},
+        "term": {
+            "counts": "month",
+            "first": None,
+            "last": None,
+            "hours": 730,
+            "usd": 1542.344,
+            "region": "us-east-1",
+            "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}; {ELSEWHERE}",
+        },
         "budget": None,  # no gpulab:budget (tests/test_budgets.py has budgets)
         # The one "at most" figure: without the planner, the arithmetic bound, which is the ceiling.
         "atMostPerHour": {

@@ -307,7 +307,7 @@ EVERY_LINE = stack_values(
 # What AWS's Price List answers per region at a preview (components/live_prices.py, components/regional_prices.py):
 # the instances' on-demand prices (and spot, per zone), the workspace's, the EBS volumes', the load balancer's and the
 # control plane's.
-LINES = {"atMostPerHour", "perLearnerHour", "perLearnerTerm", "emptyLabPerHour", "emptyLabTerm"}
+LINES = {"atMostPerHour", "perLearnerHour", "perLearnerTerm", "emptyLabPerHour", "emptyLabTerm", "term"}
 # The lines that count the always-on parts (the load balancer and the control plane).
 ALWAYS_ON = {"perLearnerTerm", "emptyLabPerHour", "emptyLabTerm"}
 TODAY = r"\d{4}-\d{2}-\d{2}"
@@ -331,6 +331,12 @@ def test_every_line_of_a_eu_west_1_preview_is_priced_from_eu_west_1_with_its_sou
                 "AWS Price List API",
             ]
         assert re.fullmatch("; ".join(sources), line["source"]), key
+    cost = run.outputs["labs"]["intro"]["cost"]
+    # Each class's warm-up is the lab's nodes at atMostPerHour's prices, and says so.
+    assert cost["warmups"] and all(
+        (w["region"], w["source"]) == (cost["atMostPerHour"]["region"], cost["atMostPerHour"]["source"])
+        for w in cost["warmups"]
+    )
     assert run.outputs["cost"]["pricesFrom"] == "eu-west-1"
     assert run.outputs["labs"]["intro"]["cost"]["pricesFrom"] == run.outputs["cost"]["pricesFrom"]
     # eu-west-1's mocked load balancer-hour, 0.031, plus the database volume (us-east-1's list has 0.025).
@@ -389,4 +395,8 @@ def test_every_line_of_a_eu_west_1_render_says_it_is_priced_from_us_east_1():
             "priced from us-east-1, not eu-west-1: gpulab has no eu-west-1 prices offline (`pulumi preview` prices "
             "them in eu-west-1)"
         ) in line["source"], key
+    warmups = run.outputs["labs"]["intro"]["cost"]["warmups"]
+    assert warmups and all(
+        w["region"] == "us-east-1" and "priced from us-east-1, not eu-west-1" in w["source"] for w in warmups
+    )
     assert run.outputs["cost"]["pricesFrom"] == "us-east-1 list"

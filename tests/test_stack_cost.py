@@ -158,9 +158,17 @@ def test_a_term_straddling_the_end_of_standard_support(support, always_on):
 
 
 def test_a_termless_lab_costs_a_730_hour_month_at_its_ceiling():
-    term = run_values(stack_values()).outputs["labs"]["intro"]["cost"]["term"]
-    # 730 x 2.1128 = 1542.344.
-    assert term == {"counts": "month", "first": None, "last": None, "hours": 730, "usd": 1542.344}
+    cost = run_values(stack_values()).outputs["labs"]["intro"]["cost"]
+    # 730 x 2.1128 = 1542.344, at the prices of the lab's atMostPerHour, which it names.
+    assert cost["term"] == {
+        "counts": "month",
+        "first": None,
+        "last": None,
+        "hours": 730,
+        "usd": 1542.344,
+        "region": cost["atMostPerHour"]["region"],
+        "source": cost["atMostPerHour"]["source"],
+    }
 
 
 def test_the_labs_term_costs_add_up_to_the_stacks_term():
@@ -184,7 +192,11 @@ def test_the_labs_term_costs_add_up_to_the_stacks_term():
         }
     )
     run = run_values(values)
-    terms = {name: lab["cost"]["term"] for name, lab in run.outputs["labs"].items()}
+    # Each term without its prices' region and source (test_a_termless_lab_costs_a_730_hour_month_at_its_ceiling).
+    terms = {
+        name: {k: v for k, v in lab["cost"]["term"].items() if k not in ("region", "source")}
+        for name, lab in run.outputs["labs"].items()
+    }
     # intro: 2 x (20m + 1h + 10m) at 2.1128; open, without classes, at 0.5282 all the 336 hours of the term:
     # 177.4752.
     assert terms["intro"] == {

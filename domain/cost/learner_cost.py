@@ -75,10 +75,15 @@ def prices(book: PriceBook, stack_region: str, always_on: bool = False) -> Price
     return Prices(region, "; ".join(sources))
 
 
-def _line(amount: Decimal | None, where: Mapping[str, Any] | Prices, counts: str) -> dict[str, Any]:
+def _where(where: Mapping[str, Any] | Prices) -> dict[str, str]:
+    """A line's `region` and `source`, from Prices or from another line that has them."""
     region, source = (where.region, where.source) if isinstance(where, Prices) else (where["region"], where["source"])
+    return {"region": region, "source": source}
+
+
+def _line(amount: Decimal | None, where: Mapping[str, Any] | Prices, counts: str) -> dict[str, Any]:
     figure = None if amount is None else rounded(amount, ROUND_CEILING)
-    return {"usd": figure, "region": region, "source": source, "counts": counts}
+    return {"usd": figure, **_where(where), "counts": counts}
 
 
 def empty_lab(
@@ -124,7 +129,9 @@ def with_at_most(
     take `where`'s; perLearnerTerm those of emptyLabTerm, which adds the always-on parts' sources."""
     where_from: Mapping[str, Any] | Prices = where if where is not None else cost["atMostPerHour"]
     at_most = None if amount is None else Decimal(str(amount))
-    term = {**cost["term"], "usd": term_usd(Decimal(str(cost["term"]["hours"])), amount)}
+    # The term's and the warm-ups' USD are the lab's nodes at the prices of atMostPerHour: they name its region and
+    # source, as every priced line does.
+    term = {**cost["term"], "usd": term_usd(Decimal(str(cost["term"]["hours"])), amount), **_where(where_from)}
     empty = cost["emptyLabTerm"]["usd"]
     hours = always_on_hours(term)
     if term["usd"] is None or empty is None:
@@ -140,6 +147,7 @@ def with_at_most(
     return {
         **cost,
         "term": term,
+        "warmups": [{**warmup, **_where(where_from)} for warmup in cost["warmups"]],
         "atMostPerHour": {**_line(at_most, where_from, f"at most per hour: {how}"), "basis": basis},
         "perLearnerHour": _line(
             None if at_most is None else at_most / seats, where_from, f"atMostPerHour over {seats} learner seats"
