@@ -1,21 +1,34 @@
 """The EBS gp3, Classic Load Balancer and EKS control plane prices of the stack's region, read from the AWS Price List
 API at `pulumi preview` and `pulumi up` (components/live_prices.py asks, through its us-east-1 pricing provider).
 
-Each group is one product per price, filtered on `regionCode` and attributes rather than on a usage type (usage types
-carry a region prefix, e.g. EU-, APN2-, none in us-east-1). A look-up that finds no product or several (the provider
-refuses both), or a product without one price in the expected unit, leaves that group at domain/cost/prices.py's
-us-east-1 list, its source saying so and why: a missing price never fails the preview.
+Each price is one product, filtered on `regionCode` and attributes rather than on a usage type (usage types carry a
+region prefix, e.g. EU-, APN2-, none in us-east-1). A group of prices is read whole or not at all: a look-up that
+finds no product or several (the provider refuses both), or a product without one price in the expected unit, leaves
+the whole group at domain/cost/prices.py's us-east-1 list, its source naming the price and why: a missing price never
+fails the preview, and a group never mixes two regions.
 
 The filters are third parties' readings of AWS's offer files (REPORTED, not read at AWS here):
-- gp3 storage: AmazonEC2, productFamily "Storage", volumeApiName "gp3" (infracost/infracost, commit da0a586,
-  internal/resources/aws/ebs_volume.go storageCostComponent; the same filter in several other stored codebases);
-  unit GB-Mo. Only the storage is read: the IOPS and throughput above what every gp3 volume includes
-  (domain/capacity/disks.py) stay at the us-east-1 list, said in the source.
-- Classic Load Balancer-hour: AWSELB, productFamily "Load Balancer" (infracost, same commit, internal/resources/aws/
-  elb.go lbCostComponent: family "Load Balancer", usage type LoadBalancerUsage, beside DataProcessing-Bytes in the
-  same family), told apart from the data processed by `group` "ELB:Balancer", the group of ELB's hourly products (a
-  third party's test of the AWSELB offer, search index id 57912214174, shows it on the ALB, NLB and GWLB hourly
-  products; on the Classic one it is not confirmed). Unit Hrs.
+- gp3: AmazonEC2, `volumeApiName` "gp3" in three product families, one price each: "Storage" in GB-Mo (usage type
+  EBS:VolumeUsage.gp3), "System Operation" in IOPS-Mo (EBS:VolumeP-IOPS.gp3, the IOPS above what every gp3 volume
+  includes) and "Provisioned Throughput" in GiBps-mo (EBS:VolumeP-Throughput.gp3, the throughput above it). The
+  families and usage types: infracost/infracost, commit da0a586, internal/resources/aws/ebs_volume.go
+  (storageCostComponent, provisionedIOPSCostComponent, provisionedThroughputCostComponent, whose price filter is unit
+  "GiBps-mo"). The three rows with their units (GB-Mo 0.080, IOPS-Mo 0.005, GiBps-mo 40.960 in us-east-1): a third
+  party's fixture of AmazonEC2's index.csv (search index id 60800489960); another's Price List sync rule says of the
+  throughput "Listed as $40.96 per GiBps-month (= $0.04 per MiBps-month) ... Verified against the live us-east-1
+  Price List (2026-08)" (search index id 66574410590). gpulab provisions throughput in MiB/s: the GiBps-mo rate / 1024.
+- Classic Load Balancer: AWSELB, productFamily "Load Balancer", told apart by `groupDescription`: "LoadBalancer hourly
+  usage by Classic Load Balancer" (Hrs) and "Data processed by Classic Load Balancer" (GB). A third party's index of
+  the AWSELB offer file keys the Classic Load Balancer's two prices by exactly these (family "Load Balancer",
+  operation "LoadBalancing"; search index id 54141180143); turbot/steampipe-mod-aws-thrifty asked the hourly one by
+  that groupDescription (tags v0.26+beta.1 controls/ec2.sp and v1.2.0-rc.2 controls/ec2.pp, control
+  ec2_classic_lb_unused; removed later with all its price look-ups), several others the data processed by its own
+  (e.g. search index id 65850803577); infracost (same commit, internal/resources/aws/elb.go) names their usage types
+  LoadBalancerUsage and DataProcessing-Bytes in family "Load Balancer"; AWS's "Understand codes for Elastic Load
+  Balancing in billing and usage reports" (stored copy, search index id 59057544828) lists for Classic Load Balancers
+  `{{region}}-DataProcessing-Bytes`, "The data processed", GB. The `group` attribute is not used: the sources disagree
+  on it (steampipe's "ELB:Balancing" on the hourly product, a third party's test "ELB:Balancer" on the ALB, NLB and
+  GWLB hourly ones, search index id 57912214174).
 - EKS cluster-hour: AmazonEKS, productFamily "Compute" (infracost, same commit, internal/resources/aws/eks_cluster.go),
   `operation` "CreateOperation" for the cluster-hour (usage type AmazonEKS-Hours:perCluster) and "ExtendedSupport" for
   extended support (AmazonEKS-Hours:extendedSupport), as a third party's design note lists them (search index id
@@ -25,20 +38,52 @@ The filters are third parties' readings of AWS's offer files (REPORTED, not read
 """
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from decimal import Decimal
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
-from domain.cost import prices
 from domain.cost.price_book import CLB_LIST, EKS_LIST, GP3_LIST, Gp3, Origin
 
 LookUp = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any] | str]]
 
-GP3_STORAGE = ("AmazonEC2", {"productFamily": "Storage", "volumeApiName": "gp3"}, "GB-Mo")
-CLB_HOUR = ("AWSELB", {"productFamily": "Load Balancer", "group": "ELB:Balancer"}, "Hrs")
-EKS_CLUSTER_HOUR = ("AmazonEKS", {"productFamily": "Compute", "operation": "CreateOperation"}, "Hrs")
-EKS_EXTENDED_ADDED = ("AmazonEKS", {"productFamily": "Compute", "operation": "ExtendedSupport"}, "Hrs")
+
+class Product(NamedTuple):
+    """One Price List product: its offer, the attributes that single it out in a region, the unit of its price, and
+    its name in messages."""
+
+    service: str
+    attributes: dict[str, str]
+    unit: str
+    name: str
+
+
+GP3_STORAGE = Product("AmazonEC2", {"productFamily": "Storage", "volumeApiName": "gp3"}, "GB-Mo", "gp3 GB-month")
+GP3_IOPS = Product(
+    "AmazonEC2", {"productFamily": "System Operation", "volumeApiName": "gp3"}, "IOPS-Mo", "gp3 IOPS-month"
+)
+GP3_THROUGHPUT = Product(
+    "AmazonEC2", {"productFamily": "Provisioned Throughput", "volumeApiName": "gp3"}, "GiBps-mo", "gp3 GiB/s-month"
+)
+CLB_HOUR = Product(
+    "AWSELB",
+    {"productFamily": "Load Balancer", "groupDescription": "LoadBalancer hourly usage by Classic Load Balancer"},
+    "Hrs",
+    "Classic Load Balancer-hour",
+)
+CLB_DATA = Product(
+    "AWSELB",
+    {"productFamily": "Load Balancer", "groupDescription": "Data processed by Classic Load Balancer"},
+    "GB",
+    "Classic Load Balancer GB processed",
+)
+EKS_CLUSTER_HOUR = Product(
+    "AmazonEKS", {"productFamily": "Compute", "operation": "CreateOperation"}, "Hrs", "EKS cluster-hour"
+)
+EKS_EXTENDED_ADDED = Product(
+    "AmazonEKS", {"productFamily": "Compute", "operation": "ExtendedSupport"}, "Hrs", "EKS extended support-hour"
+)
+MIBPS_PER_GIBPS = 1024
 
 
 def filters(wanted: dict[str, str], region: str) -> list[dict[str, str]]:
@@ -56,15 +101,25 @@ def one_rate(product: str, unit: str) -> str | None:
     return f"{Decimal(rates[0]).normalize():f}" if len(rates) == 1 else None
 
 
-async def rate(look_up: LookUp, wanted: tuple[str, dict[str, str], str], region: str) -> tuple[str | None, str]:
+async def rate(look_up: LookUp, wanted: Product, region: str) -> tuple[str | None, str]:
     """The rate of one product in `region`, or None and why there is none."""
-    service, attributes, unit = wanted
-    args = {"serviceCode": service, "filters": filters(attributes, region)}
+    args = {"serviceCode": wanted.service, "filters": filters(wanted.attributes, region)}
     answer = await look_up("aws:pricing/getProduct:getProduct", args)
     if isinstance(answer, str):
         return None, answer
-    found = one_rate(answer["result"], unit)
-    return found, "" if found is not None else f"the product has no one {unit} price"
+    found = one_rate(answer["result"], wanted.unit)
+    return found, "" if found is not None else f"the product has no one {wanted.unit} price"
+
+
+async def rates(look_up: LookUp, group: Sequence[Product], region: str) -> tuple[list[str] | None, str]:
+    """The rates of every product of a group in `region`, or None and why one of them has none."""
+    found: list[str] = []
+    for wanted in group:
+        each, why = await rate(look_up, wanted, region)
+        if each is None:
+            return None, f"{wanted.name}: {why}"
+        found.append(each)
+    return found, ""
 
 
 def _fallback(listed: Origin, region: str, why: str) -> Origin:
@@ -73,29 +128,31 @@ def _fallback(listed: Origin, region: str, why: str) -> Origin:
 
 async def regional_prices(look_up: LookUp, region: str, today: str) -> dict[str, Any]:
     """The PriceBook fields of the EBS, load balancer and EKS prices in `region` (gp3, gp3_from, clb_per_hour,
-    clb_from, eks_per_hour, eks_from): each read from the Price List API, else the us-east-1 list's, saying why."""
+    clb_per_gb, clb_from, eks_per_hour, eks_from): each group read from the Price List API, else the us-east-1
+    list's, saying why."""
     book: dict[str, Any] = {}
     live = f"of {today}, AWS Price List API"
-    storage, why = await rate(look_up, GP3_STORAGE, region)
-    if storage is None:
+    gp3, why = await rates(look_up, (GP3_STORAGE, GP3_IOPS, GP3_THROUGHPUT), region)
+    if gp3 is None:
         book["gp3_from"] = _fallback(GP3_LIST, region, why)
     else:
-        book["gp3"] = Gp3(storage, prices.GP3_USD_PER_IOPS_MONTH, prices.GP3_USD_PER_MIBPS_MONTH)
+        storage, iops, per_gibps = gp3
+        per_mibps = f"{(Decimal(per_gibps) / MIBPS_PER_GIBPS).normalize():f}"
+        book["gp3"] = Gp3(storage, iops, per_mibps)
         book["gp3_from"] = Origin(
-            region, True, f"{region} gp3 GB-month {live} (IOPS and MiB/s above the included: {prices.REGION} list)"
+            region, True, f"{region} gp3 GB-month, IOPS-month and MiB/s-month (GiB/s-month / 1024) {live}"
         )
-    hour, why = await rate(look_up, CLB_HOUR, region)
-    if hour is None:
+    clb, why = await rates(look_up, (CLB_HOUR, CLB_DATA), region)
+    if clb is None:
         book["clb_from"] = _fallback(CLB_LIST, region, why)
     else:
-        book["clb_per_hour"] = hour
-        book["clb_from"] = Origin(region, True, f"{region} Classic Load Balancer-hour {live}")
-    (standard, why_standard), (added, why_added) = [
-        await rate(look_up, wanted, region) for wanted in (EKS_CLUSTER_HOUR, EKS_EXTENDED_ADDED)
-    ]
-    if standard is None or added is None:
-        book["eks_from"] = _fallback(EKS_LIST, region, why_standard or why_added)
+        book["clb_per_hour"], book["clb_per_gb"] = clb
+        book["clb_from"] = Origin(region, True, f"{region} Classic Load Balancer-hour and GB processed {live}")
+    eks, why = await rates(look_up, (EKS_CLUSTER_HOUR, EKS_EXTENDED_ADDED), region)
+    if eks is None:
+        book["eks_from"] = _fallback(EKS_LIST, region, why)
     else:
+        standard, added = eks
         extended = f"{(Decimal(standard) + Decimal(added)).normalize():f}"
         book["eks_per_hour"] = MappingProxyType({"standard": standard, "extended": extended})
         book["eks_from"] = Origin(

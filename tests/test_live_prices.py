@@ -54,23 +54,45 @@ SIBLINGS = {
     "marketoption": ("Spot", "6.0000000000"),
     "operation": ("RunInstances:0002", "7.0000000000"),
 }
-# The EBS gp3 storage, Classic Load Balancer-hour and EKS control plane products of eu-west-1 the program asks for
+# The EBS gp3, Classic Load Balancer and EKS control plane products of eu-west-1 the program asks for
 # (components/regional_prices.py, whose sources name these attributes), as (service, attributes, made-up USD, unit).
 # Written out here, not imported, for the same reason as WANTED.
 REGIONAL = {
     "gp3": ("AmazonEC2", {"productFamily": "Storage", "volumeApiName": "gp3"}, "0.0970000000", "GB-Mo"),
-    "clb": ("AWSELB", {"productFamily": "Load Balancer", "group": "ELB:Balancer"}, "0.0310000000", "Hrs"),
+    "gp3_iops": ("AmazonEC2", {"productFamily": "System Operation", "volumeApiName": "gp3"}, "0.0061000000", "IOPS-Mo"),
+    # 46.08 USD per GiB/s-month is 0.045 per MiB/s-month.
+    "gp3_throughput": (
+        "AmazonEC2",
+        {"productFamily": "Provisioned Throughput", "volumeApiName": "gp3"},
+        "46.0800000000",
+        "GiBps-mo",
+    ),
+    "clb": (
+        "AWSELB",
+        {"productFamily": "Load Balancer", "groupDescription": "LoadBalancer hourly usage by Classic Load Balancer"},
+        "0.0310000000",
+        "Hrs",
+    ),
+    "clb_data": (
+        "AWSELB",
+        {"productFamily": "Load Balancer", "groupDescription": "Data processed by Classic Load Balancer"},
+        "0.0093000000",
+        "GB",
+    ),
     "eks": ("AmazonEKS", {"productFamily": "Compute", "operation": "CreateOperation"}, "0.1100000000", "Hrs"),
     "extended": ("AmazonEKS", {"productFamily": "Compute", "operation": "ExtendedSupport"}, "0.5200000000", "Hrs"),
 }
-# Their neighbours in the same offers, each differing in one attribute, so that losing any filter matches two:
-# gp3's IOPS (System Operation) and gp2's storage; the ALB-hour, and a made-up group for the Classic Load Balancer's
-# data processed; a made-up other EKS family (the two EKS products differ in `operation` already).
+# Their neighbours in the same offers, each differing in one attribute, so that losing any filter matches two or more
+# (the three gp3 products differ in productFamily, the two Classic Load Balancer ones in groupDescription, the two EKS
+# ones in operation already): gp2's storage and io1's IOPS; made-up ones where no real neighbour is known here (a
+# Provisioned Throughput product of another volume type, the Classic Load Balancer's descriptions in another family,
+# another EKS family).
 REGIONAL_SIBLINGS = [
-    ("AmazonEC2", {"productFamily": "System Operation", "volumeApiName": "gp3"}, "8.0000000000", "IOPS-Mo"),
     ("AmazonEC2", {"productFamily": "Storage", "volumeApiName": "gp2"}, "8.1000000000", "GB-Mo"),
-    ("AWSELB", {"productFamily": "Load Balancer-Application", "group": "ELB:Balancer"}, "8.2000000000", "Hrs"),
-    ("AWSELB", {"productFamily": "Load Balancer", "group": "ELB:DataProcessed"}, "8.3000000000", "GB"),
+    ("AmazonEC2", {"productFamily": "System Operation", "volumeApiName": "io1"}, "8.0000000000", "IOPS-Mo"),
+    ("AmazonEC2", {"productFamily": "Provisioned Throughput", "volumeApiName": "io2"}, "8.6000000000", "GiBps-mo"),
+    ("AWSELB", {**REGIONAL["clb"][1], "productFamily": "Load Balancer-Application"}, "8.2000000000", "Hrs"),
+    ("AWSELB", {**REGIONAL["clb_data"][1], "productFamily": "Load Balancer-Application"}, "8.3000000000", "GB"),
     ("AmazonEKS", {"productFamily": "Other", "operation": "CreateOperation"}, "8.4000000000", "Hrs"),
     ("AmazonEKS", {"productFamily": "Other", "operation": "ExtendedSupport"}, "8.5000000000", "Hrs"),
 ]
@@ -313,20 +335,20 @@ ALWAYS_ON = {"perLearnerTerm", "emptyLabPerHour", "emptyLabTerm"}
 TODAY = r"\d{4}-\d{2}-\d{2}"
 
 
+GP3_LIVE = rf"eu-west-1 gp3 GB-month, IOPS-month and MiB/s-month \(GiB/s-month / 1024\) of {TODAY}, AWS Price List API"
+CLB_LIVE = rf"eu-west-1 Classic Load Balancer-hour and GB processed of {TODAY}, AWS Price List API"
+
+
 def test_every_line_of_a_eu_west_1_preview_is_priced_from_eu_west_1_with_its_sources(market):
     run = live(EVERY_LINE)
     lines = priced_lines(run.outputs["labs"]["intro"]["cost"])
     assert set(lines) == LINES
     for key, line in lines.items():
         assert line["region"] == "eu-west-1", key
-        sources = [
-            rf"eu-west-1 on-demand prices of {TODAY}, AWS Price List API",
-            rf"eu-west-1 gp3 GB-month of {TODAY}, AWS Price List API \(IOPS and MiB/s above the included: us-east-1 "
-            r"list\)",
-        ]
+        sources = [rf"eu-west-1 on-demand prices of {TODAY}, AWS Price List API", GP3_LIVE]
         if key in ALWAYS_ON:
             sources += [
-                rf"eu-west-1 Classic Load Balancer-hour of {TODAY}, AWS Price List API",
+                CLB_LIVE,
                 rf"eu-west-1 EKS cluster-hour, extended support's added to it for the extended price, of {TODAY}, "
                 "AWS Price List API",
             ]
@@ -341,48 +363,90 @@ def test_every_line_of_a_eu_west_1_preview_is_priced_from_eu_west_1_with_its_sou
     assert run.outputs["labs"]["intro"]["cost"]["pricesFrom"] == run.outputs["cost"]["pricesFrom"]
     # eu-west-1's mocked load balancer-hour, 0.031, plus the database volume (us-east-1's list has 0.025).
     assert run.outputs["cost"]["perHour"]["hub"] > 0.031
+    # The rate of the data the hub's load balancer processes, eu-west-1's (the us-east-1 list has 0.008).
+    data = run.outputs["cost"]["loadBalancerDataPerGb"]
+    assert (data["usd"], data["region"]) == (0.0093, "eu-west-1")
+    assert re.fullmatch(CLB_LIVE, data["source"]), data
     # The workspace's prices are asked of eu-west-1 (unpriced here: the mock's catalogue has none), never borrowed.
     assert run.outputs["cost"]["meter"]["pricesFrom"] == "eu-west-1, AWS Price List API"
 
 
+def test_a_root_volume_above_gp3s_included_performance_is_priced_at_the_regions_iops_and_throughput(market):
+    root = {"sizeGib": 100, "iops": 6000, "throughputMibps": 500}
+    values = stack_values(**{"gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3, rootVolume=root)}})
+    cost = live(values).outputs["labs"]["intro"]["cost"]
+    # eu-west-1's mocked gp3: 100 GiB x 0.097 + (6000 - 3000) IOPS x 0.0061 + (500 - 125) MiB/s x 46.08 / 1024
+    # = 9.7 + 18.3 + 16.875 = 44.875 USD a month, / 730 hours = 0.06147 per node-hour (the us-east-1 list: 38 / 730
+    # = 0.0521).
+    assert cost["rootVolumePerNodeHour"] == 0.0615
+    assert re.search(GP3_LIVE, cost["source"]), cost["source"]
+
+
 @pytest.mark.parametrize(
-    ("left_out", "group", "listed"),
+    ("left_out", "group", "listed", "missing"),
     [
-        ({"gp3"}, "EBS", "us-east-1 gp3 list prices"),
-        ({"clb"}, "load balancer", "aws.amazon.com/elasticloadbalancing/pricing"),
-        ({"extended"}, "EKS", "AWS Containers blog"),
+        ({"gp3"}, "EBS", "us-east-1 gp3 list prices", "gp3 GB-month"),
+        ({"gp3_iops"}, "EBS", "us-east-1 gp3 list prices", "gp3 IOPS-month"),
+        ({"gp3_throughput"}, "EBS", "us-east-1 gp3 list prices", "gp3 GiB/s-month"),
+        ({"clb"}, "load balancer", "aws.amazon.com/elasticloadbalancing/pricing", "Classic Load Balancer-hour"),
+        ({"clb_data"}, "load balancer", "aws.amazon.com/elasticloadbalancing/pricing", "Classic Load Balancer GB"),
+        ({"extended"}, "EKS", "AWS Containers blog", "EKS extended support-hour"),
     ],
 )
-def test_a_price_missing_in_the_region_is_the_us_east_1_lists_said_so(market, left_out, group, listed):
+def test_a_price_missing_in_the_region_is_the_us_east_1_lists_said_so(market, left_out, group, listed, missing):
     LEFT_OUT.update(left_out)
     run = live(EVERY_LINE)
     others = ", ".join(g for g in ("instances", "EBS", "load balancer", "EKS") if g != group)
     assert run.outputs["cost"]["pricesFrom"] == f"eu-west-1 ({others}); us-east-1 list ({group})"
     line = run.outputs["labs"]["intro"]["cost"]["emptyLabPerHour"]
     assert line["region"] == f"eu-west-1 ({others}); us-east-1 ({group})"
-    said = f"{listed}[^;]*; no eu-west-1 price from the AWS Price List API \\([^)]*{re.escape(NOT_FOUND)}\\)"
+    said = f"{listed}[^;]*; no eu-west-1 price from the AWS Price List API \\({missing}[^)]*{re.escape(NOT_FOUND)}\\)"
     assert re.search(said, line["source"]), line["source"]
     assert line["source"].endswith(f"; {group} priced from the us-east-1 list, not eu-west-1")
 
 
-GROUPS = {"GP3_STORAGE": "EBS", "CLB_HOUR": "load balancer", "EKS_CLUSTER_HOUR": "EKS", "EKS_EXTENDED_ADDED": "EKS"}
+def test_the_load_balancers_data_rate_missing_in_the_region_is_the_us_east_1_lists_said_so(market):
+    LEFT_OUT.add("clb_data")
+    data = live(EVERY_LINE).outputs["cost"]["loadBalancerDataPerGb"]
+    assert (data["usd"], data["region"]) == (0.008, "us-east-1")
+    assert data["source"].endswith("; load balancer priced from the us-east-1 list, not eu-west-1"), data
+
+
+GROUPS = {
+    "GP3_STORAGE": "EBS",
+    "GP3_IOPS": "EBS",
+    "GP3_THROUGHPUT": "EBS",
+    "CLB_HOUR": "load balancer",
+    "CLB_DATA": "load balancer",
+    "EKS_CLUSTER_HOUR": "EKS",
+    "EKS_EXTENDED_ADDED": "EKS",
+}
 
 
 @pytest.mark.parametrize(
     ("wanted", "attribute"),
-    [(w, a) for w in GROUPS for a in getattr(regional_prices, w)[1]],
+    [(w, a) for w in GROUPS for a in getattr(regional_prices, w).attributes],
 )
 def test_a_filter_lost_matches_several_products_and_is_said(market, monkeypatch, wanted, attribute):
     """Planted: each filter of the program's EBS, load balancer and EKS look-ups lost in turn; the mocked Price List
-    API then holds two products for it, as AWS does, and the group is the list's, said so."""
-    service, attributes, unit = getattr(regional_prices, wanted)
-    monkeypatch.setattr(
-        regional_prices, wanted, (service, {k: v for k, v in attributes.items() if k != attribute}, unit)
-    )
+    API then holds several products for it, as AWS does, and the group is the list's, said so."""
+    product = getattr(regional_prices, wanted)
+    kept = {k: v for k, v in product.attributes.items() if k != attribute}
+    monkeypatch.setattr(regional_prices, wanted, product._replace(attributes=kept))
     run = live(EVERY_LINE)
     assert f"us-east-1 list ({GROUPS[wanted]})" in run.outputs["cost"]["pricesFrom"]
     source = run.outputs["labs"]["intro"]["cost"]["emptyLabPerHour"]["source"]
-    assert NOT_PRECISE.format(2) in source, source
+    assert re.search(f"{product.name}: [^)]*{NOT_PRECISE.format('[2-9]')}", source), source
+
+
+def test_a_lost_region_filter_matches_several_products_and_is_said(market, monkeypatch):
+    """Planted: regionCode lost from every EBS, load balancer and EKS look-up; the mocked Price List API holds each
+    product in two regions, and every such group is the list's, said so."""
+    asks = regional_prices.filters
+    monkeypatch.setattr(regional_prices, "filters", lambda wanted, region: asks(wanted, region)[1:])
+    run = live(EVERY_LINE)
+    assert run.outputs["cost"]["pricesFrom"] == "eu-west-1 (instances); us-east-1 list (EBS, load balancer, EKS)"
+    assert NOT_PRECISE.format(2) in run.outputs["cost"]["loadBalancerDataPerGb"]["source"]
 
 
 def test_every_line_of_a_eu_west_1_render_says_it_is_priced_from_us_east_1():

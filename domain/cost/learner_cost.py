@@ -23,12 +23,11 @@ price (an instance type without one).
 
 import datetime
 from collections.abc import Mapping
-from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 from domain.cost.lab_cost import rounded, usd
-from domain.cost.price_book import PriceBook
+from domain.cost.price_book import PriceBook, Where
 from domain.cost.prices import HOURS_PER_MONTH
 from domain.cost.stack_cost import ALL_TERM, CLASSES, MONTH, term_usd
 
@@ -42,52 +41,25 @@ NODE_HOURS = {
 }
 
 
-@dataclass(frozen=True)
-class Prices:
-    """Where a line's prices are from: the regions and sources, saying so when they are not the stack's region's."""
-
-    region: str
-    source: str
-
-
-def prices(book: PriceBook, stack_region: str, always_on: bool = False) -> Prices:
+def prices(book: PriceBook, stack_region: str, always_on: bool = False) -> Where:
     """The regions and sources of a line at `book`'s prices: the instances' and the disks', and with `always_on` also
-    the control plane's and the load balancer's. A region other than the stack's is said, with why."""
-    origins = book.origins(always_on)
-    by_region: dict[str, list[str]] = {}
-    for name, origin in origins.items():
-        by_region.setdefault(origin.region, []).append(name)
-    region = (
-        next(iter(by_region))
-        if len(by_region) == 1
-        else "; ".join(f"{where} ({', '.join(names)})" for where, names in by_region.items())
-    )
-    sources = [origin.source for origin in origins.values()]
-    elsewhere = [r for r in by_region if r != stack_region]
-    if elsewhere and not book.live:
-        sources.append(
-            f"priced from {' and '.join(elsewhere)}, not {stack_region}: gpulab has no {stack_region} prices offline "
-            f"(`pulumi preview` prices them in {stack_region})"
-        )
-    elif elsewhere:
-        borrowed = [n for n, o in origins.items() if o.region != stack_region]
-        sources.append(f"{', '.join(borrowed)} priced from the {' and '.join(elsewhere)} list, not {stack_region}")
-    return Prices(region, "; ".join(sources))
+    the control plane's and the load balancer's."""
+    return book.where(stack_region, book.origins(always_on))
 
 
-def _where(where: Mapping[str, Any] | Prices) -> dict[str, str]:
-    """A line's `region` and `source`, from Prices or from another line that has them."""
-    region, source = (where.region, where.source) if isinstance(where, Prices) else (where["region"], where["source"])
+def _where(where: Mapping[str, Any] | Where) -> dict[str, str]:
+    """A line's `region` and `source`, from Where or from another line that has them."""
+    region, source = (where.region, where.source) if isinstance(where, Where) else (where["region"], where["source"])
     return {"region": region, "source": source}
 
 
-def _line(amount: Decimal | None, where: Mapping[str, Any] | Prices, counts: str) -> dict[str, Any]:
+def _line(amount: Decimal | None, where: Mapping[str, Any] | Where, counts: str) -> dict[str, Any]:
     figure = None if amount is None else rounded(amount, ROUND_CEILING)
     return {"usd": figure, **_where(where), "counts": counts}
 
 
 def empty_lab(
-    always_on: float | None, seats: int, all_seats: int, where: Prices, parts: str = "control plane, system nodes, hub"
+    always_on: float | None, seats: int, all_seats: int, where: Where, parts: str = "control plane, system nodes, hub"
 ) -> dict[str, Any]:
     """The emptyLabPerHour line: the lab's share, by learner seats, of `always_on` USD per hour."""
     amount = None if always_on is None else Decimal(str(always_on)) * seats / all_seats
@@ -99,7 +71,7 @@ def empty_lab(
     return _line(amount, where, counts)
 
 
-def empty_lab_term(always_on: float | None, seats: int, all_seats: int, where: Prices) -> dict[str, Any]:
+def empty_lab_term(always_on: float | None, seats: int, all_seats: int, where: Where) -> dict[str, Any]:
     """The emptyLabTerm line: the lab's share, by learner seats, of `always_on` USD over the stack's term (a 730-hour
     month without one: domain/cost/stack_cost.py StackCost.always_on_in_term)."""
     amount = None if always_on is None else Decimal(str(always_on)) * seats / all_seats
@@ -121,13 +93,13 @@ def always_on_hours(term: Mapping[str, Any]) -> int:
 
 
 def with_at_most(
-    cost: Mapping[str, Any], amount: float | None, basis: str, how: str, seats: int, where: Prices | None = None
+    cost: Mapping[str, Any], amount: float | None, basis: str, how: str, seats: int, where: Where | None = None
 ) -> dict[str, Any]:
     """The `labs.<lab>.cost` output `cost` with `amount` as its atMostPerHour (`basis` PLANNER or BOUND, `how` what
     it is made of) and the figures that follow from it: the term's USD, perLearnerHour and perLearnerTerm over `seats`.
     `cost` must hold `term` and `emptyLabTerm`; the hourly lines keep its atMostPerHour's regions and sources, or
     take `where`'s; perLearnerTerm those of emptyLabTerm, which adds the always-on parts' sources."""
-    where_from: Mapping[str, Any] | Prices = where if where is not None else cost["atMostPerHour"]
+    where_from: Mapping[str, Any] | Where = where if where is not None else cost["atMostPerHour"]
     at_most = None if amount is None else Decimal(str(amount))
     # The term's and the warm-ups' USD are the lab's nodes at the prices of atMostPerHour: they name its region and
     # source, as every priced line does.

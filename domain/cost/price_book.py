@@ -8,7 +8,7 @@ regional_prices.py), else the us-east-1 list's, saying why. Each figure says whi
 another region without saying so, and a type without a price in the region is named, never priced.
 """
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -81,6 +81,15 @@ UNPRICED_OFFLINE = "unpriced offline: no AWS source here"
 
 
 @dataclass(frozen=True)
+class Where:
+    """Where a priced line's prices are from, as each such line of the outputs names them: the regions and the
+    sources, saying so when they are not the stack's region's."""
+
+    region: str
+    source: str
+
+
+@dataclass(frozen=True)
 class PriceBook:
     """Prices of one region on one day. Each group of prices names its own region (Origin): a live preview reads
     each group in the stack's region where the Price List API answers, else that group is domain/cost/prices.py's,
@@ -94,10 +103,11 @@ class PriceBook:
     missing: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # EC2's current spot price by instance type and availability zone; empty offline.
     spot: Mapping[str, Mapping[str, SpotPrice]] = field(default_factory=lambda: MappingProxyType({}))
-    # The EBS, ELB and EKS prices, each with where it is from.
+    # The EBS, ELB and EKS prices, each group with where it is from.
     gp3: Gp3 = Gp3(prices.GP3_USD_PER_GB_MONTH, prices.GP3_USD_PER_IOPS_MONTH, prices.GP3_USD_PER_MIBPS_MONTH)
     gp3_from: Origin = GP3_LIST
     clb_per_hour: str = prices.CLB_USD_PER_HOUR
+    clb_per_gb: str = prices.CLB_USD_PER_GB  # USD per GB the load balancer processes
     clb_from: Origin = CLB_LIST
     eks_per_hour: Mapping[str, str] = field(default_factory=lambda: prices.EKS_USD_PER_CLUSTER_HOUR)
     eks_from: Origin = EKS_LIST
@@ -111,6 +121,30 @@ class PriceBook:
         if always_on:
             groups |= {"load balancer": self.clb_from, "EKS": self.eks_from}
         return groups
+
+    def where(self, stack_region: str, groups: Collection[str]) -> Where:
+        """The regions and sources of a line priced from `groups` (names of origins()): one region, or each with its
+        groups; a region other than the stack's is said, with why."""
+        origins = {name: origin for name, origin in self.origins().items() if name in groups}
+        by_region: dict[str, list[str]] = {}
+        for name, origin in origins.items():
+            by_region.setdefault(origin.region, []).append(name)
+        region = (
+            next(iter(by_region))
+            if len(by_region) == 1
+            else "; ".join(f"{where} ({', '.join(names)})" for where, names in by_region.items())
+        )
+        sources = [origin.source for origin in origins.values()]
+        elsewhere = [r for r in by_region if r != stack_region]
+        if elsewhere and not self.live:
+            sources.append(
+                f"priced from {' and '.join(elsewhere)}, not {stack_region}: gpulab has no {stack_region} prices "
+                f"offline (`pulumi preview` prices them in {stack_region})"
+            )
+        elif elsewhere:
+            borrowed = [n for n, o in origins.items() if o.region != stack_region]
+            sources.append(f"{', '.join(borrowed)} priced from the {' and '.join(elsewhere)} list, not {stack_region}")
+        return Where(region, "; ".join(sources))
 
     def spot_line(self, instance_type: str) -> dict[str, Any]:
         """What a spot node of `instance_type` costs an hour, as `labs.<lab>.cost.spot` says it: `usdPerHour`,

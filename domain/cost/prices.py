@@ -105,9 +105,16 @@ EKS_USD_PER_CLUSTER_HOUR = MappingProxyType({"standard": "0.10", "extended": "0.
 EKS_PRICE_SOURCE = "AWS Containers blog, Amazon EKS extended support for Kubernetes versions pricing (2024)"
 # When a version leaves standard support, and so when the extended price starts: domain/upstream/eks_calendar.py.
 
-# The hub's Classic Load Balancer (components/jupyterhub/values.py), USD per load-balancer-hour in us-east-1; data
-# processed (per GB) is not counted. The commonly quoted figure of aws.amazon.com/elasticloadbalancing/pricing ("each
-# hour or partial hour that a Classic Load Balancer is running"): the stored copy of that page does not show the
-# amounts, so it is not confirmed here.
+# The hub's Classic Load Balancer (components/jupyterhub/values.py) in us-east-1, USD per load-balancer-hour and per GB
+# of data it processes. AWS's Classic Load Balancer pricing page (stored copy of aws.amazon.com/elasticloadbalancing/
+# classicloadbalancer/pricing, CONFIRMED there): "You are charged for each hour or partial hour that a Classic Load
+# Balancer is running and for each GB of data transferred through your load balancer"; the stored copy does not show
+# the amounts. 0.025 per hour and 0.008 per GB are the commonly quoted us-east-1 figures (REPORTED: e.g. a third party's
+# fixture of the AWSELB product "Data processed by Classic Load Balancer", unit GB, USD 0.008, search index id
+# 53018500912), not confirmed here. The data processed is a rate only: gpulab does not know the hub's traffic, so no
+# hourly figure counts it (domain/cost/stack_cost.py, loadBalancerDataPerGb).
 CLB_USD_PER_HOUR = "0.025"
-CLB_PRICE_SOURCE = "aws.amazon.com/elasticloadbalancing/pricing, Classic Load Balancer-hour (not confirmed here)"
+CLB_USD_PER_GB = "0.008"
+CLB_PRICE_SOURCE = (
+    "aws.amazon.com/elasticloadbalancing/pricing, Classic Load Balancer-hour and GB processed (not confirmed here)"
+)

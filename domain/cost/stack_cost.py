@@ -6,12 +6,13 @@ bound of what the parts can cost at the prices of the PriceBook; a part that can
 a price) is None, and so is the total, with a note that says why: a total that left a part out would read as a bill.
 What no part counts (data transfer, NAT, the load balancer's data processed, the KMS key, SQS, logs, the metrics
 workspace, learners' home volumes) is listed in docs/cost.md; the metrics workspace's volumes are beside the total
-(domain/cost/meter_cost.py).
+(domain/cost/meter_cost.py), and so is the rate of the load balancer's data processed (loadBalancerDataPerGb), which
+has a price but no quantity here.
 """
 
 import datetime
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
@@ -62,6 +63,8 @@ class StackCost:
     notes: Mapping[str, str]  # PARTS: what the part counts, or why it has no price
     day: datetime.date  # the day of the hourly figures, and the first of the month's
     control_plane: ControlPlane
+    # Priced lines beside the parts, each {usd, region, source, counts}: rates with no quantity to multiply here.
+    rates: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def total(self) -> float | None:
@@ -106,7 +109,13 @@ class StackCost:
         if monthly["total"] is not None:
             others = [monthly[p] for p in PARTS if p != "controlPlane"]
             monthly["total"] = _sum([month_of_plane, *(m for m in others if m is not None)])
-        return {"region": self.region, "pricesFrom": self.prices_from, "perHour": hourly, "perMonth": monthly}
+        return {
+            "region": self.region,
+            "pricesFrom": self.prices_from,
+            "perHour": hourly,
+            "perMonth": monthly,
+            **self.rates,
+        }
 
 
 def per_month(per_hour: float | None) -> float | None:
@@ -166,9 +175,22 @@ def hub(database_gib: int | None, book: PriceBook) -> tuple[float, str]:
     volume = root_volume_per_hour(Volume(database_gib, GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS, encrypted=True), book.gp3)
     amount = Decimal(book.clb_per_hour) + volume
     return _up(amount), (
-        f"Classic Load Balancer ({book.clb_per_hour} USD per hour, {book.clb_from.where}; data processed not counted) "
-        f"and the {database_gib} GiB database volume; learners' home volumes not counted"
+        f"Classic Load Balancer ({book.clb_per_hour} USD per hour, {book.clb_from.where}; data processed not counted: "
+        f"loadBalancerDataPerGb) and the {database_gib} GiB database volume; learners' home volumes not counted"
     )
+
+
+def load_balancer_data(book: PriceBook, stack_region: str) -> dict[str, Any]:
+    """The loadBalancerDataPerGb line: what the hub's Classic Load Balancer costs per GB it processes, a rate only
+    (how much learners' sessions move through it is not known here), with the region and source of its price."""
+    where = book.where(stack_region, ("load balancer",))
+    return {
+        "usd": float(Decimal(book.clb_per_gb)),
+        "region": where.region,
+        "source": where.source,
+        "counts": "per GB transferred through the hub's Classic Load Balancer; a rate, in no hourly, monthly or term "
+        "figure (gpulab does not know the hub's traffic)",
+    }
 
 
 def labs_ceiling(ceilings: Mapping[str, float | None]) -> tuple[float | None, str]:
@@ -210,6 +232,7 @@ def stack_cost(
         {name: note for name, (_, note) in parts.items()},
         day,
         plane,
+        {} if database_gib is None else {"loadBalancerDataPerGb": load_balancer_data(book, region)},
     )
 
 
