@@ -40,13 +40,23 @@ TAG_FILTER = "TagKeyValue"
 NOTIFICATIONS = (("ACTUAL", 80), ("ACTUAL", 100), ("FORECASTED", 100))
 
 
+# A term's budget is deleted by AWS after the term's end (domain/stack/budgets.py LabBudget.aws_time_period), while
+# Pulumi's state still holds it: updating it to the next term's span would call UpdateBudget on a budget that is gone,
+# and fail. A new end therefore replaces it, the old one deleted first (the same name cannot be made twice in an
+# account; the provider takes a budget already gone as deleted, NotFoundException, hashicorp/terraform-provider-aws
+# internal/service/budgets/budget.go resourceBudgetDelete, read at commit 01d5888a, REPORTED for the version
+# pulumi-aws 7.51.1 bridges). A term moved while it runs gets a new budget too: AWS
+# counts it from its billing data again, and an alert already sent this month may be sent again.
+NEXT_TERM = pulumi.ResourceOptions(replace_on_changes=["timePeriodEnd"], delete_before_replace=True)
+
+
 def tag_filter_value(lab_name: str) -> str:
     return f"user:{LAB_LABEL}${lab_name}"
 
 
 class LabBudgets(pulumi.ComponentResource):
     """One monthly cost budget per entry of `budgets` (by lab name; a term's at the term's pace, LabBudget.
-    aws_monthly_limit) with the alerts of NOTIFICATIONS; with
+    aws_monthly_limit, over the term's span only) with the alerts of NOTIFICATIONS; with
     `activate`, the activation of the lab tag for cost allocation, after the budgets and every resource of `after` (the
     stack's other components)."""
 
@@ -74,6 +84,8 @@ class LabBudgets(pulumi.ComponentResource):
                     time_unit="MONTHLY",
                     limit_amount=limit_amount(budget.aws_monthly_limit()),
                     limit_unit="USD",
+                    time_period_start=window[0] if (window := budget.aws_time_period()) else None,
+                    time_period_end=window[1] if window else None,
                     cost_filters=[
                         aws.budgets.BudgetCostFilterArgs(name=TAG_FILTER, values=[tag_filter_value(lab_name)])
                     ],
@@ -88,7 +100,7 @@ class LabBudgets(pulumi.ComponentResource):
                         )
                         for kind, percent in NOTIFICATIONS
                     ],
-                    opts=child,
+                    opts=pulumi.ResourceOptions.merge(child, NEXT_TERM),
                 )
             )
         if activate:

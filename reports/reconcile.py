@@ -8,8 +8,8 @@ you've used" in the budget's current period, AWS Budgets API Reference, Calculat
 AWS budget components/lab_budgets.py makes. The meter's is the same month's spend as the hub's spend gate counts it,
 from the metrics workspace (its alias gpulab-<cluster>, amp:ListWorkspaces; the Prometheus query API, aps:QueryMetrics,
 signed with SigV4): the lab's nodes at the list prices, each minute the meter ran without the lab's spend counted at
-its ceiling (components/jupyterhub/spend_gate.py). For a term budget the meter's term so far is shown too: AWS
-Budgets watches the term month by month (docs/cost.md).
+its ceiling (components/jupyterhub/spend_gate.py). For a term budget the meter's term so far is shown too, while the
+term lasts: AWS Budgets watches the term month by month, and deletes its budget at the term's end (docs/cost.md).
 
 The two are not expected to agree: AWS counts what it bills for the resources tagged gpulab.dev/lab from the day the
 tag is active, hours behind (billing data up to three times a day); the meter counts Karpenter's nodes at list
@@ -105,9 +105,16 @@ class Row:
     meter: Meter | None  # None: no meter
     term: Meter | None  # a term budget's term so far
     budget: LabBudget
+    ended: bool = False  # a term budget's term is over: AWS has deleted its budget (LabBudget.aws_time_period)
 
     def lines(self, name: str) -> list[str]:
-        aws = "no AWS budget of that name (`pulumi up` makes it)" if self.aws is None else f"{self.aws:.2f} USD"
+        if self.aws is not None:
+            aws = f"{self.aws:.2f} USD"
+        elif self.ended:
+            assert self.budget.end is not None
+            aws = f"no AWS budget of that name (AWS deleted it at the term's end, {self.budget.end:%Y-%m-%d %H:%M} UTC)"
+        else:
+            aws = "no AWS budget of that name (`pulumi up` makes it)"
         if self.meter is None:
             meter = "no meter (gpulab:metrics unset, or no workspace)"
         else:
@@ -165,9 +172,16 @@ def rows(settings: domain.stack.Settings, account: str, aws: Aws, at: datetime.d
         meter = term = None
         if workspace is not None:
             meter = _meter(aws, workspace, lab, since, at)
-            if budget.period != MONTH and budget.start is not None and budget.start < at:
+            # The meter's spend is counted back from now: a term over is not added up, its samples past it.
+            if (
+                budget.period != MONTH
+                and budget.start is not None
+                and budget.end is not None
+                and budget.start < at < budget.end
+            ):
                 term = _meter(aws, workspace, lab, budget.start, at)
-        yield Row(lab, actual, meter, term, budget)
+        ended = budget.period != MONTH and budget.end is not None and budget.end <= at
+        yield Row(lab, actual, meter, term, budget, ended)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

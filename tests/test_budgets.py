@@ -296,6 +296,26 @@ def test_a_number_is_per_term_for_a_lab_whose_classes_have_one_and_aws_watches_i
     )
 
 
+def test_a_term_budget_counts_only_within_its_term_and_a_month_budget_has_no_end():
+    """AWS Budgets gets the term's span as the budget's TimePeriod, in UTC: it counts no month before the term nor after
+    it (and deletes the budget after its end). A New York term from Monday 4 January 2027 (warm-up 23:40 on 3 January,
+    04:40 UTC on 4 January) to Monday 22 March (its midnight after, 04:00 UTC on 23 March: New York is on daylight
+    time from 14 March). A term's new end replaces the budget, the old deleted first; a month's budget has no span."""
+    values = termed(1000, term={"start": "2027-01-04", "end": "2027-03-22"})
+    values["gpulab:labs"]["intro"]["classes"][0]["timeZone"] = "America/New_York"
+    values["gpulab:labs"]["advanced"] = lab(["g5.xlarge"], 2, budget=250)
+    run = run_values(values)
+    budgets = {r.name: r for r in run.of_type(BUDGET)}
+    term, month = budgets["budgets-intro"], budgets["budgets-advanced"]
+    assert (term.inputs["timePeriodStart"], term.inputs["timePeriodEnd"]) == ("2027-01-04_04:40", "2027-03-23_04:00")
+    assert run.outputs["labs"]["intro"]["cost"]["budget"]["until"] == "2027-03-23T04:00:00Z"
+    # The forecast alert stays: within the term it is the month's forecast against the month's pace.
+    assert ("FORECASTED", 100) in [(n["notificationType"], n["threshold"]) for n in term.inputs["notifications"]]
+    assert term.replacement_options == ("replaceOnChanges: timePeriodEnd", "deleteBeforeReplace")
+    assert "timePeriodStart" not in month.inputs and "timePeriodEnd" not in month.inputs
+    assert (month.inputs["timeUnit"], month.inputs["limitAmount"]) == ("MONTHLY", "250.00")
+
+
 def test_a_term_from_a_monday_the_1st_at_midnight_keeps_its_warm_up_on_the_last_day_of_february():
     """The warm-up of a class at 00:00 on 1 March 2027 falls at 23:40 on 28 February: the term, the spend the hub
     adds up and the months AWS watches begin there."""
@@ -306,6 +326,7 @@ def test_a_term_from_a_monday_the_1st_at_midnight_keeps_its_warm_up_on_the_last_
     assert run.outputs["labs"]["intro"]["cost"]["budget"]["from"] == "2027-02-28T23:40:00Z"
     (budget,) = run.of_type(BUDGET)
     assert budget.inputs["limitAmount"] == pace(300, start, end, datetime.timedelta(days=29))
+    assert budget.inputs["timePeriodStart"] == "2027-02-28_23:40"
 
 
 def test_a_term_lab_may_keep_a_monthly_budget():

@@ -155,6 +155,24 @@ def test_a_budget_aws_does_not_have_is_said_not_compared(tmp_path, capsys):
     assert not any(line.startswith("reconcile: intro: difference") for line in lines)
 
 
+def test_a_term_over_says_aws_deleted_its_budget_and_adds_no_term_up(tmp_path, capsys):
+    """vision's term ended at midnight after Monday 30 November 2026: AWS deleted its budget then (its TimePeriod's
+    end), and the meter's term, counted back from now, is not added up."""
+    values = yaml.safe_load(yaml.safe_dump(VALUES))
+    values["gpulab:labs"]["vision"]["classes"][0]["term"] = {"start": "2026-09-07", "end": "2026-11-30"}
+    recorded = answers()
+    recorded["budgets:DescribeBudget"][f"{ACCOUNT} lab-test-vision"] = {
+        "Error": {"Code": "NotFoundException", "Message": "Unable to get budget: lab-test-vision"}
+    }
+    status, lines, _ = reconcile_of(tmp_path, capsys, recorded, values)
+    assert status == 0
+    assert (
+        "reconcile: vision: AWS Budgets (lab-test-vision) no AWS budget of that name (AWS deleted it at the term's "
+        "end, 2026-12-01 00:00 UTC); meter 140.00 USD" in lines
+    )
+    assert not any("vision: the term so far" in line for line in lines)
+
+
 def test_a_stack_without_the_meter_shows_aws_alone(tmp_path, capsys):
     values = {k: v for k, v in VALUES.items() if k != "gpulab:metrics"}
     status, lines, _ = reconcile_of(tmp_path, capsys, answers(), values)

@@ -130,7 +130,8 @@ class LabBudget:
     def aws_monthly_limit(self) -> float:
         """The monthly limit of the lab's AWS Budgets budget. AWS Budgets resets a cost budget each DAILY, MONTHLY,
         QUARTERLY or ANNUALLY period (pulumi-aws 7.51.1 budgets.Budget time_unit; the API reference also lists CUSTOM,
-        which neither it nor the pinned provider describes), so a term is watched month by month, at the term's pace:
+        which neither it nor the pinned provider describes), so a term is watched month by month within the term's span
+        (aws_time_period), at the term's pace:
         each month may spend the share of the amount that the term's fullest UTC month holds of its hours, rounded up
         to a cent. A month over it is ahead of the pace; the term's total is the hub's spend gate's and the meter's
         alert's to watch (components/jupyterhub/spend_gate.py, components/metrics/recording_rules.py)."""
@@ -141,6 +142,29 @@ class LabBudget:
         total = Decimal(int((self.end - self.start).total_seconds())) / 3600
         share = Decimal(str(self.amount)) * hours / total
         return float(share.quantize(Decimal("0.01"), rounding=ROUND_CEILING))
+
+    def aws_time_period(self) -> tuple[str, str] | None:
+        """The start and end of the lab's AWS Budgets budget, UTC, as pulumi-aws 7.51.1 budgets.Budget takes them
+        (time_period_start, time_period_end): a term's span, so that the budget counts no month before the term and
+        none after it; None for a month (AWS's default: from the month the budget is made, with no end). AWS deletes a
+        budget, with its notifications, after its end (AWS Budgets API Reference, TimePeriod), so a term's budget is
+        gone once the term is; components/lab_budgets.py makes the next term's."""
+        if self.period == MONTH:
+            return None
+        assert self.start is not None and self.end is not None
+        return _aws_time(self.start), _aws_time(self.end)
+
+
+# The time format of pulumi-aws 7.51.1 budgets.Budget time_period_start and time_period_end ("Format:
+# `2017-01-01_12:00`", pulumi_aws/budgets/budget.py), in UTC: the bridged provider parses it with the Go layout
+# "2006-01-02_15:04", which carries no zone (hashicorp/terraform-provider-aws internal/service/budgets/budget.go,
+# timePeriodLayout, read at commit 01d5888a; the provider version pulumi-aws 7.51.1 bridges was not read). CONFIRMED
+# in the SDK, REPORTED for the layout. A term's instants fall on whole minutes (warm-ups are minutes, zone offsets too).
+AWS_TIME_FORMAT = "%Y-%m-%d_%H:%M"
+
+
+def _aws_time(moment: datetime.datetime) -> str:
+    return moment.astimezone(datetime.UTC).strftime(AWS_TIME_FORMAT)
 
 
 def _hours_by_month(start: datetime.datetime, end: datetime.datetime) -> dict[tuple[int, int], Decimal]:
