@@ -345,5 +345,10 @@ def stops(settings: Settings) -> str:
         "to let them start): the spend it reads is the lab's nodes at the list prices since its budget's period "
         "(term or month) began, "
         "from the metrics workspace, a minute or two behind"
+        + (
+            "; after a term's end it refuses them too, until the term is extended or the budget made monthly"
+            if any(budget.period == TERM for budget in gated.values())
+            else ""
+        )
         + (f"; {', '.join(others)} not stopped (not on the spawn page)" if others else "")
     )

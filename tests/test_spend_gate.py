@@ -149,16 +149,28 @@ def test_a_learner_is_refused_a_new_server_once_the_labs_budget_is_spent(tmp_pat
         workspace.server.shutdown()
 
 
+def running_term() -> tuple[dict, datetime.datetime]:
+    """A term of 16 Mondays under way today, from the Monday four weeks back (some 106 days, within the 150 the
+    workspace keeps), and its start: the first Monday's 10:00 class warms up at 09:40, so the term begins the midnight
+    before less 20 minutes, at 23:40 UTC on the Sunday."""
+    today = datetime.datetime.now(datetime.UTC).date()
+    first = today - datetime.timedelta(days=today.weekday() + 28)
+    last = first + datetime.timedelta(weeks=15)
+    since = datetime.datetime.combine(first, datetime.time(), datetime.UTC) - datetime.timedelta(minutes=20)
+    return {"start": first.isoformat(), "end": last.isoformat()}, since
+
+
 def test_a_term_budget_refuses_once_the_terms_spend_reaches_it(tmp_path):
-    """A term that began on Monday 7 September 2026 (its warm-up the evening before, UTC): the gate adds the spend up
-    from there, not from the month's start, and says so."""
-    hub, workspace = gated_hub(tmp_path, with_term({"start": "2026-09-07", "end": "2026-12-28"}))
-    since = datetime.datetime(2026, 9, 6, 23, 40, tzinfo=datetime.UTC).timestamp()
+    """A term under way: the gate adds the spend up from the term's start (its warm-up the evening before, UTC), not
+    from the month's start, and says so."""
+    term, start = running_term()
+    hub, workspace = gated_hub(tmp_path, with_term(term))
+    since = start.timestamp()
     try:
         workspace.spend["intro"] = BUDGET
         page = html.unescape(spawn(hub, "ada", "intro"))
         message = (
-            "Lab intro has spent its budget for the term (since 06 September 2026): 100.00 of 100.00 US dollars. New "
+            f"Lab intro has spent its budget for the term (since {start:%d %B %Y}): 100.00 of 100.00 US dollars. New "
             "servers do not start until your teacher raises the lab's budget; servers already running go on."
         )
         assert message in page, page[-3000:]
@@ -166,6 +178,34 @@ def test_a_term_budget_refuses_once_the_terms_spend_reaches_it(tmp_path):
         asked, _unmeasured = [q for q in workspace.queries if 'lab="intro"' in q]
         seconds = int(re.search(r"\[(\d+)s\]", asked)[1])
         assert abs(seconds - (time.time() - since)) < 120
+    finally:
+        hub.close()
+        workspace.server.shutdown()
+
+
+def test_after_its_term_a_labs_learners_are_refused_new_servers_naming_the_terms_end(tmp_path):
+    """A term of Mondays from 1 September to 15 December 2025 ended at midnight after its last day, 00:00 UTC on 16
+    December: however little the workspace says was spent (nothing: the term's samples are past the 150 days it keeps),
+    ada is refused with the term's end and how her teacher goes on, without a query; a server already running goes on,
+    and another lab's learners start."""
+    values = with_term({"start": "2025-09-01", "end": "2025-12-15"})
+    text = " ".join(" ".join(budget_summary(values)).split())
+    assert "after a term's end it refuses them too, until the term is extended or the budget made monthly" in text
+    hub, workspace = gated_hub(tmp_path, values)
+    try:
+        spawn(hub, "grace", "advanced")
+        hub.wait(lambda: hub.servers("grace").get("", {}).get("ready"), "grace's server in lab advanced")
+        workspace.spend["intro"] = 0
+        page = html.unescape(spawn(hub, "ada", "intro"))
+        message = (
+            "Lab intro's term ended on 16 December 2025 at 00:00 UTC, and its budget of 100.00 US dollars was for the "
+            "term (since 31 August 2025). New servers do not start after the term until your teacher extends it (a "
+            "later end for the lab's classes' term) or gives the lab a monthly budget; servers already running go on."
+        )
+        assert message in page, page[-3000:]
+        assert hub.servers("ada") == {}
+        assert hub.servers("grace")[""]["ready"]
+        assert not any('lab="intro"' in q for q in workspace.queries)
     finally:
         hub.close()
         workspace.server.shutdown()
@@ -195,6 +235,7 @@ def test_the_gated_labs_budget_output_and_summary_say_it_stops_new_servers():
         "let them start)"
     ) in text
     assert "the meter's workspace raises LabBudgetMostlySpent at 80% of a lab's budget over its period" in text
+    assert "after a term's end" not in text
 
 
 def test_a_stack_without_a_budget_renders_no_gate():

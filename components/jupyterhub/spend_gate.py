@@ -12,13 +12,18 @@ were so counted. It asks through the hub pod's SigV4 proxy, as the idle-GPU cull
 (components/jupyterhub/culling.py). The teacher lets learners start again by raising the lab's budget (and `pulumi
 up`); for a monthly budget, the month's turn does too.
 
+A term's budget covers the term, [its start, its end): before the start nothing of it is spent and learners start;
+from its end the gate refuses every new server of the lab without asking the workspace, and says the term has ended
+and how the teacher goes on (see term_over).
+
 A workspace that does not answer lets the learner start, and the hub logs why: the AWS Budgets alerts still hear of the
 spend, and a class is not stopped by a metrics outage.
 
 The hub's configuration loads it (components/jupyterhub/spending.py):
 
     c.Spawner.pre_spawn_hook = spend_gate.SpendGate(
-        METRICS_URL, {LAB: {"amount": USD, "period": "month"}, LAB: {"amount": USD, "period": "term", "since": UNIX}},
+        METRICS_URL,
+        {LAB: {"amount": USD, "period": "month"}, LAB: {"amount": USD, "period": "term", "since": UNIX, "until": UNIX}},
         DEFAULT_LAB)
 
 It uses only the Python standard library and tornado, which the hub's image has.
@@ -94,6 +99,29 @@ def refusal(lab: str, spent: float, amount: float, since: float, term: bool, unm
     )
 
 
+def term_over(lab: str, amount: float, since: float, until: float) -> str:
+    """What a learner reads after the lab's term.
+
+    Why refuse rather than start a new window: the budget is an amount for the term (issue #49: "a number of USD per
+    term where the lab has a term"), the answer to a teacher's "what stops it from costing more". After the term no
+    amount was given for: a fresh window would let the lab spend a second budget nobody set, and a sum from the term's
+    start would read low once the workspace drops the term's first samples (150 days, domain/cost/meter_cost.py) and
+    let spawns through. The teacher decides: a later end for the classes' term, or a monthly budget."""
+    return (
+        f"Lab {lab}'s term ended on {datetime.fromtimestamp(until, UTC):%d %B %Y at %H:%M} UTC, and its budget of "
+        f"{amount:.2f} US dollars was for the term (since {datetime.fromtimestamp(since, UTC):%d %B %Y}). New "
+        "servers do not start after the term until your teacher extends it (a later end for the lab's classes' "
+        "term) or gives the lab a monthly budget; servers already running go on."
+    )
+
+
+def refused(message: str) -> web.HTTPError:
+    error = web.HTTPError(403, message)
+    # JupyterHub 5.5 shows an exception's jupyterhub_message on the spawn page (utils.format_exception).
+    error.jupyterhub_message = message  # type: ignore[attr-defined]
+    return error
+
+
 class SpendGate:
     def __init__(self, metrics_url: str, budgets: dict[str, dict], default_lab: str):
         self.metrics_url = metrics_url.rstrip("/")
@@ -136,6 +164,9 @@ class SpendGate:
         if since >= now:  # a term not begun: nothing of it spent yet
             return
         amount = budget["amount"]
+        if term and now >= budget["until"]:
+            log.info("lab %s: refused %s's new server: the term is over", lab, spawner.user.name)
+            raise refused(term_over(lab, amount, since, budget["until"]))
         try:
             spent, unmeasured = await self.spent(lab, since)
         except Exception as error:  # see above: an unanswered query lets the learner start
@@ -144,7 +175,4 @@ class SpendGate:
         if spent >= amount:
             message = refusal(lab, spent, amount, since, term, unmeasured)
             log.info("lab %s: refused %s's new server: %.2f of %.2f USD spent", lab, spawner.user.name, spent, amount)
-            refused = web.HTTPError(403, message)
-            # JupyterHub 5.5 shows an exception's jupyterhub_message on the spawn page (utils.format_exception).
-            refused.jupyterhub_message = message  # type: ignore[attr-defined]
-            raise refused
+            raise refused(message)

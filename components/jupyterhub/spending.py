@@ -18,11 +18,16 @@ CONFIG_NAME = "gpulab-spend-gate"
 
 
 def gate_budgets(budgets: Mapping[str, LabBudget]) -> dict[str, dict[str, Any]]:
-    """The budgets as the gate takes them (spend_gate.py SpendGate): amount in USD, and for a term its start, a Unix
-    time, from which the gate adds the spend up (a month's start is the gate's own to find)."""
+    """The budgets as the gate takes them (spend_gate.py SpendGate): amount in USD, and for a term its start, from
+    which the gate adds the spend up, and its end, from which it refuses (spend_gate.py term_over), Unix times (a
+    month's start is the gate's own to find)."""
     return {
         lab: {"amount": b.amount, "period": b.period}
-        | ({"since": int(b.start.timestamp())} if b.period == TERM and b.start is not None else {})
+        | (
+            {"since": int(b.start.timestamp()), "until": int(b.end.timestamp())}
+            if b.period == TERM and b.start is not None and b.end is not None
+            else {}
+        )
         for lab, b in budgets.items()
     }
 
