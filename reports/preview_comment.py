@@ -33,6 +33,7 @@ from domain.time import utc
 from planner import plan
 from rehearsal import report
 from reports import class_table, cost_diff, cost_report, version_change
+from reports.table import lead_in
 
 # GitHub refuses comments over 65536 characters.
 MAX_COMMENT_CHARS = 65_536
@@ -197,7 +198,12 @@ def main(argv: list[str] | None = None) -> int:
         costs,
         rehearsed,
         refused,
-        cost_report.budgets(stack.settings),
+        # The budget lines, then the warning the render prints of a lab whose nodes may cost more over its budget's
+        # period than the budget (cost_report.budget_warnings), which a reviewer reads here, not in the job's log.
+        [
+            *cost_report.budgets(stack.settings),
+            *(line for warning in cost_report.budget_warnings(labs) for line in lead_in(f"- warning: {warning}")),
+        ],
     )
     sys.stdout.write(body)
     if refused:

@@ -871,3 +871,30 @@ def test_the_comment_shows_the_labs_budgets_as_the_summary_does(tmp_path, zones_
     # Without a budget, none.
     status, out, _ = comment_of(tmp_path, zones_render, TIME_ZONE_STACK, capsys)
     assert not any(line.startswith("lab budgets") for line in out.splitlines())
+
+
+@pytest.mark.parametrize(("amount", "warned"), [(100, True), (2000, False)])
+def test_a_budget_under_the_labs_month_at_its_ceiling_is_warned_in_the_comment(tmp_path, capsys, amount, warned):
+    """The render's warning of a lab whose nodes may cost more over its budget's period than the budget
+    (cost_report.budget_warnings) is under the comment's budget lines, where a reviewer reads it: BASE's intro may cost
+    730 x 2.1128 = 1542.3440 USD a month, above 100 and below 2000."""
+    values = stack_values(
+        **{
+            "gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3, 4, budget=amount)},
+            "gpulab:budgetAlerts": {"emails": ["teacher@example.edu"]},
+        }
+    )
+    (tmp_path / "outputs.json").write_text(json.dumps(run_values(values).outputs))
+    stack_file = tmp_path / "Pulumi.budgeted.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": values}))
+    (tmp_path / "preview.txt").write_text(PREVIEW)
+    files = ["--outputs", str(tmp_path / "outputs.json"), "--preview", str(tmp_path / "preview.txt")]
+    capsys.readouterr()
+    assert preview_comment.main(["--stack", str(stack_file), *files]) == 0
+    text = " ".join(capsys.readouterr().out.splitlines())
+    warning = (
+        "- warning: gpulab:labs.intro.budget: the lab's nodes may cost up to 1542.3440 USD over a 730-hour month at "
+        f"its ceiling (730 hours at atMostPerHour), above its budget of {amount}.00"
+    )
+    assert (warning in text) is warned, text
+    assert text.index("lab budgets (USD;") < (text.index(warning) if warned else len(text))
