@@ -184,7 +184,7 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
         }
         stack_figures = whole(labs_ceilings(costs)).as_output()
         if settings.metrics:
-            stack_figures["meter"] = meter_output(settings.labs, prices, days)
+            stack_figures["meter"] = meter_output(settings, prices, days)
         return costs, stack_figures
 
     found = _at(book, figures)

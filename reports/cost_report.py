@@ -227,7 +227,7 @@ def meter(stack: StackConfig) -> list[str]:
     prices): beside the whole stack's total, not in it. Nothing without gpulab:metrics."""
     if not stack.settings.metrics:
         return []
-    found = meter_output(stack.settings.labs, LIST, term_days(stack.settings.labs))
+    found = meter_output(stack.settings, LIST, term_days(stack.settings.labs))
     jobs = "; ".join(f"{job} {each['series']:,}: {each['counts']}" for job, each in found["seriesByJob"].items())
     priced = "" if found["perMonth"] is None else f"{usd(found['perMonth'])} USD a month for samples and storage; "
     return [

@@ -12,9 +12,11 @@ import yaml
 
 from components.jupyterhub import spend_gate
 from components.metrics import recording_rules as R
+from components.metrics.scrape import scrape_configuration
 from domain.cost.price_book import LIST
 from domain.stack.budgets import LabBudget
 from tests.support.promtool import promtool
+from tests.support.scraped import as_scraped
 from tests.test_metrics_rules import TYPES, planted, sample, settings
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
@@ -123,8 +125,11 @@ def unit_tests(series, expected, alerts, start: str | None = None) -> dict[str, 
 
 
 def run(folder: Path, file: dict[str, Any], tests: dict[str, Any]) -> tuple[int, str]:
+    """promtool test rules of `tests` against `file`, their input series as the stack's scraper keeps them."""
+    s = settings()
+    scraped = as_scraped(tests, scrape_configuration(s.metrics, s.karpenter, file))
     (folder / "rules.yaml").write_text(yaml.safe_dump(file, sort_keys=False))
-    (folder / "tests.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))
+    (folder / "tests.yaml").write_text(yaml.safe_dump(scraped, sort_keys=False))
     done = promtool("test", "rules", "tests.yaml", cwd=folder)
     return done.returncode, done.stdout + done.stderr
 

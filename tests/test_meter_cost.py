@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import pytest
 
+from components.metrics import series as series_module
 from components.metrics.series import dcgm_series_per_gpu, series
 from domain.cost.meter_cost import meter_cost
 from domain.cost.price_book import MeterPrices
@@ -32,22 +33,53 @@ def test_an_exporter_writes_two_series_per_learner_field_and_the_gpus_own():
     assert [dcgm_series_per_gpu(pods) for pods in (0, 1, 3)] == [4, 6, 14]
 
 
+def of(settings, labs=None):
+    """The series of `settings`' cluster, or of `labs` alone on it."""
+    return series(settings.labs if labs is None else labs, settings.metrics, settings.cluster.system_nodes.size)
+
+
 def test_the_series_follow_the_labs_maxgpus_and_slices():
     settings = run_values(METERED).stack.settings
-    found = series(settings.labs)
+    found = of(settings)
     # intro 4 GPUs x 14 + vision 2 x 10, and 5 scrape series per exporter (one per GPU at most)
     assert found.counts["dcgm-exporter"] == 4 * 14 + 2 * 10 + 6 * 5
     bigger = run_values(
         stack_values(**{"gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3, max_gpus=8)}, "gpulab:metrics": {}})
     )
-    assert series(bigger.stack.settings.labs).counts["dcgm-exporter"] == 8 * 14 + 8 * 5
+    assert of(bigger.stack.settings).counts["dcgm-exporter"] == 8 * 14 + 8 * 5
     assert "assumed" in found.notes["kube-state-metrics"] and "assumed" in found.notes["karpenter"]
+
+
+def test_kube_state_metrics_and_karpenter_count_only_the_metrics_the_rules_read_per_object():
+    settings = run_values(METERED).stack.settings
+    assert settings.cluster.system_nodes.size == 2
+    found = of(settings)
+    # 12 + 4 learner seats and 30 other pods, each with info 1, phase 5, start time 1, annotations 1, node selectors
+    # 1 (kube-state-metrics v2.20.0 pod.go); and the job's 5 scrape series.
+    assert found.counts["kube-state-metrics"] == (12 + 4 + 30) * 9 + 5
+    # The leader's: 2 system + 6 GPU nodes x 6 allocatable resources, + nvidia.com/gpu on the 6; 2 NodePools x (cost
+    # + gpu and cpu limits); and 2 controllers x 5 scrape series.
+    assert found.counts["karpenter"] == 8 * 6 + 6 + 2 * 3 + 2 * 5
+
+
+def test_every_metric_the_rules_read_has_its_series_counted():
+    # Every synthetic stack's rules read only metrics whose series the meter counts (the program fails otherwise).
+    for values in SYNTHETIC.values():
+        settings = run_values(values).stack.settings
+        if settings.metrics:
+            assert of(settings).total > 0
+    planted = dict(series_module.KUBE_STATE_METRICS_SERIES_PER_POD)
+    del planted["kube_pod_info"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(series_module, "KUBE_STATE_METRICS_SERIES_PER_POD", planted)
+        with pytest.raises(ValueError, match="kube_pod_info of kube-state-metrics"):
+            of(run_values(METERED).stack.settings)
 
 
 def test_a_lab_on_nodes_without_a_host_engine_has_no_exporter_series():
     settings = run_values(SYNTHETIC["metrics"]).stack.settings
-    with_it = series({"culled": settings.labs["culled"]})
-    both = series(settings.labs)
+    with_it = of(settings, {"culled": settings.labs["culled"]})
+    both = of(settings)
     assert both.counts["dcgm-exporter"] == with_it.counts["dcgm-exporter"]
     # its learners' pods are still kube-state-metrics'
     assert both.counts["kube-state-metrics"] > with_it.counts["kube-state-metrics"]

@@ -125,9 +125,11 @@ def test_workspace_scraper_and_rules_are_built_for_the_cluster():
     assert [*groups] == eks["securityGroupIds"]
     workspace = _one(r.run, WORKSPACE)
     assert scraper["destination"]["amp"]["workspaceArn"].endswith(f":workspace/{workspace.name}-id")
-    assert yaml.safe_load(scraper["scrapeConfiguration"]) == scrape_configuration(settings.metrics, settings.karpenter)
     rules = _one(r.run, "aws:amp/ruleGroupNamespace:RuleGroupNamespace::metrics-rules").inputs
     assert yaml.safe_load(rules["data"]) == rule_groups(settings.labs, settings.metrics, LIST)
+    assert yaml.safe_load(scraper["scrapeConfiguration"]) == scrape_configuration(
+        settings.metrics, settings.karpenter, yaml.safe_load(rules["data"])
+    )
     assert rules["workspaceId"] == f"{workspace.name}-id"
     # AWS's own key: one of the account's would need the scraper to carry IAM roles of its own.
     assert "kmsKeyArn" not in workspace.inputs

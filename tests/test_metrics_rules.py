@@ -20,6 +20,7 @@ from domain.cost.price_book import LIST
 from domain.stack.load import parse
 from tests.conftest import stack_values
 from tests.support.promtool import promtool
+from tests.support.scraped import as_scraped
 from tests.support.synthetic import HUB, NOTEBOOK_IMAGE, lab
 
 HUB_NAMESPACE = "jupyterhub"
@@ -396,10 +397,17 @@ def without_annotations(file: dict[str, Any]) -> dict[str, Any]:
     return file
 
 
-def run_unit_tests(folder: Path, file: dict[str, Any]) -> tuple[int, str]:
-    """promtool test rules of the unit tests against `file`: its exit status and its output."""
+def scrape() -> dict[str, Any]:
+    s = settings()
+    return scrape_configuration(s.metrics, s.karpenter, rule_file())
+
+
+def run_unit_tests(folder: Path, file: dict[str, Any], scraped: dict[str, Any] | None = None) -> tuple[int, str]:
+    """promtool test rules of the unit tests against `file`, their input series as the scraper configuration `scraped`
+    (the stack's by default) keeps them: its exit status and its output."""
     (folder / "rules.yaml").write_text(yaml.safe_dump(without_annotations(copy.deepcopy(file)), sort_keys=False))
-    (folder / "tests.yaml").write_text(yaml.safe_dump(unit_tests(), sort_keys=False))
+    tests = as_scraped(unit_tests(), scraped or scrape())
+    (folder / "tests.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))
     done = promtool("test", "rules", "tests.yaml", cwd=folder)
     return done.returncode, done.stdout + done.stderr
 
@@ -511,8 +519,19 @@ def test_a_planted_rule_defect_fails_promtools_unit_tests(tmp_path, case):
     assert status == 1 and where in output.replace('"', "'"), output
 
 
+def test_a_metric_the_scraper_drops_fails_the_rules_tests(tmp_path):
+    """The unit tests above run on their series as the scraper keeps them: a keep-list without kube_pod_info (which
+    the unmeasured-seat alert joins for the node) fails them, as a rule reading a dropped metric would."""
+    planted_scrape = scrape()
+    (ksm,) = [job for job in planted_scrape["scrape_configs"] if job["job_name"] == "kube-state-metrics"]
+    (rule,) = ksm["metric_relabel_configs"]
+    assert "kube_pod_info" in rule["regex"].split("|")
+    rule["regex"] = "|".join(n for n in rule["regex"].split("|") if n != "kube_pod_info")
+    status, output = run_unit_tests(tmp_path, rule_file(), planted_scrape)
+    assert status == 1 and "alertname: GpuSeatsUnmeasured" in output, output
+
+
 def test_the_scraper_config_passes_promtool_check_config(tmp_path):
-    s = settings()
-    (tmp_path / "scrape.yaml").write_text(yaml.safe_dump(scrape_configuration(s.metrics, s.karpenter), sort_keys=False))
+    (tmp_path / "scrape.yaml").write_text(yaml.safe_dump(scrape(), sort_keys=False))
     done = promtool("check", "config", "--syntax-only", "scrape.yaml", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -36,16 +36,17 @@ class Store(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         alias = f"gpulab-{settings.cluster.name}"
         workspace = aws.amp.Workspace(f"{name}-workspace", alias=alias, opts=child)
+        # The list prices the render shows (domain/cost/price_book.py LIST), also at preview: the workspace's rules do
+        # not change with the day's answers of the Price List API.
+        rules = rule_groups(settings.labs, metrics, LIST, settings.budgets)
         aws.amp.RuleGroupNamespace(
             f"{name}-rules",
             name=RULES_NAMESPACE,
             workspace_id=workspace.id,
-            # The list prices the render shows (domain/cost/price_book.py LIST), also at preview: the workspace's
-            # rules do not change with the day's answers of the Price List API.
-            data=yaml.safe_dump(rule_groups(settings.labs, metrics, LIST, settings.budgets), sort_keys=False),
+            data=yaml.safe_dump(rules, sort_keys=False),
             opts=child,
         )
-        scrape = scrape_configuration(metrics, settings.karpenter)
+        scrape = scrape_configuration(metrics, settings.karpenter, rules)
         aws.amp.Scraper(
             f"{name}-scraper",
             alias=alias,
