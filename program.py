@@ -26,11 +26,12 @@ from components.lab_budgets import LabBudgets
 from components.learner_pod import PLACEHOLDER_IMAGE, learner_pod_spec
 from components.live_prices import Prices
 from components.metrics.exporters import Exporters
-from components.metrics.series import meter_output
+from components.metrics.series import meter_output, stack_meter
 from components.metrics.store import Store
 from components.node_role import NodeRole
 from components.nvidia.device_plugin import DevicePlugin
 from domain.cost import learner_cost
+from domain.cost.meter_cost import MeterCost
 from domain.cost.price_book import LIST, PriceBook
 from domain.cost.stack_cost import StackCost, lab_term, labs_ceilings, stack_cost, term_days
 from domain.stack.budgets import ACTIVATE, budget_output
@@ -161,7 +162,7 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
         """Each lab's `cost` output and the stack's, at `prices`: the labs' shares of the always-on parts first."""
         cluster = settings.cluster
 
-        def whole(ceilings: dict[str, float | None]) -> StackCost:
+        def whole(ceilings: dict[str, float | None], meter: MeterCost | None = None) -> StackCost:
             return stack_cost(
                 stack.region,
                 cluster.kubernetes_version,
@@ -172,8 +173,10 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
                 ceilings,
                 prices,
                 utc.today(),
+                meter,
             )
 
+        # The labs' shares are of the cluster, the system nodes and the hub; the meter is the stack's alone.
         always_on = whole({})
         costs = {
             name: {
@@ -182,7 +185,7 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
             }
             for name, lab in settings.labs.items()
         }
-        stack_figures = whole(labs_ceilings(costs)).as_output()
+        stack_figures = whole(labs_ceilings(costs), stack_meter(settings, prices)).as_output()
         if settings.metrics:
             stack_figures["meter"] = meter_output(settings, prices, days)
         return costs, stack_figures

@@ -5,7 +5,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from components.labels import LAB_LABEL
-from components.metrics.series import meter_output
+from components.metrics.series import meter_output, stack_meter
 from domain.cost import stack_cost as stack_costs
 from domain.cost.lab_cost import DECIMALS, usd
 from domain.cost.meter_cost import BYTES_PER_SAMPLE, RETENTION_DAYS
@@ -153,6 +153,11 @@ PART_NAMES = {
 }
 
 
+# The GPU meter's row of the whole stack's table, and what it counts (its volumes: the lines under the table).
+METER_NAME = "GPU meter"
+METER_NOTE = 'the metrics workspace\'s samples and storage, and its collector (docs/cost.md, "The meter")'
+
+
 def whole_stack(stack: StackConfig, figures: Mapping[str, Any], day: datetime.date, planned: bool = False) -> StackCost:
     """The stack at the render's list prices on `day`, its labs at the ceilings shown (`figures`: the `labs` output with
     the planner's figures where it ran, planner/plan.py with_plan)."""
@@ -167,6 +172,7 @@ def whole_stack(stack: StackConfig, figures: Mapping[str, Any], day: datetime.da
         labs_ceilings({name: lab["cost"] for name, lab in figures.items()}),
         LIST,
         day,
+        stack_meter(stack.settings, LIST),
     )
     if planned:
         ceiling, note = cost.per_hour["labsCeiling"], cost.notes["labsCeiling"]
@@ -180,7 +186,9 @@ def stack_table(stack: StackConfig, figures: Mapping[str, Any], day: datetime.da
     cost = whole_stack(stack, figures, day, planned)
     output = cost.as_output()
     rows = [(PART_NAMES[p], output["perHour"][p], output["perMonth"][p], cost.notes[p]) for p in PART_NAMES]
-    rows.append(("total", output["perHour"]["total"], output["perMonth"]["total"], ""))
+    if cost.meter is not None:
+        rows.append((METER_NAME, output["perHour"]["meter"], output["perMonth"]["meter"], METER_NOTE))
+    rows.append(("total", output["perHour"]["total"], output["perMonth"]["total"], cost.excludes))
     columns: tuple[Column[tuple[str, float | None, float | None, str]], ...] = (
         Column("the whole stack", lambda row: row[0]),
         Column("USD per hour", lambda row: _or(row[1], "no price"), numeric=True),
@@ -232,10 +240,11 @@ def meter(stack: StackConfig) -> list[str]:
     priced = "" if found["perMonth"] is None else f"{usd(found['perMonth'])} USD a month for samples and storage; "
     return [
         *lead_in(
-            f'the GPU meter (gpulab:metrics; docs/cost.md, "The meter"), not in the total above: {found["series"]:,} '
-            f"series every {SCRAPE_INTERVAL_SECONDS} s with the labs full ({jobs}) = {found['samplesPerMonth']:,} "
-            f"samples ingested a {HOURS_PER_MONTH}-hour month, {found['storedGb']:g} GB stored ({RETENTION_DAYS} "
-            f"days at {BYTES_PER_SAMPLE} bytes a sample), the collector {found['collectorHoursPerMonth']} hours a "
+            'the GPU meter (gpulab:metrics; docs/cost.md, "The meter"), in the total above where priced: '
+            f"{found['series']:,} series every {SCRAPE_INTERVAL_SECONDS} s with the labs full ({jobs}) = "
+            f"{found['samplesPerMonth']:,} samples ingested a {HOURS_PER_MONTH}-hour month, {found['storedGb']:g} GB "
+            f"stored ({RETENTION_DAYS} days at {BYTES_PER_SAMPLE} bytes a sample), the collector "
+            f"{found['collectorHoursPerMonth']} hours a "
             f"month: {priced}{'; '.join(found['unpriced'])}"
         ),
         "",

@@ -11,9 +11,10 @@ import pytest
 from components.metrics import series as series_module
 from components.metrics.series import dcgm_series_per_gpu, series
 from domain.cost.meter_cost import meter_cost
-from domain.cost.price_book import MeterPrices
+from domain.cost.price_book import LIST, MeterPrices
+from domain.cost.stack_cost import stack_cost, term_hours
 from render import harness
-from reports import cost_report
+from reports import cost_report, preview_comment
 from tests import test_live_prices
 from tests.conftest import as_cli_config, run_values, stack_values
 from tests.support.synthetic import SYNTHETIC, lab
@@ -106,15 +107,49 @@ def test_priced_samples_and_storage_round_up_and_scale_to_the_term():
     ]
 
 
-def test_offline_the_meter_shows_its_volumes_unpriced_beside_the_total():
+PARTS = ("controlPlane", "systemNodes", "hub", "labsCeiling")
+OFFLINE_EXCLUDES = (
+    "excludes the GPU meter: samples and storage unpriced offline: no AWS source here; collector hours unpriced: no "
+    "Price List usage type for the managed collector found here"
+)
+
+
+def test_offline_the_total_excludes_the_unpriced_meter_and_says_so():
     cost = run_values(METERED).outputs["cost"]
     meter = cost["meter"]
     assert meter["series"] == sum(job["series"] for job in meter["seriesByJob"].values())
     assert meter["samplesPerMonth"] == meter["series"] * 87_600
     assert (meter["perMonth"], meter["perHour"], meter["term"]["usd"]) == (None, None, None)
     assert "unpriced offline: no AWS source here" in meter["unpriced"]
-    parts = ("controlPlane", "systemNodes", "hub", "labsCeiling")
-    assert cost["perHour"]["total"] == pytest.approx(sum(cost["perHour"][p] for p in parts))
+    assert (cost["perHour"]["meter"], cost["perMonth"]["meter"]) == (None, None)
+    assert cost["perHour"]["total"] == pytest.approx(sum(cost["perHour"][p] for p in PARTS))
+    assert cost["excludes"] == OFFLINE_EXCLUDES
+
+
+def test_the_summary_and_the_comment_show_the_meters_row_and_what_the_total_excludes():
+    run = run_values(METERED)
+    lines = cost_report.stack_table(run.stack, run.outputs["labs"], RUN)
+    rows = {
+        cells[0]: cells[1:]
+        for line in lines
+        if line.startswith("| ")
+        for cells in [[c.strip() for c in line.strip("| ").split(" | ")]]
+    }
+    assert rows["GPU meter"] == ["no price", "no price"]
+    assert rows["total"][1] == f"{run.outputs['cost']['perMonth']['total']:.4f}"
+    said = " ".join(lines)
+    assert f"- total: {OFFLINE_EXCLUDES}" in said
+    comment = preview_comment.comment(
+        "test",
+        run.outputs["labs"],
+        "preview",
+        whole_stack=lambda figures: cost_report.stack_table(run.stack, figures, RUN),
+    )
+    assert OFFLINE_EXCLUDES in " ".join(comment.split())
+    # Without the meter, no row and nothing excluded.
+    plain = run_values(stack_values())
+    assert "excludes" not in plain.outputs["cost"]
+    assert not any("GPU meter" in line for line in cost_report.stack_table(plain.stack, plain.outputs["labs"], RUN))
 
 
 def test_a_stack_without_the_meter_has_no_meter_cost():
@@ -194,6 +229,16 @@ def test_a_preview_prices_the_meter_at_its_regions_first_paid_tier(amp_market):
     assert meter["unpriced"] == [
         "collector hours unpriced: no Price List usage type for the managed collector found here"
     ]
+    # In the stack's totals: the meter's hour and month beside the parts, the collector's hours said to be left out.
+    cost = run.outputs["cost"]
+    assert cost["perHour"]["meter"] == meter["perHour"] > 0
+    assert cost["perHour"]["total"] == pytest.approx(sum(cost["perHour"][p] for p in PARTS) + meter["perHour"])
+    assert cost["perMonth"]["meter"] == meter["perMonth"]
+    assert cost["perMonth"]["total"] == pytest.approx(sum(cost["perMonth"][p] for p in PARTS) + meter["perMonth"])
+    assert cost["excludes"] == (
+        "excludes the GPU meter's collector hours unpriced: no Price List usage type for the managed collector found "
+        "here"
+    )
 
 
 def test_a_region_without_a_known_usage_type_is_not_priced_from_another(amp_market):
@@ -202,3 +247,21 @@ def test_a_region_without_a_known_usage_type_is_not_priced_from_another(amp_mark
     meter = run.outputs["cost"]["meter"]
     assert meter["perMonth"] is None
     assert "no Price List usage type known here for ap-south-1" in meter["unpriced"]
+
+
+def test_a_priced_meter_is_in_the_terms_always_on_figure():
+    settings = run_values(METERED).stack.settings
+    priced = meter_cost(500, 30, MeterPrices("0.0000001", "0.03"))
+    days = (datetime.date(2027, 1, 4), datetime.date(2027, 1, 31))
+    ceilings = {name: 1.0 for name in settings.labs}
+
+    def stack(meter):
+        return stack_cost("eu-west-1", "1.34", "STANDARD", ["m7i.large"], 2, None, ceilings, LIST, days[0], meter)
+
+    hours = term_hours(days)
+    without, with_it = stack(None), stack(priced)
+    assert with_it.always_on_over(days[0], hours) == pytest.approx(
+        without.always_on_over(days[0], hours) + priced.over(hours)
+    )
+    assert with_it.total == pytest.approx(without.total + priced.per_hour)
+    assert without.excludes == "" and with_it.excludes.startswith("excludes the GPU meter's collector hours")

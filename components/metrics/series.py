@@ -19,7 +19,7 @@ from components.metrics import dcgm_exporter, kube_state_metrics
 from components.metrics.read_series import SCRAPE_SERIES, read_by_job
 from components.metrics.recording_rules import rule_groups
 from domain.capacity.daemonsets import DCGM_SERVER
-from domain.cost.meter_cost import meter_cost
+from domain.cost.meter_cost import MeterCost, meter_cost
 from domain.cost.price_book import LIST, PriceBook
 from domain.stack.metrics import SCRAPE_INTERVAL_SECONDS, Metrics
 from domain.stack.model import Lab, Settings
@@ -143,6 +143,15 @@ def series(labs: Mapping[str, Lab], metrics: Metrics, system_nodes: int) -> Seri
     )
 
 
+def stack_meter(settings: Settings, book: PriceBook) -> MeterCost | None:
+    """The GPU meter of the stack at `book`'s prices, as the whole stack's cost counts it; None without
+    gpulab:metrics."""
+    if settings.metrics is None:
+        return None
+    found = series(settings.labs, settings.metrics, settings.cluster.system_nodes.size)
+    return meter_cost(found.total, SCRAPE_INTERVAL_SECONDS, book.meter)
+
+
 def meter_output(
     settings: Settings, book: PriceBook, days: tuple[datetime.date, datetime.date] | None
 ) -> dict[str, Any]:
@@ -150,8 +159,10 @@ def meter_output(
     rests on, and what they cost at `book`'s prices over the stack's term `days` (domain/cost/meter_cost.py)."""
     assert settings.metrics is not None, "only a stack with gpulab:metrics has a meter"
     found = series(settings.labs, settings.metrics, settings.cluster.system_nodes.size)
+    meter = stack_meter(settings, book)
+    assert meter is not None
     return {
         "seriesByJob": {job: {"series": n, "counts": found.notes[job]} for job, n in found.counts.items()},
-        **meter_cost(found.total, SCRAPE_INTERVAL_SECONDS, book.meter).as_output(days),
+        **meter.as_output(days),
         "pricesFrom": f"{book.region}, AWS Price List API" if book.live else "none",
     }

@@ -44,6 +44,14 @@ class MeterCost:
     unpriced: str  # why per_month is None, or ""
 
     @property
+    def excluded(self) -> str:
+        """What of the meter a total with it leaves out, and why: the one label the summary, the PR comment and the
+        `cost` output give such a total."""
+        if self.per_month is None:
+            return f"excludes the GPU meter: samples and storage {self.unpriced}; {COLLECTOR_UNPRICED}"
+        return f"excludes the GPU meter's {COLLECTOR_UNPRICED}"
+
+    @property
     def per_hour(self) -> float | None:
         return (
             None if self.per_month is None else rounded(Decimal(str(self.per_month)) / HOURS_PER_MONTH, ROUND_CEILING)

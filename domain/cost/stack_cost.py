@@ -4,17 +4,18 @@ and the labs' ceiling; and a term of classes beside it.
 Each part is rounded up to 4 decimals, as a lab's ceiling is (domain/cost/lab_cost.py), so that the total stays an upper
 bound of what the parts can cost at the prices of the PriceBook; a part that cannot be priced (an instance type without
 a price) is None, and so is the total, with a note that says why: a total that left a part out would read as a bill.
-What no part counts (data transfer, NAT, the load balancer's data processed, the KMS key, SQS, logs, the metrics
-workspace, learners' home volumes) is listed in docs/cost.md; the metrics workspace's volumes are beside the total
-(domain/cost/meter_cost.py), and so is the rate of the load balancer's data processed (loadBalancerDataPerGb), which
-has a price but no quantity here.
+What no part counts (data transfer, NAT, the load balancer's data processed, the KMS key, SQS, logs, learners' home
+volumes) is listed in docs/cost.md; the rate of the load balancer's data processed (loadBalancerDataPerGb), which has
+a price but no quantity here, is beside the total. With gpulab:metrics the GPU meter (domain/cost/meter_cost.py) is
+in the totals where it has a price, always on; what of it has none the totals leave out and say so
+(StackCost.excludes), rather than being unknown: the meter's collector hours have no price here at all.
 """
 
 import datetime
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import ROUND_CEILING, Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from domain.capacity.disks import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS, Volume
 from domain.cost.lab_cost import root_volume_per_hour, rounded
@@ -22,6 +23,9 @@ from domain.cost.price_book import PriceBook
 from domain.cost.prices import HOURS_PER_MONTH
 from domain.time import durations
 from domain.upstream.eks_calendar import CALENDAR
+
+if TYPE_CHECKING:  # meter_cost reads term_hours from here
+    from domain.cost.meter_cost import MeterCost
 
 # The EKS API's CreateNodegroup `diskSize`: "The default disk size is 20 GiB for Linux" (the system node group sets
 # none: components/cluster.py). Priced as gp3 at gp3's included performance; that EKS gives it gp3 and not gp2 is not
@@ -65,26 +69,43 @@ class StackCost:
     control_plane: ControlPlane
     # Priced lines beside the parts, each {usd, region, source, counts}: rates with no quantity to multiply here.
     rates: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    meter: "MeterCost | None" = None  # the GPU meter (gpulab:metrics), always on; None without it
+
+    @property
+    def _meter_per_hour(self) -> list[float]:
+        """The meter's priced hourly figure, as a part to add (none where unpriced: `excludes` says so)."""
+        return [self.meter.per_hour] if self.meter is not None and self.meter.per_hour is not None else []
+
+    @property
+    def excludes(self) -> str:
+        """What of the stack the totals leave out for want of a price, as the summary, the PR comment and the `cost`
+        output's `excludes` say it; "" when nothing."""
+        return self.meter.excluded if self.meter is not None else ""
 
     @property
     def total(self) -> float | None:
         parts = [self.per_hour[p] for p in PARTS]
-        return None if any(p is None for p in parts) else _sum(p for p in parts if p is not None)
+        if any(p is None for p in parts):
+            return None
+        return _sum([*(p for p in parts if p is not None), *self._meter_per_hour])
 
     @property
     def always_on(self) -> float | None:
         """What runs whether or not a learner does, per hour on the day: everything but the labs."""
         parts = [self.per_hour[p] for p in PARTS if p != "labsCeiling"]
-        return None if any(p is None for p in parts) else _sum(p for p in parts if p is not None)
+        if any(p is None for p in parts):
+            return None
+        return _sum([*(p for p in parts if p is not None), *self._meter_per_hour])
 
     def always_on_over(self, first: datetime.date, hours: int) -> float | None:
         """What runs whether or not a learner does, over `hours` hours from 00:00 UTC of `first`: the control plane
-        at its price of each hour, the rest at their hourly price; rounded up."""
+        at its price of each hour, the meter at its month's figure, the rest at their hourly price; rounded up."""
         others = [self.per_hour[p] for p in PARTS if p not in ("labsCeiling", "controlPlane")]
         if any(p is None for p in others):
             return None
         rest = sum((Decimal(str(p)) for p in others if p is not None), Decimal(0)) * hours
-        return _up(rest + self.control_plane.over(first, hours))
+        meter = self.meter.over(hours) if self.meter is not None else None
+        return _up(rest + self.control_plane.over(first, hours) + Decimal(str(meter or 0)))
 
     def always_on_in_term(self, days: tuple[datetime.date, datetime.date] | None) -> float | None:
         """What runs always over the stack's term `days` (term_days), or over the 730-hour month from the day without
@@ -101,21 +122,27 @@ class StackCost:
 
     def as_output(self) -> dict[str, Any]:
         """The `cost` stack output. A month is the 730 hours from 00:00 UTC of the day: the control plane's hours in
-        it at their own price, so that a month that reaches into extended support counts those hours at its price."""
+        it at their own price, so that a month that reaches into extended support counts those hours at its price.
+        With the meter, its part (null where unpriced) and `excludes`, what the totals leave out."""
         hourly = {**{p: self.per_hour[p] for p in PARTS}, "total": self.total}
         monthly = {p: per_month(v) for p, v in hourly.items()}
         month_of_plane = float(self.control_plane.over(self.day, HOURS_PER_MONTH))
         monthly["controlPlane"] = month_of_plane
+        meter_month = [] if self.meter is None or self.meter.per_month is None else [self.meter.per_month]
         if monthly["total"] is not None:
             others = [monthly[p] for p in PARTS if p != "controlPlane"]
-            monthly["total"] = _sum([month_of_plane, *(m for m in others if m is not None)])
-        return {
+            monthly["total"] = _sum([month_of_plane, *(m for m in others if m is not None), *meter_month])
+        output = {
             "region": self.region,
             "pricesFrom": self.prices_from,
             "perHour": hourly,
             "perMonth": monthly,
             **self.rates,
         }
+        if self.meter is not None:
+            hourly["meter"], monthly["meter"] = self.meter.per_hour, self.meter.per_month
+            output["excludes"] = self.excludes
+        return output
 
 
 def per_month(per_hour: float | None) -> float | None:
@@ -213,11 +240,12 @@ def stack_cost(
     ceilings: Mapping[str, float | None],
     book: PriceBook,
     day: datetime.date,
+    meter: "MeterCost | None" = None,
 ) -> StackCost:
     """The stack's cost at `book`'s prices, per hour on `day` (the day of the run, domain/time/utc.py today). The
     cluster's figures are passed, as gpulab:cluster's keys hold them (kubernetesVersion, supportType,
     systemNodes.instanceTypes and .size), so that this floor reads no stack model; `ceilings`: each lab's ceiling per
-    hour (None: not priced)."""
+    hour (None: not priced); `meter`: the GPU meter at `book`'s prices, with gpulab:metrics."""
     plane, plane_note = control_plane(kubernetes_version, support_type, day, book)
     parts = {
         "controlPlane": (plane.per_hour(day), plane_note),
@@ -233,6 +261,7 @@ def stack_cost(
         day,
         plane,
         {} if database_gib is None else {"loadBalancerDataPerGb": load_balancer_data(book, region)},
+        meter,
     )
 
 
