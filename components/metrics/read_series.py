@@ -66,8 +66,8 @@ def read_by_job(rules: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     dashboard read, by the job that exports them (components/metrics/scrape.py); every job listed, sorted. The
     scrape's own series (SCRAPE_SERIES) are every job's."""
     # A name with a colon is a recording rule's, never an exporter's (Prometheus documentation, "Data model": "The
-    # colons are reserved for user defined recording rules"); gpulab's are gpulab:* (recording_rules.py), some of
-    # which a stack without labs reads but does not record.
+    # colons are reserved for user defined recording rules", REPORTED); gpulab's are gpulab:* (recording_rules.py),
+    # some of which a stack without labs reads but does not record.
     read = {n for e in _expressions(rules) for n in names_in(e) if ":" not in n} - set(SCRAPE_SERIES)
     by_job: dict[str, list[str]] = {job: [] for job in JOB_PREFIXES}
     for name in sorted(read):

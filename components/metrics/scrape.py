@@ -8,8 +8,9 @@ Of kube-state-metrics and Karpenter the scraper keeps only the metrics gpulab's 
 (components/metrics/read_series.py), by a metric_relabel_configs keep on __name__: the workspace bills every sample it
 ingests (domain/cost/meter_cost.py), and Karpenter's /metrics is mostly Go runtime and controller-runtime series no rule
 reads. dcgm-exporter writes only the fields of gpulab's counters file (components/metrics/dcgm_exporter.py). The
-managed collector takes metric_relabel_configs ("Relabeling rules applied after scraping": the Amazon CloudWatch
-managed Prometheus collectors' "Scraper configuration" page, the same collector; REPORTED for AMP's).
+managed collector takes metric_relabel_configs: REPORTED, from the "Scraper configuration" page of Amazon CloudWatch's
+managed Prometheus collectors ("metric_relabel_configs — Relabeling rules applied after scraping"); AMP's own page
+was not read here, and `promtool check config` checks the syntax only (tests/test_metrics_rules.py).
 """
 
 import re

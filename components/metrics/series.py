@@ -52,7 +52,8 @@ OTHER_PODS = 30
 NODE_ALLOCATABLE_RESOURCES = 6
 # The Karpenter 1.14.1 chart's replicas (charts/karpenter/values.yaml:49), which gpulab keeps: each one is scraped. Only
 # the leader runs the controllers that write the metrics gpulab keeps (sigs.k8s.io/karpenter v1.14.1
-# pkg/operator/operator.go:173 LeaderElection on; controller-runtime runs a controller on the leader only).
+# pkg/operator/operator.go:173 LeaderElection on, CONFIRMED; that controller-runtime runs a controller on the leader
+# only: REPORTED, its default, not read here).
 KARPENTER_REPLICAS = 2
 
 

@@ -15,7 +15,7 @@ import datetime
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import ROUND_CEILING, Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from domain.capacity.disks import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS, Volume
 from domain.cost.lab_cost import root_volume_per_hour, rounded
@@ -24,8 +24,19 @@ from domain.cost.prices import HOURS_PER_MONTH
 from domain.time import durations
 from domain.upstream.eks_calendar import CALENDAR
 
-if TYPE_CHECKING:  # meter_cost reads term_hours from here
-    from domain.cost.meter_cost import MeterCost
+
+class Meter(Protocol):
+    """The GPU meter's cost as the whole stack counts it (domain/cost/meter_cost.py MeterCost, which reads term_hours
+    from here): USD per hour and per month, None where unpriced; over `hours`; and what a total leaves out of it."""
+
+    @property
+    def per_hour(self) -> float | None: ...
+    @property
+    def per_month(self) -> float | None: ...
+    @property
+    def excluded(self) -> str: ...
+    def over(self, hours: int) -> float | None: ...
+
 
 # The EKS API's CreateNodegroup `diskSize`: "The default disk size is 20 GiB for Linux" (the system node group sets
 # none: components/cluster.py). Priced as gp3 at gp3's included performance; that EKS gives it gp3 and not gp2 is not
@@ -69,7 +80,7 @@ class StackCost:
     control_plane: ControlPlane
     # Priced lines beside the parts, each {usd, region, source, counts}: rates with no quantity to multiply here.
     rates: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    meter: "MeterCost | None" = None  # the GPU meter (gpulab:metrics), always on; None without it
+    meter: Meter | None = None  # the GPU meter (gpulab:metrics), always on; None without it
 
     @property
     def _meter_per_hour(self) -> list[float]:
@@ -240,7 +251,7 @@ def stack_cost(
     ceilings: Mapping[str, float | None],
     book: PriceBook,
     day: datetime.date,
-    meter: "MeterCost | None" = None,
+    meter: Meter | None = None,
 ) -> StackCost:
     """The stack's cost at `book`'s prices, per hour on `day` (the day of the run, domain/time/utc.py today). The
     cluster's figures are passed, as gpulab:cluster's keys hold them (kubernetesVersion, supportType,
