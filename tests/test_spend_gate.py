@@ -68,8 +68,17 @@ def rendered_gate(stack: dict = STACK) -> tuple[str, str, str]:
 
 
 def spawn(hub: Hub, name: str, lab_name: str) -> str:
-    """What a learner sees after choosing the lab on the spawn page and pressing Start."""
-    return hub.page(name, "/spawn", {"profile": lab_name})
+    """What a learner sees after choosing the lab on the spawn page and pressing Start. JupyterHub 5.5 waits a second
+    for the spawn (the gate's answer included) and otherwise sends the learner to the spawn-pending page, which follows
+    the spawn's progress and, once it has failed, shows why (handlers/pages.py _wrap_spawn_single_user,
+    SpawnPendingHandler): on a loaded machine the gate takes longer, so a pending page is read again once the spawn
+    has ended, as the learner's page would show it."""
+    page = hub.page(name, "/spawn", {"profile": lab_name})
+    if "/server/progress" in page:
+        hub.wait(lambda: not hub.servers(name).get("", {}).get("pending"), f"{name}'s spawn to end", 120)
+        if not hub.servers(name).get("", {}).get("ready"):
+            page = hub.page(name, f"/spawn-pending/{name}")
+    return page
 
 
 def gated_hub(tmp_path, stack: dict = STACK) -> tuple[Hub, Spend]:
@@ -85,8 +94,8 @@ def gated_hub(tmp_path, stack: dict = STACK) -> tuple[Hub, Spend]:
         config=(
             f"c.Spawner.options_form = {FORM!r}",
             "c.Spawner.options_from_form = 'simple'",
-            # The spawn page waits for the gate's answer up to JupyterHub's slow_spawn_timeout (10 s, handlers/base.py)
-            # before it shows the pending page instead; a loaded test machine may take longer.
+            # A spawn slower than JupyterHub's slow_spawn_timeout (10 s, handlers/base.py) goes on in the background
+            # as pending; a loaded test machine may take longer. The spawn page itself waits a second (spawn()).
             "c.JupyterHub.tornado_settings = {'slow_spawn_timeout': 120}",
             *lines.splitlines(),
         ),
