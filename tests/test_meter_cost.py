@@ -55,9 +55,12 @@ def test_kube_state_metrics_and_karpenter_count_only_the_metrics_the_rules_read_
     settings = run_values(METERED).stack.settings
     assert settings.cluster.system_nodes.size == 2
     found = of(settings)
-    # 12 + 4 learner seats and 30 other pods, each with info 1, phase 5, start time 1, annotations 1, node selectors
-    # 1 (kube-state-metrics v2.20.0 pod.go); and the job's 5 scrape series.
-    assert found.counts["kube-state-metrics"] == (12 + 4 + 30) * 9 + 5
+    # 12 + 4 learner seats, 7 DaemonSet pods on each of the 4 + 2 GPU nodes (the device plugin, kube-proxy, aws-node,
+    # the Pod Identity agent, the node monitoring agent, the DCGM server, dcgm-exporter; no EBS CSI node without the
+    # hub) and 30 on the system nodes, each with info 1, phase 5, start time 1, annotations 1, node selectors 1
+    # (kube-state-metrics v2.20.0 pod.go); and the job's 5 scrape series.
+    assert [len(share.daemonsets) for lab in settings.labs.values() for share in lab.node_shares] == [7, 7]
+    assert found.counts["kube-state-metrics"] == (12 + 4 + 6 * 7 + 30) * 9 + 5
     # The leader's: 2 system + 6 GPU nodes x 6 allocatable resources, + nvidia.com/gpu on the 6; 2 NodePools x (cost
     # + gpu and cpu limits); and 2 controllers x 5 scrape series.
     assert found.counts["karpenter"] == 8 * 6 + 6 + 2 * 3 + 2 * 5

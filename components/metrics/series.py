@@ -4,7 +4,7 @@ meter's samples and storage are billed by (domain/cost/meter_cost.py).
 Of kube-state-metrics and Karpenter the scraper keeps only the metrics gpulab's rules read (components/metrics/
 read_series.py, scrape.py): each of those is counted from its exporter's source at the pinned version, per object it
 describes (pods, nodes, NodePools). dcgm-exporter's count follows from its source and gpulab's fields. What stays an
-ASSUMPTION is named wherever the figure is shown: the pods beside the learners', and the resources a node's
+ASSUMPTION is named wherever the figure is shown: the pods on the system nodes, and the resources a node's
 allocatable lists.
 """
 
@@ -42,10 +42,10 @@ KUBE_STATE_METRICS_SERIES_PER_POD = {
     "kube_pod_annotations": 1,
     "kube_pod_nodeselectors": 1,
 }
-# ASSUMPTION: the cluster's pods beside the learners' (CoreDNS, Karpenter, the hub and its proxy, the exporters, and
-# each node's DaemonSets), which kube-state-metrics (--resources=pods, every namespace) describes too; not counted from
-# the render.
-OTHER_PODS = 30
+# ASSUMPTION: the pods on the system nodes (CoreDNS, Karpenter, kube-state-metrics, the hub and its proxy, the system
+# nodes' DaemonSets), which kube-state-metrics (--resources=pods, every namespace) describes too; not counted from the
+# render. The learners' and their nodes' DaemonSet pods are counted (daemonset_pods).
+SYSTEM_NODE_PODS = 30
 # ASSUMPTION (REPORTED, not read in source here): the resources a node's status.allocatable lists, which the kubelet
 # writes: cpu, memory, pods, ephemeral-storage, hugepages-1Gi and hugepages-2Mi; a GPU node adds nvidia.com/gpu (the
 # device plugin's).
@@ -55,6 +55,12 @@ NODE_ALLOCATABLE_RESOURCES = 6
 # pkg/operator/operator.go:173 LeaderElection on, CONFIRMED; that controller-runtime runs a controller on the leader
 # only: REPORTED, its default, not read here).
 KARPENTER_REPLICAS = 2
+
+
+def daemonset_pods(labs: Mapping[str, Lab]) -> int:
+    """The DaemonSet pods on the labs' GPU nodes at maxGpus, a node per GPU at most, each node as the lab's instance
+    type with the most of them (domain/capacity/daemonsets.py node_daemonsets, as Karpenter sizes the node)."""
+    return sum(lab.max_gpus * max(len(share.daemonsets) for share in lab.node_shares) for lab in labs.values())
 
 
 def karpenter_series(labs: Mapping[str, Lab], system_nodes: int) -> dict[str, int]:
@@ -119,7 +125,8 @@ def series(labs: Mapping[str, Lab], metrics: Metrics, system_nodes: int) -> Seri
     metered_seats = sum(lab.learner_seats for lab in metered)
     seats = sum(lab.learner_seats for lab in labs.values())
     dcgm = sum(lab.max_gpus * dcgm_series_per_gpu(lab.slices_per_gpu) for lab in metered)
-    pods = seats + OTHER_PODS
+    on_gpu_nodes = daemonset_pods(labs)
+    pods = seats + on_gpu_nodes + SYSTEM_NODE_PODS
     ksm_names, karpenter_names = read[kube_state_metrics.NAME], read[karpenter.RELEASE]
     per_pod = _each(kube_state_metrics.NAME, ksm_names, KUBE_STATE_METRICS_SERIES_PER_POD)
     by_metric = karpenter_series(labs, system_nodes)
@@ -134,8 +141,9 @@ def series(labs: Mapping[str, Lab], metrics: Metrics, system_nodes: int) -> Seri
         {
             dcgm_exporter.NAME: f"{gpus} GPUs at maxGpus, {metered_seats} learners on them ({len(_fields())} fields, "
             f"{len(PER_POD_FIELDS)} per learner)",
-            kube_state_metrics.NAME: f"{pods} pods ({seats} learners + {OTHER_PODS} others, assumed) x {per_pod} "
-            f"series of the {len(ksm_names)} metrics the rules read",
+            kube_state_metrics.NAME: f"{pods} pods ({seats} learners + {on_gpu_nodes} DaemonSet pods on their nodes + "
+            f"{SYSTEM_NODE_PODS} on the system nodes, assumed) x {per_pod} series of the {len(ksm_names)} metrics the "
+            "rules read",
             karpenter.RELEASE: f"the leader's {len(karpenter_names)} metrics the rules read: "
             f"{system_nodes + gpu_nodes} nodes ({system_nodes} system + {gpu_nodes} GPU at maxGpus) x "
             f"{NODE_ALLOCATABLE_RESOURCES} allocatable resources (assumed; +1 GPU), {len(labs)} NodePools "
