@@ -242,7 +242,7 @@ def _lab_cost(
     cost = lab.cost_at(book)
     if book.live and (problem := cost.cap_problem):
         raise pulumi.RunError(f"gpulab:labs.{name}.maxHourlyCost: {problem}")
-    spot = {t: book.spot_line(t) for t in lab.instance_types} if "spot" in lab.capacity_types else {}
+    spot = {t: book.spot_line(t, region) for t in lab.instance_types} if "spot" in lab.capacity_types else {}
     bound = None if cost.unpriced else cost.ceiling_per_hour
     always_where = learner_cost.prices(book, region, always_on=True)
     output = {

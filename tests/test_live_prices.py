@@ -13,6 +13,7 @@ import pytest
 
 from components import regional_prices
 from domain.cost.price_book import LIST
+from domain.cost.stack_cost import PARTS
 from render import harness
 from tests.conftest import BASE, as_cli_config, stack_values
 from tests.support.synthetic import HUB, NOTEBOOK_IMAGE, lab
@@ -211,7 +212,9 @@ def test_eu_west_1_is_priced_as_itself_via_us_east_1_pricing(market):
     types = {f["value"] for a in asked for f in a["filters"] if f["field"] == "instanceType"}
     assert types == {"g4dn.xlarge", "m7i.large"}
     assert all({"field": "regionCode", "value": "eu-west-1"} in a["filters"] for a in asked)
-    assert run.outputs["cost"] == {
+    cost = dict(run.outputs["cost"])
+    assert {part: line["region"] for part, line in cost.pop("sources").items()} == dict.fromkeys(PARTS, "eu-west-1")
+    assert cost == {
         "region": "eu-west-1",
         "pricesFrom": "eu-west-1",
         # eu-west-1's gp3 20 GiB root volume: 20 x 0.097 / 730 = 0.00265753 per hour. system nodes: 2 x (0.112 +
@@ -249,11 +252,12 @@ def test_a_spot_node_is_priced_at_ec2s_spot_price_of_its_dearest_subnet_zone(mar
     assert spot["g5.xlarge"] == {
         "usdPerHour": float(SPOT["g5.xlarge"][dearest]),
         "pricedAs": "spot",
+        "region": "eu-west-1",
         "source": f"EC2 DescribeSpotPriceHistory, {dearest}, {SPOT_PUBLISHED[dearest]} (the highest of its zones)",
         "zones": {z: float(SPOT["g5.xlarge"][z]) for z in zones},
     }
     # EC2 has no spot price for g4dn.xlarge in these zones (the mock refuses): on-demand, eu-west-1's, said so.
-    assert spot["g4dn.xlarge"]["pricedAs"] == "on-demand"
+    assert (spot["g4dn.xlarge"]["pricedAs"], spot["g4dn.xlarge"]["region"]) == ("on-demand", "eu-west-1")
     assert spot["g4dn.xlarge"]["usdPerHour"] == float(EU_WEST_1["g4dn.xlarge"])
     assert spot["g4dn.xlarge"]["source"].startswith("no spot price from EC2 in eu-west-1's zones: priced at on-demand")
 
@@ -267,6 +271,12 @@ def test_offline_a_spot_node_is_priced_at_on_demand_and_labelled_so():
         assert line["pricedAs"] == "on-demand", instance_type
         assert line["usdPerHour"] == LIST.on_demand[instance_type], instance_type
         assert line["source"].startswith("no spot price offline: priced at on-demand, as Karpenter prices spot"), line
+        # The us-east-1 list's on-demand price, for a eu-west-1 stack: said so.
+        assert line["region"] == "us-east-1", line
+        assert line["source"].endswith(
+            "priced from us-east-1, not eu-west-1: gpulab has no eu-west-1 prices offline "
+            "(`pulumi preview` prices them in eu-west-1)"
+        ), line
 
 
 def test_a_lab_without_spot_has_no_spot_line(market):
@@ -464,3 +474,39 @@ def test_every_line_of_a_eu_west_1_render_says_it_is_priced_from_us_east_1():
         w["region"] == "us-east-1" and "priced from us-east-1, not eu-west-1" in w["source"] for w in warmups
     )
     assert run.outputs["cost"]["pricesFrom"] == "us-east-1 list"
+
+
+# A stack with every kind of priced line: EVERY_LINE's, and a spot lab's spot lines.
+EVERY_KIND = {
+    **EVERY_LINE,
+    "gpulab:labs": {
+        **EVERY_LINE["gpulab:labs"],
+        "vision": {**SPOT_LAB["vision"], "notebookImage": NOTEBOOK_IMAGE},
+    },
+}
+
+
+def unnamed(tree: object, path: str) -> list[str]:
+    """Where under `tree` a priced line (a mapping with `usd` or `usdPerHour`) does not name its region and source."""
+    found = []
+    if isinstance(tree, dict):
+        if {"usd", "usdPerHour"} & tree.keys() and not {"region", "source"} <= tree.keys():
+            found.append(path)
+        for key, value in tree.items():
+            found += unnamed(value, f"{path}.{key}")
+    elif isinstance(tree, list):
+        for i, value in enumerate(tree):
+            found += unnamed(value, f"{path}[{i}]")
+    return found
+
+
+@pytest.mark.parametrize("preview", [False, True], ids=["render", "preview"])
+def test_no_priced_line_of_the_cost_outputs_lacks_its_region_and_source(market, preview):
+    run = live(EVERY_KIND) if preview else harness.run("test", as_cli_config(EVERY_KIND))
+    costs = {"cost": run.outputs["cost"], **{f"labs.{n}.cost": lab["cost"] for n, lab in run.outputs["labs"].items()}}
+    assert [where for name, cost in costs.items() for where in unnamed(cost, name)] == []
+    # The parts of the stack's cost are bare figures per hour and per month: `sources` names each one's, the meter's
+    # too (the stack has gpulab:metrics).
+    assert set(run.outputs["cost"]["sources"]) == {*PARTS, "meter"}
+    assert run.outputs["cost"]["sources"]["meter"]["region"] == ("eu-west-1" if preview else None)
+    assert run.outputs["labs"]["vision"]["cost"]["spot"], "the stack has spot lines"

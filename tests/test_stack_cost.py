@@ -6,6 +6,7 @@ from decimal import ROUND_CEILING, Decimal
 
 import pytest
 
+from domain.cost.prices import CLB_PRICE_SOURCE, DISK_PRICE_SOURCE, EKS_PRICE_SOURCE, PRICE_SOURCE
 from domain.time import utc
 from render import harness
 from reports.summary import summary
@@ -24,6 +25,17 @@ def cost(values: dict) -> dict:
     return run_values(values).outputs["cost"]
 
 
+# What every line priced offline for a eu-west-1 stack adds to its sources.
+ELSEWHERE = (
+    "priced from us-east-1, not eu-west-1: gpulab has no eu-west-1 prices offline (`pulumi preview` prices them in "
+    "eu-west-1)"
+)
+
+
+def offline(*sources: str) -> dict[str, str]:
+    return {"region": "us-east-1", "source": "; ".join((*sources, ELSEWHERE))}
+
+
 def test_cost_output_has_each_part_hourly_monthly_and_regions():
     assert cost(BASE) == {
         "region": "eu-west-1",
@@ -31,6 +43,13 @@ def test_cost_output_has_each_part_hourly_monthly_and_regions():
         "perHour": SYNTHETIC_HOUR,
         # x 730: 0.1 -> 73, 0.206 -> 150.38, 2.1128 -> 1542.344, 2.4188 -> 1765.724
         "perMonth": {"controlPlane": 73, "systemNodes": 150.38, "hub": 0, "labsCeiling": 1542.344, "total": 1765.724},
+        # Each part's prices, each said to be us-east-1's, not the stack's region's.
+        "sources": {
+            "controlPlane": offline(EKS_PRICE_SOURCE),
+            "systemNodes": offline(PRICE_SOURCE, DISK_PRICE_SOURCE),
+            "hub": offline(DISK_PRICE_SOURCE, CLB_PRICE_SOURCE),
+            "labsCeiling": offline(PRICE_SOURCE, DISK_PRICE_SOURCE),
+        },
     }
 
 
@@ -42,7 +61,15 @@ def test_the_hub_adds_its_load_balancer_and_database_volume():
         }
     )
     # 0.025 per load-balancer-hour + 1 GiB x 0.08 / 730 = 0.02510959, rounded up 0.0252.
-    assert cost(values)["perHour"] == {**SYNTHETIC_HOUR, "hub": 0.0252, "total": 2.444}
+    figures = cost(values)
+    assert figures["perHour"] == {**SYNTHETIC_HOUR, "hub": 0.0252, "total": 2.444}
+    # The data it processes: a rate beside the parts, in none of them, from the us-east-1 list, said so.
+    assert figures["loadBalancerDataPerGb"] == {
+        "usd": 0.008,
+        **offline(CLB_PRICE_SOURCE),
+        "counts": "per GB transferred through the hub's Classic Load Balancer; a rate, in no hourly, monthly or term "
+        "figure (gpulab does not know the hub's traffic)",
+    }
 
 
 @pytest.mark.parametrize(

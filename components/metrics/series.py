@@ -170,8 +170,11 @@ def meter_output(
     found = series(settings.labs, settings.metrics, settings.cluster.system_nodes.size)
     meter = stack_meter(settings, book)
     assert meter is not None
+    figures = meter.as_output(days)
     return {
         "seriesByJob": {job: {"series": n, "counts": found.notes[job]} for job, n in found.counts.items()},
-        **meter.as_output(days),
+        **figures,
+        # The term's USD is a priced line like the labs': it names its region and source, or why it has no price.
+        "term": {**figures["term"], **book.meter_where()},
         "pricesFrom": f"{book.region}, AWS Price List API" if book.live else "none",
     }

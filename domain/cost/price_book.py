@@ -146,28 +146,42 @@ class PriceBook:
             sources.append(f"{', '.join(borrowed)} priced from the {' and '.join(elsewhere)} list, not {stack_region}")
         return Where(region, "; ".join(sources))
 
-    def spot_line(self, instance_type: str) -> dict[str, Any]:
+    def meter_where(self) -> dict[str, str | None]:
+        """The region and source of the metrics workspace's prices: the stack's region's Price List rates at a
+        preview (never another region's), none offline; and why a rate is missing."""
+        priced = f"{self.region}, AWS Price List API" if self.live else ""
+        return {
+            "region": self.region if self.live else None,
+            "source": "; ".join(s for s in (priced, self.meter.missing) if s),
+        }
+
+    def spot_line(self, instance_type: str, stack_region: str) -> dict[str, Any]:
         """What a spot node of `instance_type` costs an hour, as `labs.<lab>.cost.spot` says it: `usdPerHour`,
-        `pricedAs` (`spot` or `on-demand`), `source`, and `zones` (EC2's price in each zone it has one).
+        `pricedAs` (`spot` or `on-demand`), `region`, `source`, and `zones` (EC2's price in each zone it has one).
 
         Of several zones, the highest price: Karpenter launches spot with EC2 Fleet's price-capacity-optimized
         strategy (aws/karpenter-provider-aws v1.14.1 pkg/providers/instance/types.go Build, 232-235; capacity-
         optimized-prioritized where a price NodeOverlay applies, instance.go 375-377), which weighs capacity as well as
         price, so a node may land in any of the zones. Without a spot price (offline, or EC2 has none for the type in
-        the stack's zones) the node is priced at on-demand, labelled so."""
+        the stack's zones) the node is priced at on-demand, labelled so, with the on-demand price's region and source
+        (the us-east-1 list's offline, said so where the stack is elsewhere)."""
         zones = self.spot.get(instance_type, {})
         if not zones:
             why = "no spot price offline" if not self.live else f"no spot price from EC2 in {self.region}'s zones"
+            on_demand = self.where(stack_region, ("instances",))
             return {
                 "usdPerHour": self.on_demand.get(instance_type),
                 "pricedAs": "on-demand",
-                "source": f"{why}: {SPOT_AT_ON_DEMAND}",
+                "region": on_demand.region,
+                "source": f"{why}: {SPOT_AT_ON_DEMAND}; {on_demand.source}",
                 "zones": {},
             }
         zone, dearest = max(zones.items(), key=lambda item: (item[1].usd, item[0]))
         return {
             "usdPerHour": dearest.usd,
             "pricedAs": "spot",
+            # EC2 answers for the zones of the stack's subnets: the stack's region, which a live book's is.
+            "region": self.region,
             "source": f"EC2 DescribeSpotPriceHistory, {zone}, {dearest.published} (the highest of its zones)",
             "zones": {z: price.usd for z, price in sorted(zones.items())},
         }

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from domain.capacity.disks import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS, Volume
 from domain.cost.lab_cost import root_volume_per_hour, rounded
-from domain.cost.price_book import PriceBook
+from domain.cost.price_book import PriceBook, Where
 from domain.cost.prices import HOURS_PER_MONTH
 from domain.time import durations
 from domain.upstream.eks_calendar import CALENDAR
@@ -43,6 +43,14 @@ class Meter(Protocol):
 # confirmed here.
 SYSTEM_NODE_DISK_GIB = 20
 PARTS = ("controlPlane", "systemNodes", "hub", "labsCeiling")
+# The groups of prices (PriceBook.origins) each part is priced from: the control plane EKS's; the system nodes their
+# instances and root volumes; the hub its load balancer and database volume; the labs their nodes and root volumes.
+PRICED_FROM = {
+    "controlPlane": ("EKS",),
+    "systemNodes": ("instances", "EBS"),
+    "hub": ("load balancer", "EBS"),
+    "labsCeiling": ("instances", "EBS"),
+}
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,8 @@ class StackCost:
     notes: Mapping[str, str]  # PARTS: what the part counts, or why it has no price
     day: datetime.date  # the day of the hourly figures, and the first of the month's
     control_plane: ControlPlane
+    # PARTS, and the meter with it: the region and source of each part's prices.
+    sources: Mapping[str, Mapping[str, str | None]]
     # Priced lines beside the parts, each {usd, region, source, counts}: rates with no quantity to multiply here.
     rates: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     meter: Meter | None = None  # the GPU meter (gpulab:metrics), always on; None without it
@@ -148,6 +158,7 @@ class StackCost:
             "pricesFrom": self.prices_from,
             "perHour": hourly,
             "perMonth": monthly,
+            "sources": {part: dict(where) for part, where in self.sources.items()},
             **self.rates,
         }
         if self.meter is not None:
@@ -271,9 +282,17 @@ def stack_cost(
         {name: note for name, (_, note) in parts.items()},
         day,
         plane,
+        {
+            **{part: _named(book.where(region, groups)) for part, groups in PRICED_FROM.items()},
+            **({"meter": book.meter_where()} if meter is not None else {}),
+        },
         {} if database_gib is None else {"loadBalancerDataPerGb": load_balancer_data(book, region)},
         meter,
     )
+
+
+def _named(where: Where) -> dict[str, str | None]:
+    return {"region": where.region, "source": where.source}
 
 
 def _up(amount: Decimal) -> float:
