@@ -245,8 +245,12 @@ def _lab_cost(
     spot = {t: book.spot_line(t, region) for t in lab.instance_types} if "spot" in lab.capacity_types else {}
     bound = None if cost.unpriced else cost.ceiling_per_hour
     always_where = learner_cost.prices(book, region, always_on=True)
+    where = learner_cost.prices(book, region)
     output = {
         **cost.as_output(),
+        # The lab's bare figures (seatHour, ceilingPerHour, rootVolumePerNodeHour) are at its nodes' prices: their
+        # source says, as every priced line's does, when those are another region's than the stack's.
+        "source": where.source,
         "region": region,
         "pricesFrom": book.prices_from,
         "spot": spot,
@@ -257,7 +261,6 @@ def _lab_cost(
         ),
     }
     how = f"the arithmetic bound, {cost.ceiling_basis}" if cost.ceiling_basis else "no price"
-    where = learner_cost.prices(book, region)
     return learner_cost.with_at_most(output, bound, learner_cost.BOUND, how, lab.learner_seats, where)
 
 

@@ -197,7 +197,8 @@ def test_stack_output_carries_the_cost_of_each_lab(base_run):
         "maxHourlyCost": None,
         "unpriced": [],
         "warmups": [],
-        "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}",
+        # The bare figures above are us-east-1's, for a eu-west-1 stack: said so, as on every priced line.
+        "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}; {ELSEWHERE}",
         # The list of one region, beside the stack's own (BASE is in eu-west-1): never one without the other.
         "region": "eu-west-1",
         "pricesFrom": "us-east-1 list",
