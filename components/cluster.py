@@ -10,6 +10,7 @@ import pulumi_kubernetes as k8s
 from components.control_plane import cluster_args, log_group_name, secrets_key_alias
 from components.labels import GPU_TOLERATION, SYSTEM_NODE_LABEL, SYSTEM_NODE_VALUE
 from components.node_role import NodeRole
+from domain.capacity.system_nodes import MAX_UNAVAILABLE, max_size
 from domain.stack.model import Cluster as ClusterConfig
 from domain.upstream.versions import (
     KUBE_PROXY_ADDON_VERSIONS,
@@ -144,8 +145,8 @@ class Cluster(pulumi.ComponentResource):
             ami_type="AL2023_x86_64_STANDARD",
             capacity_type="ON_DEMAND",
             version=config.kubernetes_version,
-            scaling_config={"desired_size": size, "min_size": size, "max_size": size + 1},
-            update_config={"max_unavailable": 1},
+            scaling_config={"desired_size": size, "min_size": size, "max_size": max_size(size)},
+            update_config={"max_unavailable": MAX_UNAVAILABLE},
             labels={SYSTEM_NODE_LABEL: SYSTEM_NODE_VALUE},
             # Nodes that start before their role has its policies cannot join the cluster.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[system_role]),

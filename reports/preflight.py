@@ -10,6 +10,11 @@ The checks, in the stack's region (`aws:region`):
   use them the same way; no AWS page read here lists them): L-DB2E81BA "Running On-Demand G and VT instances",
   L-3819A6DF "All G and VT Spot Instance Requests", L-417A185B "Running On-Demand P instances", L-7212CCBC "All P Spot
   Instance Requests". Each line prints the name AWS returns with the code, so a code that names another quota shows.
+- the EC2 vCPU quota of the system node group's instances, L-1216C47A "Running On-Demand Standard (A, C, D, H, I, M,
+  R, T, Z) instances" (CONFIRMED: AWS CLI User Guide, Service Quotas examples, docs.aws.amazon.com/cli/latest/
+  userguide/cli_service-quotas_code_examples.md, whose example answer gives that name and a default of 5 vCPUs),
+  against the most nodes the group runs at once, during an EKS update of it, on its type of most vCPUs
+  (domain/capacity/system_nodes.py). The group is the stack's only non-GPU capacity: Karpenter launches GPU nodes only.
 - `gpulab:cluster.vpcId`: the VPC exists, with DNS hostnames and DNS support on (the private endpoint needs both);
 - `gpulab:cluster.privateSubnetIds`: each subnet exists and is in that VPC, and they span two availability zones;
 - `gpulab:jupyterhub.loadBalancer.certificateArn`: the certificate is ISSUED and covers the hub's host;
@@ -36,6 +41,7 @@ from typing import Any
 import domain.stack
 from components.karpenter.ami import ssm_parameters
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
+from domain.capacity.system_nodes import SYSTEM_INSTANCE_VCPUS, most_nodes
 from render import run
 from reports.aws_answers import Aws, AwsError, Boto3, Call, Recorded
 
@@ -47,6 +53,8 @@ QUOTAS = {
     ("P", "on-demand"): "L-417A185B",
     ("P", "spot"): "L-7212CCBC",
 }
+# The quota of the system node group's instances (CONFIRMED, above).
+STANDARD_ON_DEMAND = "L-1216C47A"
 # The certificate status ACM gives a certificate it can serve (ACM API reference, CertificateDetail.Status).
 ISSUED = "ISSUED"
 
@@ -124,6 +132,49 @@ def _quotas(settings: domain.stack.Settings, region: str, aws: Aws) -> Iterator[
                 f"{what}, less than the {need} the labs can launch ({each}): request {need} in Service Quotas "
                 f"(service ec2, quota {code}, region {region}), or lower the labs' maxGpus",
             )
+
+
+def _system_quota(cluster: Any, region: str, aws: Aws) -> Iterator[Finding]:
+    system, code, key = cluster.system_nodes, STANDARD_ON_DEMAND, f"{NAMESPACE}:cluster.systemNodes"
+    # The group's subnets are in at most one zone each, and an update launches up to two nodes per zone.
+    zones = len(cluster.private_subnet_ids)
+    nodes = most_nodes(system.size, zones)
+    if unknown := [t for t in system.instance_types if t not in SYSTEM_INSTANCE_VCPUS]:
+        yield Finding(
+            False,
+            f"{key}.instanceTypes: gpulab does not know the vCPUs of {', '.join(unknown)} (domain/capacity/"
+            f"system_nodes.py), so quota {code} in {region} is not checked: it must hold {nodes} nodes of the type of "
+            "most vCPUs; name listed types to have it checked",
+        )
+        return
+    largest = max(system.instance_types, key=SYSTEM_INSTANCE_VCPUS.__getitem__)
+    vcpus = SYSTEM_INSTANCE_VCPUS[largest]
+    need = nodes * vcpus
+    each = (
+        f"{key}: size {system.size} + 2 per zone of its {zones} subnets while EKS updates it = {nodes} nodes of "
+        f"{largest}, {vcpus} vCPUs each"
+    )
+    try:
+        quota = aws.call("servicequotas:GetServiceQuota", code)["Quota"]
+    except AwsError as error:
+        yield Finding(False, f"quota {code} in {region}: not read ({error}); the system nodes need {need} ({each})")
+        return
+    value = int(quota["Value"])
+    what = f'quota {code} "{quota.get("QuotaName", "?")}" in {region}: {value} vCPUs'
+    request = f"request {need} in Service Quotas (service ec2, quota {code}, region {region})"
+    if value >= need:
+        yield Finding(True, f"{what}, the system nodes need at most {need} ({each})")
+    elif value < system.size * vcpus:
+        yield Finding(
+            False,
+            f"{what}: not even the {system.size} system nodes can start, nor Karpenter and the hub on them; they need "
+            f"{need} ({each}): {request}",
+        )
+    else:
+        yield Finding(
+            False,
+            f"{what}, less than the {need} the system nodes need, so an EKS update of them fails ({each}): {request}",
+        )
 
 
 def _network(cluster: Any, region: str, aws: Aws) -> Iterator[Finding]:
@@ -211,6 +262,7 @@ def checks(stack: domain.stack.StackConfig, aws: Aws) -> list[Finding]:
     settings = stack.settings
     return [
         *_quotas(settings, stack.region, aws),
+        *_system_quota(settings.cluster, stack.region, aws),
         *_network(settings.cluster, stack.region, aws),
         *_certificate(settings.jupyterhub, aws),
         *_amis(settings, aws),

@@ -8,6 +8,8 @@ import sys
 import pytest
 import yaml
 
+from domain.capacity.system_nodes import SYSTEM_INSTANCE_VCPUS
+from domain.cost.prices import SYSTEM_NODE_USD_PER_HOUR
 from render import harness
 from reports import preflight
 from tests.conftest import BASE, stack_values
@@ -16,6 +18,7 @@ from tests.support.synthetic import NOTEBOOK_IMAGE
 
 VPC, (SUBNET_A, SUBNET_B) = BASE["gpulab:cluster"]["vpcId"], BASE["gpulab:cluster"]["privateSubnetIds"]
 ON_DEMAND_G = "L-DB2E81BA"
+STANDARD = preflight.STANDARD_ON_DEMAND
 KUBERNETES, AMI = BASE["gpulab:cluster"]["kubernetesVersion"], BASE["gpulab:labs"]["intro"]["ami"]
 # A hub whose sign-in needs no client secret (LTI 1.3), behind a load balancer with its certificate.
 LTI = {
@@ -53,7 +56,7 @@ def answers(values: dict, **changes: dict) -> dict:
     recorded = {
         "sts:GetCallerIdentity": {"": {"Account": "123456789012", "Arn": "arn:aws:iam::123456789012:role/ops"}},
         "servicequotas:GetServiceQuota": {
-            code: _quota(code, f"quota {code}", 1024) for code in preflight.quota_needs(settings)
+            code: _quota(code, f"quota {code}", 1024) for code in [*preflight.quota_needs(settings), STANDARD]
         },
         "ec2:DescribeVpcs": {VPC: {"Vpcs": [{"VpcId": VPC}]}},
         "ec2:DescribeVpcAttribute": {
@@ -137,6 +140,76 @@ def test_spot_labs_are_held_to_the_spot_quota(tmp_path, capsys):
     _, lines = preflight_of(tmp_path, capsys, values, answers(values, servicequotas_GetServiceQuota=zero))
     assert [line.split(":")[0] for line in fixes(lines)] == [
         f'quota {spot} "All G and VT Spot Instance Requests" in eu-west-1'
+    ]
+
+
+# Two system nodes of at most 4 vCPUs (m7i.xlarge, Karpenter's instance-type reference) in two subnets: while EKS
+# updates the group it runs 2 + 2 x 2 = 6 nodes, 24 vCPUs.
+SYSTEM_NODES = {"instanceTypes": ["m7i.large", "m7i.xlarge"], "size": 2}
+STANDARD_NAME = "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances"
+SYSTEM_QUOTA = f'quota {STANDARD} "{STANDARD_NAME}" in eu-west-1'
+SYSTEM_NEED = (
+    "gpulab:cluster.systemNodes: size 2 + 2 per zone of its 2 subnets while EKS updates it = 6 nodes of m7i.xlarge, "
+    "4 vCPUs each"
+)
+SYSTEM_REQUEST = f"request 24 in Service Quotas (service ec2, quota {STANDARD}, region eu-west-1)"
+
+
+def system_preflight(tmp_path, capsys, answer: dict, system_nodes: dict = SYSTEM_NODES) -> tuple[int, list[str]]:
+    values = stack_values(**{"gpulab:cluster": {**BASE["gpulab:cluster"], "systemNodes": system_nodes}})
+    return preflight_of(tmp_path, capsys, values, answers(values, servicequotas_GetServiceQuota={STANDARD: answer}))
+
+
+def test_a_standard_quota_that_holds_the_system_nodes_updating_is_ok(tmp_path, capsys):
+    status, lines = system_preflight(tmp_path, capsys, _quota(STANDARD, STANDARD_NAME, 24))
+    assert status == 0
+    assert f"preflight: ok  {SYSTEM_QUOTA}: 24 vCPUs, the system nodes need at most 24 ({SYSTEM_NEED})" in lines
+
+
+@pytest.mark.parametrize(
+    ("vcpus", "fix"),
+    [
+        # 0, and AWS's default of 5 (the CLI User Guide's example answer for this quota), hold not even 2 x 4 vCPUs.
+        *(
+            (
+                value,
+                f"{SYSTEM_QUOTA}: {value} vCPUs: not even the 2 system nodes can start, nor Karpenter and the hub on "
+                f"them; they need 24 ({SYSTEM_NEED}): {SYSTEM_REQUEST}",
+            )
+            for value in (0, 5)
+        ),
+        (
+            23,
+            f"{SYSTEM_QUOTA}: 23 vCPUs, less than the 24 the system nodes need, so an EKS update of them fails "
+            f"({SYSTEM_NEED}): {SYSTEM_REQUEST}",
+        ),
+    ],
+)
+def test_a_standard_quota_below_the_system_nodes_says_what_to_request(vcpus, fix, tmp_path, capsys):
+    status, lines = system_preflight(tmp_path, capsys, _quota(STANDARD, STANDARD_NAME, vcpus))
+    assert status == 1
+    assert fixes(lines) == [fix]
+
+
+def test_a_standard_quota_not_read_says_what_the_system_nodes_need(tmp_path, capsys):
+    denied = {"Error": {"Code": "AccessDeniedException", "Message": "not authorized"}}
+    status, lines = system_preflight(tmp_path, capsys, denied)
+    assert status == 1
+    assert fixes(lines) == [
+        f"quota {STANDARD} in eu-west-1: not read (AccessDeniedException: not authorized); the system nodes need 24 "
+        f"({SYSTEM_NEED})"
+    ]
+
+
+def test_a_system_type_of_unknown_vcpus_is_named_not_guessed(tmp_path, capsys):
+    status, lines = system_preflight(
+        tmp_path, capsys, _quota(STANDARD, STANDARD_NAME, 1024), {"instanceTypes": ["m7i.large", "r6i.large"]}
+    )
+    assert status == 1
+    assert fixes(lines) == [
+        "gpulab:cluster.systemNodes.instanceTypes: gpulab does not know the vCPUs of r6i.large (domain/capacity/"
+        f"system_nodes.py), so quota {STANDARD} in eu-west-1 is not checked: it must hold 6 nodes of the type of most "
+        "vCPUs; name listed types to have it checked"
     ]
 
 
@@ -238,3 +311,7 @@ def test_a_lab_needs_the_vcpus_of_its_largest_share_per_gpu_in_each_family():
     settings = settings_of(values)
     # g4dn.2xlarge: 8 vCPUs for its one GPU, against g4dn.xlarge's 4: at maxGpus 4, up to 32 vCPUs.
     assert preflight.quota_needs(settings) == {ON_DEMAND_G: {"intro": 32}}
+
+
+def test_every_system_type_gpulab_prices_has_its_quota_checked():
+    assert set(SYSTEM_INSTANCE_VCPUS) == set(SYSTEM_NODE_USD_PER_HOUR)
