@@ -53,7 +53,7 @@ READY_SECONDS = 180
 SERVICE_CIDR = "10.100.0.0/16"
 # The user KWOK acts as.
 KWOK_USER = "kwok-controller"
-# The twin's kube-scheduler runs with its default configuration, whose one profile is this scheduler.
+# The twin's kube-scheduler runs with its default configuration's one profile, this scheduler.
 DEFAULT_SCHEDULER = "default-scheduler"
 # A service-account token the rehearsal asks for outlives the rehearsal (a class day plays in minutes).
 TOKEN_SECONDS = 6 * 3600
@@ -322,7 +322,7 @@ def running(minor: str) -> Iterator[ControlPlane]:
         )
         scheduler = write_kubeconfig(folder, Client(server, tokens["scheduler"], ca), "scheduler")
         processes["kube-scheduler"] = _start(
-            folder, binaries, "kube-scheduler", [f"--kubeconfig={scheduler}", "--leader-elect=false", "--secure-port=0"]
+            folder, binaries, "kube-scheduler", [f"--config={_scheduler_config(folder, scheduler)}", "--secure-port=0"]
         )
         processes["kwok"] = _start_kwok(folder, binaries, admin, Client(server, tokens["kwok"], ca))
         yield plane
@@ -332,6 +332,28 @@ def running(minor: str) -> Iterator[ControlPlane]:
         for process in processes.values():
             stop(process)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _scheduler_config(folder: Path, kubeconfig: Path) -> Path:
+    """kube-scheduler's configuration: its defaults (one profile, DEFAULT_SCHEDULER) but for one filter worker.
+
+    Among nodes that score alike kube-scheduler takes the first in the order its filter found them feasible (k8s.io/
+    kubernetes v1.36.5 pkg/scheduler/schedule_one.go: findNodesThatPassFilters appends each node as its worker ends,
+    nodeScoreHeap breaks equal scores by a Randomizer set only under a scheduler extender). With the default 16
+    workers (`parallelism`, pkg/scheduler/apis/config/v1/defaults.go) that order is the goroutines', and a class Job
+    landed on either of two alike system nodes from run to run; with one it is the order of its node list, the same
+    on every run, and the node taken is one the 16 workers could have found first: docs/rehearsal.md, "One answer per
+    stack"."""
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig)},
+        "leaderElection": {"leaderElect": False},
+        "parallelism": 1,
+    }
+    path = folder / "kube-scheduler.yaml"
+    path.write_text(json.dumps(config))
+    return path
 
 
 def _start_kwok(folder: Path, binaries: Mapping[str, Path], admin: Client, kwok: Client) -> subprocess.Popen:

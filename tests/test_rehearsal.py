@@ -221,6 +221,56 @@ def test_twin_controllers_and_scheduler_make_and_bind_a_pod(built: None) -> None
         assert [p["spec"].get("nodeName") for p in pods] == ["node-1"], pods
 
 
+# Ties for the scheduler test below: with 16 filter workers each goes to the first node listed most times, so many.
+PODS = 100
+
+
+def test_the_twins_scheduler_takes_the_same_of_equal_nodes_every_time(built: None) -> None:
+    """Among nodes that score alike kube-scheduler takes the first its filter found feasible; the twin's runs one
+    filter worker, which finds them in the order of its node list, so a pod has one answer where a cluster's 16
+    workers give any (docs/rehearsal.md, One answer per stack). Pods that request nothing leave equal nodes equal:
+    each of them is such a tie, and all land on one node."""
+    names = [f"equal-{i}" for i in range(8)]
+    resources = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "the test's"}
+    nothing = {"requests": {"cpu": "0", "memory": "0"}}
+    with twin.running(twin_tests.MINOR) as plane:
+        admin = plane.admin
+        for name in names:
+            admin.request("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
+            admin.request(
+                "PATCH",
+                f"/api/v1/nodes/{name}/status",
+                {"status": {"capacity": resources, "allocatable": resources, "conditions": [ready]}},
+                content_type="application/merge-patch+json",
+            )
+        # Equal once the node lifecycle controller has no taint left on either (it taints a node till it is Ready).
+        twin_tests.until(
+            "the nodes Ready without taints",
+            lambda: all(not admin.get(f"/api/v1/nodes/{n}")["spec"].get("taints") for n in names),
+        )
+        twin_tests.until(
+            "the default service account",
+            lambda: _get_or_none(admin, "/api/v1/namespaces/default/serviceaccounts/default"),
+        )
+        for i in range(PODS):
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"tie-{i}"},
+                "spec": {"containers": [{"name": "probe", "image": "probe", "resources": nothing}]},
+            }
+            admin.request("POST", "/api/v1/namespaces/default/pods", pod)
+
+        def placed() -> list[str] | None:
+            nodes = [p["spec"].get("nodeName") for p in admin.get("/api/v1/namespaces/default/pods")["items"]]
+            return nodes if len(nodes) == PODS and all(nodes) else None
+
+        nodes = twin_tests.until(f"the {PODS} pods bound", placed)
+        plane.check_running()
+        assert len(set(nodes)) == 1, sorted(nodes)
+
+
 def test_kwok_keeps_a_fake_node_ready_and_runs_its_bound_pods(built: None) -> None:
     """A node annotated as Karpenter's kwok provider annotates its nodes gets a Ready status and a lease that KWOK
     renews (the heartbeat the node lifecycle controller reads), and a pod the scheduler binds to it is Running; a node

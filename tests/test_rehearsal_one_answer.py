@@ -9,10 +9,7 @@ its stepper (`make twin`) this test skips in one line.
 from __future__ import annotations
 
 import datetime
-import json
-import re
 from pathlib import Path
-from typing import Any
 
 import rehearsal.run
 from tests.conftest import as_cli_config, run_config, stack_values
@@ -42,22 +39,6 @@ STACK = stack_values(
         }
     }
 )
-# What a run reports of its own wall clock, and of the one process it started (its leader's name).
-WALL = {"wallSeconds", "stepWall", "readySeconds", "leader"}
-
-
-def _without_wall_times(done: dict[str, Any]) -> dict[str, Any]:
-    """rehearsal.json without what differs from run to run by design: wall-clock times, the names Karpenter generates
-    for its NodeClaims (each replaced by <lab>-<node>), and the order of the events of one instant (they come from
-    controllers that run side by side; every figure is of their times)."""
-    text = json.dumps({k: v for k, v in done.items() if k not in WALL}, sort_keys=True)
-    text = re.sub(rf'"{LAB}-[a-z0-9]{{5}}"', f'"{LAB}-<node>"', text)
-    text = re.sub(rf"from {LAB}-[a-z0-9]{{5}}", f"from {LAB}-<node>", text)
-    found: dict[str, Any] = json.loads(text)
-    for labs in [found["labs"], *(day["labs"] for day in found["days"])]:
-        for section in labs.values():
-            section["events"].sort(key=lambda e: (e["at"], json.dumps(e, sort_keys=True)))
-    return found
 
 
 def test_a_stack_with_expiry_and_drains_gives_one_answer(tmp_path: Path) -> None:
@@ -74,5 +55,5 @@ def test_a_stack_with_expiry_and_drains_gives_one_answer(tmp_path: Path) -> None
     assert "expired" in reasons, first["labs"][LAB]["events"]
     assert any(e["what"] == "disrupted" for e in first["labs"][LAB]["events"]), "learners drained off expiring nodes"
     for again in runs[1:]:
-        assert _without_wall_times(again)["labs"] == _without_wall_times(first)["labs"]
-        assert _without_wall_times(again) == _without_wall_times(first)
+        assert twin_tests.without_wall_times(again)["labs"] == twin_tests.without_wall_times(first)["labs"]
+        assert twin_tests.without_wall_times(again) == twin_tests.without_wall_times(first)

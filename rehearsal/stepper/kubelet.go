@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	nodeutils "sigs.k8s.io/karpenter/pkg/utils/node"
 )
 
 const (
@@ -31,6 +32,11 @@ const (
 	leaseSeconds = 40
 	leaseRenewal = 10 * time.Second
 	nodeLeases   = "kube-node-lease"
+	// Karpenter's podevents controller writes a NodeClaim's lastPodEventTime at most once in this much of its clock
+	// (sigs.k8s.io/karpenter v1.14.1 pkg/controllers/nodeclaim/podevents/controller.go:43, dedupeTimeout; unexported).
+	podEventsDedupe = 10 * time.Second
+	// How often a deleted pod held for Karpenter's podevents controller is looked at again (wall clock).
+	goingPoll = 20 * time.Millisecond
 )
 
 // kubelet stands in for the kubelets of the nodes Karpenter launched (those with a karpenter.sh/nodepool label). A
@@ -59,7 +65,11 @@ func (k *kubelet) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, nil
 	}
 	if pod.DeletionTimestamp != nil {
-		// No container runs, so a deleted pod has stopped at once: the kubelet's final delete (grace period 0).
+		if seen, err := k.goingSeen(ctx, pod); err != nil || !seen {
+			return reconcile.Result{RequeueAfter: goingPoll}, err
+		}
+		// No container runs, so a deleted pod has stopped once Karpenter saw it going: the kubelet's final delete
+		// (grace period 0).
 		return reconcile.Result{}, client.IgnoreNotFound(k.writer.Delete(ctx, pod, client.GracePeriodSeconds(0)))
 	}
 	if pod.Status.Phase == corev1.PodRunning {
@@ -78,6 +88,33 @@ func (k *kubelet) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{}, k.run(ctx, req.NamespacedName)
+}
+
+// goingSeen says whether Karpenter's podevents controller has recorded that the deleted pod is going, on its node's
+// NodeClaim (status.lastPodEventTime, from which consolidateAfter counts), or needs not. It reads the pod from its
+// cache when the pod turns terminating, and a pod already gone is never recorded (controller-runtime's AsReconciler
+// skips one not found): sigs.k8s.io/karpenter v1.14.1 pkg/controllers/nodeclaim/podevents/controller.go. A kubelet
+// takes time to stop a pod's containers, so in a cluster Karpenter sees the pod terminating; this stand-in, which
+// stops none, would remove it at once and race that read: a node emptied then could be consolidated counting from
+// its pod's binding instead, and the day differ from run to run (seen in the twin's audit log: docs/rehearsal.md,
+// "One answer per stack"). So the pod stays until the NodeClaim's time is within the controller's dedupe window of
+// the clock (recorded now, or recent enough that it writes nothing); the stepper does not move the clock meanwhile
+// (unsettled, "deleting"). Pods it ignores (a DaemonSet's, on a node without one NodeClaim) and pods of a NodeClaim
+// being deleted, whose time no decision reads, are not held.
+func (k *kubelet) goingSeen(ctx context.Context, pod *corev1.Pod) (bool, error) {
+	if isDaemon(pod) {
+		return true, nil
+	}
+	node := &corev1.Node{}
+	if err := k.reader.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node); err != nil {
+		return true, client.IgnoreNotFound(err)
+	}
+	nc, err := nodeutils.NodeClaimForNode(ctx, k.reader, node)
+	if err != nil || nc.DeletionTimestamp != nil {
+		return true, nil
+	}
+	last := nc.Status.LastPodEventTime.Time
+	return !last.IsZero() && k.clock.Since(last) < podEventsDedupe, nil
 }
 
 // next is when each pod waiting for its node's image can start.

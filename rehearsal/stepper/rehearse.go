@@ -744,6 +744,10 @@ func (s *stepper) unsettled() (string, string) {
 	}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
+		// A deleted pod on a launched node goes once Karpenter has seen it going (kubelet.go goingSeen), at this time.
+		if pod.DeletionTimestamp != nil && pod.Spec.NodeName != "" && !isDaemon(pod) && s.kubelet.ours(s.ctx, pod.Spec.NodeName) {
+			return fmt.Sprintf("pod %s deleted, not yet gone", client.ObjectKeyFromObject(pod)), "deleting"
+		}
 		if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || isDaemon(pod) || pod.Status.Phase != corev1.PodPending {
 			continue
 		}
