@@ -77,7 +77,7 @@ EXPECTED_ADDONS = {
     "1.36": {
         "kube-proxy": "v1.36.0-eksbuild.14",
         "vpc-cni": "v1.21.1-eksbuild.8",
-        "eks-pod-identity-agent": "v1.3.10-eksbuild.2",
+        "eks-pod-identity-agent": "v1.3.10-eksbuild.3",
         "eks-node-monitoring-agent": "v1.6.1-eksbuild.1",
         "aws-ebs-csi-driver": "v1.66.0-eksbuild.1",
     },

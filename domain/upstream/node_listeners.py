@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Why the Pod Identity agent's listeners are REPORTED for the pinned add-on build: its builds (v1.3.10-eksbuild.2,
-# domain/upstream/versions.py) are numbered apart from aws/eks-pod-identity-agent's tags (v0.1.x; the chart's values
-# name image v0.1.20 at v0.1.37 and at main), none of the repository's files names a v1.x build (read at main
+# Why the Pod Identity agent's listeners are REPORTED for the pinned add-on builds: its builds (v1.3.10-eksbuild.2
+# and .3, domain/upstream/versions.py) are numbered apart from aws/eks-pod-identity-agent's tags (v0.1.x; the chart's
+# values name image v0.1.20 at v0.1.37 and at main), none of the repository's files names a v1.x build (read at main
 # 2b8e78c, 2026-05-27), and AWS answers which builds exist only through DescribeAddonVersions (aws/containers-roadmap
 # issue #2410): which source a build is made from cannot be known here. What the listeners rest on is the same at
 # every tag read: hostNetwork, --port 80 on 169.254.170.23, metrics 0.0.0.0:2705, probes localhost:2703

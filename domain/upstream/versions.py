@@ -85,6 +85,18 @@ KUBE_SCHEDULER_VERSIONS = {
 #   moved 1.35 -> 1.36 with vpc-cni v1.21.1-eksbuild.5 -> v1.23.0-eksbuild.1, eks-pod-identity-agent v1.3.10-eksbuild.2
 #   -> v1.4.0-eksbuild.1, eks-node-monitoring-agent v1.6.2-eksbuild.1 -> v1.7.0-eksbuild.1, aws-ebs-csi-driver
 #   v1.57.1-eksbuild.1 -> v1.63.1-eksbuild.1. REPORTED.
+# [1.36] 1.36 clusters on eks-pod-identity-agent v1.3.10-eksbuild.3: a compatibility matrix whose deploy of 2026-09-16
+#   in us-west-2 left the add-on at EKS's default, "Add-on versions the 1.36 cluster resolved to: ...
+#   eks-pod-identity-agent v1.3.10-eksbuild.3" (code index id 68363248980; the index names no repository), and
+#   piksel-ina/terraform-iac production/main.tf (commit 302376a3), a production stack with `eks_version = "1.36"` and
+#   `pod_identity_version = "v1.3.10-eksbuild.3"`. REPORTED.
+# How EKS lists builds [may]: on 2026-05-12 each of these add-ons offered the same builds for 1.30 to 1.34 (the Pod
+#   Identity and node monitoring agents for 1.29 too). The EBS CSI driver stopped gaining builds for a version at its
+#   end of extended support (domain/upstream/eks_calendar.py): the newest listed for 1.28 (ended 2025-11-26) and 1.29
+#   (ended 2026-03-23) are v1.53.0 and v1.56.0, whose upstream tags are of 2025-11-17 and 2026-02-21, while v1.54.0
+#   (2025-12-15) and v1.57.0 (2026-03-20) are not listed for them (tag dates: kubernetes-sigs/aws-ebs-csi-driver git
+#   snapshot). The node monitoring agent did not: 1.29 lists v1.6.4-eksbuild.1 (tag v1.6.4 of 2026-04-14). Where a
+#   row below rests on these patterns alone it says "inferred": no capture of the API shows that build there.
 #
 # VPC CNI: v1.21.1-eksbuild.8 at every version. Its DaemonSet's requests (domain/capacity/daemonsets.py), the node's
 # listeners (domain/upstream/node_listeners.py) and the network walls (render/network_policy_agent.py: its network
@@ -107,14 +119,16 @@ VPC_CNI_ADDON_VERSIONS = {
     "1.29": "v1.21.1-eksbuild.8",  # REPORTED: [june]; [may] lists eksbuild.7 as the newest for 1.29
     "1.28": "v1.21.1-eksbuild.8",  # unconfirmed: [may] lists v1.21.0-eksbuild.4 as the newest; 1.28 is past EKS support
 }
-# Pod Identity agent: v1.3.10-eksbuild.2, AWS's default for 1.31 to 1.35 [cdk]. The build pinned before it,
-# v1.3.9-eksbuild.1 (aws/eks-hybrid pull request #763, 2025-10-02), is listed for no version in [may] (v1.3.9-eksbuild.3
-# and .5 are): EKS would refuse it. Its DaemonSet requests nothing at every chart tag of aws/eks-pod-identity-agent
-# read (v0.1.20 to v0.1.37, 2026-03-17: `resources: {}`); the add-on's builds are not tied to those tags. Not
-# v1.4.0-eksbuild.1 on 1.36 [moj]: it came after the newest chart tag (not in [may]), so what its DaemonSet requests is
-# unknown here. On 1.36 this build is unconfirmed.
+# Pod Identity agent: v1.3.10-eksbuild.2, AWS's default for 1.31 to 1.35 [cdk]; on 1.36 v1.3.10-eksbuild.3, the build
+# EKS chose for 1.36 clusters [1.36], listed for 1.29 to 1.34 too [may] (no source shows eksbuild.2 on 1.36). Both are
+# builds of v1.3.10 (one_release), and 1.35 -> 1.36 moves eksbuild.2 to eksbuild.3, never back. The build pinned
+# before them, v1.3.9-eksbuild.1 (aws/eks-hybrid pull request #763, 2025-10-02), is listed for no version in [may]
+# (v1.3.9-eksbuild.3 and .5 are): EKS would refuse it. Its DaemonSet requests nothing at every chart tag of
+# aws/eks-pod-identity-agent read (v0.1.20 to v0.1.37, 2026-03-17: `resources: {}`); the add-on's builds are not tied
+# to those tags. Not v1.4.0-eksbuild.1 on 1.36 [moj]: it came after the newest chart tag (not in [may]), so what its
+# DaemonSet requests is unknown here.
 POD_IDENTITY_AGENT_ADDON_VERSIONS = {
-    "1.36": "v1.3.10-eksbuild.2",  # unconfirmed on 1.36
+    "1.36": "v1.3.10-eksbuild.3",  # REPORTED: [1.36], EKS's choice for 1.36 clusters
     "1.35": "v1.3.10-eksbuild.2",  # CONFIRMED: [cdk]; REPORTED: [moj] ran it on 1.35
     "1.34": "v1.3.10-eksbuild.2",  # CONFIRMED: [cdk]; REPORTED: [may]
     "1.33": "v1.3.10-eksbuild.2",  # CONFIRMED: [cdk]; REPORTED: [may]
@@ -130,10 +144,16 @@ POD_IDENTITY_AGENT_ADDON_VERSIONS = {
 # 1.36, although [moj] moved a 1.36 cluster there: v1.7.0 runs the DCGM host engine from the agent's own image
 # ("feat(dcgm): Run nv-hostengine from the agent image (#210)", git log v1.6.7..v1.7.0), which changes the host engine
 # the walls and gpulab's dcgm-exporter (gpulab:metrics) are reasoned against, untested here. On 1.35 and 1.36 this
-# build is unconfirmed (1.35 clusters ran v1.6.2-eksbuild.1 [moj] and v1.6.4-eksbuild.1, code index id 54559596030).
+# build is unconfirmed: searched again on 2026-12-04 (the code, issue and page indexes for the build with 1.35 or 1.36,
+# describe-addon-versions captures, [may], which has no 1.35 or 1.36), no source shows it for either. 1.35 clusters ran
+# v1.6.2-eksbuild.1 [moj] and v1.6.4-eksbuild.1 (code index id 54559596030), 1.36 clusters v1.7.0-eksbuild.1 [moj].
+# On 1.35 it is inferred [may]: it came out after 1.35 (tag v1.6.1 of 2026-03-17; EKS released 1.35 on 2026-01-27),
+# while 1.35 was in support. On 1.36 (released 2026-06-02, after the build) not even that: whether EKS lists builds
+# older than a version for it is shown only for the Pod Identity agent [1.36]. No other v1.6.1 build is known, and a
+# build of another release waits for its chart to be read (above), so the rows stay.
 NODE_MONITORING_AGENT_ADDON_VERSIONS = {
     "1.36": "v1.6.1-eksbuild.1",  # unconfirmed on 1.36
-    "1.35": "v1.6.1-eksbuild.1",  # unconfirmed on 1.35
+    "1.35": "v1.6.1-eksbuild.1",  # unconfirmed on 1.35; inferred [may]
     "1.34": "v1.6.1-eksbuild.1",  # REPORTED: [may]
     "1.33": "v1.6.1-eksbuild.1",  # REPORTED: [may]
     "1.32": "v1.6.1-eksbuild.1",  # REPORTED: [may]
@@ -146,17 +166,23 @@ NODE_MONITORING_AGENT_ADDON_VERSIONS = {
 # version AWS marked defaultVersion for 1.36 on 2026-09-21 (mitodl/ol-infrastructure pull request #5959, "Bump the EBS
 # CSI driver addon to v1.66.0-eksbuild.1"), built from kubernetes-sigs/aws-ebs-csi-driver v1.66.0. Kept at every
 # version rather than AWS's older defaults [cdk]: a stack made before these tables runs v1.66.0 at any version, and a
-# lower pin would ask EKS to downgrade its driver by several minor versions.
+# lower pin would ask EKS to downgrade its driver by several minor versions. Below 1.35 no source shows v1.66.0
+# (searched again on 2026-12-04: every capture of the build that names its cluster's version is of 1.35 or 1.36).
+# 1.31 to 1.34 were in support when it came out (after upstream v1.64.0 of 2026-08-17, default on 2026-09-21), so
+# [may]'s pattern infers it there; 1.28 to 1.30 had left extended support by then (1.30 on 2026-07-23), so by the
+# same pattern EKS does not offer it for them, nor any cluster of them: "On the end of extended support date, you can
+# no longer create new Amazon EKS clusters with the unsupported version" (awsdocs kubernetes-versions.adoc). No other
+# build is known for them either, so those rows stay, marked.
 EBS_CSI_DRIVER_ADDON_VERSIONS = {
     "1.36": "v1.66.0-eksbuild.1",  # REPORTED: mitodl/ol-infrastructure #5959
     "1.35": "v1.66.0-eksbuild.1",  # REPORTED: AWS default for 1.35 as checked 2026-09-17, code index id 68338203913
-    "1.34": "v1.66.0-eksbuild.1",  # unconfirmed: [may] (2026-05-12) predates v1.66.0; newest listed v1.59.0-eksbuild.1
-    "1.33": "v1.66.0-eksbuild.1",  # unconfirmed, as 1.34
-    "1.32": "v1.66.0-eksbuild.1",  # unconfirmed, as 1.34
-    "1.31": "v1.66.0-eksbuild.1",  # unconfirmed, as 1.34
-    "1.30": "v1.66.0-eksbuild.1",  # unconfirmed, as 1.34
-    "1.29": "v1.66.0-eksbuild.1",  # unconfirmed: [may] lists up to v1.56.0-eksbuild.1 for 1.29
-    "1.28": "v1.66.0-eksbuild.1",  # unconfirmed: [may] lists up to v1.53.0-eksbuild.1; 1.28 is past EKS support
+    "1.34": "v1.66.0-eksbuild.1",  # unconfirmed; inferred [may] (2026-05-12, newest then v1.59.0-eksbuild.1)
+    "1.33": "v1.66.0-eksbuild.1",  # unconfirmed; inferred, as 1.34
+    "1.32": "v1.66.0-eksbuild.1",  # unconfirmed; inferred, as 1.34
+    "1.31": "v1.66.0-eksbuild.1",  # unconfirmed; inferred, as 1.34
+    "1.30": "v1.66.0-eksbuild.1",  # unconfirmed; likely not offered: out of extended support before v1.66.0
+    "1.29": "v1.66.0-eksbuild.1",  # unconfirmed; likely not offered: [may] lists up to v1.56.0-eksbuild.1 for 1.29
+    "1.28": "v1.66.0-eksbuild.1",  # unconfirmed; likely not offered: [may] lists up to v1.53.0-eksbuild.1 for 1.28
 }
 # Every EKS add-on gpulab pins, by its EKS name: the cluster's (components/cluster.py) and the hub's EBS CSI driver.
 ADDON_VERSIONS: Mapping[str, Mapping[str, str]] = {
