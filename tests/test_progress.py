@@ -31,7 +31,11 @@ def test_on_a_terminal_a_step_is_one_line_redrawn_then_erased(monkeypatch):
         time.sleep(0.1)
     drawn = terminal.getvalue().split(progress.CLEAR)
     assert drawn[0] == "" and drawn[-1] == ""
-    assert set(drawn[1:-1]) == {"chart: 2 of 4 done, 0 s"}
+    # The drawer may redraw once before the step's first update reaches it (a loaded machine runs the thread first);
+    # after the update, every redraw says how far along the step is.
+    lines = drawn[1:-1]
+    updated = lines.index("chart: 2 of 4 done, 0 s")
+    assert set(lines[:updated]) <= {"chart, 0 s"} and set(lines[updated:]) == {"chart: 2 of 4 done, 0 s"}
 
 
 def test_in_ci_or_a_pipe_a_step_draws_nothing(monkeypatch):
