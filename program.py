@@ -30,6 +30,7 @@ from components.metrics.series import meter_output, stack_meter
 from components.metrics.store import Store
 from components.node_role import NodeRole
 from components.nvidia.device_plugin import DevicePlugin
+from components.tag_activation import activation_output
 from domain.cost import learner_cost
 from domain.cost.meter_cost import MeterCost
 from domain.cost.price_book import LIST, PriceBook
@@ -79,7 +80,7 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
         ).book
     cluster = Cluster("cluster", settings.cluster)
     node_role = NodeRole("karpenter-nodes", cluster_name=cluster.cluster_name)
-    discovery = DiscoveryTags(
+    DiscoveryTags(
         "discovery",
         cluster_name=cluster.cluster_name,
         subnet_ids=settings.cluster.private_subnet_ids,
@@ -96,16 +97,11 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
         node_overlays=settings.shares_gpus,
         capacity_buffers=settings.has_classes,
     )
-    plugin = DevicePlugin(
-        "nvidia-device-plugin", settings.nvidia_device_plugin, settings.labs, provider=cluster.provider
-    )
-    # Every component, for the one step that waits for all of them (the tag's activation, below).
-    built: list[pulumi.Resource] = [cluster, node_role, discovery, karpenter, plugin]
+    DevicePlugin("nvidia-device-plugin", settings.nvidia_device_plugin, settings.labs, provider=cluster.provider)
     meter = None
     if settings.metrics:
-        built.append(Exporters("metrics", settings.metrics, provider=cluster.provider))
+        Exporters("metrics", settings.metrics, provider=cluster.provider)
         store = Store("metrics", settings, cluster.cluster_arn, cluster.security_group_id)
-        built.append(store)
         meter = Meter(settings.metrics, store, stack.region)
         pulumi.export("metrics", {"workspaceId": store.workspace_id, "prometheusEndpoint": store.prometheus_endpoint})
     amis_found = check_ami_releases(settings.labs, settings.cluster.kubernetes_version)
@@ -123,9 +119,8 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
             amis_found=amis_found,
             provider=cluster.provider,
         )
-        built.append(pools[lab_name])
         if lab.classes:
-            built.append(ClassSeats(lab_name, lab, karpenter=karpenter.release, provider=cluster.provider))
+            ClassSeats(lab_name, lab, karpenter=karpenter.release, provider=cluster.provider)
 
     if settings.jupyterhub:
         hub = Hub(
@@ -137,17 +132,18 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
             settings.spend_gated,
             meter,
         )
-        built.append(hub)
         # The address learners open; the load balancer's own DNS name is known only once the Service has one.
         pulumi.export(
             "jupyterhub",
             {"address": hub.address, "profiles": [p["slug"] for p in profile_list(settings.labs)]},
         )
 
-    # Last, the activation waiting for every other component (docs/cost.md, "The tag must be active").
     activate = settings.cost_allocation_tag == ACTIVATE
     if settings.budgets or activate:
-        LabBudgets("budgets", settings.cluster.name, settings.budgets, settings.budget_alerts, activate, after=built)
+        budgets = LabBudgets("budgets", settings.cluster.name, settings.budgets, settings.budget_alerts, activate)
+        if budgets.activation:
+            # What AWS answered this `pulumi up` (docs/cost.md, "The tag must be active").
+            pulumi.export("costAllocationTag", activation_output(budgets.activation))
 
     pulumi.export("clusterName", cluster.cluster_name)
     pulumi.export("kubeconfig", cluster.kubeconfig)

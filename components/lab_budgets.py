@@ -7,22 +7,20 @@ karpenter.sh/nodepool, karpenter.sh/nodeclaim and karpenter.k8s.aws/ec2nodeclass
 under the name `user:<key>` and counts from the day the key is activated for cost allocation (AWS Billing User Guide,
 "Using user-defined cost allocation tags").
 
-The budgets never wait for the activation: AWS refuses to activate a key it has not yet seen on a resource
-(terraform-provider-aws #29068, "empty result"), and refuses a member account of an organization (the guide above), so
-the activation is the step that may fail. It comes last instead, after the budgets and the stack's other components
-(it depends on them): Pulumi lets a failed step's running neighbours finish but starts no new step (Pulumi blog,
-"Continue on Error in the Pulumi CLI"), so a refused activation still leaves every budget, and the labs a node needs to
-run (the key is offered only once one has), made. AWS documents no refusal of a budget whose tag is not active;
-such a budget is made and reads 0 until the tag is (terraform-provider-aws #39850, a filter on a key billing did not
-know). Not tried here against AWS.
+The budgets never wait for the activation, and the activation never fails the update: AWS refuses to activate a key it
+has not yet seen on a resource (terraform-provider-aws #29068) and refuses a member account of an organization (the
+guide above); components/tag_activation.py records either answer in the stack's state and asks again on the next
+`pulumi up`. AWS documents no refusal of a budget whose tag is not active; such a budget is made and reads 0 until the
+tag is (terraform-provider-aws #39850, a filter on a key billing did not know). Not tried here against AWS.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import pulumi
 import pulumi_aws as aws
 
 from components.labels import LAB_LABEL
+from components.tag_activation import TagActivation
 from domain.stack.budgets import BudgetAlerts, LabBudget, budget_name, limit_amount
 
 TYPE = "gpulab:billing:LabBudgets"
@@ -57,8 +55,7 @@ def tag_filter_value(lab_name: str) -> str:
 class LabBudgets(pulumi.ComponentResource):
     """One monthly cost budget per entry of `budgets` (by lab name; a term's at the term's pace, LabBudget.
     aws_monthly_limit, over the term's span only) with the alerts of NOTIFICATIONS; with
-    `activate`, the activation of the lab tag for cost allocation, after the budgets and every resource of `after` (the
-    stack's other components)."""
+    `activate`, the activation of the lab tag for cost allocation (`activation`, else None), which nothing waits for."""
 
     def __init__(
         self,
@@ -67,52 +64,44 @@ class LabBudgets(pulumi.ComponentResource):
         budgets: Mapping[str, LabBudget],
         alerts: BudgetAlerts | None,
         activate: bool,
-        after: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__(TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        made: list[pulumi.Resource] = []
         for lab_name, budget in budgets.items():
             # Validation gives every stack with a budget its alerts (domain/stack/budgets.py alerts_fit).
             assert alerts is not None
-            made.append(
-                aws.budgets.Budget(
-                    f"{name}-{lab_name}",
-                    name=budget_name(cluster_name, lab_name),
-                    budget_type="COST",
-                    time_unit="MONTHLY",
-                    limit_amount=limit_amount(budget.aws_monthly_limit()),
-                    limit_unit="USD",
-                    time_period_start=window[0] if (window := budget.aws_time_period()) else None,
-                    time_period_end=window[1] if window else None,
-                    cost_filters=[
-                        aws.budgets.BudgetCostFilterArgs(name=TAG_FILTER, values=[tag_filter_value(lab_name)])
-                    ],
-                    notifications=[
-                        aws.budgets.BudgetNotificationArgs(
-                            notification_type=kind,
-                            comparison_operator="GREATER_THAN",
-                            threshold=percent,
-                            threshold_type="PERCENTAGE",
-                            subscriber_email_addresses=alerts.emails or None,
-                            subscriber_sns_topic_arns=[alerts.sns_topic_arn] if alerts.sns_topic_arn else None,
-                        )
-                        for kind, percent in NOTIFICATIONS
-                    ],
-                    opts=pulumi.ResourceOptions.merge(child, NEXT_TERM),
-                )
+            aws.budgets.Budget(
+                f"{name}-{lab_name}",
+                name=budget_name(cluster_name, lab_name),
+                budget_type="COST",
+                time_unit="MONTHLY",
+                limit_amount=limit_amount(budget.aws_monthly_limit()),
+                limit_unit="USD",
+                time_period_start=window[0] if (window := budget.aws_time_period()) else None,
+                time_period_end=window[1] if window else None,
+                cost_filters=[aws.budgets.BudgetCostFilterArgs(name=TAG_FILTER, values=[tag_filter_value(lab_name)])],
+                notifications=[
+                    aws.budgets.BudgetNotificationArgs(
+                        notification_type=kind,
+                        comparison_operator="GREATER_THAN",
+                        threshold=percent,
+                        threshold_type="PERCENTAGE",
+                        subscriber_email_addresses=alerts.emails or None,
+                        subscriber_sns_topic_arns=[alerts.sns_topic_arn] if alerts.sns_topic_arn else None,
+                    )
+                    for kind, percent in NOTIFICATIONS
+                ],
+                opts=pulumi.ResourceOptions.merge(child, NEXT_TERM),
             )
+        self.activation = None
         if activate:
             # Activation is account-wide (the management account's, in an organization): another stack's budgets may
             # rely on it, so destroying this stack, or setting gpulab:costAllocationTag back to managementAccount,
             # leaves the tag active.
-            aws.costexplorer.CostAllocationTag(
+            self.activation = TagActivation(
                 f"{name}-lab-tag",
-                tag_key=LAB_LABEL,
-                status="Active",
-                opts=pulumi.ResourceOptions.merge(
-                    child, pulumi.ResourceOptions(retain_on_delete=True, depends_on=[*made, *after])
-                ),
+                LAB_LABEL,
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(retain_on_delete=True)),
             )
         self.register_outputs({})

@@ -6,6 +6,7 @@ from typing import Any
 
 from components.labels import LAB_LABEL
 from components.metrics.series import meter_output, stack_meter
+from components.tag_activation import HOW_TO_ACTIVATE, MEANS
 from domain.cost import stack_cost as stack_costs
 from domain.cost.lab_cost import DECIMALS, usd
 from domain.cost.meter_cost import BYTES_PER_SAMPLE, RETENTION_DAYS
@@ -251,15 +252,6 @@ def meter(stack: StackConfig) -> list[str]:
     ]
 
 
-# How the tag the lab budgets filter on is activated, by a person (AWS Billing User Guide, "Activating AWS-generated
-# tags cost allocation tags", whose console steps user-defined tags share) or a script (AWS CLI reference,
-# `aws ce update-cost-allocation-tags-status`, shorthand TagKey=string,Status=string).
-HOW_TO_ACTIVATE = (
-    f"Billing and Cost Management console > Cost allocation tags > {LAB_LABEL} > Activate, or `aws ce "
-    f"update-cost-allocation-tags-status --cost-allocation-tags-status TagKey={LAB_LABEL},Status=Active`"
-)
-
-
 def budgets(settings: Settings) -> list[str]:
     """The labs' AWS Budgets budgets and, plainly, from when their tag filter counts and who activates the tag: until
     it is active a budget reads 0 whatever the lab spends (docs/cost.md, "The tag must be active"). Nothing without a
@@ -268,10 +260,11 @@ def budgets(settings: Settings) -> list[str]:
         return []
     amounts = "; ".join(_budget_text(lab, budget) for lab, budget in settings.budgets.items())
     if settings.cost_allocation_tag == ACTIVATE:
+        answers = "; ".join(f"{status}: {means}" for status, means in MEANS.items())
         who = (
-            "this stack activates it (gpulab:costAllocationTag: activate); AWS refuses that, failing the update, "
-            "until the key is offered and from a member account of an organization: there, set managementAccount; "
-            "before the key is offered, run `pulumi up` again a day after a lab's first node"
+            "this stack activates it (gpulab:costAllocationTag: activate) and never fails the update for it: a first "
+            "`pulumi up` gets pending in a new account and refused in a member account; the stack output "
+            f"costAllocationTag says what AWS answered the last `pulumi up`. {answers}"
         )
     else:
         who = (

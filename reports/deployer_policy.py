@@ -29,6 +29,7 @@ from typing import Any
 
 import domain.stack
 from components.live_prices import GET_PRODUCT, GET_SPOT_PRICE
+from components.tag_activation import TAG_ACTIVATION
 from render import harness, run
 
 # What `pulumi preview` and `pulumi up` look up and the render does not: they price from the Price List in the stack's
@@ -255,9 +256,9 @@ PERMISSIONS: dict[str, Permission] = {
     "aws:budgets/budget:Budget": Permission(
         ("budgets:ModifyBudget", "budgets:ViewBudget"), f"{TF}/budgets/budget.go, REPORTED"
     ),
-    "aws:costexplorer/costAllocationTag:CostAllocationTag": Permission(
-        ("ce:UpdateCostAllocationTagsStatus", "ce:ListCostAllocationTags"),
-        f"{TF}/ce/cost_allocation_tag.go, REPORTED",
+    TAG_ACTIVATION: Permission(
+        ("ce:UpdateCostAllocationTagsStatus",),
+        "components/tag_activation.py, its only AWS call, CONFIRMED; AWS answers AccessDeniedException without it",
     ),
     # The look-ups (invokes).
     "aws:index/getCallerIdentity:getCallerIdentity": Permission(

@@ -44,9 +44,8 @@ SMALLEST_BUDGET = 0.01
 #   tags"), and a key is offered for activation only up to 24 hours after a resource first carries it (pulumi-aws
 #   7.51.1, costexplorer.CostAllocationTag; activating a key not yet offered fails, terraform-provider-aws #29068). A
 #   first `pulumi up` therefore succeeds whatever the account, with no node yet run.
-# - activate: this stack activates it (aws.costexplorer.CostAllocationTag), for a management or standalone account once
-#   the key is offered. Refused, it fails the update, and Pulumi starts no further step after a failed one (Pulumi blog,
-#   "Continue on Error in the Pulumi CLI"), hence not the default.
+# - activate: this stack asks AWS to activate it on every `pulumi up` until AWS accepts (components/tag_activation.py),
+#   and records AWS's answer (pending before the key is offered, refused in a member account) instead of failing.
 # Either way the lab budgets are made, and never wait for the activation (components/lab_budgets.py).
 TagActivation = Literal["managementAccount", "activate"]
 MANAGEMENT_ACCOUNT: TagActivation = "managementAccount"
