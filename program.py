@@ -239,12 +239,12 @@ def _lab_cost(
     if book.live and (problem := cost.cap_problem):
         raise pulumi.RunError(f"gpulab:labs.{name}.maxHourlyCost: {problem}")
     spot = {t: book.spot_line(t, region) for t in lab.instance_types} if "spot" in lab.capacity_types else {}
-    bound = None if cost.unpriced else cost.ceiling_per_hour
+    bound = None if cost.unpriced else cost.gpu_limit_per_hour
     always_where = learner_cost.prices(book, region, always_on=True)
     where = learner_cost.prices(book, region)
     output = {
         **cost.as_output(),
-        # The lab's bare figures (seatHour, ceilingPerHour, rootVolumePerNodeHour) are at its nodes' prices: their
+        # The lab's bare figures (seatHour, rootVolumePerNodeHour) are at its nodes' prices: their
         # source says, as every priced line's does, when those are another region's than the stack's.
         "source": where.source,
         "region": region,
@@ -256,7 +256,7 @@ def _lab_cost(
             always_on.always_on_in_term(days), lab.learner_seats, all_seats, always_where
         ),
     }
-    how = f"the arithmetic bound, {cost.ceiling_basis}" if cost.ceiling_basis else "no price"
+    how = f"the arithmetic bound, {cost.gpu_limit_basis}" if cost.gpu_limit_basis else "no price"
     return learner_cost.with_at_most(output, bound, learner_cost.BOUND, how, lab.learner_seats, where)
 
 

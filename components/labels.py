@@ -24,7 +24,7 @@ GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
 # Tolerates the GPU taint whatever its value: for the device plugin and for pods that use a slice.
 GPU_TOLERATION = {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
 
-# A lab's cost ceiling and cap (USD per hour at the reference prices) on its NodePool: a preview shows a change of
-# either, and the policy pack compares the two.
-COST_CEILING_ANNOTATION = "gpulab.dev/hourly-cost-ceiling-usd"
+# A capped lab's cap and what its GPU limit costs (USD per hour at the reference prices) on its NodePool: the policy
+# pack compares the two, and a preview shows a change of either.
+GPU_LIMIT_COST_ANNOTATION = "gpulab.dev/gpu-limit-hourly-cost-usd"
 MAX_HOURLY_COST_ANNOTATION = "gpulab.dev/max-hourly-cost-usd"

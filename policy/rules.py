@@ -43,8 +43,8 @@ GPU_RESOURCE = "nvidia.com/gpu"
 GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 
-# Mirrors of components/labels.py: a lab's cost ceiling and cap, in USD per hour at gpulab's reference prices.
-COST_CEILING_ANNOTATION = "gpulab.dev/hourly-cost-ceiling-usd"
+# Mirrors of components/labels.py: what a lab's GPU limit costs and its cap, USD per hour at gpulab's reference prices.
+GPU_LIMIT_COST_ANNOTATION = "gpulab.dev/gpu-limit-hourly-cost-usd"
 MAX_HOURLY_COST_ANNOTATION = "gpulab.dev/max-hourly-cost-usd"
 
 # A NodePool that selects on any of these well-known Karpenter labels (instance-gpu-count, -name, -manufacturer,
@@ -273,32 +273,32 @@ def eks_secrets_encryption(resource_type: str, props: Mapping[str, Any], stack: 
 
 
 def nodepool_within_max_hourly_cost(resource_type: str, props: Mapping[str, Any], stack: str) -> list[str]:
-    """A NodePool with a cost cap (maxHourlyCost) states a cost ceiling, and the ceiling does not exceed the cap.
+    """A NodePool with a cost cap (maxHourlyCost) states what its GPU limit costs, and that does not exceed the cap.
 
-    The ceiling is the most the NodePool's nvidia.com/gpu limit lets Karpenter run per hour at gpulab's reference
+    That cost is the most the NodePool's nvidia.com/gpu limit lets Karpenter run per hour at gpulab's reference
     prices. A resource policy sees one resource at a time, and a NodePool alone says neither what its instance types
     cost nor how many slices a GPU has (that is in the lab's NodeOverlays), so the program states both figures on the
     NodePool and the rule compares them: the same line the stack configuration holds, kept for a change that would
-    write NodePools without that check. It fails closed: a cap without a readable ceiling is a violation.
+    write NodePools without that check. It fails closed: a cap without a readable GPU limit cost is a violation.
     """
     if resource_type != NODE_POOL:
         return []
     annotations = _mapping(_mapping(props.get("metadata")).get("annotations"))
     if MAX_HOURLY_COST_ANNOTATION not in annotations:
         return []
-    cap, ceiling = annotations.get(MAX_HOURLY_COST_ANNOTATION), annotations.get(COST_CEILING_ANNOTATION)
-    cap_usd, ceiling_usd = _amount(cap), _amount(ceiling)
+    cap, at_limit = annotations.get(MAX_HOURLY_COST_ANNOTATION), annotations.get(GPU_LIMIT_COST_ANNOTATION)
+    cap_usd, at_limit_usd = _amount(cap), _amount(at_limit)
     if cap_usd is None:
         return [f"metadata.annotations[{MAX_HOURLY_COST_ANNOTATION}] is {cap!r}, not a positive amount of US dollars"]
-    if ceiling_usd is None:
+    if at_limit_usd is None:
         return [
-            f"metadata.annotations[{COST_CEILING_ANNOTATION}] is {ceiling!r}, not a positive amount of US dollars: "
+            f"metadata.annotations[{GPU_LIMIT_COST_ANNOTATION}] is {at_limit!r}, not a positive amount of US dollars: "
             f"the cap of {cap} USD per hour cannot be checked"
         ]
-    if ceiling_usd > cap_usd:
+    if at_limit_usd > cap_usd:
         return [
-            f"the NodePool may cost up to {ceiling} USD per hour at the reference prices, more than its cap of {cap} "
-            "(maxHourlyCost): lower maxGpus, leave out the dearest instance type or raise the cap"
+            f"the NodePool's GPU limit may cost up to {at_limit} USD per hour at the reference prices, more than its "
+            f"cap of {cap} (maxHourlyCost): lower maxGpus, leave out the dearest instance type or raise the cap"
         ]
     return []
 

@@ -68,11 +68,11 @@ def comment(
 ) -> str:
     """The comment; `classes` gives the class table of the labs shown, `whole_stack` the whole stack's cost and term
     from every lab's figures (reports/cost_report.py stack_table); `base` is the base branch's `labs` output, and a rise
-    of all labs' ceiling over it by more than `threshold` (gpulab:costAlertThreshold) is flagged first; `costs` are the
-    base's and the head's `cost` outputs, whose totals the diff compares; `rehearsed` is the rehearsal.json beside the
-    render, None when the rehearsal did not run; `refused` says why EKS would refuse the change's Kubernetes version
-    (reports/version_change.py), on top; `budgets` are the labs' budget lines the summary shows too
-    (reports/cost_report.py budgets), after the whole stack's cost."""
+    of all labs' "at most" per hour over it by more than `threshold` (gpulab:costAlertThreshold) is flagged first;
+    `costs` are the base's and the head's `cost` outputs, whose totals the diff compares; `rehearsed` is the
+    rehearsal.json beside the render, None when the rehearsal did not run; `refused` says why EKS would refuse the
+    change's Kubernetes version (reports/version_change.py), on top; `budgets` are the labs' budget lines the summary
+    shows too (reports/cost_report.py budgets), after the whole stack's cost."""
     preview = _ANSI.sub("", preview).strip()
     run = f": {run_url}" if run_url else "."
     failed = "The preview did not finish; its log is in the workflow run" + run

@@ -8,8 +8,9 @@ you've used" in the budget's current period, AWS Budgets API Reference, Calculat
 AWS budget components/lab_budgets.py makes. The meter's is the same month's spend as the hub's spend gate counts it,
 from the metrics workspace (its alias gpulab-<cluster>, amp:ListWorkspaces; the Prometheus query API, aps:QueryMetrics,
 signed with SigV4): the lab's nodes at the list prices, each minute the meter ran without the lab's spend counted at
-its ceiling (components/jupyterhub/spend_gate.py). For a term budget the meter's term so far is shown too, while the
-term lasts: AWS Budgets watches the term month by month, and deletes its budget at the term's end (docs/cost.md).
+what its GPU limit costs (components/jupyterhub/spend_gate.py). For a term budget the meter's term so far is shown
+too, while the term lasts: AWS Budgets watches the term month by month, and deletes its budget at the term's end
+(docs/cost.md).
 
 The two are not expected to agree: AWS counts what it bills for the resources tagged gpulab.dev/lab from the day the
 tag is active, hours behind (billing data up to three times a day); the meter counts Karpenter's nodes at list
@@ -95,7 +96,7 @@ class Meter:
     """The meter's spend of a period, as the gate counts it."""
 
     spent: float
-    unmeasured: int  # minutes counted at the ceiling
+    unmeasured: int  # minutes counted at what the lab's GPU limit costs
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ class Row:
             meter = "no meter (gpulab:metrics unset, or no workspace)"
         else:
             meter = f"{self.meter.spent:.2f} USD" + (
-                f" ({self.meter.unmeasured} minutes unmeasured, counted at the lab's ceiling)"
+                f" ({self.meter.unmeasured} minutes unmeasured, counted at what the lab's GPU limit costs per hour)"
                 if self.meter.unmeasured
                 else ""
             )
@@ -148,8 +149,8 @@ def _meter(aws: Aws, workspace: str, lab: str, since: datetime.datetime, at: dat
 
     measured = value(spend_gate.spend_query(lab, seconds)) or 0.0
     unmeasured = max(int(value(spend_gate.unmeasured_query(lab, seconds)) or 0), 0)
-    ceiling = value(spend_gate.ceiling_query(lab)) if unmeasured else None
-    return Meter(spend_gate.counted(measured, unmeasured, ceiling), unmeasured if ceiling is not None else 0)
+    per_hour = value(spend_gate.gpu_limit_query(lab)) if unmeasured else None
+    return Meter(spend_gate.counted(measured, unmeasured, per_hour), unmeasured if per_hour is not None else 0)
 
 
 def _workspace(aws: Aws, alias: str) -> str | None:

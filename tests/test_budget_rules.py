@@ -75,12 +75,12 @@ EXPECTED: dict[str, list[tuple[str, list[dict[str, Any]]]]] = {
     "120m": [
         # beta's month: minutes 10 to 59 and 81 to 120 of one node; the 21 minutes without a sample are not spend.
         (micro(R.budget_spend("beta", BUDGETS["beta"])), usd('{lab="beta"}', 90 / 60 * BETA)),
-        # What the gate reads: the minutes the meter ran without beta's spend (60 to 80), and the lab's ceiling.
+        # What the gate reads: the minutes the meter ran without beta's spend (60 to 80), and what its GPU limit costs.
         (spend_gate.unmeasured_query("beta", 7200), [{"labels": "{}", "value": 21}]),
         (spend_gate.unmeasured_query("alpha", 7200), [{"labels": "{}", "value": 0}]),
         (
-            spend_gate.ceiling_query("beta"),
-            [{"labels": "{}", "value": settings().labs["beta"].cost_at(LIST).ceiling_per_hour}],
+            spend_gate.gpu_limit_query("beta"),
+            [{"labels": "{}", "value": settings().labs["beta"].cost_at(LIST).gpu_limit_per_hour}],
         ),
     ],
 }
@@ -135,10 +135,10 @@ def run(folder: Path, file: dict[str, Any], tests: dict[str, Any]) -> tuple[int,
 
 
 def test_the_gates_series_are_the_meters():
-    assert (spend_gate.SPEND_SERIES, spend_gate.METER_SERIES, spend_gate.CEILING_SERIES) == (
+    assert (spend_gate.SPEND_SERIES, spend_gate.METER_SERIES, spend_gate.GPU_LIMIT_SERIES) == (
         R.SPEND,
         R.METER_UP,
-        R.CEILING,
+        R.GPU_LIMIT_COST,
     )
 
 

@@ -7,7 +7,7 @@ import pytest
 
 import domain.stack
 from components.karpenter.manifests import node_overlays, node_pool
-from components.labels import COST_CEILING_ANNOTATION, GPU_RESOURCE, MAX_HOURLY_COST_ANNOTATION
+from components.labels import GPU_LIMIT_COST_ANNOTATION, GPU_RESOURCE, MAX_HOURLY_COST_ANNOTATION
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
 from domain.cost.lab_cost import lab_cost, root_volume_per_hour, warmup_cost
 from domain.cost.prices import (
@@ -29,32 +29,31 @@ DISK_SOURCE = re.escape(DISK_PRICE_SOURCE)
 def test_g4dn_xlarge_by_3_is_0_1753_a_seat_hour_4_gpus_2_104():
     # 0.526 / (1 GPU x 3 slices) = 0.17533..; 4 GPUs x 0.526 = 2.104
     cost = lab_cost(["g4dn.xlarge"], slices_per_gpu=3, max_gpus=4)
-    assert (cost.seat_hour, cost.ceiling_per_hour, cost.unpriced) == ((0.1753, 0.1753), 2.104, ())
+    assert (cost.seat_hour, cost.gpu_limit_per_hour, cost.unpriced) == ((0.1753, 0.1753), 2.104, ())
 
 
 def test_multi_gpu_types_are_priced_per_gpu():
     # g4dn.12xlarge: 3.912 / 4 GPUs = 0.978 per GPU-hour, / 2 slices = 0.489 per seat-hour; 8 GPUs x 0.978 = 7.824
     assert lab_cost(["g4dn.12xlarge"], 2, 8).seat_hour == (0.489, 0.489)
-    assert lab_cost(["g4dn.12xlarge"], 2, 8).ceiling_per_hour == 7.824
+    assert lab_cost(["g4dn.12xlarge"], 2, 8).gpu_limit_per_hour == 7.824
     # p4d.24xlarge: 21.957642 / 8 = 2.74470525 per GPU-hour, / 4 slices = 0.68617631 -> 0.6862;
     # 3 x 2.74470525 = 8.23411575, rounded up (a ceiling never reads lower than it is) to 8.2342
     assert lab_cost(["p4d.24xlarge"], 4, 3).seat_hour == (0.6862, 0.6862)
-    assert lab_cost(["p4d.24xlarge"], 4, 3).ceiling_per_hour == 8.2342
+    assert lab_cost(["p4d.24xlarge"], 4, 3).gpu_limit_per_hour == 8.2342
 
 
 def test_seat_hours_span_the_types_the_ceiling_is_the_dearest():
     # g4dn.xlarge 0.526 per GPU-hour, g5.12xlarge 5.672 / 4 = 1.418: seats 0.263 to 0.709 with 2 slices; 4 x 1.418
     cost = lab_cost(["g4dn.xlarge", "g5.12xlarge"], 2, 4)
-    assert (cost.seat_hour, cost.ceiling_per_hour) == ((0.263, 0.709), 5.672)
-    assert cost.ceiling_basis == "maxGpus 4 x 1.418 USD per GPU-hour of g5.12xlarge"
+    assert (cost.seat_hour, cost.gpu_limit_per_hour) == ((0.263, 0.709), 5.672)
+    assert cost.gpu_limit_basis == "maxGpus 4 x 1.418 USD per GPU-hour of g5.12xlarge"
 
 
 def test_a_lab_with_no_priced_type_has_no_figures_says_which():
     cost = lab_cost(["g7.2xlarge", "p5e.48xlarge"], 2, 4)
-    assert (cost.seat_hour, cost.ceiling_per_hour) == (None, None)
+    assert (cost.seat_hour, cost.gpu_limit_per_hour) == (None, None)
     assert cost.as_output() == {
         "seatHour": None,
-        "ceilingPerHour": None,
         "rootVolumePerNodeHour": None,
         "maxHourlyCost": None,
         "unpriced": ["g7.2xlarge", "p5e.48xlarge"],
@@ -101,7 +100,7 @@ def test_stack_output_carries_each_classs_warm_up_cost():
 
 def test_a_partly_priced_lab_has_figures_for_priced_types():
     cost = lab_cost(["g7.2xlarge", "g4dn.xlarge"], 3, 4)
-    assert (cost.seat_hour, cost.ceiling_per_hour, cost.unpriced) == ((0.1753, 0.1753), 2.104, ("g7.2xlarge",))
+    assert (cost.seat_hour, cost.gpu_limit_per_hour, cost.unpriced) == ((0.1753, 0.1753), 2.104, ("g7.2xlarge",))
 
 
 @pytest.mark.parametrize("name", sorted(SYNTHETIC), ids=str)
@@ -110,7 +109,7 @@ def test_the_ceiling_bounds_any_one_type_the_limit_lets_run(name):
     for lab_name, lab_config in domain.stack.parse(_labs_only(SYNTHETIC[name]), "eu-west-1").settings.labs.items():
         limit = int(node_pool(lab_name, lab_config)["spec"]["limits"][GPU_RESOURCE])
         overlays = {o["spec"]["requirements"][1]["values"][0]: o for o in node_overlays(lab_name, lab_config)}
-        ceiling = lab_config.cost.ceiling_per_hour
+        ceiling = lab_config.cost.gpu_limit_per_hour
         disk = float(root_volume_per_hour(lab_config.disk.root))  # every node has its root volume
         most = {}  # the dearest fleet of each priced type that fits in the limit
         for instance_type in set(lab_config.instance_types) & set(ON_DEMAND_USD_PER_HOUR):
@@ -192,7 +191,6 @@ def test_stack_output_carries_the_cost_of_each_lab(base_run):
     assert base_run.outputs["labs"]["intro"]["cost"] == {
         # (0.526 + 20 GiB x 0.08 / 730) / 3 slices = 0.176064; x 4 GPUs = 2.112767, rounded up
         "seatHour": [0.1761, 0.1761],
-        "ceilingPerHour": 2.1128,
         "rootVolumePerNodeHour": 0.0022,
         "maxHourlyCost": None,
         "unpriced": [],
@@ -267,20 +265,27 @@ ELSEWHERE = (
 def test_an_unpriced_labs_stack_output_has_null_figures():
     run = run_values(stack_values(**{"gpulab:labs": {"new": lab(["p5e.48xlarge"], 2, 8)}}))
     cost = run.outputs["labs"]["new"]["cost"]
-    assert (cost["seatHour"], cost["ceilingPerHour"], cost["unpriced"]) == (None, None, ["p5e.48xlarge"])
+    assert (cost["seatHour"], cost["atMostPerHour"]["usd"], cost["unpriced"]) == (None, None, ["p5e.48xlarge"])
     assert cost["term"]["usd"] is None
 
 
 def nodepool_annotations(run, lab_name):
     """The NodePool's cost annotations (it also carries pulumi.com/waitFor)."""
     pool = run.one("kubernetes:karpenter.sh/v1:NodePool", f"nodepool-{lab_name}").inputs
-    cost_keys = (COST_CEILING_ANNOTATION, MAX_HOURLY_COST_ANNOTATION)
+    cost_keys = (GPU_LIMIT_COST_ANNOTATION, MAX_HOURLY_COST_ANNOTATION)
     return {k: v for k, v in pool["metadata"].get("annotations", {}).items() if k in cost_keys}
 
 
-def test_the_nodepool_carries_the_ceiling_and_cap_for_previews():
+def test_a_capped_nodepool_carries_its_cap_and_what_its_gpu_limit_costs_for_the_policy():
     annotations = nodepool_annotations(run_values(with_cap(3)), "intro")
-    assert annotations == {COST_CEILING_ANNOTATION: "2.1128", MAX_HOURLY_COST_ANNOTATION: "3.0000"}
+    assert annotations == {GPU_LIMIT_COST_ANNOTATION: "2.1128", MAX_HOURLY_COST_ANNOTATION: "3.0000"}
+
+
+def test_an_uncapped_priced_nodepool_states_no_cost(base_run):
+    # The lab's one "at most" figure is labs.<lab>.cost.atMostPerHour (the planner's where the render runs it); the
+    # NodePool states its GPU limit's cost only beside a cap, for the policy pack's check.
+    assert base_run.outputs["labs"]["intro"]["cost"]["atMostPerHour"]["usd"] == 2.1128
+    assert nodepool_annotations(base_run, "intro") == {}
 
 
 def test_an_unpriced_uncapped_nodepool_has_no_cost_annotation():
@@ -289,9 +294,29 @@ def test_an_unpriced_uncapped_nodepool_has_no_cost_annotation():
 
 
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
-def test_every_stack_files_nodepools_carry_their_labs_ceiling(path):
+def test_every_stack_files_capped_nodepools_carry_their_gpu_limits_cost(path):
     run = run_stack_file(path)
     for lab_name, lab_config in run.stack.settings.labs.items():
-        ceiling = lab_config.cost.ceiling_per_hour
-        annotation = nodepool_annotations(run, lab_name).get(COST_CEILING_ANNOTATION)
-        assert annotation == (f"{ceiling:.4f}" if ceiling is not None else None)
+        at_limit = lab_config.cost.gpu_limit_per_hour
+        annotation = nodepool_annotations(run, lab_name).get(GPU_LIMIT_COST_ANNOTATION)
+        capped = lab_config.max_hourly_cost is not None and at_limit is not None
+        assert annotation == (f"{at_limit:.4f}" if capped else None)
+
+
+def _keys(value):
+    """Every key of a JSON value, at any depth."""
+    if isinstance(value, dict):
+        return [k for key, inner in value.items() for k in (key, *_keys(inner))]
+    return [k for inner in value for k in _keys(inner)] if isinstance(value, list) else []
+
+
+@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
+def test_a_reader_of_a_labs_cost_output_or_nodepool_finds_one_at_most_figure(path):
+    """#49 'one ceiling': atMostPerHour is the lab's one "at most" per hour; no other output or annotation is named as
+    a maximum of what the lab costs (maxHourlyCost is the stack's cap, a setting)."""
+    run = run_stack_file(path)
+    for lab_name, lab_output in run.outputs["labs"].items():
+        maxima = [k for k in _keys(lab_output["cost"]) if re.search(r"ceiling|atmost|upto", k, re.IGNORECASE)]
+        assert maxima == ["atMostPerHour"], lab_name
+        pool = run.one("kubernetes:karpenter.sh/v1:NodePool", f"nodepool-{lab_name}").inputs
+        assert not [k for k in pool["metadata"].get("annotations", {}) if "ceiling" in k], lab_name

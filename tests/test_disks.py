@@ -215,14 +215,14 @@ def test_seed_volume_adds_a_third_per_seat_max_gpus_to_ceiling():
     # g4dn.xlarge 0.526 + 43.00 / 730 = 0.58490411 per node-hour: / 3 slices = 0.19496804 -> 0.1950 per seat-hour;
     # 4 GPUs x 0.58490411 = 2.33961644, rounded up 2.3397
     cost = lab_cost(["g4dn.xlarge"], 3, 4, root=Volume(100, 10000, 125, True))
-    assert (cost.seat_hour, cost.ceiling_per_hour, cost.root_volume_per_node_hour) == ((0.195, 0.195), 2.3397, 0.0589)
+    assert (cost.seat_hour, cost.gpu_limit_per_hour, cost.root_volume_per_node_hour) == ((0.195, 0.195), 2.3397, 0.0589)
 
 
 def test_a_multi_gpu_node_shares_its_root_volume_among_its_gpus():
     # g6.12xlarge (4.6016 + 1.60 / 730) / 4 GPUs = 1.15094795 per GPU-hour: / 2 slices = 0.5755; x 8 = 9.2076
     cost = lab_cost(["g6.12xlarge"], 2, 8, root=Volume(20, 3000, 125, True))
-    assert (cost.seat_hour, cost.ceiling_per_hour) == ((0.5755, 0.5755), 9.2076)
-    assert cost.ceiling_basis == "maxGpus 8 x 1.150948 USD per GPU-hour of g6.12xlarge, its root volume included"
+    assert (cost.seat_hour, cost.gpu_limit_per_hour) == ((0.5755, 0.5755), 9.2076)
+    assert cost.gpu_limit_basis == "maxGpus 8 x 1.150948 USD per GPU-hour of g6.12xlarge, its root volume included"
 
 
 def test_warm_nodes_are_billed_with_their_root_volumes():

@@ -230,7 +230,7 @@ def test_eu_west_1_is_priced_as_itself_via_us_east_1_pricing(market):
         },
     }
     intro = run.outputs["labs"]["intro"]["cost"]
-    assert intro["ceilingPerHour"] == 2.3587
+    assert intro["atMostPerHour"]["usd"] == 2.3587
     assert intro["source"].startswith("eu-west-1 on-demand prices of ") and "AWS Price List API" in intro["source"]
     assert (intro["region"], intro["unpriced"]) == ("eu-west-1", [])
 
@@ -287,7 +287,7 @@ def test_a_type_unpriced_in_the_region_is_named_not_borrowed(market):
     values = stack_values(**{"gpulab:labs": {"big": lab(["g6.xlarge"], 2)}})  # us-east-1's list has g6.xlarge
     run = live(values)
     cost = run.outputs["labs"]["big"]["cost"]
-    assert (cost["ceilingPerHour"], cost["unpriced"]) == (None, ["g6.xlarge"])
+    assert (cost["atMostPerHour"]["usd"], cost["unpriced"]) == (None, ["g6.xlarge"])
     assert run.outputs["cost"]["perHour"]["labsCeiling"] is None
     assert run.outputs["cost"]["perHour"]["total"] is None
 

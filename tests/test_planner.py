@@ -197,26 +197,26 @@ def test_a_buffer_warms_its_seats_and_learners_need_no_new_node(stack, binary):
 def test_the_plans_cost_is_its_nodes_price_within_lab_figures(stack, binary):
     """Karpenter prices instances only; gpulab's figures add each node's root volume (rootVolumePerNodeHour)."""
     for name, settings, out, scenarios in planned_labs(stack, binary):
-        cost = out["cost"]
-        if cost["ceilingPerHour"] is None:  # no priced type: Karpenter launches none offline (docs/planner.md)
+        cost, at_limit = out["cost"], settings.cost.gpu_limit_per_hour
+        if at_limit is None:  # no priced type: Karpenter launches none offline (docs/planner.md)
             continue
         disk = cost["rootVolumePerNodeHour"]
         for s in scenarios.values():
             prices = [ON_DEMAND_USD_PER_HOUR[claim["instanceType"]] for claim in s["nodeClaims"]]
             assert s["costPerHour"] == pytest.approx(sum(prices), abs=1e-6), (name, s["name"])
-            # No scenario runs more GPUs than the NodePool's limit lets Karpenter run: the lab's ceiling bounds it.
-            assert s["costPerHour"] + disk * len(prices) <= cost["ceilingPerHour"] + 1e-4, (name, s["name"])
+            # No scenario runs more GPUs than the NodePool's limit lets Karpenter run: what the limit costs bounds it.
+            assert s["costPerHour"] + disk * len(prices) <= at_limit + 1e-4, (name, s["name"])
             for claim in s["nodeClaims"]:
                 instance_type = claim["instanceType"]
                 node_hour = ON_DEMAND_USD_PER_HOUR[instance_type] + disk
                 seat_hour = node_hour / seats_per_node(instance_type, settings.slices_per_gpu)
                 low, high = cost["seatHour"]
                 assert low - 1e-4 <= seat_hour <= high + 1e-4, (name, claim)
-        # A full single-type lab is the ceiling itself.
+        # A full single-type lab is its GPU limit's cost itself.
         if len(settings.instance_types) == 1 and not cost["unpriced"]:
             full = scenarios["full"]
             assert full["costPerHour"] + disk * len(full["nodeClaims"]) == pytest.approx(
-                cost["ceilingPerHour"], abs=1e-4 * len(full["nodeClaims"])
+                at_limit, abs=1e-4 * len(full["nodeClaims"])
             ), name
 
 
@@ -553,7 +553,7 @@ def test_no_unfinished_scenarios_seats_or_ceiling_is_printed(binary):
     """A partial trickle or an undecided burst seated some learners only: the summary keeps gpulab's own figures."""
     _, outputs, edited = _unfinished(binary)
     single = plan.with_plan(outputs, edited)["single"]
-    assert (single["learnerSeats"], single["cost"]["ceilingPerHour"]) == (
+    assert (single["learnerSeats"], single["cost"]["atMostPerHour"]) == (
         12,
-        outputs["single"]["cost"]["ceilingPerHour"],
+        outputs["single"]["cost"]["atMostPerHour"],
     )

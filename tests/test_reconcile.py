@@ -121,11 +121,11 @@ def test_each_budgeted_lab_shows_aws_and_the_meter_and_their_difference(tmp_path
     assert "intro: the term" not in " ".join(lines)
 
 
-def test_the_meters_unmeasured_minutes_are_counted_at_the_ceiling_and_said(tmp_path, capsys):
+def test_the_meters_unmeasured_minutes_are_counted_at_the_gpu_limits_cost_and_said(tmp_path, capsys):
     recorded = answers(
         **{
             spend_gate.unmeasured_query("intro", MONTH_SECONDS): value(30),
-            spend_gate.ceiling_query("intro"): value(1.2),
+            spend_gate.gpu_limit_query("intro"): value(1.2),
         }
     )
     status, lines, _ = reconcile_of(tmp_path, capsys, recorded)
@@ -133,7 +133,7 @@ def test_the_meters_unmeasured_minutes_are_counted_at_the_ceiling_and_said(tmp_p
     # 92.50 recorded, and 30 minutes at 1.20 an hour: 93.10.
     assert (
         "reconcile: intro: AWS Budgets (lab-test-intro) 80.00 USD; meter 93.10 USD (30 minutes unmeasured, counted at "
-        "the lab's ceiling)" in lines
+        "what the lab's GPU limit costs per hour)" in lines
     )
     assert "reconcile: intro: difference, meter less AWS: +13.10 USD (+16.4% of AWS's)" in lines
 

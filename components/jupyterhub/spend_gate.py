@@ -6,11 +6,11 @@ What it reads: the metrics workspace's gpulab:lab_spend_usd_per_hour (the lab's 
 components/metrics/recording_rules.py), recorded once a minute, summed over the seconds since the period began (the
 term's start, or the month's start in UTC) and divided by 60: the lab's spend so far in US dollars, within a
 minute or two of the nodes' running. A minute in which the meter's rules ran (gpulab:meter_up:info) but recorded no
-spend for the lab (Karpenter's metrics did not reach the workspace) is counted at the lab's ceiling per hour
-(gpulab:lab_ceiling_usd_per_hour): a gap never reads as less spent, and the learner's message says how many minutes
-were so counted. It asks through the hub pod's SigV4 proxy, as the idle-GPU culler does
-(components/jupyterhub/culling.py). The teacher lets learners start again by raising the lab's budget (and `pulumi
-up`); for a monthly budget, the month's turn does too.
+spend for the lab (Karpenter's metrics did not reach the workspace) is counted at what the lab's GPU limit costs per
+hour (gpulab:lab_gpu_limit_usd_per_hour: maxGpus at its dearest type per GPU): a gap never reads as less spent, and
+the learner's message says how many minutes were so counted. It asks through the hub pod's SigV4 proxy, as the
+idle-GPU culler does (components/jupyterhub/culling.py). The teacher lets learners start again by raising the lab's
+budget (and `pulumi up`); for a monthly budget, the month's turn does too.
 
 A term's budget covers the term, [its start, its end): before the start nothing of it is spent and learners start;
 from its end the gate refuses every new server of the lab without asking the workspace, and says the term has ended
@@ -40,10 +40,10 @@ from urllib.parse import urlencode
 from tornado import web
 from tornado.httpclient import AsyncHTTPClient
 
-# The meter's series (components/metrics/recording_rules.py SPEND, METER_UP, CEILING).
+# The meter's series (components/metrics/recording_rules.py SPEND, METER_UP, GPU_LIMIT_COST).
 SPEND_SERIES = "gpulab:lab_spend_usd_per_hour"
 METER_SERIES = "gpulab:meter_up:info"
-CEILING_SERIES = "gpulab:lab_ceiling_usd_per_hour"
+GPU_LIMIT_SERIES = "gpulab:lab_gpu_limit_usd_per_hour"
 # The rule's evaluation interval (components/metrics/recording_rules.py EVALUATION_INTERVAL): each sample is a minute.
 SAMPLES_PER_HOUR = 60
 log = logging.getLogger("gpulab.spend_gate")
@@ -69,15 +69,15 @@ def unmeasured_query(lab: str, seconds: int) -> str:
     )
 
 
-def ceiling_query(lab: str) -> str:
-    """The lab's ceiling in USD per hour."""
-    return f'max({CEILING_SERIES}{{lab="{lab}"}})'
+def gpu_limit_query(lab: str) -> str:
+    """What the lab's GPU limit costs in USD per hour (maxGpus at its dearest type per GPU)."""
+    return f'max({GPU_LIMIT_SERIES}{{lab="{lab}"}})'
 
 
-def counted(measured: float, unmeasured: int, ceiling: float | None) -> float:
-    """The spend the gate counts: what the meter recorded, and each unmeasured minute at the lab's ceiling per hour
-    (none without a ceiling: an unpriced lab)."""
-    return measured + (unmeasured * ceiling / SAMPLES_PER_HOUR if unmeasured and ceiling is not None else 0.0)
+def counted(measured: float, unmeasured: int, per_hour: float | None) -> float:
+    """The spend the gate counts: what the meter recorded, and each unmeasured minute at `per_hour`, what the lab's
+    GPU limit costs (nothing without it: an unpriced lab)."""
+    return measured + (unmeasured * per_hour / SAMPLES_PER_HOUR if unmeasured and per_hour is not None else 0.0)
 
 
 def refusal(lab: str, spent: float, amount: float, since: float, term: bool, unmeasured: int = 0) -> str:
@@ -141,17 +141,18 @@ class SpendGate:
         return float(result[0]["value"][1]) if result else None
 
     async def spent(self, lab: str, since: float) -> tuple[float, int]:
-        """The lab's spend in USD since `since`, its unmeasured minutes at its ceiling included, and those minutes."""
+        """The lab's spend in USD since `since`, its unmeasured minutes at its GPU limit's cost included, and those
+        minutes."""
         seconds = int(time.time() - since)
         measured = await self.value(spend_query(lab, seconds)) or 0.0
         unmeasured = max(int(await self.value(unmeasured_query(lab, seconds)) or 0), 0)
         if not unmeasured:
             return measured, 0
-        ceiling = await self.value(ceiling_query(lab))
-        if ceiling is None:  # an unpriced lab: nothing to count the gap at
-            log.warning("lab %s: %d minutes of spend unmeasured and no ceiling to count them at", lab, unmeasured)
+        per_hour = await self.value(gpu_limit_query(lab))
+        if per_hour is None:  # an unpriced lab: nothing to count the gap at
+            log.warning("lab %s: %d minutes of spend unmeasured and no price to count them at", lab, unmeasured)
             return measured, 0
-        return counted(measured, unmeasured, ceiling), unmeasured
+        return counted(measured, unmeasured, per_hour), unmeasured
 
     async def __call__(self, spawner) -> None:
         lab = spawner.user_options.get("profile") or self.default_lab

@@ -9,9 +9,9 @@ from typing import Any
 from components.karpenter.class_seats_manifests import class_budgets
 from components.karpenter.user_data import node_user_data, user_data_problem
 from components.labels import (
-    COST_CEILING_ANNOTATION,
     DEVICE_PLUGIN_CONFIG_LABEL,
     DISCOVERY_TAG,
+    GPU_LIMIT_COST_ANNOTATION,
     GPU_PRESENT_LABEL,
     GPU_RESOURCE,
     GPU_TAINT,
@@ -146,16 +146,21 @@ def node_pool(lab_name: str, lab: Lab) -> dict:
 
 
 def cost_annotations(lab: Lab) -> dict[str, dict[str, str]]:
-    """The lab's cost ceiling and cap, as annotations of the NodePool (none for a lab without a priced type or cap).
+    """A capped lab's cap and what its GPU limit costs per hour (the arithmetic bound, the figure the cap is checked
+    against), as annotations of the NodePool, for the policy pack's check (policy/rules.py); none without a cap. The
+    program knows only this bound, not the planner's "at most" figure (the render's), so an uncapped NodePool states no
+    cost: the lab's one "at most" figure is the stack output labs.<lab>.cost.atMostPerHour.
 
     They sit on the NodePool's own metadata, so that a new price or cap never drifts the lab's nodes: Karpenter's drift
     hash covers spec.template only (NodePool.Hash, kubernetes-sigs/karpenter v1.14.1 pkg/apis/v1/nodepool.go).
     """
     cost = lab.cost
+    if cost.max_hourly_cost is None:
+        return {}
     annotations = {
         key: usd(amount)
         for key, amount in [
-            (COST_CEILING_ANNOTATION, cost.ceiling_per_hour),
+            (GPU_LIMIT_COST_ANNOTATION, cost.gpu_limit_per_hour),
             (MAX_HOURLY_COST_ANNOTATION, cost.max_hourly_cost),
         ]
         if amount is not None

@@ -49,7 +49,7 @@ NODES = "gpulab:lab_nodes:count"
 COST = "gpulab:lab_cost_usd_per_hour"
 PRICE = "gpulab:instance_price_usd_per_hour"
 SPEND = "gpulab:lab_spend_usd_per_hour"
-CEILING = "gpulab:lab_ceiling_usd_per_hour"
+GPU_LIMIT_COST = "gpulab:lab_gpu_limit_usd_per_hour"
 METER_UP = "gpulab:meter_up:info"
 MONTH_SPEND = "gpulab:lab_month_spend_usd_per_hour"
 TERM_SPEND = "gpulab:lab_term_spend_usd_per_hour"
@@ -157,12 +157,13 @@ def _prices(labs: Mapping[str, Lab], book: PriceBook) -> str:
     return " or ".join(f'label_replace(vector({book.on_demand[t]}), "instance_type", "{t}", "", "")' for t in types)
 
 
-def _ceilings(labs: Mapping[str, Lab], book: PriceBook) -> str:
-    """Each priced lab's ceiling per hour at `book` (the arithmetic bound: maxGpus at its dearest type per GPU), one
-    series per lab: what the spend gate counts a minute of unmeasured spend at."""
-    ceilings = {name: lab.cost_at(book).ceiling_per_hour for name, lab in labs.items()}
+def _gpu_limit_costs(labs: Mapping[str, Lab], book: PriceBook) -> str:
+    """Each priced lab's cost per hour at its NodePool's GPU limit at `book` (maxGpus at its dearest type per GPU), one
+    series per lab: what the spend gate counts a minute of unmeasured spend at. The program has this figure, not the
+    planner's (only the render runs the planner), and a gap is better counted high: the most the limit lets run."""
+    costs = {name: lab.cost_at(book).gpu_limit_per_hour for name, lab in labs.items()}
     return " or ".join(
-        f'label_replace(vector({usd}), "lab", "{name}", "", "")' for name, usd in ceilings.items() if usd is not None
+        f'label_replace(vector({usd}), "lab", "{name}", "", "")' for name, usd in costs.items() if usd is not None
     )
 
 
@@ -246,8 +247,8 @@ def _budget_rules(labs: Mapping[str, Lab], budgets: Mapping[str, LabBudget]) -> 
         "annotations": {
             "summary": f"Lab {{{{ $labels.lab }}}}'s spend has not been recorded for {UNMEASURED_FOR}",
             "description": "Karpenter's metrics for its NodePool are not reaching the workspace (the scraper, the "
-            "controller). The hub's spend gate counts each such minute at the lab's ceiling per hour, so a gap never "
-            "reads as less spent.",
+            "controller). The hub's spend gate counts each such minute at the cost per hour of the lab's GPU limit "
+            "(maxGpus at its dearest type), so a gap never reads as less spent.",
         },
     }
     return recording + alerts + ([unmeasured] if labs else [])
@@ -329,7 +330,7 @@ def rule_groups(
                     f"  * on (instance_type) group_left () {PRICE}\n)\n"
                     f"or 0 * max by (lab) ({_karpenter('karpenter_nodepools_limit')})",
                 },
-                *([{"record": CEILING, "expr": ceilings}] if (ceilings := _ceilings(labs, book)) else []),
+                *([{"record": GPU_LIMIT_COST, "expr": costs}] if (costs := _gpu_limit_costs(labs, book)) else []),
                 *_budget_rules(labs, budgets or {}),
             ]
             if labs

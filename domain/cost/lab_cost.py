@@ -1,13 +1,17 @@
-"""What a lab's GPU nodes cost at the reference prices of domain/cost/prices.py: per learner seat-hour, and at most per
-hour.
+"""What a lab's GPU nodes cost at the reference prices of domain/cost/prices.py: per learner seat-hour, and at the
+NodePool's GPU limit.
 
 A node costs its instance's hourly price plus its gp3 root volume's per node-hour (storage, and IOPS and throughput
 above what gp3 includes; an instance store is part of the instance's price). A learner seat is one slice of one GPU, so
 a seat-hour on an instance type costs that node-hour / its seats (its GPUs x slicesPerGpu, seats_per_node of
 domain/capacity/node_capacity.py). The lab's NodePool limit lets
 Karpenter run at most maxGpus GPUs, each costing at most the highest per-GPU node-hour among the lab's instance types:
-that product is the lab's ceiling per hour. Figures cover the instance types that have a reference price; the others
-are listed, never priced. Amounts are USD rounded to 4 decimals, the ceiling upwards so that it stays an upper bound.
+that product is what the GPU limit costs per hour (the arithmetic bound). It is the lab's one "at most" figure only
+where the planner did not run (domain/cost/learner_cost.py atMostPerHour, which says its basis); the program also uses
+it where it needs a figure no fleet within the limit exceeds and the planner's is not known: maxHourlyCost is checked
+against it, the NodePool states it for the policy pack beside the cap, and the hub's spend gate counts an unmeasured
+minute at it. Figures cover the instance types that have a reference price; the others are listed, never priced.
+Amounts are USD rounded to 4 decimals, the GPU limit's cost upwards so that it stays an upper bound.
 
 Warm seats cost too: before each class, its warm seats' nodes run for the warmup with no learner on them yet. Their
 cost is the nodes the warm seats need (a node seats slicesPerGpu x its GPUs) times the warmup at the node's price, root
@@ -61,8 +65,8 @@ class LabCost:
     """One lab's figures at the reference prices; all None when none of its instance types has a price."""
 
     seat_hour: tuple[float, float] | None  # (cheapest, dearest) USD per learner seat-hour over the priced types
-    ceiling_per_hour: float | None  # USD per hour: maxGpus x the highest per-GPU hourly price
-    ceiling_basis: str | None  # how the ceiling is made up, for messages
+    gpu_limit_per_hour: float | None  # USD per hour: maxGpus x the highest per-GPU hourly price (the arithmetic bound)
+    gpu_limit_basis: str | None  # how gpu_limit_per_hour is made up, for messages
     unpriced: tuple[str, ...]  # the lab's instance types without a reference price
     max_hourly_cost: float | None  # the lab's cap (maxHourlyCost), if it has one
     root_volume_per_node_hour: float | None = None  # USD per node-hour of each node's root volume, when it is counted
@@ -74,18 +78,18 @@ class LabCost:
 
     @property
     def cap_problem(self) -> str | None:
-        """Why the lab's cap refuses it, or None: a ceiling above the cap, or a ceiling that cannot be known."""
+        """Why the lab's cap refuses it, or None: its GPU limit's cost above the cap, or a cost that cannot be known."""
         if self.max_hourly_cost is None:
             return None
-        if self.unpriced or self.ceiling_per_hour is None:
+        if self.unpriced or self.gpu_limit_per_hour is None:
             # A cap that cannot be checked would be a silently ignored key: fail closed.
             return (
                 f"cannot be checked: {', '.join(self.unpriced)} {'has' if len(self.unpriced) == 1 else 'have'} no "
                 f"price ({self.source}){self._why}; leave out the instance types without a price, or the cap"
             )
-        if self.ceiling_per_hour > self.max_hourly_cost:
+        if self.gpu_limit_per_hour > self.max_hourly_cost:
             return (
-                f"the lab may cost up to {usd(self.ceiling_per_hour)} USD per hour ({self.ceiling_basis}; "
+                f"the lab may cost up to {usd(self.gpu_limit_per_hour)} USD per hour ({self.gpu_limit_basis}; "
                 f"{self.sources}), more than this cap of {usd(self.max_hourly_cost)}: lower maxGpus, leave out the "
                 "dearest instance type or raise the cap"
             )
@@ -104,7 +108,6 @@ class LabCost:
         """The `labs.<lab>.cost` stack output."""
         return {
             "seatHour": list(self.seat_hour) if self.seat_hour else None,
-            "ceilingPerHour": self.ceiling_per_hour,
             "rootVolumePerNodeHour": self.root_volume_per_node_hour,
             "maxHourlyCost": self.max_hourly_cost,
             "unpriced": list(self.unpriced),
@@ -203,13 +206,13 @@ def lab_cost(
         if (amount := seat_hour(t, slices_per_gpu, disk, book)) is not None
     ]
     dearest = max(per_gpu, key=per_gpu.__getitem__)
-    # Six decimals say where the ceiling comes from without the endless digits of a disk's monthly price / 730.
+    # Six decimals say where the figure comes from without the endless digits of a disk's monthly price / 730.
     gpu_hour = f"{per_gpu[dearest].quantize(Decimal('1e-6'), rounding=ROUND_CEILING).normalize():f}"
     return LabCost(
         seat_hour=(min(seat_hours), max(seat_hours)),
-        # Rounded up: a ceiling must never read lower than what the NodePool limit lets Karpenter run.
-        ceiling_per_hour=rounded(max_gpus * per_gpu[dearest], ROUND_CEILING),
-        ceiling_basis=f"maxGpus {max_gpus} x {gpu_hour} USD per GPU-hour of {dearest}"
+        # Rounded up: it must never read lower than what the NodePool limit lets Karpenter run.
+        gpu_limit_per_hour=rounded(max_gpus * per_gpu[dearest], ROUND_CEILING),
+        gpu_limit_basis=f"maxGpus {max_gpus} x {gpu_hour} USD per GPU-hour of {dearest}"
         + (", its root volume included" if root else ""),
         unpriced=unpriced,
         max_hourly_cost=max_hourly_cost,
@@ -222,13 +225,13 @@ def lab_cost(
 
 
 def rounded(amount: Decimal, rounding: str) -> float:
-    """An amount in USD to the DECIMALS every figure is given in: ROUND_HALF_UP for a figure, ROUND_CEILING for a
-    ceiling, which must never read lower than what it bounds."""
+    """An amount in USD to the DECIMALS every figure is given in: ROUND_HALF_UP for a figure, ROUND_CEILING for an
+    "at most" figure, which must never read lower than what it bounds."""
     return float(amount.quantize(Decimal(1).scaleb(-DECIMALS), rounding=rounding))
 
 
 def within_max_hourly_cost(cap: float | None, info: ValidationInfo) -> float | None:
-    """A lab's maxHourlyCost: at least its ceiling at the reference prices, so that the cap can hold."""
+    """A lab's maxHourlyCost: at least what its GPU limit costs at the reference prices, so that the cap can hold."""
     if (
         cap is None
         or not {"instance_types", "slices_per_gpu", "max_gpus", "disk_strategy", "root_volume"} <= info.data.keys()
@@ -242,7 +245,7 @@ def within_max_hourly_cost(cap: float | None, info: ValidationInfo) -> float | N
     return cap
 
 
-# gpulab:costAlertThreshold: USD per hour (a number), or a percentage of the base's ceiling ("10%").
+# gpulab:costAlertThreshold: USD per hour (a number), or a percentage of the base's "at most" per hour ("10%").
 PERCENT = "%"
 
 
@@ -272,7 +275,7 @@ def alert_threshold(value: float | str) -> float | str:
 
 
 def raise_alerts(threshold: float | str | None, before: float, after: float) -> bool:
-    """Whether a ceiling going from `before` to `after` USD per hour rises by more than `threshold`."""
+    """Whether an "at most" figure going from `before` to `after` USD per hour rises by more than `threshold`."""
     if threshold is None or after <= before:
         return False
     if isinstance(threshold, str):

@@ -563,7 +563,8 @@ class Lab(Model):
     max_hourly_cost: (
         Annotated[float, AfterValidator(positive_amount), AfterValidator(within_max_hourly_cost)] | None
     ) = Field(
-        default=None, description="Cap in USD on the lab's cost ceiling per hour at reference prices (docs/cost.md)."
+        default=None,
+        description="Cap in USD on what the lab's GPU limit costs per hour at reference prices (docs/cost.md).",
     )
     budget: Annotated[BudgetKey | None, AfterValidator(term_fits)] = Field(
         default=None,
@@ -826,8 +827,8 @@ class Settings(Model):
         Annotated[float | str, BeforeValidator(threshold_kind), AfterValidator(alert_threshold)] | None
     ) = Field(
         default=None,
-        description="The pull-request comment flags at its top a change that raises the labs' ceiling by more than "
-        'this: USD per hour (2.5), or a percentage of the base branch\'s ceiling ("10%"); unset, none is flagged.',
+        description='The pull-request comment flags at its top a change that raises the labs\' "at most" per hour by '
+        'more than this: USD per hour (2.5), or a percentage of the base branch\'s ("10%"); unset, none is flagged.',
     )
     budget_alerts: Annotated[BudgetAlerts | None, AfterValidator(alerts_fit)] = Field(
         default=None,
