@@ -267,6 +267,8 @@ def class_metrics(
     - `disruptedDuringClass`: the lab's pods the log says were disrupted from the start to the end (end excluded).
     - `disruptedBySpot`: the class's learners whose pod was moved off a node that Karpenter's interruption controller
       deleted on EC2's spot warning (reason spot_interrupted; rehearsal/spot.py), at any time of their stay.
+    - `spotMoveWaitSeconds`: for each such move before the learner left, from the move until their notebook ran again
+      (their next `ready`, on another node), or until they left if it never did (p50, p95, max as waitSeconds).
     - `nodesAfterEnd`: the lab's nodes up at `after` (the end plus settle(), at most the day's end): those Karpenter
       kept once the class's learners had left, the class's own or, if another class runs or warms then, that one's.
     """
@@ -308,11 +310,23 @@ def class_metrics(
             present -= 1
     never_seated = [learner for learner in arrived if learner not in bound and there[learner] <= seats]
     disrupted = {e["pod"] for e in events if e["what"] == "disrupted" and c.start <= moment(e["at"]) < c.end}
-    by_spot = {
-        e["learner"]
+    spot_moves = [
+        e
         for e in events
         if e["what"] == "disrupted" and e["reason"] == SPOT_INTERRUPTED and e.get("learner") in arrived
-    }
+    ]
+    by_spot = {e["learner"] for e in spot_moves}
+    spot_waits = []
+    for move in spot_moves:
+        learner, at = move["learner"], moment(move["at"])
+        if at >= left[learner]:
+            continue
+        again = [
+            moment(e["at"])
+            for e in events
+            if e["what"] == "ready" and e["learner"] == learner and e["node"] != move["node"] and moment(e["at"]) >= at
+        ]
+        spot_waits.append((min([*again, left[learner]]) - at).total_seconds())
     return {
         "index": c.index,
         "day": c.start.astimezone(zones.zone(zone)).date().isoformat(),
@@ -329,6 +343,7 @@ def class_metrics(
         "neverSeated": never_seated,
         "disruptedDuringClass": len(disrupted),
         "disruptedBySpot": len(by_spot),
+        "spotMoveWaitSeconds": _waits(spot_waits),
         "nodesAfterEnd": sum(1 for n in nodes.values() if n.up_at(after)),
     }
 

@@ -212,6 +212,7 @@ def test_a_day_whose_learners_all_bind_on_warm_nodes() -> None:
         "neverSeated": [],
         "disruptedDuringClass": 0,
         "disruptedBySpot": 0,
+        "spotMoveWaitSeconds": {"p50": None, "p95": None, "max": None},
         "nodesAfterEnd": 0,  # both gone by 10:15, consolidateAfter 10m + 5m after the end
     }
     assert second["readyAtStart"] == 6 and second["waitToReadySeconds"] == {"p50": 0.0, "p95": 0.0, "max": 0.0}
@@ -306,9 +307,18 @@ def test_learners_moved_by_a_spot_interruption_are_counted_not_failed() -> None:
 
     warning = {"at": "2027-01-04T09:20:00Z", "what": "spotWarning", "lab": "two", "node": "n2"}
     moved = [*WARM_AND_FIVE, warning | {"instanceType": "g4dn.xlarge"}, by_spot("two-4"), by_spot("two-5")]
-    section = _section([*moved, *AFTER])
+    # two-4 runs again on n5 at 09:22:15; two-5 never does, and waits until it leaves.
+    again = [
+        _launched("09:20:00", "n5"),
+        *_seated("09:22:00", "two-4", "n5", ready="09:22:15"),
+        _deleted("10:10:30", "n5"),
+    ]
+    section = _section([*moved, *again, *AFTER])
     first = section["classes"][0]
     assert (first["disruptedBySpot"], first["disruptedDuringClass"]) == (2, 2)
+    (five_left,) = [class_day.moment(s["at"]) for s in DAY["two"] if s["what"] == "leave" and s["learner"] == "two-5"]
+    five = (five_left - class_day.moment("2027-01-04T09:20:00Z")).total_seconds()
+    assert first["spotMoveWaitSeconds"] == {"p50": 135.0, "p95": five, "max": five}
     assert not [line for line in report.problems({"two": section}) if "moved" in line]
     row = next(line for line in report.table(_rehearsal({"two": section})) if line.startswith("| two | classes[0]"))
     assert [cell.strip() for cell in row.strip("|").split("|")][5:7] == ["2", "2"]  # disrupted, moved by spot

@@ -114,6 +114,9 @@ def test_the_learners_moved_by_an_interruption_are_counted_per_class(interrupted
         if e["reason"] == spot.SPOT_INTERRUPTED and e.get("learner")
     }
     assert c["disruptedBySpot"] == len(moved) > 0, (c, moved)
+    # Learners moved while there waited for their notebook again, no longer than the class's hour.
+    waits = c["spotMoveWaitSeconds"]
+    assert 0 <= waits["p50"] <= waits["p95"] <= waits["max"] <= 3600, waits
     # A learner moved by a spot interruption is no budget's failure: counted, not named in a line of moved learners
     # (a warm seat a warning took before the start still fails warmSeats).
     assert not [line for line in rehearsal.run.problems(interrupted) if "moved" in line]
