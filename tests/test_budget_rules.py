@@ -1,7 +1,8 @@
 """The meter's budget rules, run by Prometheus's own promtool (`test rules`) on synthetic series: the spend of a lab
 over its term and over its calendar month as the spend gate and the 80% alert count it, a lab whose NodePool has no
 node spending 0 rather than nothing, the minutes Karpenter's metrics did not reach the workspace counted by the gate
-and alerted on; and the planted defects those tests catch. promtool's clock starts at 1970-01-01 00:00 UTC."""
+and alerted on, a term's forecast over its class hours; and the planted defects those tests catch. promtool's clock
+starts at 1970-01-01 00:00 UTC."""
 
 import datetime
 from pathlib import Path
@@ -15,16 +16,24 @@ from components.metrics import recording_rules as R
 from components.metrics.scrape import scrape_configuration
 from domain.cost.price_book import LIST
 from domain.stack.budgets import LabBudget
+from domain.stack.load import parse
 from tests.support.promtool import promtool
 from tests.support.scraped import as_scraped
+from tests.test_budgets import termed
 from tests.test_metrics_rules import TYPES, planted, sample, settings
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 ALPHA, BETA = LIST.on_demand[TYPES["alpha"]], LIST.on_demand[TYPES["beta"]]
+
+
+def minutes(m: int) -> datetime.datetime:
+    return EPOCH + datetime.timedelta(minutes=m)
+
+
 # alpha: a term from 00:10 to 01:40 on promtool's first day, of one node's 1.5 hours; beta: a monthly budget of one
 # node's 2 hours.
 BUDGETS = {
-    "alpha": LabBudget(ALPHA, "term", EPOCH + datetime.timedelta(minutes=10), EPOCH + datetime.timedelta(minutes=100)),
+    "alpha": LabBudget(ALPHA, "term", minutes(10), minutes(100), ((minutes(10), minutes(100)),)),
     "beta": LabBudget(2 * BETA, "month"),
 }
 
@@ -150,6 +159,88 @@ def test_the_budget_rules_count_the_period_and_the_gaps(tmp_path):
 def test_a_month_budget_counts_from_the_months_first_minute(tmp_path):
     status, output = run(tmp_path, rule_file(), unit_tests(MONTH_TURN, MONTH_EXPECTED, [], MONTH_TURN_FROM))
     assert status == 0 and "SUCCESS" in output, output
+
+
+# A term of 13 hours with six class days of an hour (warm-up included), one every two hours from minute 60: six class
+# hours. Both labs run one node through each class: 6 nodes' hours over the term. alpha's budget is 5 of them (on
+# course to exceed it), beta's 7 (under).
+CLASS_HOURS = tuple((minutes(60 + 120 * k), minutes(120 + 120 * k)) for k in range(6))
+TERM_END = 780
+FORECAST_BUDGETS = {
+    "alpha": LabBudget(5 * ALPHA, "term", minutes(0), minutes(TERM_END), CLASS_HOURS),
+    "beta": LabBudget(7 * BETA, "term", minutes(0), minutes(TERM_END), CLASS_HOURS),
+}
+CLASS_NODE = "_x60 " + " ".join(["4x59 stale _x59"] * 6) + " _x20"
+THIRTEEN_HOURS = [*karpenter("alpha", "1x800", CLASS_NODE), *karpenter("beta", "1x800", CLASS_NODE)]
+FORECAST_EXPECTED = {
+    # After the second class: two nodes' hours in two class hours of six, each lab on course for six nodes' hours.
+    "240m": [
+        (micro(f'{R.FORECAST}{{lab="alpha"}}'), usd('{lab="alpha"}', 6 * ALPHA)),
+        (micro(f'{R.FORECAST}{{lab="beta"}}'), usd('{lab="beta"}', 6 * BETA)),
+    ],
+    # The first class over (one class hour of six): under a fifth of the class hours, no forecast yet.
+    "130m": [(R.FORECAST, [])],
+}
+FORECAST_ALERTS = [
+    # alpha on course for 6 against 5 from the first minute, forecast from 192m (a fifth of 360 class minutes, 72,
+    # passed 12 minutes into the second class): not after the first class alone...
+    ("130m", "LabBudgetForecastOver", []),
+    # ...pending for its longest class day, 60 minutes, ...
+    ("200m", "LabBudgetForecastOver", []),
+    # ...then firing, through the gaps between classes; beta, on course for 6 of 7, never.
+    ("260m", "LabBudgetForecastOver", [{"exp_labels": {"lab": "alpha", "severity": "warning"}}]),
+    ("770m", "LabBudgetForecastOver", [{"exp_labels": {"lab": "alpha", "severity": "warning"}}]),
+    # After the term, silent.
+    ("790m", "LabBudgetForecastOver", []),
+]
+
+
+def test_a_term_on_course_over_its_budget_is_forecast_once_a_fifth_of_its_classes_are_over(tmp_path):
+    tests = unit_tests(THIRTEEN_HOURS, FORECAST_EXPECTED, FORECAST_ALERTS)
+    status, output = run(tmp_path, rule_file(FORECAST_BUDGETS), tests)
+    assert status == 0 and "SUCCESS" in output, output
+
+
+def test_a_term_of_eleven_mondays_is_forecast_over_its_eleven_class_days_and_waits_one():
+    """tests/test_budgets.py's term: Mondays 11 January to 22 March 2027, 10:00 UTC for an hour after a 20-minute
+    warm-up: eleven class days of 80 minutes, the forecast's class hours; it waits 80 minutes over the budget."""
+    values = termed(1000)
+    stack = {k.removeprefix("gpulab:"): v for k, v in values.items() if k.startswith("gpulab:")}
+    budget = parse(stack, values["aws:region"]).settings.budgets
+    first = datetime.datetime(2027, 1, 11, 9, 40, tzinfo=datetime.UTC)
+    assert budget["intro"].class_hours == tuple(
+        (first + datetime.timedelta(weeks=k), first + datetime.timedelta(weeks=k, minutes=80)) for k in range(11)
+    )
+    assert f" * {11 * 80 * 60} / " in R.term_forecast("intro", budget["intro"])
+    assert R.forecast_for(budget["intro"]) == "80m"
+
+
+FORECAST_PLANTED = {
+    # No minimum share: the first class alone decides the forecast.
+    "from-the-first-minute": (R.FORECAST, f" >= {6 * 3600 * R.FORECAST_FROM_PERCENT // 100}", " >= 1", "time: 2h10m"),
+    # The forecast kept after the term: a spent term's alert never ends.
+    "after-the-term": (R.FORECAST, f" < {TERM_END * 60})", " < 99999)", "time: 13h10m"),
+    # Per elapsed term time, not class time: after the first class (60 of 780 minutes) reads 13 classes.
+    "per-term-time": (R.FORECAST, " * 21600 /", " * 46800 /", "time: 4h"),
+}
+
+
+@pytest.mark.parametrize("case", FORECAST_PLANTED)
+def test_a_planted_forecast_defect_fails_promtools_unit_tests(tmp_path, case):
+    record, old, new, caught = FORECAST_PLANTED[case]
+    tests = unit_tests(THIRTEEN_HOURS, FORECAST_EXPECTED, FORECAST_ALERTS)
+    status, output = run(tmp_path, planted(rule_file(FORECAST_BUDGETS), record, old, new), tests)
+    assert status == 1 and caught in output, output
+
+
+def test_a_forecast_without_its_wait_fires_on_the_second_class(tmp_path):
+    """Planted: no `for:`, the forecast fires the minute it is first read."""
+    file = rule_file(FORECAST_BUDGETS)
+    for rule in file["groups"][0]["rules"]:
+        if rule.get("alert") == "LabBudgetForecastOver":
+            del rule["for"]
+    status, output = run(tmp_path, file, unit_tests(THIRTEEN_HOURS, FORECAST_EXPECTED, FORECAST_ALERTS))
+    assert status == 1 and "time: 3h20m" in output, output
 
 
 PLANTED = {

@@ -53,9 +53,21 @@ GPU_LIMIT_COST = "gpulab:lab_gpu_limit_usd_per_hour"
 METER_UP = "gpulab:meter_up:info"
 MONTH_SPEND = "gpulab:lab_month_spend_usd_per_hour"
 TERM_SPEND = "gpulab:lab_term_spend_usd_per_hour"
+FORECAST = "gpulab:lab_term_forecast:usd"
 THIS_MONTH = "gpulab:month_mod_3:info"
 # The share of a lab's budget at which the teacher is alerted (AWS Budgets' ACTUAL 80% too, components/lab_budgets.py).
 BUDGET_ALERT_PERCENT = 80
+# A term budget's forecast (LabBudgetForecastOver) projects the spend so far over the term's class hours: spend per
+# class hour so far times the term's class hours (each class day's warm-up to its end, domain/stack/budgets.py
+# class_hours). Per class hour, not per day of the term: a lab spends in its classes and (nearly) nothing between them,
+# so a projection over the term's days would jump after each class (after the second of fourteen weekly classes it
+# reads twice the pace) and sag before the next, while spent / class hours so far stays put between classes. It is the
+# figure a teacher checks by hand: "the classes so far cost X an hour; the term has N class hours". AWS Budgets'
+# FORECASTED alert forecasts each month, not the term (components/lab_budgets.py); a month budget keeps AWS's.
+# Not before this share of the class hours is over: the first classes are the dearest (every learner tries the lab,
+# every warm seat runs), and one or two of them would decide the term alone. A fifth: after the third of fourteen
+# weekly classes; gpulab's choice, no published figure.
+FORECAST_FROM_PERCENT = 20
 # How long a lab's spend may go unrecorded, while the meter's rules run, before the workspace alerts.
 UNMEASURED_FOR = "10m"
 # The calendar months of a month budget's window (31 days, the longest month) told apart: any three consecutive
@@ -195,9 +207,66 @@ def budget_spend(name: str, budget: LabBudget) -> str:
     return f"sum by (lab) ({spent}) / 60"
 
 
+def _class_seconds_so_far(budget: LabBudget) -> str:
+    """The seconds of the term's class hours before now, a one-element vector without labels."""
+    return " + ".join(
+        f"clamp(vector(time()) - {int(start.timestamp())}, 0, {int((end - start).total_seconds())})"
+        for start, end in budget.class_hours
+    )
+
+
+def term_forecast(name: str, budget: LabBudget) -> str:
+    """The lab's spend over its term so far, per class second so far, times the term's class seconds; only within the
+    term, once FORECAST_FROM_PERCENT of its class hours are over."""
+    total = sum(int((end - start).total_seconds()) for start, end in budget.class_hours)
+    so_far = _class_seconds_so_far(budget)
+    return (
+        f"({budget_spend(name, budget)}) * {total} / scalar({so_far})\n"
+        f" and on () (({so_far}) >= {total * FORECAST_FROM_PERCENT // 100})\n"
+        f" and on () {_term_window(budget)}"
+    )
+
+
+def forecast_for(budget: LabBudget) -> str:
+    """How long the forecast must stay over the budget before it fires: the term's longest class day (warm-up to
+    end). Between classes the forecast holds still (nothing spent, no class hour passing; the minutes Karpenter
+    takes to remove the emptied nodes only raise it), so a forecast over the budget for that long has been over at
+    the end of a class day: the class's whole cost, not its first hour (a class starts with every warm seat running
+    and fills as learners arrive, and may empty before its end)."""
+    longest = max(end - start for start, end in budget.class_hours)
+    return f"{int(longest.total_seconds()) // 60}m"
+
+
+def _forecast_rules(terms: Mapping[str, LabBudget]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The forecast of each term budget (one record), and its alert per lab."""
+    if not terms:
+        return [], []
+    record = {
+        "record": FORECAST,
+        "expr": "\nor\n".join(f"({term_forecast(name, b)})" for name, b in terms.items()),
+    }
+    alerts = [
+        {
+            "alert": "LabBudgetForecastOver",
+            "expr": f'{FORECAST}{{lab="{name}"}} > {round(budget.amount, 4)}',
+            "for": forecast_for(budget),
+            "labels": {"severity": "warning", "lab": name},
+            "annotations": {
+                "summary": f'Lab {name} is on course to spend {{{{ $value | printf "%.2f" }}}} US dollars over its '
+                f"term, above its budget of {budget.amount:.2f}",
+                "description": "The spend so far per class hour so far, times the term's class hours (each class "
+                "day's warm-up to its end). The teacher may raise labs.<lab>.budget, or the classes may spend less: "
+                "fewer warm seats, a smaller maxGpus, an earlier gpuIdleTimeout.",
+            },
+        }
+        for name, budget in terms.items()
+    ]
+    return [record], alerts
+
+
 def _budget_rules(labs: Mapping[str, Lab], budgets: Mapping[str, LabBudget]) -> list[dict[str, Any]]:
-    """The series a budget's alert sums, and the alerts: at BUDGET_ALERT_PERCENT of each budget, and a lab whose
-    spend goes unrecorded while the meter runs."""
+    """The series a budget's alert sums, and the alerts: at BUDGET_ALERT_PERCENT of each budget, a term budget on
+    course to exceed it, and a lab whose spend goes unrecorded while the meter runs."""
     terms = {name: b for name, b in budgets.items() if b.period != MONTH}
     months = len(terms) < len(budgets)
     recording = [
@@ -222,6 +291,7 @@ def _budget_rules(labs: Mapping[str, Lab], budgets: Mapping[str, LabBudget]) -> 
             else []
         ),
     ]
+    forecasts, forecast_alerts = _forecast_rules(terms)
     alerts = [
         {
             "alert": "LabBudgetMostlySpent",
@@ -251,7 +321,7 @@ def _budget_rules(labs: Mapping[str, Lab], budgets: Mapping[str, LabBudget]) -> 
             "(maxGpus at its dearest type), so a gap never reads as less spent.",
         },
     }
-    return recording + alerts + ([unmeasured] if labs else [])
+    return recording + forecasts + alerts + forecast_alerts + ([unmeasured] if labs else [])
 
 
 def rule_groups(

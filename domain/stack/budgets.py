@@ -125,6 +125,9 @@ class LabBudget:
     period: Period
     start: datetime.datetime | None = None  # the term's
     end: datetime.datetime | None = None
+    # A term's class hours, UTC: each class day's [warm-up, end), those that overlap merged; what the meter's forecast
+    # projects the term's spend over (components/metrics/recording_rules.py, LabBudgetForecastOver).
+    class_hours: tuple[tuple[datetime.datetime, datetime.datetime], ...] = ()
 
     def aws_monthly_limit(self) -> float:
         """The monthly limit of the lab's AWS Budgets budget. AWS Budgets resets a cost budget each DAILY, MONTHLY,
@@ -220,7 +223,19 @@ def lab_budget(own: BudgetSetting | None, default: BudgetSetting | None, classes
     if period == MONTH:
         return LabBudget(setting.amount, MONTH)
     assert term is not None, "a term budget of a lab without a term passed validation"
-    return LabBudget(setting.amount, TERM, *term)
+    return LabBudget(setting.amount, TERM, *term, class_hours(classes))
+
+
+def class_hours(classes: Iterable[Any]) -> tuple[tuple[datetime.datetime, datetime.datetime], ...]:
+    """The class hours of a lab whose every class has a term: each occurrence's [warm-up, end), sorted, those that
+    overlap or touch merged (an hour two classes share counts once)."""
+    merged: list[tuple[datetime.datetime, datetime.datetime]] = []
+    for start, end in sorted((o.warm, o.end) for c in classes for o in c.occurrences()):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return tuple(merged)
 
 
 def kept_long_enough(term: tuple[datetime.datetime, datetime.datetime], info: ValidationInfo) -> str | None:
