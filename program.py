@@ -243,10 +243,7 @@ def _lab_cost(
     always_where = learner_cost.prices(book, region, always_on=True)
     where = learner_cost.prices(book, region)
     output = {
-        **cost.as_output(),
-        # The lab's bare figures (seatHour, rootVolumePerNodeHour) are at its nodes' prices: their
-        # source says, as every priced line's does, when those are another region's than the stack's.
-        "source": where.source,
+        **cost.as_output(where, book.where(region, ["EBS"])),
         "region": region,
         "pricesFrom": book.prices_from,
         "spot": spot,

@@ -179,7 +179,7 @@ def with_plan(labs: Mapping[str, Any], planned: Mapping[str, Any] | None) -> dic
         if not placed(scenarios(planned, name)["one"]) or cost["atMostPerHour"]["usd"] is None or cost["unpriced"]:
             shown[name] = lab
             continue
-        disk = cost["rootVolumePerNodeHour"] or 0.0
+        disk = cost["rootVolumePerNodeHour"]["usd"] or 0.0
         warmups = []
         for i, w in enumerate(cost["warmups"]):
             amount = warmup(planned, name, i, duration_minutes(w["warmup"]), disk)

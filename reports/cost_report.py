@@ -48,7 +48,9 @@ COLUMNS: tuple[Column[LabOutput], ...] = (
     # The one "at most" figure (atMostPerHour): Karpenter's full lab where the planner ran, else the arithmetic bound.
     Column("at most per hour", _figure("atMostPerHour"), numeric=True),
     # Already in the figures; shown so that a costly root volume stands out.
-    Column("root volume per node-hour", lambda item: usd(item[1]["cost"]["rootVolumePerNodeHour"]), numeric=True),
+    Column(
+        "root volume per node-hour", lambda item: usd(item[1]["cost"]["rootVolumePerNodeHour"]["usd"]), numeric=True
+    ),
     Column("maxHourlyCost", lambda item: _or(item[1]["cost"]["maxHourlyCost"], NONE), numeric=True),
 )
 # What "at most" is, said once, then what it is made of per lab (each lab's atMostPerHour.counts, without its label).

@@ -9,7 +9,8 @@ import domain.stack
 from components.karpenter.manifests import node_overlays, node_pool
 from components.labels import GPU_LIMIT_COST_ANNOTATION, GPU_RESOURCE, MAX_HOURLY_COST_ANNOTATION
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
-from domain.cost.lab_cost import lab_cost, root_volume_per_hour, warmup_cost
+from domain.cost.lab_cost import ROOT_VOLUME, SEAT_HOUR, lab_cost, root_volume_per_hour, warmup_cost
+from domain.cost.price_book import Where
 from domain.cost.prices import (
     CLB_PRICE_SOURCE,
     DISK_PRICE_SOURCE,
@@ -52,13 +53,19 @@ def test_seat_hours_span_the_types_the_ceiling_is_the_dearest():
 def test_a_lab_with_no_priced_type_has_no_figures_says_which():
     cost = lab_cost(["g7.2xlarge", "p5e.48xlarge"], 2, 4)
     assert (cost.seat_hour, cost.gpu_limit_per_hour) == (None, None)
-    assert cost.as_output() == {
-        "seatHour": None,
-        "rootVolumePerNodeHour": None,
+    # Each line names the prices it is made of: the seat-hours the nodes' (instances, EBS), the volume the disks'.
+    nodes, disks = Where("us-east-1", "the nodes' prices"), Where("us-east-1", "the disks' prices")
+    assert cost.as_output(nodes, disks) == {
+        "seatHour": {"usd": None, "region": "us-east-1", "source": "the nodes' prices", "counts": SEAT_HOUR},
+        "rootVolumePerNodeHour": {
+            "usd": None,
+            "region": "us-east-1",
+            "source": "the disks' prices",
+            "counts": ROOT_VOLUME,
+        },
         "maxHourlyCost": None,
         "unpriced": ["g7.2xlarge", "p5e.48xlarge"],
         "warmups": [],
-        "source": PRICE_SOURCE,
     }
 
 
@@ -190,13 +197,22 @@ def test_a_cap_that_is_not_a_positive_amount_is_refused(cap, expected):
 def test_stack_output_carries_the_cost_of_each_lab(base_run):
     assert base_run.outputs["labs"]["intro"]["cost"] == {
         # (0.526 + 20 GiB x 0.08 / 730) / 3 slices = 0.176064; x 4 GPUs = 2.112767, rounded up
-        "seatHour": [0.1761, 0.1761],
-        "rootVolumePerNodeHour": 0.0022,
+        # us-east-1's prices, for a eu-west-1 stack: said so, as on every priced line.
+        "seatHour": {
+            "usd": [0.1761, 0.1761],
+            "region": "us-east-1",
+            "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}; {ELSEWHERE}",
+            "counts": SEAT_HOUR,
+        },
+        "rootVolumePerNodeHour": {
+            "usd": 0.0022,
+            "region": "us-east-1",
+            "source": f"{DISK_PRICE_SOURCE}; {ELSEWHERE}",
+            "counts": ROOT_VOLUME,
+        },
         "maxHourlyCost": None,
         "unpriced": [],
         "warmups": [],
-        # The bare figures above are us-east-1's, for a eu-west-1 stack: said so, as on every priced line.
-        "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}; {ELSEWHERE}",
         # The list of one region, beside the stack's own (BASE is in eu-west-1): never one without the other.
         "region": "eu-west-1",
         "pricesFrom": "us-east-1 list",
@@ -265,7 +281,7 @@ ELSEWHERE = (
 def test_an_unpriced_labs_stack_output_has_null_figures():
     run = run_values(stack_values(**{"gpulab:labs": {"new": lab(["p5e.48xlarge"], 2, 8)}}))
     cost = run.outputs["labs"]["new"]["cost"]
-    assert (cost["seatHour"], cost["atMostPerHour"]["usd"], cost["unpriced"]) == (None, None, ["p5e.48xlarge"])
+    assert (cost["seatHour"]["usd"], cost["atMostPerHour"]["usd"], cost["unpriced"]) == (None, None, ["p5e.48xlarge"])
     assert cost["term"]["usd"] is None
 
 

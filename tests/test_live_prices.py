@@ -231,7 +231,8 @@ def test_eu_west_1_is_priced_as_itself_via_us_east_1_pricing(market):
     }
     intro = run.outputs["labs"]["intro"]["cost"]
     assert intro["atMostPerHour"]["usd"] == 2.3587
-    assert intro["source"].startswith("eu-west-1 on-demand prices of ") and "AWS Price List API" in intro["source"]
+    source = intro["seatHour"]["source"]
+    assert source.startswith("eu-west-1 on-demand prices of ") and "AWS Price List API" in source
     assert (intro["region"], intro["unpriced"]) == ("eu-west-1", [])
 
 
@@ -339,7 +340,18 @@ EVERY_LINE = stack_values(
 # What AWS's Price List answers per region at a preview (components/live_prices.py, components/regional_prices.py):
 # the instances' on-demand prices (and spot, per zone), the workspace's, the EBS volumes', the load balancer's and the
 # control plane's.
-LINES = {"atMostPerHour", "perLearnerHour", "perLearnerTerm", "emptyLabPerHour", "emptyLabTerm", "term"}
+LINES = {
+    "seatHour",
+    "rootVolumePerNodeHour",
+    "atMostPerHour",
+    "perLearnerHour",
+    "perLearnerTerm",
+    "emptyLabPerHour",
+    "emptyLabTerm",
+    "term",
+}
+# The line priced from the EBS prices alone (the others count the instances too).
+DISKS_ONLY = {"rootVolumePerNodeHour"}
 # The lines that count the always-on parts (the load balancer and the control plane).
 ALWAYS_ON = {"perLearnerTerm", "emptyLabPerHour", "emptyLabTerm"}
 TODAY = r"\d{4}-\d{2}-\d{2}"
@@ -356,6 +368,8 @@ def test_every_line_of_a_eu_west_1_preview_is_priced_from_eu_west_1_with_its_sou
     for key, line in lines.items():
         assert line["region"] == "eu-west-1", key
         sources = [rf"eu-west-1 on-demand prices of {TODAY}, AWS Price List API", GP3_LIVE]
+        if key in DISKS_ONLY:
+            sources = [GP3_LIVE]
         if key in ALWAYS_ON:
             sources += [
                 CLB_LIVE,
@@ -388,8 +402,8 @@ def test_a_root_volume_above_gp3s_included_performance_is_priced_at_the_regions_
     # eu-west-1's mocked gp3: 100 GiB x 0.097 + (6000 - 3000) IOPS x 0.0061 + (500 - 125) MiB/s x 46.08 / 1024
     # = 9.7 + 18.3 + 16.875 = 44.875 USD a month, / 730 hours = 0.06147 per node-hour (the us-east-1 list: 38 / 730
     # = 0.0521).
-    assert cost["rootVolumePerNodeHour"] == 0.0615
-    assert re.search(GP3_LIVE, cost["source"]), cost["source"]
+    assert (cost["rootVolumePerNodeHour"]["usd"], cost["rootVolumePerNodeHour"]["region"]) == (0.0615, "eu-west-1")
+    assert re.search(GP3_LIVE, cost["rootVolumePerNodeHour"]["source"]), cost["rootVolumePerNodeHour"]
 
 
 @pytest.mark.parametrize(
@@ -413,6 +427,16 @@ def test_a_price_missing_in_the_region_is_the_us_east_1_lists_said_so(market, le
     said = f"{listed}[^;]*; no eu-west-1 price from the AWS Price List API \\({missing}[^)]*{re.escape(NOT_FOUND)}\\)"
     assert re.search(said, line["source"]), line["source"]
     assert line["source"].endswith(f"; {group} priced from the us-east-1 list, not eu-west-1")
+    # The lab's nodes are priced from the instances and EBS only: each of its lines names its own prices' region.
+    lab_cost = run.outputs["labs"]["intro"]["cost"]
+    seat_hour, disk = lab_cost["seatHour"], lab_cost["rootVolumePerNodeHour"]
+    if group == "EBS":
+        assert (seat_hour["region"], disk["region"]) == ("eu-west-1 (instances); us-east-1 (EBS)", "us-east-1")
+        assert disk["source"].endswith("; EBS priced from the us-east-1 list, not eu-west-1"), disk["source"]
+        assert re.search(said, disk["source"]), disk["source"]
+    else:
+        assert (seat_hour["region"], disk["region"]) == ("eu-west-1", "eu-west-1")
+        assert "us-east-1" not in seat_hour["source"] + disk["source"]
 
 
 def test_the_load_balancers_data_rate_missing_in_the_region_is_the_us_east_1_lists_said_so(market):

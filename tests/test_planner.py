@@ -200,7 +200,7 @@ def test_the_plans_cost_is_its_nodes_price_within_lab_figures(stack, binary):
         cost, at_limit = out["cost"], settings.cost.gpu_limit_per_hour
         if at_limit is None:  # no priced type: Karpenter launches none offline (docs/planner.md)
             continue
-        disk = cost["rootVolumePerNodeHour"]
+        disk = cost["rootVolumePerNodeHour"]["usd"]
         for s in scenarios.values():
             prices = [ON_DEMAND_USD_PER_HOUR[claim["instanceType"]] for claim in s["nodeClaims"]]
             assert s["costPerHour"] == pytest.approx(sum(prices), abs=1e-6), (name, s["name"])
@@ -210,7 +210,7 @@ def test_the_plans_cost_is_its_nodes_price_within_lab_figures(stack, binary):
                 instance_type = claim["instanceType"]
                 node_hour = ON_DEMAND_USD_PER_HOUR[instance_type] + disk
                 seat_hour = node_hour / seats_per_node(instance_type, settings.slices_per_gpu)
-                low, high = cost["seatHour"]
+                low, high = cost["seatHour"]["usd"]
                 assert low - 1e-4 <= seat_hour <= high + 1e-4, (name, claim)
         # A full single-type lab is its GPU limit's cost itself.
         if len(settings.instance_types) == 1 and not cost["unpriced"]:
@@ -482,7 +482,7 @@ def test_render_prints_seats_and_the_dearest_scenario_ceiling(binary, tmp_path, 
     burst, trickle = (
         plan.scenarios(json.loads((tmp_path / "out" / plan.PLAN).read_text()), "two-types")[n] for n in plan.FULL
     )
-    disk = out["cost"]["rootVolumePerNodeHour"]
+    disk = out["cost"]["rootVolumePerNodeHour"]["usd"]
     dearer = max(s["costPerHour"] + disk * len(s["nodeClaims"]) for s in (burst, trickle))
     (row,) = [r for r in tables.table(printed, "cost of the labs") if r["lab"] == "two-types"]
     assert float(row["at most per hour"]) == pytest.approx(dearer, abs=1e-4)

@@ -30,11 +30,17 @@ from pydantic import ValidationInfo
 from domain.capacity.disks import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS, Volume, root_volume
 from domain.capacity.instance_types import GPU_INSTANCE_TYPES
 from domain.capacity.node_capacity import seats_per_node
-from domain.cost.price_book import LIST, Gp3, PriceBook
+from domain.cost.price_book import LIST, Gp3, PriceBook, Where
 from domain.cost.prices import HOURS_PER_MONTH
 from domain.time import durations
 
 DECIMALS = 4
+# What the lab's seatHour and rootVolumePerNodeHour lines count (their `counts`).
+SEAT_HOUR = (
+    "per learner seat-hour: (a node's hour + its root volume's) / its seats (GPUs x slicesPerGpu), the cheapest and "
+    "the dearest of the lab's priced types"
+)
+ROOT_VOLUME = "each node's gp3 root volume per node-hour (a 730-hour month)"
 
 
 def usd(amount: float) -> str:
@@ -104,15 +110,26 @@ class LabCost:
     def _why(self) -> str:
         return "".join(f" ({t}: {why})" for t, why in self.missing)
 
-    def as_output(self) -> dict[str, Any]:
-        """The `labs.<lab>.cost` stack output."""
+    def as_output(self, nodes: Where, disks: Where) -> dict[str, Any]:
+        """The lab's figures in the `labs.<lab>.cost` stack output, each priced line naming the region and source of
+        its own prices: the seat-hours `nodes`' (instances and EBS), the root volume `disks`' (EBS), which differ where
+        a preview reads the instances in the stack's region and falls back to the list for EBS."""
         return {
-            "seatHour": list(self.seat_hour) if self.seat_hour else None,
-            "rootVolumePerNodeHour": self.root_volume_per_node_hour,
+            "seatHour": {
+                "usd": list(self.seat_hour) if self.seat_hour else None,
+                "region": nodes.region,
+                "source": nodes.source,
+                "counts": SEAT_HOUR,
+            },
+            "rootVolumePerNodeHour": {
+                "usd": self.root_volume_per_node_hour,
+                "region": disks.region,
+                "source": disks.source,
+                "counts": ROOT_VOLUME,
+            },
             "maxHourlyCost": self.max_hourly_cost,
             "unpriced": list(self.unpriced),
             "warmups": [warmup.as_output() for warmup in self.warmups],
-            "source": self.sources,
         }
 
 
