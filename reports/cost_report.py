@@ -226,11 +226,17 @@ def stack_table(stack: StackConfig, figures: Mapping[str, Any], day: datetime.da
         *lead_in(
             f"the term, {found.first} to {found.last} ({found.hours} hours): "
             f"{_or(found.classes, 'no price')} USD for {found.class_hours:g} hours of warm-ups, classes and "
-            "consolidateAfter at each lab's at most per hour (labs without classes at it all term), beside "
+            f"consolidateAfter{_kept(found.kept_hours)} at each lab's at most per hour (labs without classes at it "
+            "all term), beside "
             f"{_or(found.always_on, 'no price')} "
             f"USD always on; {_or(found.total, 'not known')} USD in all"
         ),
     ]
+
+
+def _kept(hours: float) -> str:
+    """What of the term's class hours the NodePools' disruption budgets add (labs.<lab>.cost.term.keptByBudgets)."""
+    return f" (of them {hours:g} hours emptied nodes kept later by NodePool disruption budgets)" if hours else ""
 
 
 def meter(stack: StackConfig) -> list[str]:

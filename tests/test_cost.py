@@ -224,6 +224,7 @@ def test_stack_output_carries_the_cost_of_each_lab(base_run):
             "last": None,
             "hours": 730,
             "usd": 1542.344,
+            "keptByBudgets": None,
             "region": "us-east-1",
             "source": f"{PRICE_SOURCE}; {DISK_PRICE_SOURCE}; {ELSEWHERE}",
         },

@@ -193,6 +193,7 @@ def test_a_termless_lab_costs_a_730_hour_month_at_its_ceiling():
         "last": None,
         "hours": 730,
         "usd": 1542.344,
+        "keptByBudgets": None,
         "region": cost["atMostPerHour"]["region"],
         "source": cost["atMostPerHour"]["source"],
     }
@@ -232,6 +233,7 @@ def test_the_labs_term_costs_add_up_to_the_stacks_term():
         "last": "2027-01-24",
         "hours": 3,
         "usd": 6.3384,
+        "keptByBudgets": None,
     }
     assert terms["open"] == {
         "counts": "all term",
@@ -239,6 +241,7 @@ def test_the_labs_term_costs_add_up_to_the_stacks_term():
         "last": "2027-01-24",
         "hours": 336,
         "usd": 177.4752,
+        "keptByBudgets": None,
     }
     (line,) = tables.lead_ins(summary(run), ("the term",))
     assert line.startswith("the term, 2027-01-11 to 2027-01-24 (336 hours): 183.8136 USD for 3 hours of warm-ups")
@@ -287,3 +290,66 @@ def test_a_term_counts_consolidate_after_and_an_overlap_once():
         "the term, 2027-01-11 to 2027-01-17: the lab's nodes 2.33333 hours at atMostPerHour (each warm-up and class, "
         "and consolidateAfter after it, overlaps once), plus emptyLabTerm (168 hours), over 12 learner seats"
     )
+
+
+def _monday_run(budgets: list[dict] | None) -> harness.Run:
+    """intro (2.1128 at most) with a one-hour 09:00 UTC Monday class over a two-Monday term, consolidateAfter 10m."""
+    disruption = {} if budgets is None else {"disruption": {"budgets": budgets}}
+    classes = [{"schedule": "0 9 * * mon", "duration": "1h", "term": {"start": "2027-01-11", "end": "2027-01-24"}}]
+    values = stack_values(
+        **{"gpulab:labs": {"intro": lab(["g4dn.xlarge"], 3, max_gpus=4, classes=classes, **disruption)}}
+    )
+    return run_values(values)
+
+
+def _monday_lab(budgets: list[dict] | None) -> dict:
+    return _monday_run(budgets).outputs["labs"]["intro"]["cost"]
+
+
+def test_a_budget_that_blocks_disruption_past_the_class_counts_the_hours_it_keeps_the_nodes():
+    run = _monday_run([{"nodes": "1"}, {"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "4h"}])
+    cost = run.outputs["labs"]["intro"]["cost"]
+    # Each Monday from the 08:40 warm-up to 13:00, when the budget (09:00 for 4h) lets Karpenter remove the nodes
+    # emptied at 10:10 (the end + consolidateAfter): 2 x 4h20m = 26/3 hours x 2.1128 = 18.31093333, rounded up.
+    assert (cost["term"]["hours"], cost["term"]["usd"]) == (pytest.approx(26 / 3), 18.311)
+    # 2 x (13:00 - 10:10) of them kept by the budget, and said so.
+    kept = "until 13:00 UTC by disruption.budgets[1] (0 9 * * mon-fri UTC for 4h)"
+    assert cost["term"]["keptByBudgets"] == {
+        "hours": pytest.approx(17 / 3),
+        "counts": f"emptied nodes kept past consolidateAfter by the NodePool's disruption budgets: {kept}",
+    }
+    assert (
+        f"8.66667 hours at atMostPerHour (each warm-up and class, and consolidateAfter after it, overlaps once), of "
+        f"them 5.66667 hours emptied nodes kept past consolidateAfter by the NodePool's disruption budgets: {kept}"
+        in (cost["perLearnerTerm"]["counts"])
+    )
+    (line,) = tables.lead_ins(summary(run), ("the term",))
+    # Beside 336 hours x 0.306 always on (test_a_term_costs_warmups_and_classes_at_full_lab_plus_base).
+    assert line == (
+        "the term, 2027-01-11 to 2027-01-24 (336 hours): 18.3110 USD for 8.66667 hours of warm-ups, classes and "
+        "consolidateAfter (of them 5.66667 hours emptied nodes kept later by NodePool disruption budgets) at each "
+        "lab's at most per hour (labs without classes at it all term), beside 102.8160 USD always on; 121.1270 USD "
+        "in all"
+    )
+
+
+@pytest.mark.parametrize(
+    "budgets",
+    [
+        None,  # the default: one node at a time
+        [{"nodes": "0", "reasons": ["Drifted", "Underutilized"], "schedule": "0 9 * * mon-fri", "duration": "4h"}],
+        [{"nodes": "10%", "schedule": "0 9 * * mon-fri", "duration": "4h"}],  # rounded up: one node of any
+        [{"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "1h10m"}],  # over by the end + consolidateAfter
+    ],
+)
+def test_budgets_that_let_empty_nodes_go_at_consolidate_after_count_no_more(budgets):
+    cost = _monday_lab(budgets)
+    # 2 x (20m + 1h + 10m) = 3 hours x 2.1128, as without budgets.
+    assert (cost["term"]["hours"], cost["term"]["usd"], cost["term"]["keptByBudgets"]) == (3, 6.3384, None)
+
+
+def test_a_budget_that_never_lets_empty_nodes_go_keeps_them_to_the_terms_end():
+    cost = _monday_lab([{"nodes": "0", "reasons": ["Empty"]}])
+    # From the first warm-up, 2027-01-11 08:40, to the end of 2027-01-24: 13 days and 15h20m.
+    assert cost["term"]["hours"] == pytest.approx(13 * 24 + 15 + 1 / 3)
+    assert cost["term"]["keptByBudgets"]["counts"].endswith("until the term's end by disruption.budgets[0]")

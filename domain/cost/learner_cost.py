@@ -116,6 +116,9 @@ def with_at_most(
         else f"the term, {term['first']} to {term['last']}"
     )
     nodes = f"the lab's nodes {term['hours']:g} hours at atMostPerHour ({NODE_HOURS[term['counts']]})"
+    if term.get("keptByBudgets"):
+        kept = term["keptByBudgets"]
+        nodes = f"{nodes}, of them {kept['hours']:g} hours {kept['counts']}"
     return {
         **cost,
         "term": term,

@@ -21,7 +21,7 @@ from domain.capacity.disks import GP3_INCLUDED_IOPS, GP3_INCLUDED_MIBPS, Volume
 from domain.cost.lab_cost import root_volume_per_hour, rounded
 from domain.cost.price_book import PriceBook, Where
 from domain.cost.prices import HOURS_PER_MONTH
-from domain.time import durations
+from domain.time import durations, empty_nodes
 from domain.upstream.eks_calendar import CALENDAR
 
 
@@ -341,28 +341,57 @@ class LabTerm:
     days: tuple[datetime.date, datetime.date] | None  # the stack's term; None for MONTH
     hours: float  # the hours counted at the full cost
     usd: float | None  # rounded up; None when the lab has no full cost (an instance type without a price)
+    # Of `hours`, those past consolidateAfter in which the NodePool's disruption budgets keep emptied nodes
+    # (domain/time/empty_nodes.py), and what kept them; (0, "") when none.
+    kept_hours: float = 0.0
+    kept_by: str = ""
 
     def as_output(self) -> dict[str, Any]:
         first, last = (d.isoformat() for d in self.days) if self.days else (None, None)
+        kept = {"hours": self.kept_hours, "counts": self.kept_by} if self.kept_hours else None
         # Not rounded: the figures at another hourly amount (Karpenter's, domain/cost/learner_cost.py) are made from it.
-        return {"counts": self.counts, "first": first, "last": last, "hours": self.hours, "usd": self.usd}
+        return {
+            "counts": self.counts,
+            "first": first,
+            "last": last,
+            "hours": self.hours,
+            "usd": self.usd,
+            "keptByBudgets": kept,
+        }
 
 
 def lab_term(lab: Any, days: tuple[datetime.date, datetime.date] | None, ceiling: float | None) -> LabTerm:
     """A lab's term figure: with the stack's term (`days`, term_days), every hour its nodes may run at `ceiling` per
     hour: from each class's warm-up (LabClass.occurrences) to its end and consolidateAfter after it, when Karpenter
-    removes the emptied nodes, an hour two classes share counted once; a lab without classes at it all term. Without
+    removes the emptied nodes, or later, when its NodePool's disruption budgets allow it (empty_nodes.removable; no
+    later than the term's end); an hour two classes share counted once; a lab without classes at it all term. Without
     a term, a 730-hour month at it. `lab`: domain.stack.model's Lab; `ceiling`: its atMostPerHour, Karpenter's where
     the planner ran."""
     if days is None:
-        counts, hours = MONTH, Decimal(HOURS_PER_MONTH)
-    elif lab.classes:
-        after = datetime.timedelta(minutes=durations.duration_minutes(lab.disruption.consolidate_after))
-        spans = sorted((o.warm, o.end + after) for c in lab.classes for o in c.occurrences(*days))
-        counts, hours = CLASSES, Decimal(_covered(spans).total_seconds()) / 3600
-    else:
-        counts, hours = ALL_TERM, Decimal(((days[1] - days[0]).days + 1) * 24)  # it may run at any time
-    return LabTerm(counts, days, float(hours), term_usd(hours, ceiling))
+        return LabTerm(MONTH, days, float(HOURS_PER_MONTH), term_usd(Decimal(HOURS_PER_MONTH), ceiling))
+    if not lab.classes:
+        hours = Decimal(((days[1] - days[0]).days + 1) * 24)  # it may run at any time
+        return LabTerm(ALL_TERM, days, float(hours), term_usd(hours, ceiling))
+    after = datetime.timedelta(minutes=durations.duration_minutes(lab.disruption.consolidate_after))
+    term_end = datetime.datetime.combine(days[1] + datetime.timedelta(days=1), datetime.time(), datetime.UTC)
+    found = empty_nodes.holds(lab)
+    freed: list[tuple[datetime.datetime, datetime.datetime]] = []
+    kept: list[tuple[datetime.datetime, datetime.datetime]] = []
+    said: dict[str, None] = {}  # what kept nodes, each once, in the order first seen
+    for occurrence in (o for c in lab.classes for o in c.occurrences(*days)):
+        emptied = occurrence.end + after
+        removal = empty_nodes.removable(found, emptied, term_end)
+        freed.append((occurrence.warm, emptied))
+        if removal.kept_by is None:  # nothing held them (or they empty after the term's end, counted as before)
+            kept.append((occurrence.warm, emptied))
+        else:
+            kept.append((occurrence.warm, max(emptied, term_end) if removal.at is None else removal.at))
+            until = "the term's end" if removal.at is None else f"{removal.at.astimezone(datetime.UTC):%H:%M} UTC"
+            said.setdefault(f"until {until} by {removal.kept_by.said}", None)
+    hours = Decimal(_covered(sorted(kept)).total_seconds()) / 3600
+    kept_hours = hours - Decimal(_covered(sorted(freed)).total_seconds()) / 3600
+    kept_by = "emptied nodes kept past consolidateAfter by the NodePool's disruption budgets: " + "; ".join(said)
+    return LabTerm(CLASSES, days, float(hours), term_usd(hours, ceiling), float(kept_hours), kept_by if said else "")
 
 
 def _covered(spans: list[tuple[datetime.datetime, datetime.datetime]]) -> datetime.timedelta:
@@ -394,6 +423,7 @@ class Term:
     classes: float | None  # USD: the labs' term figures added up (LabTerm: every warm-up and class at its lab's full
     # cost, labs without classes at their ceiling all term)
     class_hours: float  # the hours of warm-ups and classes counted
+    kept_hours: float = 0.0  # of class_hours, those the NodePools' disruption budgets keep emptied nodes (LabTerm)
 
     @property
     def total(self) -> float | None:
@@ -417,4 +447,5 @@ def term(cost: StackCost, labs: Mapping[str, Any], ceilings: Mapping[str, float 
         cost.always_on_over(days[0], hours),
         None if None in amounts else _sum(a for a in amounts if a is not None),
         _sum(f.hours for f in figures if f.counts == CLASSES),
+        _sum(f.kept_hours for f in figures),
     )
