@@ -101,7 +101,7 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
     meter = None
     if settings.metrics:
         Exporters("metrics", settings.metrics, provider=cluster.provider)
-        store = Store("metrics", settings, cluster.cluster_arn, cluster.security_group_id)
+        store = Store("metrics", settings, stack.region, book, cluster.cluster_arn, cluster.security_group_id)
         meter = Meter(settings.metrics, store, stack.region)
         pulumi.export("metrics", {"workspaceId": store.workspace_id, "prometheusEndpoint": store.prometheus_endpoint})
     amis_found = check_ami_releases(settings.labs, settings.cluster.kubernetes_version)

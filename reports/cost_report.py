@@ -352,7 +352,8 @@ def stops(settings: Settings) -> str:
     others = [lab for lab in settings.budgets if lab not in gated]
     return (
         f"at its budget, the hub refuses new servers to the learners of {labs} (running ones go on; raise the budget "
-        "to let them start): the spend it reads is the lab's nodes at the list prices since its budget's period "
+        "to let them start): the spend it reads is the lab's nodes at the stack's region's on-demand prices as "
+        "`pulumi up` read them (spot at on-demand; the us-east-1 list where it had none) since its budget's period "
         "(term or month) began, "
         "from the metrics workspace, a minute or two behind"
         + (

@@ -7,15 +7,15 @@ AWS's figure is the lab's budget's actual spend (budgets:DescribeBudget, Budget.
 you've used" in the budget's current period, AWS Budgets API Reference, CalculatedSpend), the calendar month of the
 AWS budget components/lab_budgets.py makes. The meter's is the same month's spend as the hub's spend gate counts it,
 from the metrics workspace (its alias gpulab-<cluster>, amp:ListWorkspaces; the Prometheus query API, aps:QueryMetrics,
-signed with SigV4): the lab's nodes at the list prices, each minute the meter ran without the lab's spend counted at
-what its GPU limit costs (components/jupyterhub/spend_gate.py). For a term budget the meter's term so far is shown
-too, while the term lasts: AWS Budgets watches the term month by month, and deletes its budget at the term's end
-(docs/cost.md).
+signed with SigV4): the lab's nodes at the prices its rules hold, each minute the meter ran without the lab's spend
+counted at what its GPU limit costs (components/jupyterhub/spend_gate.py). For a term budget the meter's term so far
+is shown too, while the term lasts: AWS Budgets watches the term month by month, and deletes its budget at the term's
+end (docs/cost.md).
 
 The two are not expected to agree: AWS counts what it bills for the resources tagged gpulab.dev/lab from the day the
-tag is active, hours behind (billing data up to three times a day); the meter counts Karpenter's nodes at list
-on-demand prices (spot at on-demand) within a minute or two, and none of the volumes or data transfer. The
-difference is what to look at: the meter well above AWS for days (the tag not active, a spot lab), or AWS above the
+tag is active, hours behind (billing data up to three times a day); the meter counts Karpenter's nodes at the
+on-demand prices its rules hold (spot at on-demand) within a minute or two, and none of the volumes or data transfer.
+The difference is what to look at: the meter well above AWS for days (the tag not active, a spot lab), or AWS above the
 meter (what the meter leaves out; minutes the meter did not run). docs/cost.md, "Reconciling with AWS Budgets".
 
 The calls: sts:GetCallerIdentity, budgets:DescribeBudget, amp:ListWorkspaces, aps:QueryMetrics. `--aws-answers`
@@ -226,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(line)
     print(
         "reconcile: AWS counts what it bills for the resources tagged gpulab.dev/lab, from the day the tag is active "
-        "and hours behind; the meter counts Karpenter's nodes at list on-demand prices within minutes (docs/cost.md, "
+        "and hours behind; the meter counts Karpenter's nodes at on-demand prices within minutes (docs/cost.md, "
         '"Reconciling with AWS Budgets")'
     )
     return 0

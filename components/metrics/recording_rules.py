@@ -264,7 +264,7 @@ def _forecast_rules(terms: Mapping[str, LabBudget]) -> tuple[list[dict[str, Any]
     return [record], alerts
 
 
-def _budget_rules(labs: Mapping[str, Lab], budgets: Mapping[str, LabBudget]) -> list[dict[str, Any]]:
+def _budget_rules(labs: Mapping[str, Lab], budgets: Mapping[str, LabBudget], book: PriceBook) -> list[dict[str, Any]]:
     """The series a budget's alert sums, and the alerts: at BUDGET_ALERT_PERCENT of each budget, a term budget on
     course to exceed it, and a lab whose spend goes unrecorded while the meter runs."""
     terms = {name: b for name, b in budgets.items() if b.period != MONTH}
@@ -301,8 +301,9 @@ def _budget_rules(labs: Mapping[str, Lab], budgets: Mapping[str, LabBudget]) -> 
                 "summary": f'Lab {name} has spent {{{{ $value | printf "%.2f" }}}} of its {budget.amount:.2f} US '
                 f"dollars for the {budget.period}, {BUDGET_ALERT_PERCENT}% or more",
                 "description": "At the whole budget the hub refuses the lab's learners new servers (where it runs the "
-                "spend gate); the teacher may raise labs.<lab>.budget. The lab's nodes at the list prices, as the "
-                "meter records them; minutes it did not record are alerted by LabSpendUnmeasured.",
+                "spend gate); the teacher may raise labs.<lab>.budget. The lab's nodes at "
+                f"{book.source}, spot at on-demand, as the meter records them; minutes it did not record are alerted "
+                "by LabSpendUnmeasured.",
             },
         }
         for name, budget in budgets.items()
@@ -385,12 +386,13 @@ def rule_groups(
         # What a lab spends per hour at the stack's prices (domain/cost), the one source of the figures the render and
         # the summary show: its nodes by instance type (Karpenter names each node's type in `instance_type`,
         # sigs.k8s.io/karpenter v1.14.1 pkg/controllers/metrics/node/controller.go:277-301, its well-known labels in
-        # snake case) times the type's on-demand price. A spot node is counted at on-demand, an upper bound: the
-        # offline book has no spot price. The hub's spend gate sums it over its budget's period
-        # (components/jupyterhub/spend_gate.py). A lab whose NodePool Karpenter reports without a node records 0
-        # (its limits: gpulab sets them on every NodePool, and Karpenter reports them every 10 s whatever its nodes,
-        # sigs.k8s.io/karpenter v1.14.1 pkg/controllers/metrics/nodepool/controller.go), so that a minute without a
-        # sample is one the meter did not measure, never one without nodes (LabSpendUnmeasured, the gate's fill).
+        # snake case) times the type's on-demand price in `book`: the stack's region's where the program read them,
+        # a spot node's too (components/metrics/rule_prices.py says why). The hub's spend gate sums it over its
+        # budget's period (components/jupyterhub/spend_gate.py). A lab whose NodePool Karpenter reports without a
+        # node records 0 (its limits: gpulab sets them on every NodePool, and Karpenter reports them every 10 s
+        # whatever its nodes, sigs.k8s.io/karpenter v1.14.1 pkg/controllers/metrics/nodepool/controller.go), so that a
+        # minute without a sample is one the meter did not measure, never one without nodes (LabSpendUnmeasured, the
+        # gate's fill).
         *(
             [
                 {"record": PRICE, "expr": _prices(labs, book)},
@@ -401,7 +403,7 @@ def rule_groups(
                     f"or 0 * max by (lab) ({_karpenter('karpenter_nodepools_limit')})",
                 },
                 *([{"record": GPU_LIMIT_COST, "expr": costs}] if (costs := _gpu_limit_costs(labs, book)) else []),
-                *_budget_rules(labs, budgets or {}),
+                *_budget_rules(labs, budgets or {}, book),
             ]
             if labs
             else []

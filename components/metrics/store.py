@@ -13,8 +13,9 @@ import pulumi_aws as aws
 import yaml
 
 from components.metrics.recording_rules import rule_groups
+from components.metrics.rule_prices import rule_book
 from components.metrics.scrape import scrape_configuration
-from domain.cost.price_book import LIST
+from domain.cost.price_book import PriceBook
 from domain.stack.model import Settings
 
 TYPE = "gpulab:metrics:Store"
@@ -26,6 +27,8 @@ class Store(pulumi.ComponentResource):
         self,
         name: str,
         settings: Settings,
+        region: str,
+        book: PriceBook | pulumi.Output[PriceBook],
         cluster_arn: pulumi.Input[str],
         security_group_id: pulumi.Input[str],
         opts: pulumi.ResourceOptions | None = None,
@@ -36,17 +39,18 @@ class Store(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         alias = f"gpulab-{settings.cluster.name}"
         workspace = aws.amp.Workspace(f"{name}-workspace", alias=alias, opts=child)
-        # The list prices the render shows (domain/cost/price_book.py LIST), also at preview: the workspace's rules do
-        # not change with the day's answers of the Price List API.
-        rules = rule_groups(settings.labs, metrics, LIST, settings.budgets)
+        # The labs' nodes at the prices of the stack's region where the program read them, else at the us-east-1 list
+        # (components/metrics/rule_prices.py: on-demand, dated by nothing, so the file changes only with a price).
+        rules = pulumi.Output.from_input(book).apply(
+            lambda b: rule_groups(settings.labs, metrics, rule_book(b, region), settings.budgets)
+        )
         aws.amp.RuleGroupNamespace(
             f"{name}-rules",
             name=RULES_NAMESPACE,
             workspace_id=workspace.id,
-            data=yaml.safe_dump(rules, sort_keys=False),
+            data=rules.apply(lambda r: yaml.safe_dump(r, sort_keys=False)),
             opts=child,
         )
-        scrape = scrape_configuration(metrics, settings.karpenter, rules)
         aws.amp.Scraper(
             f"{name}-scraper",
             alias=alias,
@@ -59,7 +63,10 @@ class Store(pulumi.ComponentResource):
                 }
             },
             destination={"amp": {"workspace_arn": workspace.arn}},
-            scrape_configuration=yaml.safe_dump(scrape, sort_keys=False),
+            # What the rules read, whatever their prices.
+            scrape_configuration=rules.apply(
+                lambda r: yaml.safe_dump(scrape_configuration(metrics, settings.karpenter, r), sort_keys=False)
+            ),
             opts=child,
         )
         self.workspace_id: pulumi.Output[str] = workspace.id
