@@ -341,9 +341,9 @@ def _scheduler_config(folder: Path, kubeconfig: Path) -> Path:
     kubernetes v1.36.5 pkg/scheduler/schedule_one.go: findNodesThatPassFilters appends each node as its worker ends,
     nodeScoreHeap breaks equal scores by a Randomizer set only under a scheduler extender). With the default 16
     workers (`parallelism`, pkg/scheduler/apis/config/v1/defaults.go) that order is the goroutines', and a class Job
-    landed on either of two alike system nodes from run to run; with one it is the order of its node list, the same
-    on every run, and the node taken is one the 16 workers could have found first: docs/rehearsal.md, "One answer per
-    stack"."""
+    landed on either of two alike system nodes from run to run; with one it is the node list's from where the last
+    check ended, and the node taken is one the 16 workers could have found first. Where that start moves with
+    DaemonSet pods it can still differ: docs/rehearsal.md, "One answer per stack"."""
     config = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
