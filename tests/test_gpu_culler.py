@@ -1,7 +1,7 @@
 """gpulab's idle-GPU culler against a real JupyterHub 5.5 (its REST API and pages, started here with a dummy spawner,
-and the pages the staging stack renders) and a fake metrics workspace: it stops the idle learner's server and only that
-one, with the token scopes it is given in production, logs the stop, and the learner's page says why and what happened
-to their files."""
+and the pages a stack with the meter renders) and a fake metrics workspace: it stops the idle learner's server and
+only that one, with the token scopes it is given in production, logs the stop, and the learner's page says why and
+what happened to their files."""
 
 import asyncio
 import html
@@ -28,8 +28,9 @@ from components.jupyterhub.hub import RELEASE
 from tests.conftest import ROOT
 from tests.support.rendered import rendered
 
-# The stack whose hub pages the learners read: staging's, which culls idle GPUs and keeps a home volume per learner.
-STACK = "staging"
+# The stack whose hub pages the learners read: the synthetic one with the meter (tests/support/synthetic.py), which
+# culls a lab's idle GPUs and keeps a home volume per learner, whatever the repository's stack files say.
+STACK = "synthetic-metrics"
 CULLER_TOKEN = "culler-" + "0" * 32
 ADMIN_TOKEN = "admin-" + "1" * 32
 LEARNERS = ("ada", "grace", "alan")
@@ -256,7 +257,7 @@ def test_the_culler_stops_only_the_idle_learners_server(hub, caplog):
     assert "stopped ada's server (lab alpha, pod jupyter-ada): its GPU stayed under 5% for 20m" in caplog.text
     assert hub.call("GET", f"/groups/{culling.GROUP}")["users"] == ["ada"]
 
-    # ada's page says why, and what happened to her files: staging keeps a volume per learner; grace's page has only
+    # ada's page says why, and what happened to her files: the stack keeps a volume per learner; grace's page has only
     # what the hub says to everyone about files.
     stack = rendered(STACK).run.stack.settings
     hub_settings = stack.jupyterhub
