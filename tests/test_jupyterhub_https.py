@@ -192,16 +192,21 @@ def _wait_for(port: int, process: subprocess.Popen, log: Path) -> None:
     pytest.fail(f"configurable-http-proxy did not listen on {port}: {log.read_text()[-2000:]}")
 
 
+# The hub stack whose rendered proxy runs here: a synthetic one (tests/support/synthetic.py), so that the test holds
+# whatever the repository's stack files say, a hub or none.
+PROXY_STACK = "synthetic-jupyterhub"
+
+
 @pytest.fixture(scope="module")
-def staging_proxy(tmp_path_factory):
-    """configurable-http-proxy 5.2.0 with staging's rendered flags, in front of a stand-in hub."""
+def hub_proxy(tmp_path_factory):
+    """configurable-http-proxy 5.2.0 with a hub stack's rendered flags, in front of a stand-in hub."""
     if not CHP.exists():
         pytest.skip(f"no {CHP.relative_to(ROOT)}: make chp installs configurable-http-proxy 5.2.0 with npm")
     folder = tmp_path_factory.mktemp("chp")
-    host = rendered("staging").run.stack.settings.jupyterhub.host
+    host = rendered(PROXY_STACK).run.stack.settings.jupyterhub.host
     _self_signed(folder, host)
     hub = StandInHub()
-    command, ports = _proxy_command("staging", folder, hub.url)
+    command, ports = _proxy_command(PROXY_STACK, folder, hub.url)
     log = folder / "chp.log"
     with log.open("w") as out:
         process = subprocess.Popen(
@@ -217,8 +222,8 @@ def staging_proxy(tmp_path_factory):
         hub.server.shutdown()
 
 
-def test_an_http_request_is_redirected_to_https(staging_proxy):
-    host, ports = staging_proxy
+def test_an_http_request_is_redirected_to_https(hub_proxy):
+    host, ports = hub_proxy
     connection = http.client.HTTPConnection("127.0.0.1", ports["redirect-port"], timeout=10)
     connection.request("GET", "/hub/login?next=%2Fhub%2Fhome", headers={"Host": host})
     answer = connection.getresponse()
@@ -228,8 +233,8 @@ def test_an_http_request_is_redirected_to_https(staging_proxy):
     assert answer.read() == b""
 
 
-def test_an_https_request_reaches_the_hub_as_https(staging_proxy):
-    host, ports = staging_proxy
+def test_an_https_request_reaches_the_hub_as_https(hub_proxy):
+    host, ports = hub_proxy
     # The load balancer checks no back-end certificate, nor does this client.
     context = ssl.create_default_context()
     context.check_hostname = False
@@ -240,8 +245,8 @@ def test_an_https_request_reaches_the_hub_as_https(staging_proxy):
     assert (answer.status, answer.read()) == (200, b"https")
 
 
-def test_the_tls_port_serves_nothing_in_clear(staging_proxy):
-    host, ports = staging_proxy
+def test_the_tls_port_serves_nothing_in_clear(hub_proxy):
+    host, ports = hub_proxy
     connection = http.client.HTTPConnection("127.0.0.1", ports["port"], timeout=10)
     connection.request("GET", "/hub/login", headers={"Host": host})
     with pytest.raises((http.client.RemoteDisconnected, ConnectionResetError)):
