@@ -61,8 +61,13 @@ def lti13_sign_in(stack: str) -> tuple[Response, Response]:
     )
 
 
-def test_the_hub_stacks_sign_in_every_way_that_redirects():
-    assert all(_signing_in(t) for t in REDIRECTING)
+# The synthetic stack whose LTI 1.3 URIs docs/jupyterhub.md gives: a platform's admin registers the tool with them.
+DOCS_STACK = "synthetic-metrics"
+
+
+def test_the_synthetic_hub_stacks_sign_in_every_way_that_redirects():
+    # Whatever the repository's stack files sign in with, each way is tested on a stack of the tests.
+    assert all([s for s in _signing_in(t) if s.startswith("synthetic-")] for t in REDIRECTING)
 
 
 @pytest.mark.parametrize("stack", _signing_in("lti13"))
@@ -95,10 +100,9 @@ def test_the_hub_knows_its_https_address_whatever_the_request(stack):
     assert stack_hub_config(stack).JupyterHub.public_url == _hub(stack).address
 
 
-def test_the_uris_the_docs_give_are_the_staging_hubs_own():
-    if "staging" not in _signing_in("lti13"):
-        pytest.skip("the staging stack signs in without LTI 1.3: docs/jupyterhub.md names its LTI 1.3 URIs")
-    login, tool = lti13_sign_in("staging")
+def test_the_uris_the_docs_give_are_the_lti13_hubs_own():
+    assert DOCS_STACK in _signing_in("lti13")
+    login, tool = lti13_sign_in(DOCS_STACK)
     configuration = json.loads(tool.body)
     docs = (ROOT / "docs" / "jupyterhub.md").read_text()
     sent = [

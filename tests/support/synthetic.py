@@ -111,7 +111,8 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
         }
     ),
     # The GPU meter beside JupyterHub: a lab whose idle GPU seats are given back, and a lab on nodes without a DCGM host
-    # engine (arm64), which dcgm-exporter leaves out.
+    # engine (arm64), which dcgm-exporter leaves out. Learners launch the hub from a learning platform (LTI 1.3, no
+    # client secret): the tests of that sign-in and the URIs docs/jupyterhub.md gives read it.
     "metrics": stack_values(
         **{
             "gpulab:labs": {
@@ -120,8 +121,16 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
                 ),
                 "unmetered": lab(["g5g.xlarge"], 2, notebookImage=NOTEBOOK_IMAGE),
             },
-            "gpulab:jupyterhub": HUB,
-            "gpulab:jupyterhubClientSecret": {"secure": "v1:c3RhbmQtaW4="},
+            "gpulab:jupyterhub": {
+                **HUB,
+                "auth": {
+                    "type": "lti13",
+                    "clientIds": ["10000000000001"],
+                    "issuer": "https://lms.example.edu",
+                    "authorizeUrl": "https://lms.example.edu/api/lti/authorize_redirect",
+                    "jwksEndpoint": "https://lms.example.edu/api/lti/security/jwks",
+                },
+            },
             "gpulab:metrics": {"namespace": "meter", "idleUtilisationPercent": 10, "idleAfter": "45m"},
         }
     ),
