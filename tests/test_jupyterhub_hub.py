@@ -79,8 +79,10 @@ def _load_balancer_annotations(stack: str) -> dict[str, str]:
     return service["metadata"]["annotations"]
 
 
-def test_the_hub_stacks_have_internal_and_public_load_balancers():
-    schemes = {rendered(s).run.stack.settings.jupyterhub.load_balancer.scheme for s in HUB_STACKS}
+def test_the_synthetic_hub_stacks_have_internal_and_public_load_balancers():
+    # Both schemes are tested on stacks of the tests, whatever the repository's stack files choose.
+    synthetic = [s for s in HUB_STACKS if s.startswith("synthetic-")]
+    schemes = {rendered(s).run.stack.settings.jupyterhub.load_balancer.scheme for s in synthetic}
     assert schemes == {"internal", "internet-facing"}
 
 

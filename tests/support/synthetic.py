@@ -112,7 +112,8 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
     ),
     # The GPU meter beside JupyterHub: a lab whose idle GPU seats are given back, and a lab on nodes without a DCGM host
     # engine (arm64), which dcgm-exporter leaves out. Learners launch the hub from a learning platform (LTI 1.3, no
-    # client secret): the tests of that sign-in and the URIs docs/jupyterhub.md gives read it.
+    # client secret) over the internet (an internet-facing load balancer): the tests of that sign-in, the URIs
+    # docs/jupyterhub.md gives and the tests of a public load balancer read it.
     "metrics": stack_values(
         **{
             "gpulab:labs": {
@@ -123,6 +124,11 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
             },
             "gpulab:jupyterhub": {
                 **HUB,
+                "loadBalancer": {
+                    **HUB["loadBalancer"],
+                    "scheme": "internet-facing",
+                    "subnetIds": ["subnet-0a1b2c3d4e5f60101", "subnet-0a1b2c3d4e5f60102"],
+                },
                 "auth": {
                     "type": "lti13",
                     "clientIds": ["10000000000001"],
