@@ -488,13 +488,16 @@ def test_user_data_over_16_kb_is_refused_and_under_it_renders(tmp_path, capsys):
 
 
 def test_an_overflowing_hub_secret_names_labs_writes_nothing(tmp_path, capsys, monkeypatch):
-    # The staging hub's Secret holds some kilobytes of values; a limit below them stands in for the 1,500 labs that
-    # overflow the real 1 MiB (tests/test_object_size.py), which would take minutes to render.
+    # A hub's Secret holds some kilobytes of values; a limit below them stands in for the 1,500 labs that overflow the
+    # real 1 MiB (tests/test_object_size.py), which would take minutes to render. The stack is this file's, with a hub,
+    # whatever the repository's stack files hold.
     from render import object_size
 
     monkeypatch.setattr(object_size, "MAX_DATA_BYTES", 2048)
+    stack = tmp_path / "Pulumi.case.yaml"
+    stack.write_text(HEAD + labs() + hub())
     out = tmp_path / "out"
-    status = render.run.main(["staging", "--out", str(out)])
+    status = render.run.main([str(stack), "--out", str(out)])
     error = capsys.readouterr().err
     if status == 0 and "not rendered" in error:
         pytest.skip(error.splitlines()[0])
