@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import pytest
+import yaml
 
 from components.jupyterhub.walls import NOT_INTERNET
 from domain.upstream.node_listeners import DCGM_PORT, KUBELET_PORT
@@ -22,6 +23,7 @@ from reports.walls_table import table
 from tests.conftest import ROOT
 from tests.support.hub_config import stack_hub_config
 from tests.support.rendered import HUB_STACKS, rendered
+from tests.support.synthetic import SYNTHETIC
 
 pytestmark = pytest.mark.charts
 
@@ -336,9 +338,12 @@ def test_docs_hold_the_example_stacks_table_as_the_walls_answer_it():
 
 
 def test_tools_walls_writes_the_table_of_the_issue(tmp_path):
-    rendered("staging").require_charts()  # the command reads the charts: skip, as the rest, where helm is not
-    assert walls_main(["staging", "--out", str(tmp_path)]) == 0
-    document = json.loads((tmp_path / walls.FILE).read_text())
+    rendered(PLANTED).require_charts()  # the command reads the charts: skip, as the rest, where helm is not
+    # A stack file of a synthetic hub stack, so that the command is tested whether or not a stack file has a hub.
+    stack_file = tmp_path / "Pulumi.hub.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": SYNTHETIC[PLANTED.removeprefix("synthetic-")]}))
+    assert walls_main([str(stack_file), "--out", str(tmp_path / "out")]) == 0
+    document = json.loads((tmp_path / "out" / walls.FILE).read_text())
     assert document["enforcedBy"].startswith("aws-network-policy-agent v1.3.1")
     for probe in document["probes"]:
         assert set(probe) == {"from", "to", "address", "port", "protocol", "allowed", "why"}
