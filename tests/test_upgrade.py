@@ -25,7 +25,7 @@ from domain.upstream.versions import ADDON_VERSIONS, KUBE_PROXY_ADDON_VERSIONS
 from render import harness
 from render.run import read_stack_file
 from reports.version_change import minor
-from tests.conftest import ROOT, run_config
+from tests.conftest import ROOT, STACK_FILES, run_config
 from tests.support.chart_values import leaves
 
 CLUSTER = "eks:index:Cluster"
@@ -48,6 +48,10 @@ FOLLOWS_VERSION = {("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole::jupyte
 OLDER, NEWER = sorted(KUBE_PROXY_ADDON_VERSIONS, key=minor)[-2:]
 
 
+# The example stacks, whatever their names: each stack file beside Pulumi.yaml.
+STACKS = [path.name.split(".")[1] for path in STACK_FILES]
+
+
 def at_version(stack: str, version: str) -> harness.Run:
     config = read_stack_file(ROOT / f"Pulumi.{stack}.yaml")
     cluster = json.loads(config["gpulab:cluster"])
@@ -61,7 +65,7 @@ def changed(before: harness.Registration, after: harness.Registration) -> set[tu
     return {path for path in old.keys() | new.keys() if old.get(path) != new.get(path)}
 
 
-@pytest.fixture(scope="module", params=["staging", "prod"])
+@pytest.fixture(scope="module", params=STACKS)
 def runs(request) -> tuple[harness.Run, harness.Run]:
     """Each example stack at the older and at the newer version."""
     return at_version(request.param, OLDER), at_version(request.param, NEWER)
@@ -125,7 +129,7 @@ def test_outputs_naming_role_queue_and_cluster_stay(runs):
         assert newer.outputs[key] == older.outputs[key], key
 
 
-@pytest.mark.parametrize("stack", ["staging", "prod"])
+@pytest.mark.parametrize("stack", STACKS)
 def test_labs_ami_is_looked_up_for_the_new_version(stack):
     def amis(version: str) -> set[str]:
         run = at_version(stack, version)
