@@ -144,7 +144,9 @@ def _last_lines_escaped(text: str, room: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.preview_comment", description=__doc__.splitlines()[0])
-    parser.add_argument("--stack", required=True, help="the stack's name")
+    parser.add_argument(
+        "--stack", required=True, help="the stack's name, or the path of its stack file (the comment names the stack)"
+    )
     parser.add_argument("--outputs", required=True, type=Path, help="outputs.json of the stack's offline render")
     parser.add_argument(
         "--preview", required=True, type=Path, help="the output of `pulumi preview`; absent if it never ran"
@@ -174,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     base_outputs = json.loads(args.base_outputs.read_text()) if args.base_outputs else {}
     base = base_outputs.get("labs") if args.base_outputs else None
     try:  # the stack file the render read: the classes' calendars are settings, not outputs
-        stack = domain.stack.from_cli(render.run.read_stack_file(render.run.stack_file(args.stack)[1]))
+        name, stack_path = render.run.stack_file(args.stack)
+        stack = domain.stack.from_cli(render.run.read_stack_file(stack_path))
     except domain.stack.ConfigError as error:
         print("\n".join(error.lines), file=sys.stderr)
         return 2
@@ -186,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     versions = [version_change.rendered_version(f.parent) if f else None for f in (args.base_outputs, args.outputs)]
     refused = version_change.refusal(*versions)
     body = comment(
-        args.stack,
+        name,
         labs,
         preview,
         args.run_url,

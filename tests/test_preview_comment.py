@@ -149,10 +149,12 @@ def post(
     preview: str | None = PREVIEW,
     base: Path | None = None,
     status: int = 0,
+    stack_file: Path | None = None,
 ) -> list[dict]:
-    """Runs .ci/preview-comment for staging on pull request 42 against a fake gh; the calls it made. A preview of
-    None leaves no preview file, as a job that failed before the preview step does; `base` is the base's render;
-    `status` the script's exit status expected."""
+    """Runs .ci/preview-comment for staging on pull request 42 against a fake gh; the calls it made. The stack is the
+    file the render read (`stack_file`, by default the one beside the render, as the fixture writes it), not the
+    repository's Pulumi.staging.yaml, whatever that holds. A preview of None leaves no preview file, as a job that
+    failed before the preview step does; `base` is the base's render; `status` the script's exit status expected."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "gh").write_text(f"#!{sys.executable}\n{FAKE_GH}")
@@ -166,7 +168,8 @@ def post(
         FAKE_COMMENTS=json.dumps(comments),
         FAKE_LOG=str(tmp_path / "calls.jsonl"),
     )
-    command = [str(ROOT / ".ci/preview-comment"), "staging", "42", str(staging_render), str(tmp_path / "preview.txt")]
+    stack = str(stack_file or staging_render / "Pulumi.staging.yaml")
+    command = [str(ROOT / ".ci/preview-comment"), stack, "42", str(staging_render), str(tmp_path / "preview.txt")]
     command += [str(base)] if base else []
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     assert done.returncode == status, done.stderr
@@ -747,7 +750,8 @@ def cluster(version: str) -> dict:
 def test_a_refused_version_is_posted_then_fails_the_step(tmp_path, staging_render):
     base = with_version(staging_render, tmp_path / "base", "1.33")
     head = with_version(staging_render, tmp_path / "head", "1.35")
-    (call,) = post(tmp_path, head, [], base=base, status=preview_comment.REFUSED)
+    stack_file = staging_render / "Pulumi.staging.yaml"
+    (call,) = post(tmp_path, head, [], base=base, status=preview_comment.REFUSED, stack_file=stack_file)
     assert call["method"] == "POST" and call["body"].splitlines()[3:5] == [
         "> [!CAUTION]",
         "> gpulab:cluster.kubernetesVersion: this change moves the cluster from Kubernetes 1.33 to 1.35 at once, and "
