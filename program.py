@@ -6,7 +6,9 @@ It is a function so that the offline render and the tests can run it more than o
 import datetime
 import functools
 import gc
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pulumi
@@ -31,7 +33,7 @@ from components.metrics.store import Store
 from components.node_role import NodeRole
 from components.nvidia.device_plugin import DevicePlugin
 from components.tag_activation import activation_output
-from domain.cost import learner_cost
+from domain.cost import learner_cost, preview_cost
 from domain.cost.meter_cost import MeterCost
 from domain.cost.price_book import LIST, PriceBook
 from domain.cost.stack_cost import StackCost, lab_term, labs_ceilings, stack_cost, term_days
@@ -187,6 +189,10 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
         return costs, stack_figures
 
     found = _at(book, figures)
+    if isinstance(found, pulumi.Output) and (path := os.environ.get(preview_cost.ENV)):
+        # The figures at the region's prices, for the pull-request comment (domain/cost/preview_cost.py): the offline
+        # render the comment reads otherwise has the us-east-1 list only.
+        found.apply(functools.partial(preview_cost.write, Path(path), stack.region))
     labs = {
         name: {
             "nodePool": pools[name].node_pool_name,

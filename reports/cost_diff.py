@@ -223,7 +223,7 @@ def table(base: Mapping[str, Any], head: Mapping[str, Any], shown: Collection[st
     unchanged = len(set(base) & set(head)) - counts[CHANGED]
     summary = (
         f"{counts[ADDED]} added, {counts[REMOVED]} removed, {counts[CHANGED]} changed, {unchanged} unchanged; USD at "
-        "the reference prices of the cost table below"
+        "the offline renders' prices (the cost table's below unless a preview priced it in the stack's region)"
     )
     kinds = comparable(base, head)
     periods = term_period(base) == term_period(head) or None in (term_period(base), term_period(head))

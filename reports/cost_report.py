@@ -113,12 +113,15 @@ def total_ceiling(labs: Mapping[str, Any]) -> float:
     return round(sum(c for lab in labs.values() if (c := lab["cost"]["atMostPerHour"]["usd"]) is not None), DECIMALS)
 
 
-def table(labs: Mapping[str, Any], shown: Collection[str] | None = None) -> list[str]:
+def table(
+    labs: Mapping[str, Any], shown: Collection[str] | None = None, preview_region: str | None = None
+) -> list[str]:
     """Per lab: its one "at most" figure per hour, each node's root volume, its cap; then the "at most" of all labs
     together, and what each lab's is made of; then per learner: per learner-hour, over the term (or month), an empty
     lab per hour; then the instance types without a price and what warming each class costs, where there are any.
     Every figure includes each node's root volume (domain/cost/lab_cost.py). `shown` keeps the rows of those labs only
-    (the pull-request comment's room); the last row still adds up every lab."""
+    (the pull-request comment's room); the last row still adds up every lab. `preview_region`: the figures are those a
+    `pulumi preview` priced in that region (domain/cost/preview_cost.py), not the render's list."""
     total = usd(total_ceiling(labs))
     seats = sum(lab["learnerSeats"] for lab in labs.values())
     rows = [item for item in labs.items() if shown is None or item[0] in shown]
@@ -130,8 +133,12 @@ def table(labs: Mapping[str, Any], shown: Collection[str] | None = None) -> list
     over = period(labs)
     return [
         *lead_in(
-            f"cost of the labs' GPU nodes in USD at {PRICE_SOURCE} and {DISK_PRICE_SOURCE}: list prices of one region"
-            f"{_elsewhere(labs)}, not a bill (spot capacity costs less; docs/cost.md):"
+            f"cost of the labs' GPU nodes in USD, priced by `pulumi preview` from {preview_region}'s prices (each "
+            "line's source in the preview's `labs.<lab>.cost` output), not a bill (spot capacity costs less; "
+            "docs/cost.md):"
+            if preview_region
+            else f"cost of the labs' GPU nodes in USD at {PRICE_SOURCE} and {DISK_PRICE_SOURCE}: list prices of one "
+            f"region{_elsewhere(labs)}, not a bill (spot capacity costs less; docs/cost.md):"
         ),
         "",
         *markdown(COLUMNS, rows, last=["all labs", str(seats), total, "", ""]),

@@ -1,6 +1,7 @@
 """The pull-request comment of one stack's preview: a Kubernetes version change EKS would refuse, against the base
 branch's render (reports/version_change.py), first; what the change does to the labs' cost against that render
-(reports/cost_diff.py, when given one; a rise above gpulab:costAlertThreshold flagged first), its cost table, its
+(reports/cost_diff.py, when given one; a rise above gpulab:costAlertThreshold flagged first), its cost table (at the
+prices a `pulumi preview` read in the stack's region with --preview-cost: domain/cost/preview_cost.py), its
 classes (on their clocks and in UTC, their terms and next occurrences: reports/class_table.py, from the stack file),
 what Karpenter would launch for a full lab and at each class start (when the render has a plan.json), the class day the
 rehearsal played on the twin (when a rehearsal.json is beside the render; else one line says it did not run), then the
@@ -8,7 +9,7 @@ rehearsal played on the twin (when a rehearsal.json is beside the render; else o
 
     python -m tools.preview_comment --stack <name> --outputs <render dir>/outputs.json --preview <file>
         [--base-outputs <base render dir>/outputs.json] [--plan <render dir>/plan.json]
-        [--rehearsal <render dir>/rehearsal.json] [--run-url URL] [--today YYYY-MM-DD]
+        [--rehearsal <render dir>/rehearsal.json] [--preview-cost <file>] [--run-url URL] [--today YYYY-MM-DD]
 
 Prints the comment's Markdown. Its first line marks the stack's comment, so that .ci/preview-comment updates it on the
 next push instead of adding another. The Kubernetes versions come from the resources.json beside each outputs.json.
@@ -26,9 +27,11 @@ import re
 import sys
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
+from typing import Any
 
 import domain.stack
 import render.run
+from domain.cost import preview_cost, prices
 from domain.time import utc
 from planner import plan
 from rehearsal import report
@@ -65,6 +68,7 @@ def comment(
     rehearsed: dict | None = None,
     refused: str | None = None,
     budgets: Sequence[str] = (),
+    priced: dict | None = None,
 ) -> str:
     """The comment; `classes` gives the class table of the labs shown, `whole_stack` the whole stack's cost and term
     from every lab's figures (reports/cost_report.py stack_table); `base` is the base branch's `labs` output, and a rise
@@ -72,7 +76,9 @@ def comment(
     `costs` are the base's and the head's `cost` outputs, whose totals the diff compares; `rehearsed` is the
     rehearsal.json beside the render, None when the rehearsal did not run; `refused` says why EKS would refuse the
     change's Kubernetes version (reports/version_change.py), on top; `budgets` are the labs' budget lines the summary
-    shows too (reports/cost_report.py budgets), after the whole stack's cost."""
+    shows too (reports/cost_report.py budgets), after the whole stack's cost; `priced` holds the labs' figures a `pulumi
+    preview` priced in the stack's region (priced_at_preview), which the lab cost table shows instead of the render's,
+    with its notes before it."""
     preview = _ANSI.sub("", preview).strip()
     run = f": {run_url}" if run_url else "."
     failed = "The preview did not finish; its log is in the workflow run" + run
@@ -98,7 +104,8 @@ def comment(
             *([f"> [!CAUTION]\n> {refused}", ""] if refused else []),
             *([flag, ""] if flag else []),
             *([*cost_diff.table(base, labs, rows), "", *whole_diff] if base is not None else []),
-            *cost_report.table(figures, rows),
+            *([*priced["notes"], ""] if priced else []),
+            *cost_report.table(priced["labs"] if priced else figures, rows, priced["region"] if priced else None),
             "",
             *([*table, ""] if (table := whole_stack(figures)) else []),
             *([*budgets, ""] if budgets else []),
@@ -126,6 +133,46 @@ def comment(
     room = MAX_COMMENT_CHARS - len("\n".join(kept)) - len("<pre>\n\n</pre>") - len(CUT_NOTE) - 1
     body = f"<pre>\n{_last_lines_escaped(preview, room)}\n</pre>" if preview else failed
     return "\n".join(kept).replace("{body}", body)
+
+
+def priced_at_preview(
+    found: dict, labs: dict, planned: dict | None, seats: dict[str, int], diffed: bool
+) -> dict[str, Any]:
+    """The labs' figures as `pulumi preview` priced them (`found`, domain/cost/preview_cost.py) for the comment's lab
+    cost table, with the notes that say what is priced where: the cost diff (`diffed`) stays the offline renders'
+    (the base has no preview, and like is compared with like) and so does the whole stack's table
+    (reports/cost_report.py stack_table builds it from the stack file at the list). The planner's figures (`planned`)
+    are made Karpenter's only where it priced its fleets in the same region; else each lab's "at most" is the
+    preview's arithmetic bound, at its configured `seats`, and a note says why."""
+    region = found["region"]
+    karpenters = planned is not None and planned.get("pricesRegion") == region
+    at_preview = {
+        name: {**lab, "learnerSeats": seats[name], "cost": found["labs"][name]["cost"]} for name, lab in labs.items()
+    }
+    list_region = prices.REGION  # the render's prices (domain/cost/price_book.py LIST)
+    notes = [
+        *(
+            lead_in(
+                "the cost diff above compares the offline renders of the base branch and of this pull request, both "
+                f"at the {list_region} list: like with like"
+            )
+            if diffed
+            else []
+        ),
+        *lead_in(
+            f"the lab cost table below is priced by `pulumi preview` from {region}'s prices; the whole stack's after "
+            f"it is the offline render's, at the {list_region} list (the preview's `cost` output has {region}'s)"
+        ),
+        *(
+            lead_in(
+                f"each lab's at most per hour below is the arithmetic bound at {region}'s prices: the planner priced "
+                f"Karpenter's full lab (the plan below) at the {planned['pricesRegion']} list"
+            )
+            if planned is not None and not karpenters
+            else []
+        ),
+    ]
+    return {"region": region, "labs": plan.with_plan(at_preview, planned if karpenters else None), "notes": notes}
 
 
 def _last_lines_escaped(text: str, room: int) -> str:
@@ -160,6 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rehearsal", type=Path, help="rehearsal.json beside the render (rehearsal/run.py), when the rehearsal ran"
     )
+    parser.add_argument(
+        "--preview-cost",
+        type=Path,
+        help=f"the cost figures `pulumi preview` wrote where {preview_cost.ENV} said (domain/cost/preview_cost.py); "
+        "the lab cost table shows them when the file is there, else the render's",
+    )
     parser.add_argument("--run-url", help="the workflow run, linked when the preview has no output")
     parser.add_argument(
         "--today",
@@ -182,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(error.lines), file=sys.stderr)
         return 2
     day = args.today or utc.today()
+    found = preview_cost.read(args.preview_cost)
+    seats = {name: lab.learner_seats for name, lab in stack.settings.labs.items()}
+    priced = None if found is None else priced_at_preview(found, labs, planned, seats, base is not None)
     classes = functools.partial(class_table.table, stack.settings, day)
     whole = functools.partial(cost_report.stack_table, stack, day=day, planned=planned is not None)
     threshold = stack.settings.cost_alert_threshold
@@ -205,8 +261,13 @@ def main(argv: list[str] | None = None) -> int:
         # period than the budget (cost_report.budget_warnings), which a reviewer reads here, not in the job's log.
         [
             *cost_report.budgets(stack.settings),
-            *(line for warning in cost_report.budget_warnings(labs) for line in lead_in(f"- warning: {warning}")),
+            *(
+                line
+                for warning in cost_report.budget_warnings(priced["labs"] if priced else labs)
+                for line in lead_in(f"- warning: {warning}")
+            ),
         ],
+        priced,
     )
     sys.stdout.write(body)
     if refused:
