@@ -10,7 +10,7 @@ from components.tag_activation import HOW_TO_ACTIVATE, MEANS
 from domain.cost import stack_cost as stack_costs
 from domain.cost.lab_cost import DECIMALS, usd
 from domain.cost.meter_cost import BYTES_PER_SAMPLE, RETENTION_DAYS
-from domain.cost.price_book import LIST
+from domain.cost.price_book import LIST, PriceBook
 from domain.cost.prices import DISK_PRICE_SOURCE, HOURS_PER_MONTH, PRICE_SOURCE
 from domain.cost.stack_cost import ALL_TERM, CLASSES, StackCost, labs_ceilings, stack_cost, term, term_days
 from domain.stack import Settings, StackConfig
@@ -168,9 +168,12 @@ METER_NAME = "GPU meter"
 METER_NOTE = 'the metrics workspace\'s samples and storage, and its collector (docs/cost.md, "The meter")'
 
 
-def whole_stack(stack: StackConfig, figures: Mapping[str, Any], day: datetime.date, planned: bool = False) -> StackCost:
-    """The stack at the render's list prices on `day`, its labs at the ceilings shown (`figures`: the `labs` output with
-    the planner's figures where it ran, planner/plan.py with_plan)."""
+def whole_stack(
+    stack: StackConfig, figures: Mapping[str, Any], day: datetime.date, planned: bool = False, book: PriceBook = LIST
+) -> StackCost:
+    """The stack at `book`'s prices (the render's list, or a preview's: domain/cost/preview_cost.py) on `day`, its labs
+    at the ceilings shown (`figures`: the `labs` output with the planner's figures where it ran, planner/plan.py
+    with_plan)."""
     hub, cluster = stack.settings.jupyterhub, stack.settings.cluster
     cost = stack_cost(
         stack.region,
@@ -180,9 +183,9 @@ def whole_stack(stack: StackConfig, figures: Mapping[str, Any], day: datetime.da
         cluster.system_nodes.size,
         hub.hub_database_size_gib if hub else None,
         labs_ceilings({name: lab["cost"] for name, lab in figures.items()}),
-        LIST,
+        book,
         day,
-        stack_meter(stack.settings, LIST),
+        stack_meter(stack.settings, book),
     )
     if planned:
         ceiling, note = cost.per_hour["labsCeiling"], cost.notes["labsCeiling"]
@@ -190,10 +193,12 @@ def whole_stack(stack: StackConfig, figures: Mapping[str, Any], day: datetime.da
     return cost
 
 
-def stack_table(stack: StackConfig, figures: Mapping[str, Any], day: datetime.date, planned: bool = False) -> list[str]:
+def stack_table(
+    stack: StackConfig, figures: Mapping[str, Any], day: datetime.date, planned: bool = False, book: PriceBook = LIST
+) -> list[str]:
     """The whole stack per hour on `day` and over the 730-hour month from it, each part with what it counts, then the
     term (or, without one, the month at the ceiling)."""
-    cost = whole_stack(stack, figures, day, planned)
+    cost = whole_stack(stack, figures, day, planned, book)
     output = cost.as_output()
     rows = [(PART_NAMES[p], output["perHour"][p], output["perMonth"][p], cost.notes[p]) for p in PART_NAMES]
     if cost.meter is not None:
@@ -208,7 +213,7 @@ def stack_table(stack: StackConfig, figures: Mapping[str, Any], day: datetime.da
     counts = [line for name, _, _, note in rows if note for line in lead_in(f"- {name}: {note}")]
     lines = [
         *lead_in(
-            f"the whole stack in {stack.region}, at most, in USD ({LIST.label(stack.region)}; not a bill: "
+            f"the whole stack in {stack.region}, at most, in USD ({book.label(stack.region)}; not a bill: "
             "docs/cost.md):"
         ),
         "",
@@ -217,7 +222,7 @@ def stack_table(stack: StackConfig, figures: Mapping[str, Any], day: datetime.da
         "what each part counts:",
         *counts,
         "",
-        *meter(stack),
+        *meter(stack, book),
     ]
     found = term(cost, stack.settings.labs, labs_ceilings({name: lab["cost"] for name, lab in figures.items()}))
     if found is None:
@@ -246,12 +251,12 @@ def _kept(hours: float) -> str:
     return f" (of them {hours:g} hours emptied nodes kept later by NodePool disruption budgets)" if hours else ""
 
 
-def meter(stack: StackConfig) -> list[str]:
-    """The GPU meter's volumes, and its cost where priced (components/metrics/series.py meter_output at the render's
+def meter(stack: StackConfig, book: PriceBook = LIST) -> list[str]:
+    """The GPU meter's volumes, and its cost where priced (components/metrics/series.py meter_output at `book`'s
     prices): beside the whole stack's total, not in it. Nothing without gpulab:metrics."""
     if not stack.settings.metrics:
         return []
-    found = meter_output(stack.settings, LIST, term_days(stack.settings.labs))
+    found = meter_output(stack.settings, book, term_days(stack.settings.labs))
     jobs = "; ".join(f"{job} {each['series']:,}: {each['counts']}" for job, each in found["seriesByJob"].items())
     priced = "" if found["perMonth"] is None else f"{usd(found['perMonth'])} USD a month for samples and storage; "
     return [

@@ -1,6 +1,6 @@
 """The pull-request comment of one stack's preview: a Kubernetes version change EKS would refuse, against the base
 branch's render (reports/version_change.py), first; what the change does to the labs' cost against that render
-(reports/cost_diff.py, when given one; a rise above gpulab:costAlertThreshold flagged first), its cost table (at the
+(reports/cost_diff.py, when given one; a rise above gpulab:costAlertThreshold flagged first), its cost tables (at the
 prices a `pulumi preview` read in the stack's region with --preview-cost: domain/cost/preview_cost.py), its
 classes (on their clocks and in UTC, their terms and next occurrences: reports/class_table.py, from the stack file),
 what Karpenter would launch for a full lab and at each class start (when the render has a plan.json), the class day the
@@ -32,6 +32,7 @@ from typing import Any
 import domain.stack
 import render.run
 from domain.cost import preview_cost, prices
+from domain.cost.price_book import LIST
 from domain.time import utc
 from planner import plan
 from rehearsal import report
@@ -77,8 +78,8 @@ def comment(
     rehearsal.json beside the render, None when the rehearsal did not run; `refused` says why EKS would refuse the
     change's Kubernetes version (reports/version_change.py), on top; `budgets` are the labs' budget lines the summary
     shows too (reports/cost_report.py budgets), after the whole stack's cost; `priced` holds the labs' figures a `pulumi
-    preview` priced in the stack's region (priced_at_preview), which the lab cost table shows instead of the render's,
-    with its notes before it."""
+    preview` priced in the stack's region (priced_at_preview), which the lab cost table and `whole_stack` show instead
+    of the render's, with its notes before them."""
     preview = _ANSI.sub("", preview).strip()
     run = f": {run_url}" if run_url else "."
     failed = "The preview did not finish; its log is in the workflow run" + run
@@ -107,7 +108,7 @@ def comment(
             *([*priced["notes"], ""] if priced else []),
             *cost_report.table(priced["labs"] if priced else figures, rows, priced["region"] if priced else None),
             "",
-            *([*table, ""] if (table := whole_stack(figures)) else []),
+            *([*table, ""] if (table := whole_stack(priced["labs"] if priced else figures)) else []),
             *([*budgets, ""] if budgets else []),
             *([*table, ""] if (table := classes(rows)) else []),
             *([*plan.summary_table(shown_plan), ""] if shown_plan else []),
@@ -138,12 +139,11 @@ def comment(
 def priced_at_preview(
     found: dict, labs: dict, planned: dict | None, seats: dict[str, int], diffed: bool
 ) -> dict[str, Any]:
-    """The labs' figures as `pulumi preview` priced them (`found`, domain/cost/preview_cost.py) for the comment's lab
-    cost table, with the notes that say what is priced where: the cost diff (`diffed`) stays the offline renders'
-    (the base has no preview, and like is compared with like) and so does the whole stack's table
-    (reports/cost_report.py stack_table builds it from the stack file at the list). The planner's figures (`planned`)
-    are made Karpenter's only where it priced its fleets in the same region; else each lab's "at most" is the
-    preview's arithmetic bound, at its configured `seats`, and a note says why."""
+    """The labs' figures as `pulumi preview` priced them (`found`, domain/cost/preview_cost.py) for the comment's cost
+    tables, its prices (`book`) for the whole stack's, and the notes that say what is priced where: the cost diff
+    (`diffed`) stays the offline renders' (the base has no preview, and like is compared with like). The planner's
+    figures (`planned`) are made Karpenter's only where it priced its fleets in the same region (`karpenters`); else
+    each lab's "at most" is the preview's arithmetic bound, at its configured `seats`, and a note says why."""
     region = found["region"]
     karpenters = planned is not None and planned.get("pricesRegion") == region
     at_preview = {
@@ -159,10 +159,7 @@ def priced_at_preview(
             if diffed
             else []
         ),
-        *lead_in(
-            f"the lab cost table below is priced by `pulumi preview` from {region}'s prices; the whole stack's after "
-            f"it is the offline render's, at the {list_region} list (the preview's `cost` output has {region}'s)"
-        ),
+        *lead_in(f"the cost tables below are priced by `pulumi preview` from {region}'s prices"),
         *(
             lead_in(
                 f"each lab's at most per hour below is the arithmetic bound at {region}'s prices: the planner priced "
@@ -172,7 +169,13 @@ def priced_at_preview(
             else []
         ),
     ]
-    return {"region": region, "labs": plan.with_plan(at_preview, planned if karpenters else None), "notes": notes}
+    return {
+        "region": region,
+        "labs": plan.with_plan(at_preview, planned if karpenters else None),
+        "book": preview_cost.book_from(found["book"]),
+        "karpenters": karpenters,
+        "notes": notes,
+    }
 
 
 def _last_lines_escaped(text: str, room: int) -> str:
@@ -211,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         "--preview-cost",
         type=Path,
         help=f"the cost figures `pulumi preview` wrote where {preview_cost.ENV} said (domain/cost/preview_cost.py); "
-        "the lab cost table shows them when the file is there, else the render's",
+        "the cost tables show them when the file is there, else the render's",
     )
     parser.add_argument("--run-url", help="the workflow run, linked when the preview has no output")
     parser.add_argument(
@@ -239,7 +242,13 @@ def main(argv: list[str] | None = None) -> int:
     seats = {name: lab.learner_seats for name, lab in stack.settings.labs.items()}
     priced = None if found is None else priced_at_preview(found, labs, planned, seats, base is not None)
     classes = functools.partial(class_table.table, stack.settings, day)
-    whole = functools.partial(cost_report.stack_table, stack, day=day, planned=planned is not None)
+    whole = functools.partial(
+        cost_report.stack_table,
+        stack,
+        day=day,
+        planned=planned is not None if priced is None else priced["karpenters"],
+        book=priced["book"] if priced else LIST,
+    )
     threshold = stack.settings.cost_alert_threshold
     costs = (base_outputs.get("cost"), outputs.get("cost"))
     versions = [version_change.rendered_version(f.parent) if f else None for f in (args.base_outputs, args.outputs)]

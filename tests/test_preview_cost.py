@@ -1,6 +1,6 @@
 """The cost figures a `pulumi preview` priced in the stack's region, in the pull-request comment: the program writes
 them to the file GPULAB_PREVIEW_COST names (domain/cost/preview_cost.py), under the Price List mocks of a eu-west-1
-stack, and the comment's lab cost table shows them instead of the offline render's us-east-1 list, the cost diff still
+stack, and the comment's cost tables show them instead of the offline render's us-east-1 list, the cost diff still
 the renders' (like with like); without the file the comment is the render's, as before."""
 
 import json
@@ -12,10 +12,11 @@ import yaml
 import render.run
 from domain.cost import preview_cost
 from domain.cost.lab_cost import usd
+from domain.cost.price_book import LIST
 from reports import preview_comment
 from tests.conftest import BASE, ROOT
 from tests.support import tables
-from tests.test_live_prices import live, market  # noqa: F401 (market: a fixture)
+from tests.test_live_prices import EU_WEST_1, live, market  # noqa: F401 (market: a fixture)
 
 PREVIEW = "Previewing update (staging):\nResources: 3 to create\n"
 # BASE's intro lab at the mocked eu-west-1 prices (tests/test_live_prices.py EU_WEST_1): 4 g4dn.xlarge nodes at 0.587
@@ -65,9 +66,19 @@ def test_a_preview_writes_the_regions_cost_figures_and_nothing_else(written):
     path, outputs = written
     found = json.loads(path.read_text())
     assert found["region"] == "eu-west-1"
+    book = preview_cost.book_from(found.pop("book"))
+    assert (book.region, book.live, book.on_demand["g4dn.xlarge"]) == (
+        "eu-west-1",
+        True,
+        float(EU_WEST_1["g4dn.xlarge"]),
+    )
     assert found["cost"] == outputs["cost"]
     assert found["labs"] == {"intro": {"cost": outputs["labs"]["intro"]["cost"]}}
     assert usd(found["labs"]["intro"]["cost"]["atMostPerHour"]["usd"]) == EU_WEST_1_AT_MOST
+
+
+def test_the_list_comes_back_as_it_was_written():
+    assert preview_cost.book_from(json.loads(json.dumps(preview_cost.book_output(LIST)))) == LIST
 
 
 def test_the_render_writes_no_preview_file(monkeypatch, tmp_path):
@@ -77,13 +88,19 @@ def test_the_render_writes_no_preview_file(monkeypatch, tmp_path):
     assert not path.exists()
 
 
-def test_the_comments_lab_table_shows_the_previews_regional_figures(written, rendered, capsys):
-    path, _ = written
+def test_the_comments_cost_tables_show_the_previews_regional_figures(written, rendered, capsys):
+    path, outputs = written
     listed = json.loads((rendered / "outputs.json").read_text())["labs"]["intro"]["cost"]["atMostPerHour"]["usd"]
     assert usd(listed) != EU_WEST_1_AT_MOST  # the render's figure is the us-east-1 list's
     body = comment(rendered, capsys, "--preview-cost", str(path))
     assert at_most(body) == EU_WEST_1_AT_MOST
     assert "priced by `pulumi preview` from eu-west-1's prices" in flat(body)
+    # The whole stack's table at the preview's prices: its total is the preview's `cost` output's.
+    whole = tables.table(body.splitlines(), after="the whole stack in eu-west-1")
+    assert whole[-1]["USD per hour"] == usd(outputs["cost"]["perHour"]["total"])
+    assert whole[-1]["USD per hour"] != usd(
+        json.loads((rendered / "outputs.json").read_text())["cost"]["perHour"]["total"]
+    )
     # The diff stays the offline renders': like with like, said so.
     diffed = comment(rendered, capsys, "--preview-cost", str(path), "--base-outputs", str(rendered / "outputs.json"))
     assert "both at the us-east-1 list: like with like" in flat(diffed)
