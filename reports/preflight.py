@@ -107,17 +107,23 @@ def quota_needs(settings: domain.stack.Settings) -> dict[str, dict[str, int]]:
     return needs
 
 
+def _quota(code: str, region: str, aws: Aws) -> tuple[int, str]:
+    """The quota's value in vCPUs, and how a finding names it: with the name AWS returns, so a code that names another
+    quota shows."""
+    quota = aws.call("servicequotas:GetServiceQuota", code)["Quota"]
+    value = int(quota["Value"])
+    return value, f'quota {code} "{quota.get("QuotaName", "?")}" in {region}: {value} vCPUs'
+
+
 def _quotas(settings: domain.stack.Settings, region: str, aws: Aws) -> Iterator[Finding]:
     for code, labs in sorted(quota_needs(settings).items()):
         need = sum(labs.values())
         each = ", ".join(f"{name} {vcpus}" for name, vcpus in sorted(labs.items()))
         try:
-            quota = aws.call("servicequotas:GetServiceQuota", code)["Quota"]
+            value, what = _quota(code, region, aws)
         except AwsError as error:
             yield Finding(False, f"quota {code} in {region}: not read ({error}); the labs need {need} vCPUs ({each})")
             continue
-        value = int(quota["Value"])
-        what = f'quota {code} "{quota.get("QuotaName", "?")}" in {region}: {value} vCPUs'
         if value >= need:
             yield Finding(True, f"{what}, the labs need at most {need} ({each})")
         elif value == 0:
@@ -155,12 +161,10 @@ def _system_quota(cluster: Any, region: str, aws: Aws) -> Iterator[Finding]:
         f"{largest}, {vcpus} vCPUs each"
     )
     try:
-        quota = aws.call("servicequotas:GetServiceQuota", code)["Quota"]
+        value, what = _quota(code, region, aws)
     except AwsError as error:
         yield Finding(False, f"quota {code} in {region}: not read ({error}); the system nodes need {need} ({each})")
         return
-    value = int(quota["Value"])
-    what = f'quota {code} "{quota.get("QuotaName", "?")}" in {region}: {value} vCPUs'
     request = f"request {need} in Service Quotas (service ec2, quota {code}, region {region})"
     if value >= need:
         yield Finding(True, f"{what}, the system nodes need at most {need} ({each})")
