@@ -1,6 +1,6 @@
 """The prices the workspace's rules count a lab's nodes at (gpulab:instance_price_usd_per_hour; through it the spend
-the hub's spend gate and the budget alerts add up, and each lab's ceiling per hour): the on-demand prices of the
-stack's region where the program read them (`pulumi preview`, `pulumi up`: components/live_prices.py), else
+the hub's spend gate and the budget alerts add up, and what each lab's GPU limit costs per hour): the on-demand prices
+of the stack's region where the program read them (`pulumi preview`, `pulumi up`: components/live_prices.py), else
 domain/cost/prices.py's us-east-1 list (the render, the tests), each said in the alerts' descriptions.
 
 The rule file holds prices, not the day they were read: the Price List API answers the same on-demand prices from one
