@@ -42,6 +42,7 @@ try:
     from components.jupyterhub.hub import RELEASE as HUB_RELEASE
     from devtools.progress import Progress
     from domain.capacity.boot_timings import Overrides
+    from domain.cost import preview_cost
     from domain.stack.jupyterhub import JupyterHub
     from domain.stack.model import Settings
     from domain.time import utc
@@ -602,10 +603,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         spot.PRICES_FLAG,
         type=Path,
-        metavar="OUTPUTS_JSON",
-        help="a preview's stack outputs (`pulumi stack output --json`): spot nodes are priced at the spot prices it "
-        "records (labs.<lab>.cost.spot), in Karpenter's offerings and the day's cost; else at on-demand "
-        "(docs/rehearsal.md, Spot interruptions)",
+        metavar="FILE",
+        help="a preview's stack outputs (`pulumi stack output --json`) or the cost file a preview writes where "
+        f"{preview_cost.ENV} says: spot nodes are priced at the spot prices it records (labs.<lab>.cost.spot), in "
+        "Karpenter's offerings and the day's cost; else at on-demand (docs/rehearsal.md, Spot interruptions)",
     )
     args = parser.parse_args(argv)
     try:
@@ -619,7 +620,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / day_chart.SVG_NAME).unlink(missing_ok=True)
     try:
         run = stack_run(args.stack)
-        spot_prices = None if args.prices is None else spot.prices(args.prices, run.stack.settings)
+        spot_prices = None if args.prices is None else spot.prices(args.prices, run.stack.settings, run.stack.region)
         # Before the render, which takes seconds: a stack without a twin says so at once.
         twins.build(run.stack.settings.cluster.kubernetes_version)
         render_stack(run, args.out / RENDER)

@@ -1,8 +1,8 @@
 """Spot in the rehearsal: the rate the rehearse command sets (`--spot-interruptions-per-node-hour`), at which EC2 warns
 the spot instances of the labs that allow spot that it reclaims them (the stepper's rehearsal/stepper/spot.go, read by
-Karpenter's own interruption controller); the spot prices a preview recorded in the stack's outputs (`--prices`),
-which the stepper's EC2 answers Karpenter's spot price update with; and rehearsal.json's `spot` (docs/rehearsal.md,
-Spot interruptions)."""
+Karpenter's own interruption controller); the spot prices a preview recorded in the stack's outputs or in its cost
+file (`--prices`), which the stepper's EC2 answers Karpenter's spot price update with; and rehearsal.json's `spot`
+(docs/rehearsal.md, Spot interruptions)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
+
+from domain.cost import preview_cost
 
 if TYPE_CHECKING:  # rehearsal/report.py reads this module's names without the stack's model
     from domain.stack.model import Settings
@@ -55,39 +57,49 @@ def section(settings: Settings, stepper: Mapping[str, Any], labs: Mapping[str, M
     }
 
 
-def prices(path: Path, settings: Settings) -> dict[str, dict[str, Any]]:
-    """The spot price of each instance type of the stack's spot labs, from `path`: a preview's stack outputs as
-    `pulumi stack output --json` writes them (the render's outputs.json has the same shape), whose
-    `labs.<lab>.cost.spot.<instance type>` is domain/cost/price_book.py spot_line's `{usdPerHour, pricedAs, source,
-    zones}`. Returns `{<instance type>: {usdPerHour, pricedAs, source}}` for the stepper's -spot-prices. Refuses a file
-    that is not such outputs, the outputs of another stack's cluster (`clusterName`), and one without a price for a
-    type a spot lab of this stack may launch."""
+def prices(path: Path, settings: Settings, region: str) -> dict[str, dict[str, Any]]:
+    """The spot price of each instance type of the stack's spot labs, from `path`: either a preview's stack outputs as
+    `pulumi stack output --json` writes them (the render's outputs.json has the same shape), or the cost file a
+    `pulumi preview` writes where GPULAB_PREVIEW_COST says (domain/cost/preview_cost.py, which tells the two apart:
+    is_written). Both have each lab's `labs.<lab>.cost.spot.<instance type>`, domain/cost/price_book.py spot_line's
+    `{usdPerHour, pricedAs, source, zones}`. Returns `{<instance type>: {usdPerHour, pricedAs, source}}` for the
+    stepper's -spot-prices. Refuses a file that is neither, the outputs of another stack's cluster (`clusterName`), a
+    cost file priced in another region than the stack's `region`, and a file without a price for a type a spot lab of
+    this stack may launch."""
     where = f"{PRICES_FLAG} {path}"
+    wanted = (
+        f"want `pulumi stack output --json` of a preview or the file a preview writes where {preview_cost.ENV} says"
+    )
     try:
-        outputs = json.loads(path.read_text())
+        found = json.loads(path.read_text())
     except OSError as error:
         raise BadPrices(f"{where}: cannot read it ({error.strerror})") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise BadPrices(f"{where}: not JSON ({error}); want `pulumi stack output --json` of a preview") from None
-    if not isinstance(outputs, dict) or not isinstance(outputs.get("labs"), dict):
-        raise BadPrices(f"{where}: not a stack's outputs (no `labs`); want `pulumi stack output --json` of a preview")
-    cluster = outputs.get("clusterName")
-    if isinstance(cluster, str) and cluster != settings.cluster.name:
-        raise BadPrices(f"{where}: the outputs of cluster {cluster!r}, not this stack's ({settings.cluster.name!r})")
-    found: dict[str, dict[str, Any]] = {}
+        raise BadPrices(f"{where}: not JSON ({error}); {wanted}") from None
+    if preview_cost.is_written(found):
+        if found["region"] != region:
+            raise BadPrices(f"{where}: prices of {found['region']!r}, not of this stack's region ({region!r})")
+    elif isinstance(found, dict) and isinstance(found.get("labs"), dict):
+        cluster = found.get("clusterName")
+        if isinstance(cluster, str) and cluster != settings.cluster.name:
+            own = settings.cluster.name
+            raise BadPrices(f"{where}: the outputs of cluster {cluster!r}, not this stack's ({own!r})")
+    else:
+        raise BadPrices(f"{where}: neither a stack's outputs nor a preview's cost file (no `labs`); {wanted}")
+    spot: dict[str, dict[str, Any]] = {}
     for name, lab in sorted(settings.labs.items()):
         if "spot" not in lab.capacity_types:
             continue
-        lines = _at(outputs, "labs", name, "cost", "spot")
+        lines = _at(found, "labs", name, "cost", "spot")
         for instance_type in lab.instance_types:
             line = _at(lines, instance_type)
             if not _is_line(line):
                 raise BadPrices(
                     f"{where}: labs.{name}.cost.spot.{instance_type} wants usdPerHour above 0, pricedAs spot or "
-                    f"on-demand and a source (a preview's outputs), got {line!r}"
+                    f"on-demand and a source (as a preview writes it), got {line!r}"
                 )
-            found[instance_type] = {k: line[k] for k in ("usdPerHour", "pricedAs", "source")}
-    return found
+            spot[instance_type] = {k: line[k] for k in ("usdPerHour", "pricedAs", "source")}
+    return spot
 
 
 def _at(value: object, *keys: str) -> object:

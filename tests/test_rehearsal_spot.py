@@ -71,7 +71,9 @@ def _rehearsed(tmp_path: Path, rate: float, priced: bool = False) -> dict[str, A
     run = run_config("spot", as_cli_config(STACK))
     out = tmp_path / "render"
     twin_tests.render_with_charts(run, out)
-    prices = spot.prices(_recorded_outputs(out, tmp_path / "outputs.json"), run.stack.settings) if priced else None
+    prices = None
+    if priced:
+        prices = spot.prices(_recorded_outputs(out, tmp_path / "outputs.json"), run.stack.settings, run.stack.region)
     return rehearsal.run.rehearse(out, run.stack.settings, TODAY, run.stack.region, spot_rate=rate, spot_prices=prices)
 
 
@@ -190,7 +192,12 @@ def test_without_the_flag_the_rate_is_zero() -> None:
     ("content", "said"),
     [
         ("not json", "not JSON"),
-        ('{"clusterName": "learninglab-staging"}', "not a stack's outputs (no `labs`)"),
+        (
+            '{"clusterName": "learninglab-staging"}',
+            "neither a stack's outputs nor a preview's cost file (no `labs`); want `pulumi stack output --json` of a "
+            "preview or the file a preview writes where GPULAB_PREVIEW_COST says",
+        ),
+        ("[]", "neither a stack's outputs nor a preview's cost file"),
         (
             '{"clusterName": "learninglab-prod", "labs": {}}',
             "the outputs of cluster 'learninglab-prod', not this stack's",
@@ -202,7 +209,8 @@ def test_a_bad_prices_file_is_refused_naming_the_flag(content, said, tmp_path, c
     bad.write_text(content)
     status = rehearsal.run.main(["staging", "--out", str(tmp_path / "out"), spot.PRICES_FLAG, str(bad)])
     assert status == 2
-    assert capsys.readouterr().err.startswith(f"gpulab: {spot.PRICES_FLAG} {bad}: {said}")
+    (line,) = capsys.readouterr().err.splitlines()  # one line, no traceback
+    assert line.startswith(f"gpulab: {spot.PRICES_FLAG} {bad}: {said}")
 
 
 def test_outputs_without_a_spot_labs_price_are_refused(tmp_path) -> None:
@@ -211,7 +219,7 @@ def test_outputs_without_a_spot_labs_price_are_refused(tmp_path) -> None:
     path = tmp_path / "outputs.json"
     path.write_text(json.dumps({"labs": {LAB: {"cost": {"spot": {}}}}}))
     with pytest.raises(spot.BadPrices, match=rf"labs\.{LAB}\.cost\.spot\.g4dn\.xlarge wants usdPerHour above 0"):
-        spot.prices(path, run.stack.settings)
+        spot.prices(path, run.stack.settings, run.stack.region)
 
 
 def test_no_node_emptied_by_learners_goes_before_its_consolidate_after(interrupted, again) -> None:

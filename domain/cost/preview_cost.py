@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from domain.cost.price_book import Gp3, MeterPrices, Origin, PriceBook, SpotPrice
 
@@ -45,6 +45,19 @@ def read(path: Path | None) -> dict[str, Any] | None:
         return None
     figures: dict[str, Any] = json.loads(path.read_text())
     return figures
+
+
+def is_written(found: object) -> TypeGuard[dict[str, Any]]:
+    """Whether `found` (a JSON file's content) has the shape `write` gives the file: the `region` priced and its prices
+    (`book`) beside the labs' figures. A stack's outputs have neither `region` nor `book` at the top (program.py
+    exports), so a reader that takes both (rehearsal/spot.py, `rehearse --prices`) tells them apart by this; both have
+    the labs' figures at `labs.<lab>.cost`."""
+    return (
+        isinstance(found, dict)
+        and isinstance(found.get("region"), str)
+        and isinstance(found.get("book"), dict)
+        and isinstance(found.get("labs"), dict)
+    )
 
 
 def book_output(book: PriceBook) -> dict[str, Any]:
