@@ -76,6 +76,8 @@ OBSERVED = {
     "nodeDeleted": ("node", "reason"),
     "disrupted": ("pod", "node", "reason"),
     "spotWarning": ("node", "instanceType"),
+    # EC2 took a warned instance back at the end of its warning, its drain not finished (the stepper's spot.go reclaim).
+    "spotReclaimed": ("node", "instanceType"),
     "bound": ("learner", "node"),
     "ready": ("learner", "node"),
 }

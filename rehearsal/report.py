@@ -238,9 +238,13 @@ def _spot(spot: Mapping[str, Any] | None) -> list[str]:
         if (prices := spot.get("prices")) is not None
         else f"{spot['pricedAs']}: {spot['priceSource']}"
     )
+    # A warned node still draining at the end of its warning is taken by EC2 with its learners' servers on it.
+    reclaimed = sum(spot["reclaimed"].values())
+    cut_short = f", {reclaimed} warned node(s) reclaimed by EC2 at the end of the warning, their drain not finished"
     return [
         f"spot ({', '.join(spot['labs'])}): {warnings} interruption warning(s) of {spot['warningSeconds']:g} s at "
-        f"{spot['interruptionsPerNodeHour']:g} per spot node-hour ({FLAG}); spot nodes priced at {priced}",
+        f"{spot['interruptionsPerNodeHour']:g} per spot node-hour ({FLAG}){cut_short if reclaimed else ''}; spot "
+        f"nodes priced at {priced}",
         "",
     ]
 

@@ -47,13 +47,22 @@ def rate(value: str | None) -> float:
     return number
 
 
+# rehearsal.json's spot counts per lab, and the event each counts.
+COUNTED = {"warnings": "spotWarning", "reclaimed": "spotReclaimed"}
+
+
+def _count(labs: Mapping[str, Mapping[str, Any]], what: str) -> dict[str, int]:
+    return {n: sum(1 for e in lab["events"] if e["what"] == what) for n, lab in sorted(labs.items())}
+
+
 def section(settings: Settings, stepper: Mapping[str, Any], labs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """rehearsal.json's `spot`: how the stepper plays spot (its rate, EC2's warning, its seed, the price it bills a
-    spot node at and that price's source), the labs that allow spot, and the warnings the day had per lab."""
+    spot node at and that price's source), the labs that allow spot, and per lab the warnings the day had and the
+    warned nodes EC2 reclaimed at the end of their warning because their drain had not finished."""
     return {
         **stepper,
         "labs": sorted(n for n, lab in settings.labs.items() if "spot" in lab.capacity_types),
-        "warnings": {n: sum(1 for e in lab["events"] if e["what"] == "spotWarning") for n, lab in sorted(labs.items())},
+        **{key: _count(labs, what) for key, what in COUNTED.items()},
     }
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from domain.cost.lab_cost import DECIMALS
 from domain.stack.model import Settings
 from domain.time.class_calendar import ClassTerm, Occurrence, all_days, class_day, distinct_days
+from rehearsal import spot
 from rehearsal.karpenter import add_walls, rounded_walls
 
 # A class without a term is rehearsed over this many days from the day of the run: a year and a day, so that each
@@ -102,6 +103,15 @@ def _once(entries: Iterable[Any]) -> list[Any]:
     return kept
 
 
+def _summed(days: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """Each lab's count over the days."""
+    total: dict[str, int] = {}
+    for day in days:
+        for lab, count in day.items():
+            total[lab] = total.get(lab, 0) + count
+    return dict(sorted(total.items()))
+
+
 def first_days(labs_by_day: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[str, dict[str, Any]]:
     """rehearsal.json's `labs`: each lab's section (rehearsal/class_day.py lab_section) over the days on which one of
     its classes is first played, or it trickles: their events one after the other, each class's entry of its first
@@ -146,12 +156,8 @@ def together(days: Sequence[Day], answers: Sequence[Mapping[str, Any]]) -> dict[
         "stepWall": {kind: rounded_walls(wall) for kind, wall in sorted(walls.items())},
     }
     if spots := [a["spot"] for a in answers if "spot" in a]:
-        # Every day's stepper plays spot alike (rate, seed, price); the term's warnings are the days' summed.
-        warnings: dict[str, int] = {}
-        for one in spots:
-            for lab, count in one["warnings"].items():
-                warnings[lab] = warnings.get(lab, 0) + count
-        together["spot"] = {**spots[0], "warnings": dict(sorted(warnings.items()))}
+        # Every day's stepper plays spot alike (rate, seed, price); the term's counts are the days' summed.
+        together["spot"] = {**spots[0], **{key: _summed(one[key] for one in spots) for key in spot.COUNTED}}
     if days:
         together["days"] = [
             {"date": d.date.isoformat(), "why": list(d.why), "labs": a.get("labs", {})}

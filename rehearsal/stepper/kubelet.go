@@ -1,8 +1,8 @@
 package main
 
 // What the kubelet of each rehearsal node would do, for want of one: run the pods bound to it (their status), confirm
-// their deletion once they are gone, and renew the node's lease, without which the node lifecycle controller of
-// kube-controller-manager would mark the node unreachable and taint it.
+// their deletion once they are gone, and renew the node's lease while its instance runs, without which the node
+// lifecycle controller of kube-controller-manager would mark the node unreachable and taint it.
 
 import (
 	"context"
@@ -25,6 +25,8 @@ import (
 
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	nodeutils "sigs.k8s.io/karpenter/pkg/utils/node"
+
+	"github.com/gpulab/planner/standin"
 )
 
 const (
@@ -45,11 +47,14 @@ const (
 type kubelet struct {
 	reader  client.Client // the manager's cache
 	writer  client.Client
+	launch  *standin.Launch // the stand-in's EC2: a node's kubelet runs while its instance does
 	clock   *simClock
 	boots   *boots
 	journal *journal
 	mu      sync.Mutex
-	starts  map[types.NamespacedName]time.Time // bound pods waiting for their node's image, and when it is there
+	// Bound pods waiting for their node's image, and when it is there, by UID: a learner's pod moved by a spot
+	// interruption is made again under the same name, and must not start at its gone namesake's time.
+	starts map[types.UID]podStart
 }
 
 func (k *kubelet) register(m manager.Manager) error {
@@ -76,18 +81,24 @@ func (k *kubelet) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, nil
 	}
 	k.mu.Lock()
-	at, waiting := k.starts[req.NamespacedName]
+	start, waiting := k.starts[pod.UID]
 	if !waiting && !isDaemon(pod) {
-		at = k.boots.imageAt(pod.Spec.NodeName, pod)
-		if at.After(k.clock.Now()) {
-			k.starts[req.NamespacedName], waiting = at, true
+		start = podStart{req.NamespacedName, k.boots.imageAt(pod.Spec.NodeName, pod)}
+		if start.at.After(k.clock.Now()) {
+			k.starts[pod.UID], waiting = start, true
 		}
 	}
 	k.mu.Unlock()
-	if waiting && at.After(k.clock.Now()) {
+	if waiting && start.at.After(k.clock.Now()) {
 		return reconcile.Result{}, nil
 	}
-	return reconcile.Result{}, k.run(ctx, req.NamespacedName)
+	return reconcile.Result{}, k.run(ctx, req.NamespacedName, pod.UID)
+}
+
+// podStart is a bound pod waiting for its node's image, and when the image is there.
+type podStart struct {
+	key types.NamespacedName
+	at  time.Time
 }
 
 // goingSeen says whether Karpenter's podevents controller has recorded that the deleted pod is going, on its node's
@@ -121,40 +132,40 @@ func (k *kubelet) goingSeen(ctx context.Context, pod *corev1.Pod) (bool, error) 
 func (k *kubelet) next() []time.Time {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return lo.Values(k.starts)
+	return lo.Map(lo.Values(k.starts), func(s podStart, _ int) time.Time { return s.at })
 }
 
 // startDue runs the pods whose node has their image by now.
 func (k *kubelet) startDue(ctx context.Context, now time.Time) error {
 	k.mu.Lock()
-	var due []types.NamespacedName
-	for key, at := range k.starts {
-		if !at.After(now) {
-			due = append(due, key)
+	due := map[types.UID]types.NamespacedName{}
+	for uid, start := range k.starts {
+		if !start.at.After(now) {
+			due[uid] = start.key
 		}
 	}
 	k.mu.Unlock()
-	for _, key := range due {
-		if err := k.run(ctx, key); err != nil {
+	for uid, key := range due {
+		if err := k.run(ctx, key, uid); err != nil {
 			return err
 		}
 		k.mu.Lock()
-		delete(k.starts, key)
+		delete(k.starts, uid)
 		k.mu.Unlock()
 	}
 	return nil
 }
 
 // run reports the pod Running and Ready, as the kubelet does once its containers have started; a learner's pod (not
-// a DaemonSet's) is a podReady event.
-func (k *kubelet) run(ctx context.Context, key types.NamespacedName) error {
+// a DaemonSet's) is a podReady event. Nothing, if the pod of that UID is gone.
+func (k *kubelet) run(ctx context.Context, key types.NamespacedName, uid types.UID) error {
 	var pod *corev1.Pod
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		pod = &corev1.Pod{}
 		if err := k.writer.Get(ctx, key, pod); err != nil {
 			return err
 		}
-		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodRunning {
+		if pod.UID != uid || pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodRunning {
 			pod = nil
 			return nil
 		}
@@ -207,7 +218,8 @@ func (k *kubelet) ours(ctx context.Context, nodeName string) bool {
 	return ok
 }
 
-// renewLeases renews each launched node's lease until ctx ends, as each node's kubelet would.
+// renewLeases renews the lease of each launched node whose instance runs, until ctx ends, as each node's kubelet
+// would.
 func (k *kubelet) renewLeases(ctx context.Context) {
 	for {
 		nodes := &corev1.NodeList{}
@@ -224,8 +236,13 @@ func (k *kubelet) renewLeases(ctx context.Context) {
 	}
 }
 
+// renew renews the node's lease if its instance runs. A node being deleted keeps its kubelet while it drains, until
+// Karpenter terminates the instance or EC2 reclaims it: were the lease to lapse sooner, the node lifecycle controller
+// would mark the node NotReady at a wall-clock time, and Karpenter's node repair (sigs.k8s.io/karpenter v1.14.1
+// pkg/controllers/node/health/controller.go), which compares that time with its own clock, would read it as far past
+// its 30-minute toleration and cut a drain held on the simulated clock short.
 func (k *kubelet) renew(ctx context.Context, node *corev1.Node) {
-	if node.DeletionTimestamp != nil {
+	if _, err := k.launch.Get(ctx, instanceID(node.Spec.ProviderID)); err != nil {
 		return
 	}
 	now := metav1.NewMicroTime(time.Now())

@@ -345,7 +345,7 @@ func newStepper(ctx context.Context, config *rest.Config, r *render.Render, regi
 	if err := nodeclasshash.NewController(kube, nil).Register(ctx, view); err != nil {
 		return nil, err
 	}
-	k := &kubelet{reader: mgr.GetClient(), writer: writer, clock: clk, boots: s.boots, journal: s.journal, starts: map[types.NamespacedName]time.Time{}}
+	k := &kubelet{reader: mgr.GetClient(), writer: writer, launch: aws.Launch, clock: clk, boots: s.boots, journal: s.journal, starts: map[types.UID]podStart{}}
 	s.kubelet = k
 	if err := k.register(mgr); err != nil {
 		return nil, err

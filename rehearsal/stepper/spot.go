@@ -417,6 +417,10 @@ func (s *spotInterruptions) reclaim(ctx context.Context, id string) error {
 	for i := range claims.Items {
 		nc := &claims.Items[i]
 		s.nodes.boots.forget(nc.Name)
+		// The reclaim, then the node's end: the driver counts the nodes whose drain EC2 cut short (rehearsal.json's
+		// spot.reclaimed).
+		s.journal.add(event{What: "spotReclaimed", Lab: nc.Labels[render.LabLabel], Node: nc.Name,
+			InstanceType: nc.Labels[corev1.LabelInstanceTypeStable], CapacityType: karpv1.CapacityTypeSpot})
 		s.journal.deleted(nc.Name, nc.Labels[render.LabLabel], s.nodes.reasonOf(nc))
 		if err := s.notReady(ctx, nc.Name); err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/samber/lo"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,16 +77,23 @@ func (s *stepper) terminating() (string, []client.Object, error) {
 
 // waitsForGracePeriod counts the pods on the node that its drain still waits for and that only the node's
 // terminationGracePeriod will end (do-not-disrupt, or their PodDisruptionBudget allows no eviction); nil when a pod
-// is on its way out on the wall clock (evictable now, or deleted and not yet gone).
+// is on its way out on the wall clock (evictable now, or deleted and not yet gone). Karpenter drains a node one group
+// of pods at a time and evicts none of a group while an earlier one still has pods (drainGroup), so only the first
+// group with pods waiting counts: a DaemonSet's pod (the device plugin's) is not evicted while a learner's pod its
+// budget holds is on the node.
 func (s *stepper) waitsForGracePeriod(node *corev1.Node) (*int, error) {
 	pods := &corev1.PodList{}
 	if err := s.reader.List(s.ctx, pods, client.MatchingFields{"spec.nodeName": node.Name}); err != nil {
 		return nil, err
 	}
+	waiting := lo.Filter(lo.ToSlicePtr(pods.Items), func(pod *corev1.Pod, _ int) bool { return podutil.IsWaitingEviction(pod, s.clock) })
+	if len(waiting) == 0 {
+		return lo.ToPtr(0), nil
+	}
+	first := lo.Min(lo.Map(waiting, func(pod *corev1.Pod, _ int) int { return drainGroup(pod) }))
 	blocked := 0
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		if !podutil.IsWaitingEviction(pod, s.clock) {
+	for _, pod := range waiting {
+		if drainGroup(pod) != first {
 			continue
 		}
 		if podutil.IsTerminating(pod) {
@@ -100,6 +108,21 @@ func (s *stepper) waitsForGracePeriod(node *corev1.Node) (*int, error) {
 		blocked++
 	}
 	return &blocked, nil
+}
+
+// drainGroup is the place of a pod's group in the order Karpenter drains a node: pods neither critical nor a
+// DaemonSet's, then DaemonSets' pods, then critical pods, then critical DaemonSets' pods (sigs.k8s.io/karpenter
+// v1.14.1 pkg/controllers/node/termination/terminator/terminator.go groupPodsByPriority, unexported; Drain queues
+// only the first group with pods for eviction).
+func drainGroup(pod *corev1.Pod) int {
+	group := 0
+	if podutil.IsOwnedByDaemonSet(pod) {
+		group++
+	}
+	if pod.Spec.PriorityClassName == "system-cluster-critical" || pod.Spec.PriorityClassName == "system-node-critical" {
+		group += 2
+	}
+	return group
 }
 
 // heldByBudget says whether a PodDisruptionBudget that selects the pod allows no disruption now (the eviction API
