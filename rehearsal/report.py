@@ -228,7 +228,8 @@ def table(rehearsal: Mapping[str, Any] | None, shown: set[str] | None = None) ->
 
 
 def _spot(spot: Mapping[str, Any] | None) -> list[str]:
-    """The lines saying how the day played spot, where a lab allows it: the warnings and their rate, the price."""
+    """The lines saying how the day played spot, where a lab allows it: the warnings and their rate, the warned nodes
+    EC2 reclaimed before their drain finished, the price."""
     if not spot or not spot["labs"]:
         return []
     warnings = sum(spot["warnings"].values())

@@ -139,7 +139,8 @@ def together(days: Sequence[Day], answers: Sequence[Mapping[str, Any]]) -> dict[
     """rehearsal.json from the days played, each day's answer (rehearsal/run.py on_twin) beside it: `days`, each with
     its date, why and labs; `labs`, each lab over its first days (first_days); every finding of every day (jobs,
     CronJob runs, refusals, denials, unsettled moments), what every twin says alike once; the stepWall and the spot
-    warnings of all days summed; the user-scheduler of the first day, or of the first day it did not run."""
+    counts (rehearsal/spot.py COUNTED: warnings, nodes reclaimed) of all days summed; the user-scheduler of the first
+    day, or of the first day it did not run."""
     first = answers[0]
     walls: dict[str, dict[str, Any]] = {}
     for answer in answers:

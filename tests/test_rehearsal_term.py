@@ -12,7 +12,7 @@ from typing import Any
 
 import domain.stack
 import rehearsal.run
-from rehearsal import term
+from rehearsal import report, term
 from tests.conftest import as_cli_config, run_config, stack_values
 from tests.support import twin_tests
 from tests.support.synthetic import lab
@@ -154,6 +154,37 @@ def test_an_unsettled_moment_on_any_day_fails_the_rehearsal_saying_when() -> Non
         "disruption queue's command): the class day is not one answer from there on (its figures could differ from "
         "run to run)"
     ]
+
+
+def test_a_terms_spot_warnings_and_reclaims_are_each_labs_summed_over_its_days() -> None:
+    """rehearsal.json's `spot` over a term: each count per lab (rehearsal/spot.py COUNTED: the warnings and the warned
+    nodes EC2 reclaimed, their drain not finished) is the days' summed, not the first day's, and the summary's spot
+    line says the term's."""
+    days = [term.Day(datetime.date(2027, 1, d), (f"day {d}",), {}, False) for d in (4, 6)]
+    played = {"interruptionsPerNodeHour": 3.0, "warningSeconds": 120, "seed": 48, "pricedAs": "on-demand"}
+
+    def answer(warnings: int, reclaimed: int) -> dict[str, Any]:
+        return {
+            "kubernetes": "v1.36.5",
+            **{key: [] for key in ("refused", "jobs", "cronJobs", "cronJobsMissed", "jobsFailed", "rbacDenied")},
+            **{key: [] for key in ("substitutions", "unscheduled", "unsettled")},
+            "userScheduler": None,
+            "labs": {},
+            "spot": {
+                **played,
+                "priceSource": "on-demand",
+                "labs": ["held"],
+                "warnings": {"held": warnings, "other": 0},
+                "reclaimed": {"held": reclaimed, "other": 0},
+            },
+        }
+
+    done = term.together(days, [answer(2, 0), answer(3, 1)])
+    assert done["spot"]["warnings"] == {"held": 5, "other": 0}
+    assert done["spot"]["reclaimed"] == {"held": 1, "other": 0}
+    (line,) = [line for line in report.table(done) if line.startswith("spot (")]
+    assert "5 interruption warning(s)" in line
+    assert "1 warned node(s) reclaimed by EC2 at the end of the warning, their drain not finished" in line
 
 
 # Two Mondays at 09:00 in New York, the second after its clocks went forward: its first day and, the last of its term,
