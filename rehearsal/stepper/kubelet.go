@@ -261,7 +261,9 @@ func (k *kubelet) renew(ctx context.Context, node *corev1.Node) {
 		err = k.writer.Update(ctx, lease)
 	}
 	if err != nil {
-		// The next renewal, 10 s on, tries again; the node lifecycle controller waits 40 s.
+		// The next renewal, 10 s on, tries again; the node lifecycle controller waits 50 s after the last one (its
+		// node-monitor-grace-period, which the twin leaves at its default: 50 s in Kubernetes v1.34.12, v1.35.8 and
+		// v1.36.5, pkg/controller/nodelifecycle/config/v1alpha1/defaults.go).
 		log.FromContext(ctx).Error(err, "renewing the node's lease", "Node", node.Name)
 	}
 }
