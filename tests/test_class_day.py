@@ -15,7 +15,7 @@ from domain.cost.lab_cost import usd
 from domain.cost.price_book import LIST
 from rehearsal import class_day, report, spot, term
 from rehearsal import run as rehearse
-from tests.conftest import as_cli_config, stack_values
+from tests.conftest import ROOT, as_cli_config, stack_values
 from tests.support import tables
 from tests.support.synthetic import lab
 
@@ -579,3 +579,16 @@ def test_an_unpriced_cheapest_type_leaves_no_lower_bound() -> None:
     assert section["lowerBoundNodeHours"] > 0 and section["lowerBoundCost"] is None
     *_, lab_row = [line for line in report.table(_rehearsal({"new": section})) if line.startswith("| new ")]
     assert tables.cells(lab_row)[-1] == "n/a"
+
+
+def test_every_observed_event_kind_is_named_in_the_docs_of_rehearsal_json() -> None:
+    """What a reader of rehearsal.json looks up: each kind of event a lab's log may hold (class_day.OBSERVED, which the
+    driver checks the stepper's journal against) is in docs/rehearsal.md's `events` field, and each the stepper's
+    journal writes under that name (all but `bound` and `ready`, its podBound and podReady) in the event table of
+    docs/developers/rehearsal.md."""
+    user = (ROOT / "docs/rehearsal.md").read_text()
+    (events,) = [p for p in user.split("\n- ") if p.startswith("`events`:")]
+    table = (ROOT / "docs/developers/rehearsal.md").read_text()
+    assert [kind for kind in class_day.OBSERVED if f"`{kind}`" not in events] == []
+    journal = [kind for kind in class_day.OBSERVED if kind not in ("bound", "ready")]
+    assert [kind for kind in journal if f"| `{kind}` |" not in table] == []
