@@ -253,9 +253,19 @@ class Learners:
 
     def respawn(self, moved: list[dict[str, str]]) -> None:
         """The pods a spot interruption moved (the stepper's `moved`) made again for their learners who are still
-        there: a learner whose server stopped under them starts it again at once, as the hub lets them."""
-        for pod in moved:
-            key = (pod["lab"], pod["pod"])
+        there: a learner whose server stopped under them starts it again at once, as the hub lets them.
+
+        Learners moved at one moment start again in the order they first arrived, not in the order of `moved`:
+        that is the order in which Karpenter's eviction queue evicted their pods, on at least 100 workers at once
+        (sigs.k8s.io/karpenter v1.14.1 pkg/controllers/node/termination/terminator/eviction.go, minReconciles), so
+        the wall clock's. kube-scheduler takes pods of one priority in the order they reach its queue (k8s.io/
+        kubernetes v1.36.5 pkg/scheduler/framework/plugins/queuesort/priority_sort.go Less, the queue's Timestamp
+        set when a pod is added, backend/queue/scheduling_queue.go newQueuedPodInfo), so the first pods made take
+        the free slices there are and the others wait for a node: made in eviction order, which learners waited
+        differed from run to run (prod at 0.5 warnings per spot node-hour; docs/rehearsal.md, One answer per
+        stack)."""
+        keys = {(pod["lab"], pod["pod"]) for pod in moved}
+        for key in [key for key in self.pods if key in keys]:  # self.pods: in the order first made
             if key in self.scheduler_of:
                 refusal = self.arrive(key[0], self.pods[key])
                 if refusal is not None:

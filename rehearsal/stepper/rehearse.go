@@ -80,8 +80,9 @@ import (
 )
 
 const (
-	// The provisioner's batch windows (Karpenter's BATCH_IDLE_DURATION and BATCH_MAX_DURATION, wall clock): the
-	// driver creates the pods of one moment within milliseconds, so a short window still gathers them.
+	// The provisioner's batch windows (Karpenter's BATCH_IDLE_DURATION and BATCH_MAX_DURATION, wall clock): they count
+	// only once a step runs (simClock.step), when the driver has made the pods of one moment, so a short window still
+	// gathers them.
 	rehearsalBatchIdle = 200 * time.Millisecond
 	rehearsalBatchMax  = 2 * time.Second
 	// Settled means, besides what the conditions below wait for, no change to a pod, node, NodeClaim, NodePool or
@@ -90,6 +91,8 @@ const (
 	// A pod Karpenter placed waits this long without other change for kube-scheduler to bind it: longer than
 	// kube-scheduler's longest backoff for an unschedulable pod (podMaxBackoffSeconds, 10 s by default).
 	bindWait = 12 * time.Second
+	// What the batch windows' entries in shortenedTimers add (simClock.step).
+	batchWindowsGated = " of wall clock, counted only while a step runs, not while the driver acts between steps: the pods it makes at one moment are one batch however slowly it makes them"
 	// The most wall-clock time one step may take; past it the answer says what had not settled.
 	stepLimit = 90 * time.Second
 	// The annotation the stepper sets on every NodeClaim after it moves the clock (see touch).
@@ -110,9 +113,9 @@ func shorten(ctx context.Context, interrupting bool) []shortenedTimer {
 	opts := coreoptions.FromContext(ctx)
 	timers := []shortenedTimer{
 		{"the provisioner's batch window, idle (BATCH_IDLE_DURATION, wall clock)", "sigs.k8s.io/karpenter pkg/controllers/provisioning/batcher.go",
-			opts.BatchIdleDuration.String(), rehearsalBatchIdle.String()},
+			opts.BatchIdleDuration.String(), rehearsalBatchIdle.String() + batchWindowsGated},
 		{"the provisioner's batch window, longest (BATCH_MAX_DURATION, wall clock)", "sigs.k8s.io/karpenter pkg/controllers/provisioning/batcher.go",
-			opts.BatchMaxDuration.String(), rehearsalBatchMax.String()},
+			opts.BatchMaxDuration.String(), rehearsalBatchMax.String() + batchWindowsGated},
 		{"the disruption controller's poll (pollingPeriod, wall clock)", "sigs.k8s.io/karpenter pkg/controllers/disruption/controller.go",
 			"10s", "run by the stepper at each step once the other controllers have settled, and again after each action"},
 		{"the NodeClaim lifecycle and expiration controllers' sleep after a write (clock.Sleep)",
@@ -460,7 +463,9 @@ func (s *stepper) answer(line string) any {
 	began := time.Now()
 	s.wall = &stepWall{WaitingFor: map[string]float64{}}
 	s.fired, s.moved = nil, nil
+	s.clock.step(true)
 	unsettled := s.advance(to)
+	s.clock.step(false)
 	s.wall.Seconds = time.Since(began).Seconds()
 	nodes, err := s.nodes()
 	if err != nil {
