@@ -72,9 +72,9 @@ def prices(path: Path, settings: Settings, region: str) -> dict[str, dict[str, A
     `pulumi preview` writes where GPULAB_PREVIEW_COST says (domain/cost/preview_cost.py, which tells the two apart:
     is_written). Both have each lab's `labs.<lab>.cost.spot.<instance type>`, domain/cost/price_book.py spot_line's
     `{usdPerHour, pricedAs, source, zones}`. Returns `{<instance type>: {usdPerHour, pricedAs, source}}` for the
-    stepper's -spot-prices. Refuses a file that is neither, the outputs of another stack's cluster (`clusterName`), a
-    cost file priced in another region than the stack's `region`, and a file without a price for a type a spot lab of
-    this stack may launch."""
+    stepper's -spot-prices. Refuses a file that is neither, either of another stack's cluster (`clusterName`), a cost
+    file priced in another region than the stack's `region`, and a file without a price for a type a spot lab of this
+    stack may launch."""
     where = f"{PRICES_FLAG} {path}"
     wanted = (
         f"want `pulumi stack output --json` of a preview or the file a preview writes where {preview_cost.ENV} says"
@@ -88,13 +88,12 @@ def prices(path: Path, settings: Settings, region: str) -> dict[str, dict[str, A
     if preview_cost.is_written(found):
         if found["region"] != region:
             raise BadPrices(f"{where}: prices of {found['region']!r}, not of this stack's region ({region!r})")
-    elif isinstance(found, dict) and isinstance(found.get("labs"), dict):
-        cluster = found.get("clusterName")
-        if isinstance(cluster, str) and cluster != settings.cluster.name:
-            own = settings.cluster.name
-            raise BadPrices(f"{where}: the outputs of cluster {cluster!r}, not this stack's ({own!r})")
-    else:
+    elif not (isinstance(found, dict) and isinstance(found.get("labs"), dict)):
         raise BadPrices(f"{where}: neither a stack's outputs nor a preview's cost file (no `labs`); {wanted}")
+    cluster = found.get("clusterName")
+    if isinstance(cluster, str) and cluster != settings.cluster.name:
+        own = settings.cluster.name
+        raise BadPrices(f"{where}: the figures of cluster {cluster!r}, not this stack's ({own!r})")
     spot: dict[str, dict[str, Any]] = {}
     for name, lab in sorted(settings.labs.items()):
         if "spot" not in lab.capacity_types:

@@ -86,6 +86,19 @@ def test_a_cost_file_priced_in_another_region_is_refused_naming_the_flag(preview
         spot.prices(path, run.stack.settings, run.stack.region)
 
 
+def test_another_stacks_cost_file_of_the_same_region_is_refused_naming_its_cluster(previewed):
+    path, run = previewed
+    written = json.loads(path.read_text())
+    # The file names the cluster of the stack whose preview wrote it, as its outputs do.
+    assert written["clusterName"] == run.stack.settings.cluster.name == run.outputs["clusterName"]
+    path.write_text(json.dumps({**written, "clusterName": "another-lab"}))
+    with pytest.raises(
+        spot.BadPrices,
+        match=rf"^--prices {path}: the figures of cluster 'another-lab', not this stack's \('lab-test'\)$",
+    ):
+        spot.prices(path, run.stack.settings, run.stack.region)
+
+
 def test_the_driver_gives_the_stepper_the_prices_as_its_spot_prices_flag(tmp_path):
     """rehearsal/karpenter.py running, with a stand-in for the stepper that records what it was given."""
     prices = {"g5.xlarge": {"usdPerHour": 0.47, "pricedAs": "spot", "source": "EC2 DescribeSpotPriceHistory, ..."}}

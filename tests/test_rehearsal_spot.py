@@ -200,7 +200,7 @@ def test_without_the_flag_the_rate_is_zero() -> None:
         ("[]", "neither a stack's outputs nor a preview's cost file"),
         (
             '{"clusterName": "learninglab-prod", "labs": {}}',
-            "the outputs of cluster 'learninglab-prod', not this stack's",
+            "the figures of cluster 'learninglab-prod', not this stack's",
         ),
     ],
 )
