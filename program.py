@@ -192,8 +192,9 @@ def build(stack: domain.stack.StackConfig, live_prices: bool = False) -> None:
     if isinstance(found, pulumi.Output) and (path := os.environ.get(preview_cost.ENV)):
         # The figures at the region's prices, for the pull-request comment (domain/cost/preview_cost.py): the offline
         # render the comment reads otherwise has the us-east-1 list only.
-        where = (stack.region, settings.cluster.name)
-        pulumi.Output.all(book, found).apply(lambda both: preview_cost.write(Path(path), where, *both))
+        pulumi.Output.all(book, found).apply(
+            lambda both: preview_cost.write(Path(path), stack.region, settings.cluster.name, *both)
+        )
     labs = {
         name: {
             "nodePool": pools[name].node_pool_name,

@@ -24,16 +24,16 @@ ENV = "GPULAB_PREVIEW_COST"
 
 def write(
     path: Path,
-    where: tuple[str, str],
+    region: str,
+    cluster: str,
     book: PriceBook,
     found: tuple[Mapping[str, Mapping[str, Any]], Mapping[str, Any]],
 ) -> None:
-    """Writes `found` (each lab's `cost` output and the stack's, program.py figures) priced in the region at `book`
-    to `path`, its directory made if need be: a preview whose render failed must not fail for want of it. `where` is
-    the stack's region and its cluster's name (its configuration's, known at preview: a reader tells one stack's file
-    from another's by it, as by the outputs' clusterName)."""
+    """Writes `found` (each lab's `cost` output and the stack's, program.py figures) priced in `region` at `book` to
+    `path`, its directory made if need be: a preview whose render failed must not fail for want of it. `cluster` is
+    the cluster's name as the stack configures it (known at preview): a reader tells one stack's file from another's by
+    it, as by the outputs' clusterName."""
     labs, stack = found
-    region, cluster = where
     path.parent.mkdir(parents=True, exist_ok=True)
     figures = {
         "region": region,
